@@ -1,0 +1,84 @@
+// The operator registry and the delegate (backend) registry, both owned by libedgert.
+//
+// Kernel libraries register operators from static initializers with
+// EDGERT_REGISTER_OPERATOR; a second registration of a name aborts the process with
+// "Re-registering <name>" and both owners. Every registration also leaves a record in the
+// library's `edgert_reg` section (`.edgreg` on Windows), which `python -m release verify`
+// reads to build the ownership table without loading anything.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "edgert/export.h"
+#include "edgert/graph.hpp"
+#include "edgert/status.hpp"
+#include "edgert/tensor.hpp"
+
+namespace edgert {
+
+struct KernelContext {
+  const char* op = nullptr;                 // the operator being run
+  std::vector<const Tensor*> inputs;        // null for an absent optional input
+  const Attributes* attributes = nullptr;
+  std::vector<Tensor>* outputs = nullptr;   // sized to the node's outputs; the kernel fills them
+};
+
+using KernelFn = Status (*)(KernelContext& context);
+
+struct OperatorEntry {
+  std::string name;
+  std::string owner;  // path of the shared library that registered it ("" when unknown)
+};
+
+// Aborts the process on a duplicate name. Returns true so it can initialize a static.
+EDGERT_API bool register_operator(const char* name, KernelFn kernel);
+EDGERT_API KernelFn find_operator(const std::string& name);  // null when not registered
+EDGERT_API std::vector<OperatorEntry> list_operators();     // sorted by name
+
+// A delegate: takes over runs of consecutive nodes and executes them its own way.
+class EDGERT_API Backend {
+ public:
+  virtual ~Backend();
+  virtual const char* name() const = 0;
+  // Unavailable (for example no GPU or no driver) with a message saying why; Ok otherwise.
+  virtual Status available() const { return Status::success(); }
+  // How many nodes, starting at graph.nodes[first], this backend runs as one unit (0: none).
+  virtual size_t claim(const Graph& graph, size_t first) const = 0;
+  // Runs graph.nodes[first, first + count); reads and writes `values` (indexed by value id).
+  virtual Status run(const Graph& graph, size_t first, size_t count,
+                     std::vector<Tensor>& values) = 0;
+};
+
+// The backend object must live for the rest of the process. Aborts on a duplicate name.
+EDGERT_API bool register_backend(Backend* backend);
+EDGERT_API Backend* find_backend(const std::string& name);
+EDGERT_API std::vector<OperatorEntry> list_backends();  // name + owning library
+
+}  // namespace edgert
+
+// Registration records: NUL-terminated strings "op:<name>" / "backend:<name>" in a section.
+#if defined(__APPLE__)
+#define EDGERT_REGISTRATION_SECTION "__DATA,edgert_reg"
+#elif defined(_WIN32)
+#define EDGERT_REGISTRATION_SECTION ".edgreg"
+#else
+#define EDGERT_REGISTRATION_SECTION "edgert_reg"
+#endif
+
+#define EDGERT_CONCAT_INNER(a, b) a##b
+#define EDGERT_CONCAT(a, b) EDGERT_CONCAT_INNER(a, b)
+
+#define EDGERT_REGISTER_OPERATOR(name_literal, kernel)                                   \
+  __attribute__((used, section(EDGERT_REGISTRATION_SECTION))) static const char          \
+      EDGERT_CONCAT(edgert_registration_record_, __LINE__)[] = "op:" name_literal;        \
+  static const bool EDGERT_CONCAT(edgert_registered_, __LINE__) =                         \
+      ::edgert::register_operator(name_literal, kernel)
+
+#define EDGERT_REGISTER_BACKEND(name_literal, backend_object)                            \
+  __attribute__((used, section(EDGERT_REGISTRATION_SECTION))) static const char          \
+      EDGERT_CONCAT(edgert_registration_record_, __LINE__)[] = "backend:" name_literal;   \
+  static const bool EDGERT_CONCAT(edgert_registered_, __LINE__) =                         \
+      ::edgert::register_backend(&(backend_object))

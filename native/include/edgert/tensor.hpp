@@ -1,0 +1,60 @@
+// edgert tensors: a dtype, a shape, strides in elements and shared storage.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "edgert/export.h"
+
+namespace edgert {
+
+// Values are part of the program format (docs/program-format.md): never renumber.
+enum class DType : uint8_t { Float32 = 0, Int8 = 1, UInt8 = 2, Int32 = 3, Int64 = 4 };
+
+EDGERT_API size_t dtype_size(DType dtype);
+EDGERT_API const char* dtype_name(DType dtype);
+EDGERT_API bool dtype_is_valid(uint32_t raw);
+
+class EDGERT_API Tensor {
+ public:
+  Tensor() = default;
+  // A contiguous, zero-filled tensor that owns its storage.
+  Tensor(DType dtype, std::vector<int64_t> shape);
+  // A view over memory owned by `keep_alive` (may be null for memory the caller keeps alive).
+  static Tensor view(DType dtype, std::vector<int64_t> shape, std::vector<int64_t> strides,
+                     void* data, std::shared_ptr<void> keep_alive);
+
+  DType dtype() const { return dtype_; }
+  const std::vector<int64_t>& shape() const { return shape_; }
+  const std::vector<int64_t>& strides() const { return strides_; }
+  int64_t dim() const { return static_cast<int64_t>(shape_.size()); }
+  int64_t size(int64_t axis) const;  // negative axes count from the end
+  int64_t numel() const;
+  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
+  bool is_contiguous() const;
+  bool defined() const { return data_ != nullptr || numel() == 0; }
+
+  void* data() { return data_; }
+  const void* data() const { return data_; }
+  template <class T> T* data_as() { return static_cast<T*>(data_); }
+  template <class T> const T* data_as() const { return static_cast<const T*>(data_); }
+
+  // A contiguous copy (or this tensor itself when it already is contiguous).
+  Tensor contiguous() const;
+  // Same storage, new shape; requires a contiguous tensor and an equal element count.
+  Tensor reshaped(std::vector<int64_t> shape) const;
+
+  static std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape);
+
+ private:
+  DType dtype_ = DType::Float32;
+  std::vector<int64_t> shape_;
+  std::vector<int64_t> strides_;
+  std::shared_ptr<void> storage_;
+  void* data_ = nullptr;
+};
+
+}  // namespace edgert

@@ -1,0 +1,54 @@
+/* The one thread pool of the process (libedgert_threadpool). C ABI so every component,
+ * whatever compiler built it, shares the same pool. */
+#ifndef EDGERT_THREADPOOL_H
+#define EDGERT_THREADPOOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "edgert/export.h"
+
+#if defined(EDGERT_BUILDING_THREADPOOL)
+#define EDGERT_THREADPOOL_API EDGERT_HELPER_EXPORT
+#else
+#define EDGERT_THREADPOOL_API EDGERT_HELPER_IMPORT
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef void (*edgert_range_fn)(void* context, int64_t begin, int64_t end);
+
+/* Identity of the process-wide pool: equal in every library of one process. */
+EDGERT_THREADPOOL_API const void* edgert_threadpool_instance(void);
+/* Number of threads that run work, the calling thread included (>= 1). */
+EDGERT_THREADPOOL_API size_t edgert_threadpool_size(void);
+/* Resizes the pool; 0 means one thread per available core. Not to be called from inside
+ * a parallel region. */
+EDGERT_THREADPOOL_API void edgert_threadpool_set_size(size_t threads);
+/* Splits [begin, end) into chunks of at least `grain` items and runs fn on them, on the pool
+ * and the calling thread; returns when every chunk is done. Nested calls run inline. */
+EDGERT_THREADPOOL_API void edgert_threadpool_parallel_for(int64_t begin, int64_t end,
+                                                          int64_t grain, edgert_range_fn fn,
+                                                          void* context);
+
+#ifdef __cplusplus
+}  /* extern "C" */
+
+namespace edgert {
+// Runs fn(begin, end) over chunks of [begin, end) on the process pool.
+template <class Fn>
+void parallel_for(int64_t begin, int64_t end, int64_t grain, Fn&& fn) {
+  if (end - begin <= grain) {
+    if (end > begin) fn(begin, end);
+    return;
+  }
+  edgert_threadpool_parallel_for(
+      begin, end, grain,
+      [](void* context, int64_t b, int64_t e) { (*static_cast<Fn*>(context))(b, e); }, &fn);
+}
+}  // namespace edgert
+#endif
+
+#endif

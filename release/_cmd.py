@@ -1,0 +1,70 @@
+"""The one way the pipeline runs a program: find it, echo it, run it, fail with context."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from release.errors import CommandError, ToolError
+
+log = logging.getLogger("release")
+
+_OUTPUT_TAIL = 4000
+
+
+def find_tool(name: str, *, fix: str) -> str:
+    """Absolute path of an executable on PATH, or a ToolError naming how to install it."""
+    found = shutil.which(name)
+    if found is None:
+        raise ToolError(f"required tool '{name}' was not found on PATH", fix=fix)
+    return found
+
+
+def run(
+    command: Sequence[str | os.PathLike[str]],
+    *,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    what: str | None = None,
+    fix: str = "",
+    capture: bool = True,
+    timeout: float | None = None,
+) -> str:
+    """Runs ``command``; returns its combined output. Raises CommandError on a non-zero exit.
+
+    ``env`` entries are added to (not replace) the current environment.
+    """
+    argv = [os.fspath(part) for part in command]
+    log.debug("$ %s", shlex.join(argv))
+    full_env = None if env is None else {**os.environ, **env}
+    try:
+        completed = subprocess.run(
+            argv,
+            cwd=cwd,
+            env=full_env,
+            stdout=subprocess.PIPE if capture else None,
+            stderr=subprocess.STDOUT if capture else None,
+            text=True,
+            errors="replace",
+            timeout=timeout,
+            check=False,
+        )
+    except FileNotFoundError as error:
+        raise ToolError(f"cannot run '{argv[0]}': {error.strerror}", fix=fix or
+                        f"install {Path(argv[0]).name} or put it on PATH") from None
+    except subprocess.TimeoutExpired:
+        raise CommandError(f"{what or argv[0]} did not finish within {timeout} s",
+                           command=argv, returncode=-1, output="", fix=fix) from None
+    output = completed.stdout or ""
+    if completed.returncode != 0:
+        tail = output[-_OUTPUT_TAIL:].strip()
+        summary = tail.splitlines()[-1] if tail else "no output"
+        raise CommandError(
+            f"{what or Path(argv[0]).name} failed with exit status {completed.returncode}: {summary}",
+            command=argv, returncode=completed.returncode, output=tail, fix=fix)
+    return output

@@ -1,0 +1,62 @@
+"""Every failure a user can see is one of these; only ``release.__main__.main`` turns them
+into an exit code. A message says what failed, why, and how to fix it, on one line."""
+
+from __future__ import annotations
+
+
+class ReleaseError(Exception):
+    """Base class. ``exit_code`` is what the CLI exits with."""
+
+    exit_code = 1
+
+    def __init__(self, what: str, *, fix: str = "") -> None:
+        self.what = what
+        self.fix = fix
+        super().__init__(self.message)
+
+    @property
+    def message(self) -> str:
+        return f"{self.what} (fix: {self.fix})" if self.fix else self.what
+
+
+class ConfigurationError(ReleaseError):
+    """The manifest, a data file or a command-line option is wrong."""
+
+    exit_code = 2
+
+
+class ToolError(ReleaseError):
+    """A required tool (compiler, CMake, patchelf, auditwheel, nvcc...) is missing or unusable."""
+
+    exit_code = 3
+
+
+class CommandError(ReleaseError):
+    """A subprocess failed; carries the command, its exit status and the tail of its output."""
+
+    exit_code = 4
+
+    def __init__(self, what: str, *, command: list[str], returncode: int, output: str,
+                 fix: str = "") -> None:
+        self.command = command
+        self.returncode = returncode
+        self.output = output
+        super().__init__(what, fix=fix)
+
+
+class WheelError(ReleaseError):
+    """A wheel is malformed, unsafe to unpack or inconsistent with its metadata."""
+
+    exit_code = 5
+
+
+class BinaryFormatError(ReleaseError):
+    """A binary (ELF, Mach-O, PE, fatbin, program file) is truncated or malformed."""
+
+    exit_code = 6
+
+
+class VerificationFailed(ReleaseError):
+    """verify found at least one error-level finding."""
+
+    exit_code = 7

@@ -1,0 +1,29 @@
+"""A finding is one fact ``verify`` reports. Checks return lists of them; nothing raises."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+class Severity(str, enum.Enum):
+    ERROR = "error"      # the wheel is broken or violates a promise; verify exits non-zero
+    WARNING = "warning"  # suspicious, worth a look; does not fail verify
+    INFO = "info"        # a fact for the report (tables, measurements)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Finding:
+    check: str           # e.g. "linkage", "search-path", "ownership", "coverage"
+    severity: Severity
+    file: str            # path inside the wheel ("" for the wheel as a whole)
+    what: str            # what was found
+    why: str = ""        # why it matters
+    fix: str = ""        # how to fix it
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["severity"] = self.severity.value
+        return data

@@ -1,0 +1,89 @@
+"""Build tools the pipeline provisions from the package index on demand (never at import).
+
+Each tool lands once in the cache folder (``$RELEASE_CACHE_DIR``, default
+``~/.cache/edgert-release``) under a folder named after its requirement, so test runs and
+CI reuse it."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from release import _cmd
+from release.errors import ToolError
+
+
+def cache_dir() -> Path:
+    configured = os.environ.get("RELEASE_CACHE_DIR")
+    return Path(configured) if configured else Path.home() / ".cache" / "edgert-release"
+
+
+@dataclass(frozen=True)
+class CMakeRoute:
+    """A CMake release range a consumer may use: imported targets need >= 3.28."""
+
+    name: str          # "old" or "new"
+    requirement: str   # pip requirement that provisions it
+
+
+CMAKE_OLD = CMakeRoute("old", "cmake==3.24.*")
+CMAKE_NEW = CMakeRoute("new", "cmake>=3.28,<5")
+
+
+def _slug(requirement: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.]+", "_", requirement).strip("_")
+
+
+def pip_tool(requirement: str, executable: str) -> Path:
+    """Installs ``requirement`` into its own cache folder with pip and returns the path of
+    ``executable`` (a path relative to that folder)."""
+    target = cache_dir() / "tools" / _slug(requirement)
+    binary = target / executable
+    if binary.exists():
+        return binary
+    partial = target.with_name(target.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.parent.mkdir(parents=True, exist_ok=True)
+    _cmd.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+              "--target", partial, requirement],
+             what=f"pip install {requirement}",
+             fix="check the network connection to the package index, or install the tool by hand")
+    shutil.rmtree(target, ignore_errors=True)
+    partial.rename(target)
+    if not binary.exists():
+        raise ToolError(f"{requirement} installed but {executable} is missing",
+                        fix=f"remove {target} and retry")
+    return binary
+
+
+def cmake_version(cmake: Path | str) -> tuple[int, int, int]:
+    output = _cmd.run([str(cmake), "--version"], what="cmake --version")
+    match = re.search(r"cmake version (\d+)\.(\d+)\.(\d+)", output)
+    if not match:
+        raise ToolError(f"cannot read the version of {cmake}", fix="install CMake >= 3.24")
+    major, minor, patch = (int(group) for group in match.groups())
+    return major, minor, patch
+
+
+def cmake(route: CMakeRoute = CMAKE_NEW) -> Path:
+    """A CMake executable for ``route``: the one on PATH when it fits, else provisioned."""
+    on_path = shutil.which("cmake")
+    if on_path is not None:
+        version = cmake_version(on_path)
+        if route is CMAKE_NEW and version >= (3, 28, 0):
+            return Path(on_path)
+        if route is CMAKE_OLD and (3, 24, 0) <= version < (3, 25, 0):
+            return Path(on_path)
+    return pip_tool(route.requirement, "cmake/data/bin/cmake")
+
+
+def ninja() -> Path:
+    """Ninja from PATH, else from the ``ninja`` package on the index."""
+    on_path = shutil.which("ninja")
+    if on_path is not None:
+        return Path(on_path)
+    return pip_tool("ninja", "ninja/data/bin/ninja")
