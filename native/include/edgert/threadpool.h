@@ -36,6 +36,8 @@ EDGERT_THREADPOOL_API void edgert_threadpool_parallel_for(int64_t begin, int64_t
 #ifdef __cplusplus
 }  /* extern "C" */
 
+#include <type_traits>
+
 namespace edgert {
 // Runs fn(begin, end) over chunks of [begin, end) on the process pool.
 template <class Fn>
@@ -44,9 +46,12 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, Fn&& fn) {
     if (end > begin) fn(begin, end);
     return;
   }
+  // Fn is deduced as a reference type for lvalue callables: strip it before forming a pointer.
+  using Callable = typename std::remove_reference<Fn>::type;
   edgert_threadpool_parallel_for(
       begin, end, grain,
-      [](void* context, int64_t b, int64_t e) { (*static_cast<Fn*>(context))(b, e); }, &fn);
+      [](void* context, int64_t b, int64_t e) { (*static_cast<Callable*>(context))(b, e); },
+      const_cast<void*>(static_cast<const void*>(&fn)));
 }
 }  // namespace edgert
 #endif

@@ -1,0 +1,85 @@
+# edgert_add_component(): one shared library per component, built once, file name == SONAME.
+#
+#   edgert_add_component(<component>
+#     LIBRARY <output name>          # libedgert_kernels.so <- "edgert_kernels"
+#     SOURCES <files...>
+#     [LINKS <targets...>]           # other edgert targets or system libraries
+#     [KEEP_LINKS <targets...>]      # registration-only libraries: kept even under --as-needed
+#     [DEFINITIONS <macros...>]      # private compile definitions
+#     [PLUGIN])                      # not a CMake SDK component (e.g. the export plugin)
+#
+# Creates the target edgert_<component>, installs it into <package>/lib with a
+# $ORIGIN run-time search path, and records it for the installed CMake package.
+
+include(GNUInstallDirs)
+
+set(EDGERT_INSTALL_LIBDIR "${EDGERT_PACKAGE_DIR}/lib")
+set(EDGERT_INSTALL_INCLUDEDIR "${EDGERT_PACKAGE_DIR}/include")
+set(EDGERT_INSTALL_CMAKEDIR "${EDGERT_PACKAGE_DIR}/lib/cmake/edgert")
+
+# Link feature: a registration-only library stays on the link line under --as-needed.
+if(APPLE)
+  set(CMAKE_LINK_LIBRARY_USING_EDGERT_KEEP "<LINK_ITEM>")
+elseif(WIN32)
+  set(CMAKE_LINK_LIBRARY_USING_EDGERT_KEEP "<LINK_ITEM>")
+else()
+  set(CMAKE_LINK_LIBRARY_USING_EDGERT_KEEP
+      "LINKER:--push-state,--no-as-needed" "<LINK_ITEM>" "LINKER:--pop-state")
+endif()
+set(CMAKE_LINK_LIBRARY_USING_EDGERT_KEEP_SUPPORTED TRUE)
+
+# Build paths never leak into binaries.
+add_compile_options(
+  "-ffile-prefix-map=${CMAKE_SOURCE_DIR}=edgert"
+  "-ffile-prefix-map=${CMAKE_BINARY_DIR}=build")
+if(CMAKE_SYSTEM_NAME STREQUAL "Linux")
+  add_link_options("LINKER:--enable-new-dtags")
+endif()
+
+function(edgert_add_component component)
+  cmake_parse_arguments(ARG "PLUGIN" "LIBRARY" "SOURCES;LINKS;KEEP_LINKS;DEFINITIONS" ${ARGN})
+  if(NOT ARG_LIBRARY OR NOT ARG_SOURCES)
+    message(FATAL_ERROR "edgert_add_component(${component}): LIBRARY and SOURCES are required")
+  endif()
+  set(target "edgert_${component}")
+  add_library(${target} SHARED ${ARG_SOURCES})
+  add_library(edgert::${component} ALIAS ${target})
+  set_target_properties(${target} PROPERTIES
+    OUTPUT_NAME "${ARG_LIBRARY}"
+    INSTALL_RPATH "$<IF:$<PLATFORM_ID:Darwin>,@loader_path,$ORIGIN>"
+    BUILD_WITH_INSTALL_RPATH OFF)
+  target_include_directories(${target} PUBLIC
+    "$<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>"
+    "$<INSTALL_INTERFACE:${EDGERT_INSTALL_INCLUDEDIR}>")
+  if(ARG_DEFINITIONS)
+    target_compile_definitions(${target} PRIVATE ${ARG_DEFINITIONS})
+  endif()
+  if(ARG_LINKS)
+    target_link_libraries(${target} PUBLIC ${ARG_LINKS})
+  endif()
+  foreach(keep IN LISTS ARG_KEEP_LINKS)
+    target_link_libraries(${target} PUBLIC "$<LINK_LIBRARY:EDGERT_KEEP,${keep}>")
+  endforeach()
+  install(TARGETS ${target}
+    LIBRARY DESTINATION "${EDGERT_INSTALL_LIBDIR}" COMPONENT ${component}
+    RUNTIME DESTINATION "${EDGERT_INSTALL_LIBDIR}" COMPONENT ${component}
+    ARCHIVE DESTINATION "${EDGERT_INSTALL_LIBDIR}" COMPONENT ${component})
+  if(NOT ARG_PLUGIN)
+    set(dependencies "")
+    foreach(link IN LISTS ARG_LINKS ARG_KEEP_LINKS)
+      if(link MATCHES "^edgert_(.+)$")
+        list(APPEND dependencies "${CMAKE_MATCH_1}")
+      endif()
+    endforeach()
+    set_property(GLOBAL APPEND PROPERTY EDGERT_SDK_COMPONENTS "${component}")
+    set_property(GLOBAL PROPERTY EDGERT_COMPONENT_${component}_LIBRARY
+      "${CMAKE_SHARED_LIBRARY_PREFIX}${ARG_LIBRARY}${CMAKE_SHARED_LIBRARY_SUFFIX}")
+    set_property(GLOBAL PROPERTY EDGERT_COMPONENT_${component}_DEPENDS "${dependencies}")
+  endif()
+endfunction()
+
+# Marks a component whose library only registers things (operators, backends): consumers
+# must keep it on the link line even under --as-needed. Call after edgert_add_component.
+function(edgert_component_registers component)
+  set_property(GLOBAL PROPERTY EDGERT_COMPONENT_${component}_KEEP TRUE)
+endfunction()

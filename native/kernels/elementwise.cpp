@@ -1,0 +1,192 @@
+// Elementwise kernels: add, sub, mul, div (numpy broadcasting), relu and gelu.
+#include <atomic>
+#include <cmath>
+#include <type_traits>
+
+#include "common.hpp"
+#include "edgert/threadpool.h"
+#include "linear.hpp"
+
+namespace edgert::kernels {
+namespace {
+
+// Integer arithmetic wraps around (two's complement) instead of overflowing.
+template <class T>
+using Unsigned = std::make_unsigned_t<T>;
+
+template <class T>
+struct Add {
+  T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>) return a + b;
+    else return static_cast<T>(static_cast<Unsigned<T>>(a) + static_cast<Unsigned<T>>(b));
+  }
+  const char* error() const { return nullptr; }
+};
+
+template <class T>
+struct Sub {
+  T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>) return a - b;
+    else return static_cast<T>(static_cast<Unsigned<T>>(a) - static_cast<Unsigned<T>>(b));
+  }
+  const char* error() const { return nullptr; }
+};
+
+template <class T>
+struct Mul {
+  T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>) return a * b;
+    else return static_cast<T>(static_cast<Unsigned<T>>(a) * static_cast<Unsigned<T>>(b));
+  }
+  const char* error() const { return nullptr; }
+};
+
+// Floats: IEEE division. Integers: floor division (numpy's `//`); division by zero is an error.
+template <class T>
+struct Div {
+  std::atomic<bool> divided_by_zero{false};
+  T operator()(T a, T b) {
+    if constexpr (std::is_floating_point_v<T>) {
+      return a / b;
+    } else {
+      if (b == 0) {
+        divided_by_zero.store(true, std::memory_order_relaxed);
+        return 0;
+      }
+      if (b == -1) return static_cast<T>(Unsigned<T>(0) - static_cast<Unsigned<T>>(a));
+      T quotient = a / b;
+      if ((a % b != 0) && ((a < 0) != (b < 0))) --quotient;
+      return quotient;
+    }
+  }
+  const char* error() const {
+    return divided_by_zero.load() ? "integer division by zero" : nullptr;
+  }
+};
+
+template <class T, class Op>
+void binary_map(const Broadcast& plan, const T* a, const T* b, T* out, Op& op) {
+  const size_t rank = plan.shape.size();
+  const int64_t inner = rank ? plan.shape[rank - 1] : 1;
+  const int64_t rows = product(plan.shape, 0, rank ? rank - 1 : 0);
+  if (inner == 0 || rows == 0) return;
+  const int64_t stride_a = rank ? plan.strides[0][rank - 1] : 0;
+  const int64_t stride_b = rank ? plan.strides[1][rank - 1] : 0;
+  parallel_for(0, rows, std::max<int64_t>(1, kParallelGrain / inner), [&](int64_t begin, int64_t end) {
+    int64_t offsets[2];
+    for (int64_t r = begin; r < end; ++r) {
+      row_offsets(plan, r, offsets);
+      const T* row_a = a + offsets[0];
+      const T* row_b = b + offsets[1];
+      T* row_out = out + r * inner;
+      if (stride_a == 1 && stride_b == 1) {
+        for (int64_t i = 0; i < inner; ++i) row_out[i] = op(row_a[i], row_b[i]);
+      } else {
+        for (int64_t i = 0; i < inner; ++i) row_out[i] = op(row_a[i * stride_a], row_b[i * stride_b]);
+      }
+    }
+  });
+}
+
+template <class T, template <class> class Op>
+Status run_binary(KernelContext& context, const Tensor& a, const Tensor& b) {
+  Broadcast plan;
+  EDGERT_RETURN_IF_ERROR(broadcast(context, {&a, &b}, plan));
+  Tensor out(a.dtype(), plan.shape);
+  Op<T> op;
+  binary_map<T>(plan, a.data_as<T>(), b.data_as<T>(), out.data_as<T>(), op);
+  if (const char* message = op.error()) return invalid(context, message);
+  (*context.outputs)[0] = std::move(out);
+  return Status::success();
+}
+
+template <template <class> class Op>
+Status binary_kernel(KernelContext& context) {
+  EDGERT_RETURN_IF_ERROR(check_arity(context, 2, 2));
+  const Tensor& a = *context.inputs[0];
+  const Tensor& b = *context.inputs[1];
+  if (a.dtype() != b.dtype()) {
+    return invalid(context, std::string("inputs have dtypes ") + dtype_name(a.dtype()) + " and " +
+                                dtype_name(b.dtype()) + "; both must have the same dtype");
+  }
+  switch (a.dtype()) {
+    case DType::Float32: return run_binary<float, Op>(context, a, b);
+    case DType::Int32: return run_binary<int32_t, Op>(context, a, b);
+    case DType::Int64: return run_binary<int64_t, Op>(context, a, b);
+    default:
+      return invalid(context, std::string("dtype ") + dtype_name(a.dtype()) +
+                                  " is not supported (float32, int32, int64)");
+  }
+}
+
+template <class T, class Fn>
+Tensor unary_map(const Tensor& input, Fn fn) {
+  Broadcast plan;
+  plan.shape = input.shape();
+  plan.strides = {input.strides()};
+  Tensor out(input.dtype(), input.shape());
+  const size_t rank = plan.shape.size();
+  const int64_t inner = rank ? plan.shape[rank - 1] : 1;
+  const int64_t rows = product(plan.shape, 0, rank ? rank - 1 : 0);
+  if (inner == 0 || rows == 0) return out;
+  const int64_t stride = rank ? plan.strides[0][rank - 1] : 0;
+  const T* in = input.data_as<T>();
+  T* data = out.data_as<T>();
+  parallel_for(0, rows, std::max<int64_t>(1, kParallelGrain / inner), [&](int64_t begin, int64_t end) {
+    int64_t offset = 0;
+    for (int64_t r = begin; r < end; ++r) {
+      row_offsets(plan, r, &offset);
+      for (int64_t i = 0; i < inner; ++i) data[r * inner + i] = fn(in[offset + i * stride]);
+    }
+  });
+  return out;
+}
+
+Status relu_kernel(KernelContext& context) {
+  EDGERT_RETURN_IF_ERROR(check_arity(context, 1, 1));
+  const Tensor& x = *context.inputs[0];
+  switch (x.dtype()) {
+    case DType::Float32: (*context.outputs)[0] = unary_map<float>(x, relu); break;
+    case DType::Int32:
+      (*context.outputs)[0] = unary_map<int32_t>(x, [](int32_t v) { return v > 0 ? v : 0; });
+      break;
+    case DType::Int64:
+      (*context.outputs)[0] = unary_map<int64_t>(x, [](int64_t v) { return v > 0 ? v : int64_t{0}; });
+      break;
+    default:
+      return invalid(context, std::string("dtype ") + dtype_name(x.dtype()) +
+                                  " is not supported (float32, int32, int64)");
+  }
+  return Status::success();
+}
+
+// approximate = "none": 0.5·x·(1 + erf(x/√2)); "tanh": 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
+Status gelu_kernel(KernelContext& context) {
+  EDGERT_RETURN_IF_ERROR(check_arity(context, 1, 1));
+  const Tensor& x = *context.inputs[0];
+  EDGERT_RETURN_IF_ERROR(check_dtype(context, x, DType::Float32, "input"));
+  const std::string approximate = context.attributes ? context.attributes->get_string("approximate", "none") : "none";
+  if (approximate == "none") {
+    (*context.outputs)[0] = unary_map<float>(x, [](float v) {
+      return 0.5f * v * (1.0f + std::erf(v * 0.70710678118654752f));
+    });
+  } else if (approximate == "tanh") {
+    (*context.outputs)[0] = unary_map<float>(x, [](float v) {
+      return 0.5f * v * (1.0f + std::tanh(0.79788456080286536f * (v + 0.044715f * v * v * v)));
+    });
+  } else {
+    return invalid(context, "attribute approximate must be \"none\" or \"tanh\", got \"" + approximate + "\"");
+  }
+  return Status::success();
+}
+
+}  // namespace
+
+EDGERT_REGISTER_OPERATOR("edgert::add", binary_kernel<Add>);
+EDGERT_REGISTER_OPERATOR("edgert::sub", binary_kernel<Sub>);
+EDGERT_REGISTER_OPERATOR("edgert::mul", binary_kernel<Mul>);
+EDGERT_REGISTER_OPERATOR("edgert::div", binary_kernel<Div>);
+EDGERT_REGISTER_OPERATOR("edgert::relu", relu_kernel);
+EDGERT_REGISTER_OPERATOR("edgert::gelu", gelu_kernel);
+
+}  // namespace edgert::kernels

@@ -1,0 +1,110 @@
+// Shared arithmetic of the quantized kernels: integer ranges, rounding and qparam inputs.
+//
+// Quantization: q = clamp(round_half_even(x / scale) + zero_point, qmin, qmax), in float.
+// Dequantization: x = float(q - zero_point) * scale.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "../kernels/common.hpp"
+
+namespace edgert_quantized {
+
+using edgert::Code;
+using edgert::DType;
+using edgert::KernelContext;
+using edgert::Status;
+using edgert::Tensor;
+using edgert::kernels::check_arity;
+using edgert::kernels::invalid;
+using edgert::kernels::shape_text;
+
+struct QuantRange {
+  int32_t min;
+  int32_t max;
+};
+
+inline bool is_quantized(DType dtype) { return dtype == DType::Int8 || dtype == DType::UInt8; }
+
+inline QuantRange range_of(DType dtype) {
+  return dtype == DType::UInt8 ? QuantRange{0, 255} : QuantRange{-128, 127};
+}
+
+// Attribute `dtype`: "int8" (default) or "uint8".
+inline Status quantized_dtype(const KernelContext& context, DType& dtype) {
+  const std::string name = context.attributes ? context.attributes->get_string("dtype", "int8") : "int8";
+  if (name == "int8") dtype = DType::Int8;
+  else if (name == "uint8") dtype = DType::UInt8;
+  else return invalid(context, "attribute dtype must be \"int8\" or \"uint8\", got \"" + name + "\"");
+  return Status::success();
+}
+
+// round_half_even relies on the default floating-point rounding mode (to nearest, ties even).
+inline int32_t quantize_value(float value, float scale, int32_t zero_point, QuantRange range) {
+  float rounded = std::nearbyint(value / scale);
+  if (std::isnan(rounded)) rounded = 0.0f;
+  rounded += static_cast<float>(zero_point);
+  rounded = std::fmin(std::fmax(rounded, static_cast<float>(range.min)), static_cast<float>(range.max));
+  return static_cast<int32_t>(rounded);
+}
+
+inline float dequantize_value(int32_t value, float scale, int32_t zero_point) {
+  return static_cast<float>(value - zero_point) * scale;
+}
+
+// Reads element i of an int8 or uint8 tensor's data.
+inline int32_t load_quantized(const void* data, DType dtype, int64_t i) {
+  return dtype == DType::UInt8 ? static_cast<const uint8_t*>(data)[i] : static_cast<const int8_t*>(data)[i];
+}
+
+inline void store_quantized(void* data, DType dtype, int64_t i, int32_t value) {
+  if (dtype == DType::UInt8) static_cast<uint8_t*>(data)[i] = static_cast<uint8_t>(value);
+  else static_cast<int8_t*>(data)[i] = static_cast<int8_t>(value);
+}
+
+// Per-tensor qparams: a float32 scale (one element, finite, > 0) and an int32 zero point
+// (one element) given as tensors.
+inline Status read_qparams(const KernelContext& context, const Tensor* scale, const Tensor* zero_point,
+                           const char* what, float& scale_value, int32_t& zero_point_value) {
+  if (!scale || !zero_point || scale->dtype() != DType::Float32 || scale->numel() != 1 ||
+      zero_point->dtype() != DType::Int32 || zero_point->numel() != 1) {
+    return invalid(context, std::string(what) + " qparams must be a one-element float32 scale and a "
+                                                "one-element int32 zero point");
+  }
+  scale_value = *scale->contiguous().data_as<float>();
+  zero_point_value = *zero_point->contiguous().data_as<int32_t>();
+  if (!(scale_value > 0.0f) || !std::isfinite(scale_value)) {
+    return invalid(context, std::string(what) + " scale must be finite and > 0, got " + std::to_string(scale_value));
+  }
+  return Status::success();
+}
+
+// Per-channel qparams: float32 scales [channels] (finite, > 0) and int32 zero points
+// [channels], returned as contiguous tensors.
+inline Status read_channel_qparams(const KernelContext& context, const Tensor* scales, const Tensor* zero_points,
+                                   int64_t channels, Tensor& scales_out, Tensor& zero_points_out) {
+  if (!scales || scales->dtype() != DType::Float32 || scales->dim() != 1 || scales->numel() != channels) {
+    return invalid(context, "scales must be float32 [" + std::to_string(channels) + "]");
+  }
+  if (!zero_points || zero_points->dtype() != DType::Int32 || zero_points->dim() != 1 ||
+      zero_points->numel() != channels) {
+    return invalid(context, "zero points must be int32 [" + std::to_string(channels) + "]");
+  }
+  scales_out = scales->contiguous();
+  zero_points_out = zero_points->contiguous();
+  const float* data = scales_out.data_as<float>();
+  for (int64_t c = 0; c < channels; ++c) {
+    if (!(data[c] > 0.0f) || !std::isfinite(data[c])) {
+      return invalid(context, "scale " + std::to_string(c) + " must be finite and > 0");
+    }
+  }
+  return Status::success();
+}
+
+// Asymmetric per-tensor qparams of a float32 tensor (see quantize.cpp).
+Status choose_qparams(const KernelContext& context, const Tensor& input, DType dtype, float& scale,
+                      int32_t& zero_point);
+
+}  // namespace edgert_quantized

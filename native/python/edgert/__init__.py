@@ -1,0 +1,157 @@
+"""edgert: a compact on-device inference runtime.
+
+    program = edgert.load("model.edgert")
+    outputs = program.run([np.ones((1, 4), np.float32)])
+
+The native components (runtime, thread pool, kernels, delegates) are shared libraries in
+``edgert/lib``; ``edgert.cmake_dir()`` is the CMake package for C++ applications.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from edgert._errors import (
+    EdgertError,
+    InternalError,
+    InvalidArgumentError,
+    InvalidProgramError,
+    NotFoundError,
+    OutOfMemoryError,
+    UnavailableError,
+    UnsupportedError,
+)
+from edgert._native import call, extension, load_library, package_dir
+from edgert.export import DTYPE_CODES, DTYPE_NAMES, dtype_name
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "EdgertError", "InternalError", "InvalidArgumentError", "InvalidProgramError",
+    "NotFoundError", "OutOfMemoryError", "UnavailableError", "UnsupportedError",
+    "Registration", "TensorInfo", "Program", "load", "operators", "backends",
+    "threadpool_size", "set_threadpool_size", "threadpool_instance", "load_library",
+    "lib_dir", "include_dir", "cmake_dir", "__version__",
+]
+
+
+class Registration(NamedTuple):
+    """An operator or backend and the path of the library that registered it."""
+
+    name: str
+    owner: str
+
+
+class TensorInfo(NamedTuple):
+    """Declared dtype and shape of a program input (-1: known only at run time)."""
+
+    dtype: np.dtype  # type: ignore[type-arg]
+    shape: tuple[int, ...]
+
+
+def _to_native(array: object) -> tuple[bytes, tuple[int, ...], int]:
+    value = np.asarray(array)
+    try:
+        name = dtype_name(value.dtype)
+    except ValueError as error:
+        raise InvalidArgumentError(str(error)) from None
+    little = np.ascontiguousarray(value, dtype=np.dtype(name).newbyteorder("<"))
+    return little.tobytes(), tuple(int(d) for d in value.shape), DTYPE_CODES[name]
+
+
+def _from_native(data: bytes, shape: tuple[int, ...], code: int) -> np.ndarray:  # type: ignore[type-arg]
+    dtype = np.dtype(DTYPE_NAMES[code]).newbyteorder("<")
+    return np.frombuffer(data, dtype=dtype).astype(DTYPE_NAMES[code]).reshape(shape)
+
+
+class Program:
+    """A loaded program. Not safe to run from several threads at once."""
+
+    def __init__(self, handle: object) -> None:
+        self._handle = handle
+        self._input_count, self._output_count = extension().counts(handle)
+
+    @property
+    def input_count(self) -> int:
+        return int(self._input_count)
+
+    @property
+    def output_count(self) -> int:
+        return int(self._output_count)
+
+    @property
+    def input_info(self) -> list[TensorInfo]:
+        infos = []
+        for index in range(self.input_count):
+            code, shape = call(extension().input_info, self._handle, index)
+            infos.append(TensorInfo(np.dtype(DTYPE_NAMES[code]), tuple(shape)))
+        return infos
+
+    def set_backends(self, names: Sequence[str]) -> None:
+        """Backends tried in order before the plain kernels; [] runs only the kernels."""
+        if isinstance(names, str):
+            raise TypeError("set_backends takes a list of names, not a string")
+        call(extension().set_backends, self._handle, ",".join(names))
+
+    def delegated_nodes(self, backend: str) -> int:
+        """Nodes the named backend ran in the last run."""
+        return int(extension().delegated_nodes(self._handle, backend))
+
+    def run(self, inputs: Sequence[object]) -> list[np.ndarray]:  # type: ignore[type-arg]
+        if len(inputs) != self.input_count:
+            raise InvalidArgumentError(
+                f"the program takes {self.input_count} inputs, {len(inputs)} given")
+        native_inputs = [_to_native(array) for array in inputs]
+        outputs = call(extension().run, self._handle, native_inputs)
+        return [_from_native(*output) for output in outputs]
+
+
+def load(source: str | os.PathLike[str] | bytes | bytearray | memoryview) -> Program:
+    """Loads a program from a file path or from its bytes."""
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        data = bytes(source)
+    else:
+        try:
+            data = Path(source).read_bytes()
+        except OSError as error:
+            raise NotFoundError(f"cannot read program file {source}: {error.strerror}") from None
+    return Program(call(extension().load, data))
+
+
+def operators() -> list[Registration]:
+    return [Registration(*entry) for entry in extension().operators()]
+
+
+def backends() -> list[Registration]:
+    return [Registration(*entry) for entry in extension().backends()]
+
+
+def threadpool_size() -> int:
+    return int(extension().threadpool_size())
+
+
+def set_threadpool_size(threads: int) -> None:
+    """Resizes the process-wide pool; 0 means one thread per core."""
+    extension().set_threadpool_size(int(threads))
+
+
+def threadpool_instance() -> int:
+    """Address of the process-wide pool (equal in every component of the process)."""
+    return int(extension().threadpool_instance())
+
+
+def lib_dir() -> Path:
+    return package_dir() / "lib"
+
+
+def include_dir() -> Path:
+    return package_dir() / "include"
+
+
+def cmake_dir() -> Path:
+    return lib_dir() / "cmake" / "edgert"

@@ -1,0 +1,30 @@
+"""python -m edgert --cmake-dir | --include-dir | --lib-dir | --version"""
+
+from __future__ import annotations
+
+import argparse
+
+import edgert
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m edgert", description=__doc__)
+    group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("--cmake-dir", action="store_true", help="folder of edgertConfig.cmake")
+    group.add_argument("--include-dir", action="store_true", help="folder of the C/C++ headers")
+    group.add_argument("--lib-dir", action="store_true", help="folder of the shared libraries")
+    group.add_argument("--version", action="store_true", help="edgert version")
+    arguments = parser.parse_args(argv)
+    if arguments.version:
+        print(edgert.__version__)
+    elif arguments.cmake_dir:
+        print(edgert.cmake_dir())
+    elif arguments.include_dir:
+        print(edgert.include_dir())
+    else:
+        print(edgert.lib_dir())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

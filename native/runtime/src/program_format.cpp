@@ -1,0 +1,220 @@
+// parse_program: the loader of the binary program format. Every read is bounds-checked;
+// every count is checked against the bytes left before anything is reserved.
+#include <cstring>
+#include <string>
+
+#include "byte_reader.hpp"
+#include "edgert/runtime.hpp"
+#include "program_format.hpp"
+
+namespace edgert {
+namespace {
+
+Status invalid(const ByteReader& reader, const std::string& what) {
+  return Status(Code::InvalidProgram,
+                "invalid program: " + what + " (at byte offset " + std::to_string(reader.offset()) +
+                    ")");
+}
+
+Status read_count(ByteReader& reader, size_t record_size, const char* what, uint32_t& count) {
+  if (!reader.read_u32(count)) return invalid(reader, std::string("truncated ") + what + " count");
+  if (static_cast<uint64_t>(count) * record_size > reader.remaining()) {
+    return invalid(reader, std::string(what) + " count " + std::to_string(count) +
+                               " exceeds the remaining bytes");
+  }
+  return Status::success();
+}
+
+Status read_header(ByteReader& reader, size_t size) {
+  if (size < format::kHeaderSize) return invalid(reader, "truncated header");
+  if (std::memcmp(reader.cursor(), format::kMagic, sizeof format::kMagic) != 0) {
+    return invalid(reader, "wrong magic (not an edgert program)");
+  }
+  reader.skip(sizeof format::kMagic);
+  uint32_t version = 0, flags = 0;
+  uint64_t declared_size = 0;
+  reader.read_u32(version);
+  reader.read_u32(flags);
+  reader.read_u64(declared_size);
+  if (version != format::kVersion) {
+    return invalid(reader, "unsupported format version " + std::to_string(version) +
+                               " (this runtime reads version " +
+                               std::to_string(format::kVersion) + ")");
+  }
+  if (flags != 0) return invalid(reader, "unknown header flags " + std::to_string(flags));
+  if (declared_size != size) {
+    return invalid(reader, "declared size " + std::to_string(declared_size) +
+                               " differs from the actual size " + std::to_string(size) +
+                               " (truncated or padded file)");
+  }
+  return Status::success();
+}
+
+// Checked element count: every dim >= 0 (or -1 where allowed) and no overflow.
+Status checked_numel(ByteReader& reader, const std::vector<int64_t>& shape, bool allow_unknown,
+                     DType dtype, int64_t& numel) {
+  numel = 1;
+  const int64_t limit = (int64_t{1} << 62) / static_cast<int64_t>(dtype_size(dtype));
+  for (int64_t dim : shape) {
+    if (dim == -1 && allow_unknown) continue;
+    if (dim < 0) return invalid(reader, "negative dimension " + std::to_string(dim));
+    if (dim != 0 && numel > limit / dim) return invalid(reader, "element count overflows");
+    numel *= dim;
+  }
+  return Status::success();
+}
+
+Status read_constant(ByteReader& reader, ValueInfo& value) {
+  int64_t numel = 0;
+  EDGERT_RETURN_IF_ERROR(checked_numel(reader, value.shape, false, value.dtype, numel));
+  uint64_t byte_length = 0;
+  if (!reader.read_u64(byte_length)) return invalid(reader, "truncated constant length");
+  const uint64_t expected = static_cast<uint64_t>(numel) * dtype_size(value.dtype);
+  if (byte_length != expected) {
+    return invalid(reader, "constant holds " + std::to_string(byte_length) +
+                               " bytes but its dtype and shape need " + std::to_string(expected));
+  }
+  if (!reader.align_to(format::kConstantAlignment)) {
+    return invalid(reader, "truncated or non-zero constant padding");
+  }
+  if (byte_length > reader.remaining()) return invalid(reader, "truncated constant data");
+  value.constant = Tensor(value.dtype, value.shape);
+  if (byte_length) std::memcpy(value.constant.data(), reader.cursor(), byte_length);
+  reader.skip(byte_length);
+  return Status::success();
+}
+
+Status read_value(ByteReader& reader, ValueInfo& value) {
+  uint8_t dtype = 0, kind = 0;
+  uint16_t reserved = 0;
+  uint32_t ndim = 0;
+  if (!reader.read_u8(dtype) || !reader.read_u8(kind) || !reader.read_u16(reserved) ||
+      !reader.read_u32(ndim)) {
+    return invalid(reader, "truncated value record");
+  }
+  if (!dtype_is_valid(dtype)) return invalid(reader, "unknown dtype code " + std::to_string(dtype));
+  if (kind > format::kConstantValue) return invalid(reader, "unknown value kind " + std::to_string(kind));
+  if (reserved != 0) return invalid(reader, "non-zero reserved field in a value record");
+  if (ndim > format::kMaxDims) return invalid(reader, "too many dimensions: " + std::to_string(ndim));
+  value.dtype = static_cast<DType>(dtype);
+  value.is_constant = kind == format::kConstantValue;
+  value.shape.resize(ndim);
+  for (int64_t& dim : value.shape) {
+    if (!reader.read_i64(dim)) return invalid(reader, "truncated shape");
+  }
+  if (value.is_constant) return read_constant(reader, value);
+  int64_t numel = 0;
+  return checked_numel(reader, value.shape, true, value.dtype, numel);
+}
+
+Status read_indices(ByteReader& reader, const char* what, std::vector<int32_t>& indices) {
+  uint32_t count = 0;
+  EDGERT_RETURN_IF_ERROR(read_count(reader, 4, what, count));
+  indices.resize(count);
+  for (int32_t& index : indices) reader.read_i32(index);
+  return Status::success();
+}
+
+Status read_list_attribute(ByteReader& reader, uint8_t kind, AttributeValue& value) {
+  uint32_t count = 0;
+  EDGERT_RETURN_IF_ERROR(read_count(reader, 8, "attribute list", count));
+  if (kind == format::kInts) {
+    std::vector<int64_t> items(count);
+    for (int64_t& item : items) reader.read_i64(item);
+    value = std::move(items);
+  } else {
+    std::vector<double> items(count);
+    for (double& item : items) reader.read_f64(item);
+    value = std::move(items);
+  }
+  return Status::success();
+}
+
+Status read_attribute_value(ByteReader& reader, uint8_t kind, AttributeValue& value) {
+  switch (kind) {
+    case format::kInt: {
+      int64_t item = 0;
+      if (!reader.read_i64(item)) return invalid(reader, "truncated int attribute");
+      value = item;
+      return Status::success();
+    }
+    case format::kFloat: {
+      double item = 0;
+      if (!reader.read_f64(item)) return invalid(reader, "truncated float attribute");
+      value = item;
+      return Status::success();
+    }
+    case format::kString: {
+      std::string item;
+      if (!reader.read_string(item, format::kMaxStringLength)) {
+        return invalid(reader, "truncated or oversized string attribute");
+      }
+      value = std::move(item);
+      return Status::success();
+    }
+    case format::kInts:
+    case format::kFloats:
+      return read_list_attribute(reader, kind, value);
+    default:
+      return invalid(reader, "unknown attribute kind " + std::to_string(kind));
+  }
+}
+
+Status read_attributes(ByteReader& reader, Attributes& attributes) {
+  uint32_t count = 0;
+  EDGERT_RETURN_IF_ERROR(read_count(reader, format::kMinAttributeSize, "attribute", count));
+  for (uint32_t i = 0; i < count; ++i) {
+    std::string name;
+    uint8_t kind = 0;
+    if (!reader.read_string(name, format::kMaxStringLength) || !reader.read_u8(kind)) {
+      return invalid(reader, "truncated attribute");
+    }
+    if (name.empty() || attributes.has(name)) {
+      return invalid(reader, "empty or repeated attribute name '" + name + "'");
+    }
+    AttributeValue value;
+    EDGERT_RETURN_IF_ERROR(read_attribute_value(reader, kind, value));
+    attributes.set(name, std::move(value));
+  }
+  return Status::success();
+}
+
+Status read_node(ByteReader& reader, Node& node) {
+  if (!reader.read_string(node.op, format::kMaxStringLength) || node.op.empty()) {
+    return invalid(reader, "truncated, empty or oversized operator name");
+  }
+  EDGERT_RETURN_IF_ERROR(read_indices(reader, "node input", node.inputs));
+  EDGERT_RETURN_IF_ERROR(read_indices(reader, "node output", node.outputs));
+  return read_attributes(reader, node.attributes);
+}
+
+Status read_sections(ByteReader& reader, Graph& graph) {
+  uint32_t count = 0;
+  EDGERT_RETURN_IF_ERROR(read_count(reader, format::kMinValueSize, "value", count));
+  graph.values.resize(count);
+  for (ValueInfo& value : graph.values) EDGERT_RETURN_IF_ERROR(read_value(reader, value));
+  EDGERT_RETURN_IF_ERROR(read_count(reader, format::kMinNodeSize, "node", count));
+  graph.nodes.resize(count);
+  for (Node& node : graph.nodes) EDGERT_RETURN_IF_ERROR(read_node(reader, node));
+  EDGERT_RETURN_IF_ERROR(read_indices(reader, "graph input", graph.inputs));
+  EDGERT_RETURN_IF_ERROR(read_indices(reader, "graph output", graph.outputs));
+  if (reader.remaining() != 0) return invalid(reader, "trailing bytes after the graph outputs");
+  return Status::success();
+}
+
+}  // namespace
+
+Status validate_graph(const Graph& graph);  // program_validate.cpp
+
+Status parse_program(const void* data, size_t size, Graph& graph) {
+  graph = Graph();
+  if (data == nullptr && size != 0) return Status(Code::InvalidArgument, "null program data");
+  ByteReader reader(data, size);
+  Status status = read_header(reader, size);
+  if (status.ok()) status = read_sections(reader, graph);
+  if (status.ok()) status = validate_graph(graph);
+  if (!status.ok()) graph = Graph();
+  return status;
+}
+
+}  // namespace edgert

@@ -1,0 +1,66 @@
+// Program::run: executes the planned steps in order.
+#include "edgert/runtime.hpp"
+
+namespace edgert {
+namespace {
+
+Status run_kernel(const Node& node, KernelFn kernel, std::vector<Tensor>& values) {
+  KernelContext context;
+  context.op = node.op.c_str();
+  context.attributes = &node.attributes;
+  for (int32_t index : node.inputs) context.inputs.push_back(index < 0 ? nullptr : &values[index]);
+  std::vector<Tensor> outputs(node.outputs.size());
+  context.outputs = &outputs;
+  Status status = kernel(context);
+  if (!status.ok()) return Status(status.code(), node.op + ": " + status.message());
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (!outputs[i].defined()) {
+      return Status(Code::Internal, node.op + ": kernel left output " + std::to_string(i) + " unset");
+    }
+    values[node.outputs[i]] = std::move(outputs[i]);
+  }
+  return Status::success();
+}
+
+}  // namespace
+
+Status Program::run() {
+  if (!planned_) EDGERT_RETURN_IF_ERROR(plan());
+  for (size_t i = 0; i < graph_.inputs.size(); ++i) {
+    if (!values_[graph_.inputs[i]].defined()) {
+      return Status(Code::InvalidArgument, "input " + std::to_string(i) + " was not set");
+    }
+  }
+  delegated_.clear();
+  for (const Step& step : steps_) {
+    if (step.backend == nullptr) {
+      EDGERT_RETURN_IF_ERROR(run_kernel(graph_.nodes[step.first], step.kernel, values_));
+      continue;
+    }
+    Status status = step.backend->run(graph_, step.first, step.count, values_);
+    if (!status.ok()) {
+      return Status(status.code(), std::string(step.backend->name()) + ": " + status.message());
+    }
+    bool counted = false;
+    for (auto& [name, count] : delegated_) {
+      if (name == step.backend->name()) count += step.count, counted = true;
+    }
+    if (!counted) delegated_.emplace_back(step.backend->name(), step.count);
+  }
+  for (int32_t index : graph_.outputs) values_[index] = values_[index].contiguous();
+  return Status::success();
+}
+
+const Tensor& Program::output(size_t index) const {
+  static const Tensor empty;
+  return index < graph_.outputs.size() ? values_[graph_.outputs[index]] : empty;
+}
+
+size_t Program::delegated_nodes(const std::string& backend) const {
+  for (const auto& [name, count] : delegated_) {
+    if (name == backend) return count;
+  }
+  return 0;
+}
+
+}  // namespace edgert

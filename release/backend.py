@@ -1,0 +1,86 @@
+"""PEP 517 build backend: ``pip wheel .``, ``python -m build`` and cibuildwheel run the same
+pipeline stages as ``python -m release build``.
+
+config_settings (``pip wheel . -C variant=cu12``, ``python -m build -C...``):
+  variant  cpu | cu12 | cu13 (default: $EDGERT_VARIANT or cpu)
+  verify   full | static | none (default: static; cibuildwheel's test step runs the rest)
+  until    last stage, e.g. ``fixup`` to leave repair to cibuildwheel's repair-wheel-command
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import sys
+import tarfile
+from pathlib import Path
+from typing import Any
+
+from release import manifest as manifest_module
+from release.pipeline import BuildOptions, Stage, VerifyMode
+from release.pipeline import run as run_pipeline
+from release.wheel import source_date_epoch
+
+_SDIST_INCLUDE = ("pyproject.toml", "README.md", "release", "platforms", "cuda", "native", "docs")
+_SDIST_EXCLUDE_PARTS = {"__pycache__", "build", "dist", ".git"}
+
+
+def _setting(config_settings: dict[str, Any] | None, key: str, default: str) -> str:
+    value = (config_settings or {}).get(key, default)
+    return str(value[-1] if isinstance(value, list) else value)
+
+
+def get_requires_for_build_wheel(config_settings: dict[str, Any] | None = None) -> list[str]:
+    return []
+
+
+def get_requires_for_build_sdist(config_settings: dict[str, Any] | None = None) -> list[str]:
+    return []
+
+
+def build_wheel(wheel_directory: str, config_settings: dict[str, Any] | None = None,
+                metadata_directory: str | None = None) -> str:
+    logging.basicConfig(level=logging.INFO, format="[release] %(message)s", stream=sys.stderr)
+    root = Path.cwd()
+    manifest = manifest_module.load(root)
+    platform = {"linux": "linux", "darwin": "macos", "win32": "windows"}.get(sys.platform,
+                                                                          sys.platform)
+    options = BuildOptions(
+        platform=platform,
+        variant=_setting(config_settings, "variant", os.environ.get("EDGERT_VARIANT", "cpu")),
+        out_dir=Path(wheel_directory),
+        last_stage=Stage[_setting(config_settings, "until", "verify").upper()],
+        verify=VerifyMode(_setting(config_settings, "verify", "static")))
+    result = run_pipeline(manifest, options)
+    assert result.wheel is not None
+    return result.wheel.name
+
+
+def _sdist_filter(info: tarfile.TarInfo, *, epoch: int) -> tarfile.TarInfo | None:
+    if _SDIST_EXCLUDE_PARTS & set(Path(info.name).parts) or info.name.endswith(".pyc"):
+        return None
+    info.mtime = epoch
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    info.mode = 0o755 if info.isdir() or info.mode & 0o100 else 0o644
+    return info
+
+
+def build_sdist(sdist_directory: str, config_settings: dict[str, Any] | None = None) -> str:
+    root = Path.cwd()
+    manifest = manifest_module.load(root)
+    base = f"{manifest.distribution}-{manifest.version}"
+    epoch = source_date_epoch(os.environ)
+    path = Path(sdist_directory) / f"{base}.tar.gz"
+    with tarfile.open(path, "w:gz", format=tarfile.PAX_FORMAT) as archive:
+        for name in _SDIST_INCLUDE:
+            if (root / name).exists():
+                archive.add(root / name, arcname=f"{base}/{name}",
+                            filter=lambda info: _sdist_filter(info, epoch=epoch))
+        pkg_info = (f"Metadata-Version: 2.4\nName: {manifest.distribution}\n"
+                    f"Version: {manifest.version}\n").encode()
+        info = tarfile.TarInfo(f"{base}/PKG-INFO")
+        info.size, info.mtime, info.mode = len(pkg_info), epoch, 0o644
+        archive.addfile(info, io.BytesIO(pkg_info))
+    return path.name

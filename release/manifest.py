@@ -1,0 +1,270 @@
+"""The manifest: what the wheel ships, read from ``[tool.release]`` in pyproject.toml.
+
+Parsed once at the edge into frozen dataclasses; unknown keys and wrong types are
+ConfigurationErrors naming the key (``tool.release.components.kernels.opt-in``)."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from release.errors import ConfigurationError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+COMPONENT_KINDS = ("library", "plugin")
+REGISTRATION_KINDS = ("operators", "backends")
+PLATFORMS = ("linux", "macos", "windows")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Component:
+    name: str
+    library: str                      # base name: "edgert_kernels" -> libedgert_kernels.so
+    kind: str = "library"             # "library" (a CMake SDK component) or "plugin"
+    cmake_component: str | None = None
+    cmake_variable: str | None = None  # opt-in components are offered through this variable
+    depends: tuple[str, ...] = ()
+    opt_in: bool = False
+    registers: tuple[str, ...] = ()
+    markers: tuple[str, ...] = ()
+    variants: tuple[str, ...] = ()    # empty: shipped by every variant
+
+    def shipped_by(self, variant: str) -> bool:
+        return not self.variants or variant in self.variants
+
+
+@dataclass(frozen=True, kw_only=True)
+class Variant:
+    name: str
+    distribution: str | None = None   # distribution name; None: the project's own name
+    cuda: Path | None = None          # data file of a GPU variant (cuda/variants/*.toml)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Target:
+    name: str                         # "linux-x86_64"
+    platform: str                     # "linux" | "macos" | "windows"
+    arch: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Manifest:
+    root: Path                        # the project folder holding pyproject.toml
+    distribution: str
+    version: str
+    package: str
+    native_source: Path
+    python_source: Path
+    extension: str
+    extension_depends: tuple[str, ...]
+    components: tuple[Component, ...]
+    variants: tuple[Variant, ...]
+    targets: tuple[Target, ...]
+    project: dict[str, Any]           # the [project] table, for METADATA
+
+    def component(self, name: str) -> Component:
+        for component in self.components:
+            if component.name == name:
+                return component
+        raise ConfigurationError(f"unknown component '{name}'",
+                                 fix=f"use one of: {', '.join(c.name for c in self.components)}")
+
+    def components_for(self, variant: str) -> tuple[Component, ...]:
+        return tuple(c for c in self.components if c.shipped_by(variant))
+
+    def variant(self, name: str) -> Variant:
+        for variant in self.variants:
+            if variant.name == name:
+                return variant
+        raise ConfigurationError(f"unknown variant '{name}'",
+                                 fix=f"use one of: {', '.join(v.name for v in self.variants)}")
+
+    def target(self, platform: str, arch: str) -> Target:
+        known = [t for t in self.targets if t.platform == platform]
+        if not known:
+            raise ConfigurationError(
+                f"unknown platform '{platform}'",
+                fix=f"use one of: {', '.join(sorted({t.platform for t in self.targets}))}")
+        for target in known:
+            if target.arch == arch:
+                return target
+        raise ConfigurationError(f"unknown arch '{arch}' for platform '{platform}'",
+                                 fix=f"use one of: {', '.join(t.arch for t in known)}")
+
+
+class _Table:
+    """Typed reads from one TOML table that remember the key path for error messages."""
+
+    def __init__(self, data: Any, path: str) -> None:
+        if not isinstance(data, dict):
+            raise ConfigurationError(f"{path} must be a table, not {type(data).__name__}",
+                                     fix=f"write [{path}] as a TOML table")
+        self.data = data
+        self.path = path
+        self.used: set[str] = set()
+
+    def _get(self, key: str, kind: type | tuple[type, ...], default: Any) -> Any:
+        self.used.add(key)
+        if key not in self.data:
+            if default is _REQUIRED:
+                raise ConfigurationError(f"{self.path}.{key} is missing",
+                                         fix=f"add '{key} = ...' to [{self.path}]")
+            return default
+        value = self.data[key]
+        if not isinstance(value, kind) or (kind is str and isinstance(value, bool)):
+            expected = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
+            raise ConfigurationError(
+                f"{self.path}.{key} must be a {expected}, not {type(value).__name__} ({value!r})",
+                fix=f"correct '{key}' in [{self.path}]")
+        return value
+
+    def string(self, key: str, default: Any = None) -> Any:
+        return self._get(key, str, default)
+
+    def boolean(self, key: str, default: bool = False) -> bool:
+        return bool(self._get(key, bool, default))
+
+    def strings(self, key: str) -> tuple[str, ...]:
+        values = self._get(key, list, [])
+        for index, value in enumerate(values):
+            if not isinstance(value, str):
+                raise ConfigurationError(f"{self.path}.{key}[{index}] must be a str, not "
+                                         f"{type(value).__name__}", fix=f"correct '{key}'")
+        return tuple(values)
+
+    def choice(self, key: str, choices: tuple[str, ...], default: Any) -> str:
+        value = self.string(key, default)
+        if value not in choices:
+            raise ConfigurationError(f"{self.path}.{key} is '{value}'",
+                                     fix=f"use one of: {', '.join(choices)}")
+        return str(value)
+
+    def table(self, key: str) -> _Table:
+        return _Table(self._get(key, dict, {}), f"{self.path}.{key}")
+
+    def finish(self) -> None:
+        unknown = sorted(set(self.data) - self.used)
+        if unknown:
+            raise ConfigurationError(f"unknown key {self.path}.{unknown[0]}",
+                                     fix="remove it or check its spelling")
+
+
+_REQUIRED = object()
+
+
+def _component(name: str, table: _Table) -> Component:
+    registers = table.strings("registers")
+    for kind in registers:
+        if kind not in REGISTRATION_KINDS:
+            raise ConfigurationError(f"{table.path}.registers has '{kind}'",
+                                     fix=f"use: {', '.join(REGISTRATION_KINDS)}")
+    component = Component(
+        name=name,
+        library=table.string("library", _REQUIRED),
+        kind=table.choice("kind", COMPONENT_KINDS, "library"),
+        cmake_component=table.string("cmake-component"),
+        cmake_variable=table.string("cmake-variable"),
+        depends=table.strings("depends"),
+        opt_in=table.boolean("opt-in"),
+        registers=registers,
+        markers=table.strings("markers"),
+        variants=table.strings("variants"),
+    )
+    table.finish()
+    if component.kind == "library" and not component.cmake_component:
+        raise ConfigurationError(f"{table.path}.cmake-component is missing",
+                                 fix="a library component needs its CMake component name")
+    if component.opt_in and not component.cmake_variable:
+        raise ConfigurationError(f"{table.path}.cmake-variable is missing",
+                                 fix="an opt-in component is offered through a CMake variable")
+    return component
+
+
+def _check_references(manifest: Manifest) -> None:
+    names = {c.name for c in manifest.components}
+    variants = {v.name for v in manifest.variants}
+    for component in manifest.components:
+        for dependency in component.depends:
+            if dependency not in names:
+                raise ConfigurationError(
+                    f"tool.release.components.{component.name}.depends names unknown "
+                    f"component '{dependency}'", fix=f"use one of: {', '.join(sorted(names))}")
+        for variant in component.variants:
+            if variant not in variants:
+                raise ConfigurationError(
+                    f"tool.release.components.{component.name}.variants names unknown "
+                    f"variant '{variant}'", fix=f"use one of: {', '.join(sorted(variants))}")
+    for dependency in manifest.extension_depends:
+        if dependency not in names:
+            raise ConfigurationError(
+                f"tool.release.extension-depends names unknown component '{dependency}'",
+                fix=f"use one of: {', '.join(sorted(names))}")
+
+
+def parse(pyproject: dict[str, Any], root: Path) -> Manifest:
+    """Validates a parsed pyproject.toml; ``root`` is the folder it came from."""
+    project = _Table(pyproject.get("project", {}), "project")
+    release = _Table(pyproject.get("tool", {}).get("release", _MISSING), "tool.release")
+    components = release.table("components")
+    variants = release.table("variants")
+    targets = release.table("targets")
+    manifest = Manifest(
+        root=root,
+        distribution=project.string("name", _REQUIRED),
+        version=project.string("version", _REQUIRED),
+        package=release.string("package", _REQUIRED),
+        native_source=root / release.string("native-source", _REQUIRED),
+        python_source=root / release.string("python-source", _REQUIRED),
+        extension=release.string("extension", _REQUIRED),
+        extension_depends=release.strings("extension-depends"),
+        components=tuple(_component(name, components.table(name)) for name in components.data),
+        variants=tuple(_variant(name, variants.table(name), root) for name in variants.data),
+        targets=tuple(_target(name, targets.table(name)) for name in targets.data),
+        project=dict(project.data),
+    )
+    release.finish()
+    if not manifest.variants or not manifest.targets or not manifest.components:
+        raise ConfigurationError("tool.release needs components, variants and targets",
+                                 fix="see docs/concepts.md for a complete example")
+    _check_references(manifest)
+    return manifest
+
+
+_MISSING: dict[str, Any] = {"__missing__": True}
+
+
+def _variant(name: str, table: _Table, root: Path) -> Variant:
+    cuda = table.string("cuda")
+    distribution = table.string("distribution")
+    table.finish()
+    return Variant(name=name, distribution=distribution, cuda=root / cuda if cuda else None)
+
+
+def _target(name: str, table: _Table) -> Target:
+    target = Target(name=name, platform=table.choice("platform", PLATFORMS, _REQUIRED),
+                    arch=table.string("arch", _REQUIRED))
+    table.finish()
+    return target
+
+
+def load(root: Path) -> Manifest:
+    """Reads and validates ``root/pyproject.toml``."""
+    path = root / "pyproject.toml"
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigurationError(f"{path} does not exist",
+                                 fix="run from the project folder or pass --project") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigurationError(f"{path} is not valid TOML: {error}",
+                                 fix="correct the syntax at the position shown") from None
+    if data.get("tool", {}).get("release") is None:
+        raise ConfigurationError(f"{path} has no [tool.release] table",
+                                 fix="describe the shipped components there (docs/concepts.md)")
+    return parse(data, root)

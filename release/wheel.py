@@ -1,0 +1,191 @@
+"""Wheel files: names, core metadata, WHEEL, RECORD, and reproducible zips.
+
+A wheel written here is a pure function of its files: entries sorted (``.dist-info`` last,
+RECORD at the very end), one fixed timestamp, fixed permissions and compression level."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import os
+import re
+import stat
+import time
+import zipfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from email.message import Message
+from email.parser import Parser
+from pathlib import Path
+from typing import Any
+
+from release.errors import WheelError
+
+# 1980-01-01, the oldest time a zip entry can carry.
+_ZIP_EPOCH = 315532800
+_COMPRESSION_LEVEL = 6
+GENERATOR = "release (edgert) 0.1.0"
+
+
+@dataclass(frozen=True)
+class WheelName:
+    distribution: str   # normalized with underscores, as in file names
+    version: str
+    python: str
+    abi: str
+    platform: str
+
+    @classmethod
+    def parse(cls, filename: str) -> WheelName:
+        match = re.fullmatch(r"([^-]+)-([^-]+)(?:-\d[^-]*)?-([^-]+)-([^-]+)-([^-]+)\.whl",
+                             filename)
+        if match is None:
+            raise WheelError(f"'{filename}' is not a wheel file name",
+                             fix="expected name-version-python-abi-platform.whl")
+        return cls(*match.groups())
+
+    @property
+    def filename(self) -> str:
+        return f"{self.distribution}-{self.version}-{self.tag}.whl"
+
+    @property
+    def tag(self) -> str:
+        return f"{self.python}-{self.abi}-{self.platform}"
+
+    @property
+    def dist_info(self) -> str:
+        return f"{self.distribution}-{self.version}.dist-info"
+
+
+def normalize_distribution(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def source_date_epoch(environ: Mapping[str, str]) -> int:
+    """SOURCE_DATE_EPOCH when set (clamped to the zip range), else 1980-01-01."""
+    value = environ.get("SOURCE_DATE_EPOCH")
+    if value is None:
+        return _ZIP_EPOCH
+    try:
+        return max(int(value), _ZIP_EPOCH)
+    except ValueError:
+        raise WheelError(f"SOURCE_DATE_EPOCH is '{value}'",
+                         fix="set it to a number of seconds since 1970") from None
+
+
+def metadata_text(project: Mapping[str, Any], *, name: str,
+                  extra_requires: Iterable[str] = (), readme: str | None = None) -> str:
+    """Core metadata 2.4 from the [project] table."""
+    lines = ["Metadata-Version: 2.4", f"Name: {name}", f"Version: {project['version']}"]
+    if "description" in project:
+        lines.append(f"Summary: {project['description']}")
+    if "requires-python" in project:
+        lines.append(f"Requires-Python: {project['requires-python']}")
+    if isinstance(project.get("license"), str):
+        lines.append(f"License-Expression: {project['license']}")
+    for classifier in project.get("classifiers", []):
+        lines.append(f"Classifier: {classifier}")
+    for label, url in sorted(project.get("urls", {}).items()):
+        lines.append(f"Project-URL: {label}, {url}")
+    for requirement in [*project.get("dependencies", []), *extra_requires]:
+        lines.append(f"Requires-Dist: {requirement}")
+    text = "\n".join(lines) + "\n"
+    if readme is not None:
+        text += "Description-Content-Type: text/markdown\n\n" + readme
+    return text
+
+
+def wheel_text(tags: Iterable[str]) -> str:
+    lines = ["Wheel-Version: 1.0", f"Generator: {GENERATOR}", "Root-Is-Purelib: false"]
+    lines += [f"Tag: {tag}" for tag in tags]
+    return "\n".join(lines) + "\n"
+
+
+def record_hash(data: bytes) -> str:
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
+    return "sha256=" + digest.decode("ascii")
+
+
+def _sort_key(name: str) -> tuple[int, str]:
+    top = name.split("/", 1)[0]
+    if name.endswith(".dist-info/RECORD"):
+        return 2, name
+    return (1 if top.endswith(".dist-info") else 0), name
+
+
+def _zip_info(name: str, *, mode: int, epoch: int) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(name, date_time=time.gmtime(epoch)[:6])
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.external_attr = ((0o755 if mode & stat.S_IXUSR else 0o644) | stat.S_IFREG) << 16
+    info.create_system = 3
+    return info
+
+
+def write_wheel(path: Path, files: Mapping[str, tuple[bytes, int]], *, dist_info: str,
+                epoch: int) -> None:
+    """Writes ``files`` (name -> (data, mode)) plus a fresh RECORD, atomically."""
+    record_name = f"{dist_info}/RECORD"
+    entries = {name: value for name, value in files.items() if name != record_name}
+    for name in entries:
+        if name.startswith("/") or ".." in name.split("/") or "\\" in name:
+            raise WheelError(f"refusing to write unsafe wheel entry '{name}'",
+                             fix="entries must be relative, '/'-separated, without '..'")
+    record = io.StringIO()
+    for name in sorted(entries, key=_sort_key):
+        data = entries[name][0]
+        record.write(f"{name},{record_hash(data)},{len(data)}\n")
+    record.write(f"{record_name},,\n")
+    entries[record_name] = (record.getvalue().encode(), 0o644)
+    partial = path.with_name(path.name + ".partial")
+    try:
+        with zipfile.ZipFile(partial, "w") as archive:
+            for name in sorted(entries, key=_sort_key):
+                data, mode = entries[name]
+                archive.writestr(_zip_info(name, mode=mode, epoch=epoch), data,
+                                 compresslevel=_COMPRESSION_LEVEL)
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def collect_tree(root: Path) -> dict[str, tuple[bytes, int]]:
+    """Every regular file under ``root`` as wheel entries; symlinks are an error."""
+    files: dict[str, tuple[bytes, int]] = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_symlink():
+            raise WheelError(f"{path} is a symbolic link; wheels cannot hold links",
+                             fix="install real files whose names equal their SONAME")
+        if path.is_file():
+            name = path.relative_to(root).as_posix()
+            files[name] = (path.read_bytes(), path.stat().st_mode)
+    return files
+
+
+def read_entries(path: Path) -> dict[str, tuple[bytes, int]]:
+    """All entries of a wheel (name -> (data, mode)); raises WheelError when unreadable."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return {info.filename: (archive.read(info), (info.external_attr >> 16) & 0o777)
+                    for info in archive.infolist() if not info.is_dir()}
+    except (zipfile.BadZipFile, OSError) as error:
+        raise WheelError(f"cannot read wheel {path}: {error}",
+                         fix="rebuild it; the file is damaged or not a wheel") from None
+
+
+def parse_metadata(text: str) -> Message:
+    return Parser().parsestr(text)
+
+
+def dist_info_of(entries: Mapping[str, object]) -> str:
+    names = {name.split("/", 1)[0] for name in entries if ".dist-info/" in name}
+    if len(names) != 1:
+        raise WheelError(f"expected one .dist-info folder, found {len(names)}",
+                         fix="the wheel is malformed; rebuild it")
+    return names.pop()
+
+
+def normalize(path: Path, *, epoch: int) -> None:
+    """Rewrites a wheel in the reproducible form, with RECORD recomputed."""
+    entries = read_entries(path)
+    write_wheel(path, entries, dist_info=dist_info_of(entries), epoch=epoch)
