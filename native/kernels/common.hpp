@@ -16,9 +16,9 @@ namespace edgert::kernels {
 // Elements per chunk below which splitting work across threads does not pay.
 constexpr int64_t kParallelGrain = 32768;
 
-inline Status invalid(const KernelContext& context, const std::string& message) {
-  return Status(Code::InvalidArgument,
-                std::string(context.op ? context.op : "kernel") + ": " + message);
+// The executor prefixes kernel errors with the operator name.
+inline Status invalid(const KernelContext&, const std::string& message) {
+  return Status(Code::InvalidArgument, message);
 }
 
 inline std::string shape_text(const std::vector<int64_t>& shape) {

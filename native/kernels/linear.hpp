@@ -13,8 +13,8 @@ enum class Activation { None, Relu };
 // output = activation(input · weightᵀ + bias); input [..., K], weight [N, K], bias [N] or
 // null. Each output element is summed over k in order, then the bias is added, then the
 // activation applied. Rows are split across the thread pool; results do not depend on the
-// number of threads. `op` names the operator in error messages.
-EDGERT_COMPONENT_API edgert::Status linear(const char* op, const edgert::Tensor& input,
+// number of threads.
+EDGERT_COMPONENT_API edgert::Status linear(const edgert::Tensor& input,
                                            const edgert::Tensor& weight,
                                            const edgert::Tensor* bias, Activation activation,
                                            edgert::Tensor& output);

@@ -8,10 +8,9 @@
 
 namespace edgert::kernels {
 
-Status linear(const char* op, const Tensor& input, const Tensor& weight, const Tensor* bias,
-              Activation activation, Tensor& output) {
-  KernelContext context;
-  context.op = op;
+Status linear(const Tensor& input, const Tensor& weight, const Tensor* bias, Activation activation,
+              Tensor& output) {
+  const KernelContext context;
   EDGERT_RETURN_IF_ERROR(check_dtype(context, input, DType::Float32, "input"));
   EDGERT_RETURN_IF_ERROR(check_dtype(context, weight, DType::Float32, "weight"));
   if (input.dim() < 1 || weight.dim() != 2 || input.shape().back() != weight.shape()[1]) {
@@ -86,7 +85,7 @@ namespace {
 
 Status linear_kernel(KernelContext& context) {
   EDGERT_RETURN_IF_ERROR(check_arity(context, 2, 3));
-  return linear(context.op, *context.inputs[0], *context.inputs[1], optional_input(context, 2),
+  return linear(*context.inputs[0], *context.inputs[1], optional_input(context, 2),
                 Activation::None, (*context.outputs)[0]);
 }
 

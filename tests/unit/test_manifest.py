@@ -1,0 +1,121 @@
+"""The manifest is validated at the edge: good data parses, every mistake names its key."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from release import manifest
+from release.errors import ConfigurationError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _project() -> dict:
+    import tomllib
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def test_repository_manifest_parses_with_every_component() -> None:
+    loaded = manifest.load(ROOT)
+    names = [c.name for c in loaded.components]
+    assert names[:6] == ["runtime", "threadpool", "kernels", "kernels_quantized", "backend_cpu",
+                         "export_plugin"]
+    assert loaded.component("kernels_quantized").opt_in
+    assert loaded.component("kernels_quantized").cmake_variable == "EDGERT_QUANTIZED_KERNELS_LIBRARY"
+    assert loaded.component("export_plugin").kind == "plugin"
+    assert not loaded.component("kernels").opt_in
+
+
+def test_variant_filters_components() -> None:
+    loaded = manifest.load(ROOT)
+    assert "backend_cuda" not in [c.name for c in loaded.components_for("cpu")]
+    assert "backend_cuda" in [c.name for c in loaded.components_for("cu12")]
+    assert loaded.variant("cu12").distribution == "edgert-cu12"
+    assert loaded.variant("cpu").distribution is None
+
+
+def _error(data: dict) -> str:
+    with pytest.raises(ConfigurationError) as caught:
+        manifest.parse(data, ROOT)
+    return caught.value.message
+
+
+def test_unknown_key_is_named() -> None:
+    data = _project()
+    data["tool"]["release"]["components"]["kernels"]["optin"] = True
+    assert "unknown key tool.release.components.kernels.optin" in _error(data)
+
+
+def test_unknown_top_level_key_is_named() -> None:
+    data = _project()
+    data["tool"]["release"]["pakage"] = "x"
+    assert "tool.release.pakage" in _error(data)
+
+
+def test_wrong_type_is_named() -> None:
+    data = _project()
+    data["tool"]["release"]["components"]["kernels"]["opt-in"] = "yes"
+    message = _error(data)
+    assert "tool.release.components.kernels.opt-in must be a bool" in message
+
+
+def test_wrong_list_item_type_is_named() -> None:
+    data = _project()
+    data["tool"]["release"]["components"]["kernels"]["depends"] = ["runtime", 3]
+    assert "tool.release.components.kernels.depends[1]" in _error(data)
+
+
+def test_missing_library_is_named() -> None:
+    data = _project()
+    del data["tool"]["release"]["components"]["kernels"]["library"]
+    assert "tool.release.components.kernels.library is missing" in _error(data)
+
+
+def test_unknown_dependency_is_reported() -> None:
+    data = _project()
+    data["tool"]["release"]["components"]["kernels"]["depends"] = ["runtme"]
+    assert "unknown component 'runtme'" in _error(data)
+
+
+def test_opt_in_needs_a_variable() -> None:
+    data = _project()
+    del data["tool"]["release"]["components"]["kernels_quantized"]["cmake-variable"]
+    assert "cmake-variable is missing" in _error(data)
+
+
+def test_bad_platform_choice() -> None:
+    data = _project()
+    data["tool"]["release"]["targets"]["linux-x86_64"]["platform"] = "beos"
+    assert "tool.release.targets.linux-x86_64.platform is 'beos'" in _error(data)
+
+
+def test_adding_a_component_is_a_data_change() -> None:
+    data = copy.deepcopy(_project())
+    data["tool"]["release"]["components"]["backend_npu"] = {
+        "library": "edgert_backend_npu", "cmake-component": "backend_npu",
+        "depends": ["runtime"], "registers": ["backends"], "markers": ["edgert_backend_npu_component"]}
+    loaded = manifest.parse(data, ROOT)
+    assert loaded.component("backend_npu").library == "edgert_backend_npu"
+    assert "backend_npu" in [c.name for c in loaded.components_for("cpu")]
+
+
+def test_target_lookup_errors() -> None:
+    loaded = manifest.load(ROOT)
+    with pytest.raises(ConfigurationError, match="unknown platform 'beos'"):
+        loaded.target("beos", "x86_64")
+    with pytest.raises(ConfigurationError, match="unknown arch 'sparc'"):
+        loaded.target("linux", "sparc")
+
+
+def test_missing_pyproject(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="does not exist"):
+        manifest.load(tmp_path)
+
+
+def test_broken_toml(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.release\n")
+    with pytest.raises(ConfigurationError, match="not valid TOML"):
+        manifest.load(tmp_path)
