@@ -201,18 +201,22 @@ def read_containers(data: bytes | mmap.mmap | memoryview, *, start: int = 0,
     return tuple(containers)
 
 
-def read_device_code(path: Path | str) -> DeviceCode:
-    """The fatbinary containers of an ELF file (empty when it has no fatbinary section)."""
+def read_device_code(path: Path | str, *, name: str | None = None) -> DeviceCode:
+    """The fatbinary containers of an ELF file (empty when it has no fatbinary section).
+
+    ``name`` is how findings refer to the file (e.g. its path inside a wheel)."""
     path = Path(path)
+    label = name if name is not None else str(path)
     with path.open("rb") as stream:
         sections = _elf.read_sections(stream, where=str(path))
-        found = next(((name, sections[name]) for name in SECTIONS if name in sections), None)
+        found = next(((candidate, sections[candidate]) for candidate in SECTIONS
+                      if candidate in sections), None)
         if found is None:
-            return DeviceCode(file=str(path), section="", containers=())
-        name, (offset, size) = found
+            return DeviceCode(file=label, section="", containers=())
+        section, (offset, size) = found
         if size == 0:
-            return DeviceCode(file=str(path), section=name, containers=())
+            return DeviceCode(file=label, section=section, containers=())
         with mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as view:
             containers = read_containers(view, start=offset, size=size,
-                                         where=f"{path} section {name}")
-    return DeviceCode(file=str(path), section=name, containers=containers)
+                                         where=f"{label} section {section}")
+    return DeviceCode(file=label, section=section, containers=containers)

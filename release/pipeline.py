@@ -184,7 +184,6 @@ def _configure_arguments(plan: Plan) -> list[str]:
         f"-DCMAKE_INSTALL_PREFIX={plan.build_dir / 'install'}",
         f"-DEDGERT_PACKAGE_DIR={plan.manifest.package}",
         f"-DEDGERT_OPT_IN_COMPONENTS={';'.join(opt_in)}",
-        "-DEDGERT_BUILD_FUZZERS=OFF",
         f"-DPython_EXECUTABLE={sys.executable}",
         *plan.platform.cmake_arguments(plan.target, plan.environ),
     ]

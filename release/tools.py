@@ -86,4 +86,4 @@ def ninja() -> Path:
     on_path = shutil.which("ninja")
     if on_path is not None:
         return Path(on_path)
-    return pip_tool("ninja", "ninja/data/bin/ninja")
+    return pip_tool("ninja", "bin/ninja")

@@ -65,9 +65,10 @@ Status relu_kernel(KernelContext& context) {
 
 // Inputs: x float32 [..., K], weight int8 [N, K], weight_scales float32 [N],
 // weight_zero_points int32 [N], bias float32 [N] (optional). Output float32 [..., N].
-// x is quantized per tensor to int8 with choose_qparams; then
-// out[r, n] = float(Σ_k (xq[r,k] - xz)·(wq[n,k] - wz[n])) · (xs · ws[n]) + bias[n],
-// the sum exact in int64.
+// Each row r of x (the last dimension) is quantized to int8 with its own asymmetric qparams
+// (xs[r], xz[r]) chosen like choose_qparams; then
+// out[r, n] = float(Σ_k (xq[r,k] - xz[r])·(wq[n,k] - wz[n])) · (xs[r] · ws[n]) + bias[n],
+// the sum exact in int64. A row's result never depends on the other rows.
 Status linear_kernel(KernelContext& context) {
   EDGERT_RETURN_IF_ERROR(check_arity(context, 4, 5));
   const Tensor& x = *context.inputs[0];
@@ -89,19 +90,15 @@ Status linear_kernel(KernelContext& context) {
     }
     bias_data = bias->contiguous();
   }
-  float x_scale;
-  int32_t x_zero;
-  EDGERT_RETURN_IF_ERROR(choose_qparams(context, x, DType::Int8, x_scale, x_zero));
   const Tensor cx = x.contiguous(), cw = weight.contiguous();
   const int64_t rows = product(x.shape(), 0, x.shape().size() - 1);
-  std::vector<int32_t> xq(static_cast<size_t>(rows * features_in));
-  const float* xd = cx.data_as<float>();
-  for (size_t i = 0; i < xq.size(); ++i) {
-    xq[i] = quantize_value(xd[i], x_scale, x_zero, QuantRange{-128, 127}) - x_zero;
-  }
   std::vector<int64_t> shape = x.shape();
   shape.back() = features_out;
   Tensor out(DType::Float32, shape);
+  for (int64_t i = 0; i < cx.numel(); ++i) {
+    if (!std::isfinite(cx.data_as<float>()[i])) return invalid(context, "input holds a non-finite value");
+  }
+  const float* xd = cx.data_as<float>();
   const int8_t* wd = cw.data_as<int8_t>();
   const float* ws = scales.data_as<float>();
   const int32_t* wz = zero_points.data_as<int32_t>();
@@ -109,12 +106,19 @@ Status linear_kernel(KernelContext& context) {
   float* od = out.data_as<float>();
   const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, features_in * features_out));
   edgert::parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
+    std::vector<int32_t> xq(static_cast<size_t>(features_in));
     for (int64_t r = begin; r < end; ++r) {
-      const int32_t* xr = xq.data() + r * features_in;
+      const float* xr = xd + r * features_in;
+      float x_scale;
+      int32_t x_zero;
+      choose_qparams(xr, features_in, QuantRange{-128, 127}, x_scale, x_zero);
+      for (int64_t k = 0; k < features_in; ++k) {
+        xq[static_cast<size_t>(k)] = quantize_value(xr[k], x_scale, x_zero, QuantRange{-128, 127}) - x_zero;
+      }
       for (int64_t n = 0; n < features_out; ++n) {
         const int8_t* wr = wd + n * features_in;
         int64_t sum = 0;
-        for (int64_t k = 0; k < features_in; ++k) sum += int64_t{xr[k]} * (int32_t{wr[k]} - wz[n]);
+        for (int64_t k = 0; k < features_in; ++k) sum += int64_t{xq[static_cast<size_t>(k)]} * (int32_t{wr[k]} - wz[n]);
         float v = static_cast<float>(sum) * (x_scale * ws[n]);
         if (bd) v += bd[n];
         od[r * features_out + n] = v;

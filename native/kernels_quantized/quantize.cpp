@@ -121,33 +121,8 @@ Status dequantize_per_channel_kernel(KernelContext& context) {
   return Status::success();
 }
 
-}  // namespace
-
-// Asymmetric per-tensor qparams covering [min(0, min x), max(0, max x)]:
-// scale = float((max - min) / (qmax - qmin)) in double (1 when that is 0),
-// zero_point = clamp(qmin - round_half_even(min / scale), qmin, qmax).
-Status choose_qparams(const KernelContext& context, const Tensor& input, DType dtype, float& scale,
-                      int32_t& zero_point) {
-  const Tensor x = input.contiguous();
-  const float* data = x.data_as<float>();
-  float low = 0.0f, high = 0.0f;
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    if (!std::isfinite(data[i])) return invalid(context, "input holds a non-finite value");
-    low = std::min(low, data[i]);
-    high = std::max(high, data[i]);
-  }
-  const QuantRange range = range_of(dtype);
-  scale = static_cast<float>((static_cast<double>(high) - static_cast<double>(low)) /
-                             static_cast<double>(range.max - range.min));
-  if (scale == 0.0f) scale = 1.0f;
-  const double zero = range.min - std::nearbyint(static_cast<double>(low) / static_cast<double>(scale));
-  zero_point = static_cast<int32_t>(std::min<double>(std::max<double>(zero, range.min), range.max));
-  return Status::success();
-}
-
-namespace {
-
-// Input: x float32. Attribute dtype. Outputs: scale float32 [1], zero_point int32 [1].
+// Input: x float32 (finite). Attribute dtype. Outputs: scale float32 [1], zero_point int32 [1]
+// (see choose_qparams in quantized.hpp).
 Status choose_qparams_kernel(KernelContext& context) {
   EDGERT_RETURN_IF_ERROR(check_arity(context, 1, 1));
   if (context.outputs->size() != 2) return invalid(context, "expected two outputs (scale, zero_point)");
@@ -155,8 +130,13 @@ Status choose_qparams_kernel(KernelContext& context) {
   if (x.dtype() != DType::Float32) return invalid(context, "input must be float32");
   DType dtype;
   EDGERT_RETURN_IF_ERROR(quantized_dtype(context, dtype));
+  const Tensor cx = x.contiguous();
+  const float* data = cx.data_as<float>();
+  for (int64_t i = 0; i < cx.numel(); ++i) {
+    if (!std::isfinite(data[i])) return invalid(context, "input holds a non-finite value");
+  }
   Tensor scale(DType::Float32, {1}), zero_point(DType::Int32, {1});
-  EDGERT_RETURN_IF_ERROR(choose_qparams(context, x, dtype, *scale.data_as<float>(), *zero_point.data_as<int32_t>()));
+  choose_qparams(data, cx.numel(), range_of(dtype), *scale.data_as<float>(), *zero_point.data_as<int32_t>());
   (*context.outputs)[0] = std::move(scale);
   (*context.outputs)[1] = std::move(zero_point);
   return Status::success();

@@ -1,0 +1,58 @@
+// Replaces the global operator new/delete of the process (an executable's definitions take
+// precedence over libstdc++'s, for every shared library) to track bytes held.
+#include "allocation_tracker.hpp"
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
+namespace {
+
+std::atomic<size_t> held{0};
+std::atomic<size_t> peak{0};
+std::atomic<size_t> baseline{0};
+constexpr size_t kHeader = 64;  // keeps every alignment up to 64 and stores the size
+
+void* allocate(size_t size, size_t alignment) {
+  if (alignment < kHeader) alignment = kHeader;
+  size_t total = (size + alignment + alignment - 1) / alignment * alignment;
+  char* base = static_cast<char*>(std::aligned_alloc(alignment, total));
+  if (base == nullptr) throw std::bad_alloc();
+  char* user = base + alignment;
+  reinterpret_cast<size_t*>(user)[-1] = size;
+  reinterpret_cast<size_t*>(user)[-2] = alignment;
+  size_t now = held += size;
+  size_t seen = peak.load();
+  while (now > seen && !peak.compare_exchange_weak(seen, now)) {}
+  return user;
+}
+
+void release(void* pointer) {
+  if (pointer == nullptr) return;
+  char* user = static_cast<char*>(pointer);
+  held -= reinterpret_cast<size_t*>(user)[-1];
+  std::free(user - reinterpret_cast<size_t*>(user)[-2]);
+}
+
+}  // namespace
+
+namespace edgert_fuzz {
+void reset_peak() {
+  baseline = held.load();
+  peak = baseline.load();
+}
+size_t peak_growth() { return peak.load() - baseline.load(); }
+}  // namespace edgert_fuzz
+
+void* operator new(size_t size) { return allocate(size, kHeader); }
+void* operator new[](size_t size) { return allocate(size, kHeader); }
+void* operator new(size_t size, std::align_val_t alignment) { return allocate(size, static_cast<size_t>(alignment)); }
+void* operator new[](size_t size, std::align_val_t alignment) { return allocate(size, static_cast<size_t>(alignment)); }
+void operator delete(void* pointer) noexcept { release(pointer); }
+void operator delete[](void* pointer) noexcept { release(pointer); }
+void operator delete(void* pointer, size_t) noexcept { release(pointer); }
+void operator delete[](void* pointer, size_t) noexcept { release(pointer); }
+void operator delete(void* pointer, std::align_val_t) noexcept { release(pointer); }
+void operator delete[](void* pointer, std::align_val_t) noexcept { release(pointer); }
+void operator delete(void* pointer, size_t, std::align_val_t) noexcept { release(pointer); }
+void operator delete[](void* pointer, size_t, std::align_val_t) noexcept { release(pointer); }

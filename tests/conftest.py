@@ -1,0 +1,69 @@
+"""Shared fixtures: the CPU wheel is built once per test session (incrementally, in the
+pipeline's own build folder) and installed once into a clean virtual environment."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import venv
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class BuiltWheel:
+    path: Path
+    result: dict
+
+
+@pytest.fixture(scope="session")
+def cpu_wheel(tmp_path_factory: pytest.TempPathFactory) -> BuiltWheel:
+    """The repaired, fully verified CPU wheel for this machine."""
+    from release import manifest
+    from release.pipeline import BuildOptions, VerifyMode, run
+    out = tmp_path_factory.mktemp("dist")
+    result = run(manifest.load(ROOT), BuildOptions(platform="linux", out_dir=out,
+                                                   verify=VerifyMode.FULL))
+    assert result.wheel is not None
+    return BuiltWheel(path=result.wheel, result=result.to_json())
+
+
+@dataclass(frozen=True)
+class Venv:
+    root: Path
+    python: Path
+    site_packages: Path
+
+    def run(self, *args: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(self.python), *args], capture_output=True, text=True,
+                              check=False, **kwargs)  # type: ignore[call-overload]
+
+
+def make_venv(path: Path) -> Venv:
+    venv.EnvBuilder(with_pip=True, clear=True).create(path)
+    python = path / "bin" / "python"
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['platlib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    return Venv(root=path, python=python, site_packages=Path(site))
+
+
+@pytest.fixture(scope="session")
+def installed_cpu_wheel(cpu_wheel: BuiltWheel, tmp_path_factory: pytest.TempPathFactory) -> Venv:
+    """A clean virtual environment with only the CPU wheel (and numpy) installed."""
+    environment = make_venv(tmp_path_factory.mktemp("venv") / "env")
+    completed = environment.run("-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                                str(cpu_wheel.path))
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    return environment
+
+
+def run_release(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None
+                ) -> subprocess.CompletedProcess[str]:
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "release", *args], cwd=cwd, env=full_env,
+                          capture_output=True, text=True, check=False)

@@ -1,0 +1,168 @@
+"""The main job: the repaired CPU wheel, checked from a clean virtual environment."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import zipfile
+from pathlib import Path
+
+import pytest
+from elftools.elf.dynamic import DynamicSection
+from elftools.elf.elffile import ELFFile
+
+from release import wheel as wheel_module
+from tests.conftest import ROOT, BuiltWheel, Venv, run_release
+
+pytestmark = pytest.mark.integration
+
+LIBRARIES = {"libedgert.so", "libedgert_threadpool.so", "libedgert_kernels.so",
+             "libedgert_kernels_quantized.so", "libedgert_backend_cpu.so",
+             "libedgert_export_plugin.so"}
+
+
+def _entries(path: Path) -> dict[str, bytes]:
+    with zipfile.ZipFile(path) as archive:
+        return {name: archive.read(name) for name in archive.namelist()}
+
+
+def _dynamic(data: bytes) -> dict[str, list[str]]:
+    import io
+    tags: dict[str, list[str]] = {}
+    for section in ELFFile(io.BytesIO(data)).iter_sections():
+        if isinstance(section, DynamicSection):
+            for tag in section.iter_tags():
+                if tag.entry.d_tag in ("DT_NEEDED", "DT_RPATH", "DT_RUNPATH", "DT_SONAME"):
+                    value = getattr(tag, tag.entry.d_tag[3:].lower(), None)
+                    tags.setdefault(tag.entry.d_tag, []).append(str(value))
+    return tags
+
+
+def _elves(entries: dict[str, bytes]) -> dict[str, bytes]:
+    return {name: data for name, data in entries.items() if data[:4] == b"\x7fELF"}
+
+
+def test_wheel_name_and_tags(cpu_wheel: BuiltWheel) -> None:
+    name = wheel_module.WheelName.parse(cpu_wheel.path.name)
+    assert name.distribution == "edgert"
+    assert (name.python, name.abi) == ("cp39", "abi3")
+    assert name.platform.startswith("manylinux_"), name.platform
+    entries = _entries(cpu_wheel.path)
+    wheel_text = entries[f"{name.dist_info}/WHEEL"].decode()
+    assert f"Tag: {name.tag}" in wheel_text.splitlines()
+    metadata = wheel_module.parse_metadata(entries[f"{name.dist_info}/METADATA"].decode())
+    assert metadata["Name"] == "edgert" and metadata["Version"] == name.version
+    assert all("nvidia" not in r for r in metadata.get_all("Requires-Dist") or [])
+
+
+def test_record_matches_every_entry(cpu_wheel: BuiltWheel) -> None:
+    entries = _entries(cpu_wheel.path)
+    dist_info = wheel_module.dist_info_of(entries)
+    lines = entries[f"{dist_info}/RECORD"].decode().splitlines()
+    recorded = {line.rsplit(",", 2)[0]: line.rsplit(",", 2)[1:] for line in lines}
+    assert set(recorded) == set(entries)
+    for name, data in entries.items():
+        if name.endswith("RECORD"):
+            continue
+        assert recorded[name] == [wheel_module.record_hash(data), str(len(data))], name
+
+
+def test_layout_ships_each_component_once(cpu_wheel: BuiltWheel) -> None:
+    entries = _entries(cpu_wheel.path)
+    libs = {n.split("/")[-1] for n in entries if n.startswith("edgert/lib/") and n.endswith(".so")}
+    assert libs == LIBRARIES
+    elves = _elves(entries)
+    assert set(elves) == {f"edgert/lib/{lib}" for lib in LIBRARIES} | {"edgert/_C.abi3.so"}, \
+        "no library was grafted or copied a second time"
+    assert "edgert/include/edgert/edgert.h" in entries
+    assert "edgert/lib/cmake/edgert/edgertConfig.cmake" in entries
+    record = json.loads(entries["edgert/_release.json"])
+    assert {Path(c["file"]).name for c in record["components"]} == LIBRARIES
+    for name, data in elves.items():
+        soname = _dynamic(data).get("DT_SONAME")
+        if name.startswith("edgert/lib/"):
+            assert soname == [name.split("/")[-1]], f"{name}: file name must equal SONAME"
+
+
+def test_runpaths_are_origin_relative(cpu_wheel: BuiltWheel) -> None:
+    for name, data in _elves(_entries(cpu_wheel.path)).items():
+        tags = _dynamic(data)
+        assert "DT_RPATH" not in tags, f"{name} uses DT_RPATH"
+        entries = ":".join(tags.get("DT_RUNPATH", [])).split(":")
+        expected = "$ORIGIN/lib" if name == "edgert/_C.abi3.so" else "$ORIGIN"
+        assert entries == [expected], f"{name}: {entries}"
+
+
+def test_no_build_paths_leak(cpu_wheel: BuiltWheel) -> None:
+    for name, data in _entries(cpu_wheel.path).items():
+        for leak in (str(ROOT).encode(), str(Path.home()).encode() + b"/", b"/tmp/"):
+            assert leak not in data, f"{name} contains {leak!r}"
+
+
+def test_extension_links_components_and_defines_none(cpu_wheel: BuiltWheel) -> None:
+    import io
+    data = _entries(cpu_wheel.path)["edgert/_C.abi3.so"]
+    needed = set(_dynamic(data)["DT_NEEDED"])
+    assert {"libedgert.so", "libedgert_threadpool.so", "libedgert_kernels.so",
+            "libedgert_backend_cpu.so"} <= needed
+    symbols = ELFFile(io.BytesIO(data)).get_section_by_name(".dynsym")
+    defined = {s.name for s in symbols.iter_symbols() if s["st_shndx"] != "SHN_UNDEF"}
+    assert not any(name.endswith("_component") for name in defined), defined
+    assert not any("register_operator" in name or "threadpool" in name for name in defined)
+
+
+def test_installs_and_runs_in_clean_venv(installed_cpu_wheel: Venv) -> None:
+    code = ("import edgert, numpy as np, json;"
+            "p = edgert.load(edgert.models.path('mlp'));"
+            "x = np.linspace(-1, 1, p.input_info(0).shape[-1] if hasattr(p, 'input_info') else 16,"
+            " dtype=np.float32).reshape(1, -1);"
+            "out = p.run([x]);"
+            "ops = edgert.operators();"
+            "print(json.dumps({'sum': float(out[0].sum()), 'owners': sorted({o[1] for o in ops}),"
+            " 'lib': str(edgert.lib_dir()), 'cmake': str(edgert.cmake_dir())}))")
+    completed = installed_cpu_wheel.run("-c", code, cwd="/")
+    assert completed.returncode == 0, completed.stderr
+    report = json.loads(completed.stdout)
+    site = str(installed_cpu_wheel.site_packages)
+    assert report["lib"].startswith(site)
+    assert all(owner.startswith(site) for owner in report["owners"]), report["owners"]
+    assert abs(report["sum"] - 1.0) < 1e-4  # softmax output of the example MLP
+
+
+def test_cli_prints_cmake_dir(installed_cpu_wheel: Venv) -> None:
+    completed = installed_cpu_wheel.run("-m", "edgert", "--cmake-dir", cwd="/")
+    assert completed.returncode == 0, completed.stderr
+    assert (Path(completed.stdout.strip()) / "edgertConfig.cmake").is_file()
+
+
+def test_repair_is_idempotent(cpu_wheel: BuiltWheel, tmp_path: Path) -> None:
+    completed = run_release("repair", str(cpu_wheel.path), "-w", str(tmp_path))
+    assert completed.returncode == 0, completed.stderr
+    repaired = tmp_path / cpu_wheel.path.name
+    assert repaired.read_bytes() == cpu_wheel.path.read_bytes()
+
+
+def test_build_summary_reports_every_stage(cpu_wheel: BuiltWheel) -> None:
+    stages = cpu_wheel.result["stages"]
+    assert list(stages) == ["configure", "build", "install", "layout", "fixup", "repair",
+                            "verify"]
+    assert cpu_wheel.result["verify"]["version"] >= 1
+
+
+def test_two_builds_are_bit_identical(cpu_wheel: BuiltWheel, tmp_path: Path) -> None:
+    """A second build of the same sources in another folder gives the same bytes."""
+    completed = run_release("build", "--platform", "linux", "--out", str(tmp_path / "dist"),
+                            "--build-dir", str(tmp_path / "build"), "--verify", "none", "--json")
+    assert completed.returncode == 0, completed.stderr
+    second = Path(json.loads(completed.stdout)["wheel"])
+    assert second.name == cpu_wheel.path.name
+    assert second.read_bytes() == cpu_wheel.path.read_bytes()
+
+
+def test_pip_wheel_uses_the_same_pipeline(tmp_path: Path) -> None:
+    completed = subprocess.run(
+        ["python3", "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w",
+         str(tmp_path), str(ROOT)], capture_output=True, text=True, check=False)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    built = list(tmp_path.glob("edgert-*.whl"))
+    assert len(built) == 1 and "manylinux_" in built[0].name
