@@ -17,8 +17,16 @@ set(EDGERT_INSTALL_LIBDIR "${EDGERT_PACKAGE_DIR}/lib")
 set(EDGERT_INSTALL_INCLUDEDIR "${EDGERT_PACKAGE_DIR}/include")
 set(EDGERT_INSTALL_CMAKEDIR "${EDGERT_PACKAGE_DIR}/lib/cmake/edgert")
 
-# Link feature: a registration-only library stays on the link line under --as-needed.
-if(APPLE)
+option(EDGERT_MONOLITHIC
+  "Never shipped: build components as static archives linked whole into the extension (the layout before components were shared libraries; benchmarks compare its size)"
+  OFF)
+
+# Link feature: a registration-only library stays on the link line under --as-needed
+# (or, in the monolithic build, is linked whole so its static registrations survive).
+if(EDGERT_MONOLITHIC AND NOT APPLE AND NOT WIN32)
+  set(CMAKE_LINK_LIBRARY_USING_EDGERT_KEEP
+      "LINKER:--whole-archive" "<LINK_ITEM>" "LINKER:--no-whole-archive")
+elseif(APPLE)
   set(CMAKE_LINK_LIBRARY_USING_EDGERT_KEEP "<LINK_ITEM>")
 elseif(WIN32)
   set(CMAKE_LINK_LIBRARY_USING_EDGERT_KEEP "<LINK_ITEM>")
@@ -42,7 +50,11 @@ function(edgert_add_component component)
     message(FATAL_ERROR "edgert_add_component(${component}): LIBRARY and SOURCES are required")
   endif()
   set(target "edgert_${component}")
-  add_library(${target} SHARED ${ARG_SOURCES})
+  if(EDGERT_MONOLITHIC AND NOT ARG_PLUGIN)
+    add_library(${target} STATIC ${ARG_SOURCES})
+  else()
+    add_library(${target} SHARED ${ARG_SOURCES})
+  endif()
   add_library(edgert::${component} ALIAS ${target})
   set_target_properties(${target} PROPERTIES
     OUTPUT_NAME "${ARG_LIBRARY}"

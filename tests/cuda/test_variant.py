@@ -16,7 +16,7 @@ def test_shipped_variants_load_and_produce_the_build_record() -> None:
     cu12 = variant.load(VARIANTS / "cu12.toml")
     assert cu12.to_record() == {
         "major": 12, "claims": ["7.5", "8.0", "8.6", "8.9", "9.0"], "ptx": ["9.0"],
-        "runtime_requirement": "nvidia-cuda-runtime-cu12>=12.0,<13; sys_platform == 'linux'",
+        "runtime_requirement": "nvidia-cuda-runtime-cu12>=12.8,<13; sys_platform == 'linux'",
         "runtime_distribution": "nvidia-cuda-runtime-cu12", "runtime_library": "libcudart.so.12",
         "runtime_dir": "nvidia/cuda_runtime/lib"}
     assert cu12.sass_architectures == (75, 80, 86, 89, 90) and cu12.ptx_architectures == (90,)

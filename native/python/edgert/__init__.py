@@ -32,11 +32,28 @@ from edgert.export import DTYPE_CODES, DTYPE_NAMES, dtype_name
 __version__ = "0.1.0"
 
 __all__ = [
-    "EdgertError", "InternalError", "InvalidArgumentError", "InvalidProgramError",
-    "NotFoundError", "OutOfMemoryError", "UnavailableError", "UnsupportedError",
-    "Registration", "TensorInfo", "Program", "load", "operators", "backends",
-    "threadpool_size", "set_threadpool_size", "threadpool_instance", "load_library",
-    "lib_dir", "include_dir", "cmake_dir", "__version__",
+    "EdgertError",
+    "InternalError",
+    "InvalidArgumentError",
+    "InvalidProgramError",
+    "NotFoundError",
+    "OutOfMemoryError",
+    "UnavailableError",
+    "UnsupportedError",
+    "Registration",
+    "TensorInfo",
+    "Program",
+    "load",
+    "operators",
+    "backends",
+    "threadpool_size",
+    "set_threadpool_size",
+    "threadpool_instance",
+    "load_library",
+    "lib_dir",
+    "include_dir",
+    "cmake_dir",
+    "__version__",
 ]
 
 
@@ -105,7 +122,8 @@ class Program:
     def run(self, inputs: Sequence[object]) -> list[np.ndarray]:  # type: ignore[type-arg]
         if len(inputs) != self.input_count:
             raise InvalidArgumentError(
-                f"the program takes {self.input_count} inputs, {len(inputs)} given")
+                f"the program takes {self.input_count} inputs, {len(inputs)} given"
+            )
         native_inputs = [_to_native(array) for array in inputs]
         outputs = call(extension().run, self._handle, native_inputs)
         return [_from_native(*output) for output in outputs]

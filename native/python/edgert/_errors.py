@@ -43,8 +43,15 @@ class OutOfMemoryError(EdgertError, MemoryError):
 
 _BY_CODE: dict[int, type[EdgertError]] = {
     cls.code: cls
-    for cls in (InvalidProgramError, InvalidArgumentError, NotFoundError, UnsupportedError,
-                InternalError, UnavailableError, OutOfMemoryError)
+    for cls in (
+        InvalidProgramError,
+        InvalidArgumentError,
+        NotFoundError,
+        UnsupportedError,
+        InternalError,
+        UnavailableError,
+        OutOfMemoryError,
+    )
 }
 
 

@@ -60,7 +60,8 @@ def load_library(component: str) -> ctypes.CDLL:
         if not path.is_file():
             raise NotFoundError(
                 f"component library {path.name} is not in {path.parent}; this edgert build "
-                f"does not ship component '{component}'")
+                f"does not ship component '{component}'"
+            )
         try:
             _loaded_libraries[name] = ctypes.CDLL(str(path))
         except OSError as error:

@@ -29,7 +29,7 @@ DTYPE_NAMES: dict[int, str] = {code: name for name, code in DTYPE_CODES.items()}
 _KIND_RUNTIME, _KIND_CONSTANT = 0, 1
 _ATTR_INT, _ATTR_FLOAT, _ATTR_STRING, _ATTR_INTS, _ATTR_FLOATS = range(5)
 
-AttributeValue = Union[int, float, str, list[int], list[float]]
+AttributeValue = Union[int, float, str, list[int], list[float]]  # noqa: UP007  (runs on Python 3.9)
 
 
 @dataclass
@@ -88,8 +88,15 @@ class ProgramBuilder:
         array = np.ascontiguousarray(array)
         return self._add_value(ValueDef(dtype_name(array.dtype), tuple(array.shape), array))
 
-    def op(self, name: str, inputs: list[int | None], attributes: dict[str, AttributeValue] | None = None,
-           outputs: int = 1, *, dtype: object = "float32") -> int | list[int]:
+    def op(
+        self,
+        name: str,
+        inputs: list[int | None],
+        attributes: dict[str, AttributeValue] | None = None,
+        outputs: int = 1,
+        *,
+        dtype: object = "float32",
+    ) -> int | list[int]:
         """Adds a node; an input of None is an absent optional input. Returns the output
         value (a list when ``outputs`` > 1). ``dtype`` is the outputs' declared dtype."""
         produced = [self._add_value(ValueDef(dtype_name(dtype))) for _ in range(outputs)]
@@ -110,6 +117,7 @@ class ProgramBuilder:
 
 # ---------------------------------------------------------------------------- writing
 
+
 def _string(text: str) -> bytes:
     encoded = text.encode("utf-8")
     if len(encoded) > MAX_STRING_LENGTH:
@@ -127,7 +135,9 @@ def _attribute(name: str, value: AttributeValue) -> bytes:
         return head + struct.pack("<Bd", _ATTR_FLOAT, float(value))
     if isinstance(value, str):
         return head + struct.pack("<B", _ATTR_STRING) + _string(value)
-    items = list(np.asarray(value).ravel().tolist()) if isinstance(value, np.ndarray) else list(value)
+    items = (
+        list(np.asarray(value).ravel().tolist()) if isinstance(value, np.ndarray) else list(value)
+    )
     if all(isinstance(item, (int, np.integer)) and not isinstance(item, bool) for item in items):
         return head + struct.pack(f"<BI{len(items)}q", _ATTR_INTS, len(items), *items)
     if all(isinstance(item, (int, float, np.integer, np.floating)) for item in items):
@@ -175,6 +185,7 @@ def write_program(program: ProgramDef) -> bytes:
 
 # ---------------------------------------------------------------------------- reading
 
+
 class _Reader:
     def __init__(self, data: bytes) -> None:
         self.data = memoryview(data)
@@ -186,7 +197,7 @@ class _Reader:
     def take(self, count: int, what: str) -> memoryview:
         if count < 0 or self.offset + count > len(self.data):
             raise self.fail(f"truncated {what}")
-        chunk = self.data[self.offset:self.offset + count]
+        chunk = self.data[self.offset : self.offset + count]
         self.offset += count
         return chunk
 

@@ -28,7 +28,7 @@ def build_mlp() -> bytes:
     hidden = builder.input("float32", (-1, LAYER_SIZES[0]))
     layers = list(zip(LAYER_SIZES, LAYER_SIZES[1:]))
     for position, (fan_in, fan_out) in enumerate(layers):
-        bound = np.sqrt(6.0 / fan_in)  # He-uniform: keeps activations from fading
+        bound = 1.0 / np.sqrt(fan_in)  # the default initialization of torch.nn.Linear
         weight = random.uniform(-bound, bound, (fan_out, fan_in)).astype(np.float32)
         bias = random.uniform(-bound, bound, fan_out).astype(np.float32)
         hidden = builder.op("edgert::linear", [hidden, builder.constant(weight), builder.constant(bias)])

@@ -1,0 +1,52 @@
+"""Builds of the CUDA delegate, shared by the integration tests of tests/cuda."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from cuda import toolchain, variant
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class CudaBuild:
+    variant: variant.CudaVariant
+    site: Path        # a fresh site-packages: edgert/lib/* + the declared runtime wheel
+    library: Path     # <site>/edgert/lib/libedgert_backend_cuda.so
+
+
+def _run(command: list[str], cwd: Path | None = None) -> None:
+    completed = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False)
+    assert completed.returncode == 0, f"{command[:3]} failed:\n{completed.stdout[-3000:]}\n{completed.stderr[-3000:]}"
+
+
+def build_variant(name: str, work: Path) -> CudaBuild:
+    loaded = variant.load(variant.variants_dir() / f"{name}.toml")
+    chain = toolchain.provision(loaded, environ={})
+    build, site = work / "build", work / "site"
+    generator = ["-G", "Ninja"] if shutil.which("ninja") else []
+    _run(["cmake", "-S", str(ROOT / "native"), "-B", str(build), *generator,
+          "-DEDGERT_BUILD_PYTHON=OFF", "-DEDGERT_BUILD_EXAMPLES=OFF", "-DEDGERT_BUILD_FUZZERS=OFF",
+          *chain.cmake_arguments(loaded)])
+    _run(["cmake", "--build", str(build), "--target", "edgert_backend_cuda", "-j", "2"])
+    for component in ("runtime", "threadpool", "backend_cuda"):
+        _run(["cmake", "--install", str(build), "--component", component, "--prefix", str(site)])
+    _run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+          "--target", str(site), loaded.runtime.requirement.split(";")[0]])
+    return CudaBuild(variant=loaded, site=site,
+                     library=site / "edgert" / "lib" / "libedgert_backend_cuda.so")
+
+
+@pytest.fixture(scope="session", params=["cu12", "cu13"])
+def cuda_build(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> CudaBuild:
+    if os.environ.get("EDGERT_SKIP_CUDA_BUILD"):
+        pytest.skip("EDGERT_SKIP_CUDA_BUILD is set")
+    return build_variant(request.param, tmp_path_factory.mktemp(request.param))

@@ -1,0 +1,126 @@
+"""Fixtures of the native tests: the native/ CMake project configured, built and installed
+once per session into build/tests/native (kept between sessions, so rebuilds are
+incremental), and ways to import the installed ``edgert`` in-process or in a subprocess."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+NATIVE = ROOT / "native"
+MLP_MODEL = NATIVE / "python" / "edgert" / "models" / "mlp.edgert"
+
+
+@dataclass(frozen=True)
+class NativeInstall:
+    """A configured, built and installed native tree."""
+
+    build_dir: Path
+    prefix: Path  # CMAKE_INSTALL_PREFIX; the package lives in prefix / "edgert"
+
+    @property
+    def package_dir(self) -> Path:
+        return self.prefix / "edgert"
+
+    @property
+    def lib_dir(self) -> Path:
+        return self.package_dir / "lib"
+
+    def library(self, name: str) -> Path:
+        return self.lib_dir / f"lib{name}.so"
+
+    def program(self, name: str) -> Path:
+        """An executable built in the tree (examples, fuzz targets)."""
+        for folder in ("examples", "fuzz"):
+            candidate = self.build_dir / folder / name
+            if candidate.exists():
+                return candidate
+        raise FileNotFoundError(f"{name} was not built in {self.build_dir}")
+
+    def env(self) -> dict[str, str]:
+        """Environment for a subprocess that imports this install's ``edgert``."""
+        path = os.pathsep.join(filter(None, [str(self.prefix), os.environ.get("PYTHONPATH")]))
+        return {**os.environ, "PYTHONPATH": path}
+
+    def python(
+        self, code: str, *, env: dict[str, str] | None = None, timeout: float = 120
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            env={**self.env(), **(env or {})},
+            timeout=timeout,
+            check=False,
+        )
+
+
+def run_checked(command: list[str | os.PathLike[str]], **kwargs: object) -> str:
+    completed = subprocess.run(
+        [os.fspath(part) for part in command], capture_output=True, text=True, check=False, **kwargs
+    )  # type: ignore[call-overload]
+    assert completed.returncode == 0, (
+        f"{command} failed ({completed.returncode}):\n{completed.stdout}\n{completed.stderr}"
+    )
+    return str(completed.stdout)
+
+
+def build_native(build_dir: Path, *options: str) -> NativeInstall:
+    from release import tools
+
+    prefix = build_dir / "install"
+    run_checked(
+        [
+            tools.cmake(),
+            "-S",
+            NATIVE,
+            "-B",
+            build_dir,
+            "-G",
+            "Ninja",
+            f"-DCMAKE_MAKE_PROGRAM={tools.ninja()}",
+            "-DCMAKE_BUILD_TYPE=Release",
+            f"-DCMAKE_INSTALL_PREFIX={prefix}",
+            *options,
+        ]
+    )
+    run_checked([tools.cmake(), "--build", build_dir, "--target", "install", "-j2"])
+    return NativeInstall(build_dir=build_dir, prefix=prefix)
+
+
+@pytest.fixture(scope="session")
+def native_install() -> NativeInstall:
+    return build_native(ROOT / "build" / "tests" / "native")
+
+
+@pytest.fixture(scope="session")
+def native_old_layout_install() -> NativeInstall:
+    """The never-shipped layout (export plugin with a private copy of the quantized kernels),
+    built only when a test asks for it."""
+    return build_native(ROOT / "build" / "tests" / "native-old", "-DEDGERT_OLD_LAYOUT=ON")
+
+
+@pytest.fixture()
+def edgert(native_install: NativeInstall) -> Iterator[ModuleType]:
+    """The installed ``edgert`` package, imported in this process."""
+    saved = list(sys.path)
+    loaded = sys.modules.get("edgert")
+    if loaded is not None and Path(loaded.__file__ or "").parent != native_install.package_dir:
+        for name in [n for n in sys.modules if n == "edgert" or n.startswith("edgert.")]:
+            del sys.modules[name]
+    sys.path.insert(0, str(native_install.prefix))
+    try:
+        module = importlib.import_module("edgert")
+        assert Path(module.__file__).parent == native_install.package_dir  # type: ignore[arg-type]
+        yield module
+    finally:
+        sys.path[:] = saved

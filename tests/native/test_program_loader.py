@@ -1,0 +1,258 @@
+"""The program format: writer/loader agreement, and hostile bytes rejected cleanly."""
+
+from __future__ import annotations
+
+import json
+import struct
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+from conftest import MLP_MODEL, NATIVE, NativeInstall
+
+sys.path.insert(0, str(NATIVE / "python"))
+from edgert import export  # noqa: E402  (pure Python: no extension needed)
+
+ALL_DTYPES = ["float32", "int8", "uint8", "int32", "int64"]
+
+
+def constants_program() -> tuple[bytes, list[np.ndarray]]:
+    """One constant of every dtype routed straight to the outputs, plus a node carrying
+    every attribute kind (ignored by relu, but the loader must consume it exactly)."""
+    builder = export.ProgramBuilder()
+    x = builder.input("float32", (2, -1))
+    attributes = {
+        "i": -7,
+        "f": 0.25,
+        "s": "héllo",
+        "ints": [1, -2, 3],
+        "floats": [0.5, -1.5],
+        "empty": [],
+    }
+    builder.output(builder.op("edgert::relu", [x], attributes))
+    arrays = [(np.arange(24).reshape(2, 3, 4) - 5).astype(dtype) for dtype in ALL_DTYPES]
+    arrays.append(np.zeros((0, 3), np.float32))
+    for array in arrays:
+        builder.output(builder.constant(array))
+    return builder.to_bytes(), arrays
+
+
+def test_python_round_trip_preserves_everything() -> None:
+    data, arrays = constants_program()
+    program = export.read_program(data)
+    assert export.write_program(program) == data
+    node = program.nodes[0]
+    assert node.op == "edgert::relu"
+    assert node.attributes == {
+        "i": -7,
+        "f": 0.25,
+        "s": "héllo",
+        "ints": [1, -2, 3],
+        "floats": [0.5, -1.5],
+        "empty": [],
+    }
+    constants = [program.values[index].data for index in program.outputs[1:]]
+    for expected, actual in zip(arrays, constants, strict=True):
+        assert actual is not None and actual.dtype == expected.dtype
+        np.testing.assert_array_equal(actual, expected)
+    assert program.values[program.inputs[0]].shape == (2, -1)
+
+
+def test_constant_data_is_16_byte_aligned() -> None:
+    data, arrays = constants_program()
+    for array in arrays[:-1]:
+        offset = data.find(array.tobytes())
+        assert offset > 0 and offset % export.CONSTANT_ALIGNMENT == 0
+
+
+def test_native_loader_reads_python_writer_output(edgert: ModuleType) -> None:
+    data, arrays = constants_program()
+    program = edgert.load(data)
+    assert program.input_info == [edgert.TensorInfo(np.dtype("float32"), (2, -1))]
+    x = np.array([[-1.0, 2.0, -3.0], [4.0, -5.0, 6.0]], np.float32)
+    outputs = program.run([x])
+    np.testing.assert_array_equal(outputs[0], np.maximum(x, 0))
+    for expected, actual in zip(arrays, outputs[1:], strict=True):
+        assert actual.dtype == expected.dtype and actual.shape == expected.shape
+        assert actual.tobytes() == expected.tobytes()
+
+
+# ------------------------------------------------------------------- hostile programs
+
+
+def _patched(data: bytes, offset: int, fmt: str, value: int) -> bytes:
+    out = bytearray(data)
+    struct.pack_into(fmt, out, offset, value)
+    return bytes(out)
+
+
+def _with_size(data: bytes) -> bytes:
+    """Fixes the declared size so a test reaches the checks past the header."""
+    return _patched(data, 16, "<Q", len(data))
+
+
+def _simple(shape: tuple[int, ...] = (1, 4), dtype: str = "float32") -> bytes:
+    builder = export.ProgramBuilder()
+    x = builder.input(dtype, shape)
+    builder.output(builder.op("edgert::relu", [x]))
+    return builder.to_bytes()
+
+
+def _constant_program() -> bytes:
+    builder = export.ProgramBuilder()
+    builder.output(builder.constant(np.ones((2, 3), np.float32)))
+    return builder.to_bytes()
+
+
+def bad_programs() -> dict[str, bytes]:
+    good = _simple()
+    const = _constant_program()
+    first_value = 28  # header (24) + value count (4)
+    first_dim = first_value + 8
+    constant_length = first_dim + 16
+    node_program = _simple()
+    relu_inputs = node_program.index(b"edgert::relu") + len(b"edgert::relu") + 4
+    overflow = _simple((1 << 40, 1 << 40))
+    return {
+        "empty": b"",
+        "truncated_header": good[:10],
+        "truncated_body": good[:-3],
+        "truncated_body_size_fixed": _with_size(good[:-3]),
+        "trailing_bytes": _with_size(good + b"\0\0\0\0"),
+        "wrong_magic": b"NOTEDGRT" + good[8:],
+        "wrong_version": _patched(good, 8, "<I", 99),
+        "value_index_out_of_range": _patched(node_program, relu_inputs, "<i", 77),
+        "graph_output_out_of_range": _patched(good, len(good) - 4, "<i", 1 << 20),
+        "constant_length_mismatch": _patched(const, constant_length, "<Q", 20),
+        "constant_huge_length": _patched(const, constant_length, "<Q", (1 << 64) - 8),
+        "negative_dim_constant": _patched(const, first_dim, "<q", -3),
+        "negative_dim_input": _patched(good, first_dim, "<q", -2),
+        "overflowing_numel": overflow,
+        "unknown_dtype": _patched(good, first_value, "<B", 9),
+        "too_many_dims": _patched(good, first_value + 4, "<I", 1000),
+        "huge_value_count": _patched(good, 24, "<I", 0xFFFFFFFF),
+        "huge_node_count": _patched(good, good.index(b"edgert::relu") - 8, "<I", 0x7FFFFFFF),
+    }
+
+
+CHECK_SCRIPT = r"""
+import ctypes, json, sys
+from pathlib import Path
+import edgert
+library = ctypes.CDLL(str(Path(edgert.__file__).parent / "lib" / "libedgert.so"))
+library.edgert_last_error.restype = ctypes.c_char_p
+results = {}
+for path in sorted(Path(sys.argv[1]).glob("*.bin")):
+    data = path.read_bytes()
+    try:
+        edgert.load(data)
+        python = ["accepted", ""]
+    except edgert.EdgertError as error:
+        python = [type(error).__name__, str(error)]
+    handle = ctypes.c_void_p()
+    code = library.edgert_program_load_bytes(data, len(data), ctypes.byref(handle))
+    results[path.stem] = python + [code, library.edgert_last_error().decode(), bool(handle.value)]
+print(json.dumps(results))
+"""
+
+
+@pytest.fixture(scope="module")
+def bad_program_results(
+    native_install: NativeInstall, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, list[object]]:
+    folder = tmp_path_factory.mktemp("bad-programs")
+    for name, data in bad_programs().items():
+        (folder / f"{name}.bin").write_bytes(data)
+    completed = subprocess.run(
+        [sys.executable, "-c", CHECK_SCRIPT, str(folder)],
+        capture_output=True,
+        text=True,
+        env=native_install.env(),
+        timeout=120,
+        check=False,
+    )
+    assert completed.returncode == 0, f"crashed ({completed.returncode}): {completed.stderr}"
+    return json.loads(completed.stdout)  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("name", sorted(bad_programs()))
+def test_bad_program_is_rejected(name: str, bad_program_results: dict[str, list[object]]) -> None:
+    python_class, python_message, c_code, c_message, handle_set = bad_program_results[name]
+    assert python_class == "InvalidProgramError", (name, python_message)
+    assert str(python_message).startswith("invalid program: ")
+    assert c_code == 1  # EDGERT_ERROR_INVALID_PROGRAM
+    assert c_message == python_message
+    assert handle_set is False
+
+
+def test_bad_program_messages_name_the_problem(
+    bad_program_results: dict[str, list[object]],
+) -> None:
+    expected = {
+        "wrong_magic": "wrong magic",
+        "wrong_version": "unsupported format version 99",
+        "value_index_out_of_range": "input index 77 out of range",
+        "constant_length_mismatch": "constant holds 20 bytes but its dtype and shape need 24",
+        "negative_dim_constant": "negative dimension -3",
+        "overflowing_numel": "overflows",
+        "unknown_dtype": "unknown dtype code 9",
+        "huge_value_count": "exceeds the remaining bytes",
+        "trailing_bytes": "trailing bytes",
+        "truncated_body": "differs from the actual size",
+    }
+    for name, fragment in expected.items():
+        assert fragment in str(bad_program_results[name][1]), (name, bad_program_results[name])
+
+
+def test_every_truncation_of_a_valid_program_is_rejected(edgert: ModuleType) -> None:
+    data, _ = constants_program()
+    for cut in range(len(data)):
+        with pytest.raises(edgert.InvalidProgramError):
+            edgert.load(_with_size(data[:cut]) if cut >= 24 else data[:cut])
+
+
+def test_python_reader_rejects_what_the_loader_rejects() -> None:
+    for name, data in bad_programs().items():
+        if name in (
+            "value_index_out_of_range",
+            "graph_output_out_of_range",
+            "negative_dim_input",
+            "overflowing_numel",
+        ):
+            continue  # structural checks belong to the native loader only
+        with pytest.raises(export.InvalidProgramError):
+            export.read_program(data)
+
+
+# ----------------------------------------------------------------------------- fuzzing
+
+
+def write_corpus(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "constants.bin").write_bytes(constants_program()[0])
+    (folder / "simple.bin").write_bytes(_simple())
+    (folder / "int64.bin").write_bytes(_simple((3,), "int64"))
+    (folder / "mlp.bin").write_bytes(MLP_MODEL.read_bytes())
+
+
+def test_fuzzer_runs_clean_for_20_seconds(native_install: NativeInstall, tmp_path: Path) -> None:
+    write_corpus(tmp_path / "corpus")
+    completed = subprocess.run(
+        [
+            native_install.program("fuzz_program_loader"),
+            "-max_total_time=20",
+            "-seed=7",
+            str(tmp_path / "corpus"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    executed = int(completed.stdout.split("executed ")[1].split()[0])
+    assert executed > 10_000, completed.stdout

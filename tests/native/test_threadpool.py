@@ -1,0 +1,120 @@
+"""One thread pool per process, sized by API or environment, deterministic results."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import MLP_MODEL, NativeInstall
+
+SAME_POOL = r"""
+import ctypes, edgert
+lib = edgert.lib_dir()
+def instance(library, symbol):
+    function = getattr(ctypes.CDLL(str(lib / library)), symbol)
+    function.restype = ctypes.c_void_p
+    return function()
+print(edgert.threadpool_instance())
+print(instance("libedgert_threadpool.so", "edgert_threadpool_instance"))
+print(instance("libedgert_kernels.so", "edgert_kernels_threadpool_instance"))
+print(instance("libedgert_backend_cpu.so", "edgert_backend_cpu_threadpool_instance"))
+"""
+
+
+def test_extension_and_components_share_one_pool(native_install: NativeInstall) -> None:
+    completed = native_install.python(SAME_POOL)
+    assert completed.returncode == 0, completed.stderr
+    pointers = completed.stdout.split()
+    assert len(pointers) == 4 and pointers[0] != "0"
+    assert len(set(pointers)) == 1, pointers
+
+
+def test_size_from_environment_and_api(native_install: NativeInstall) -> None:
+    code = (
+        "import edgert; print(edgert.threadpool_size()); edgert.set_threadpool_size(3); "
+        "print(edgert.threadpool_size()); edgert.set_threadpool_size(0); "
+        "print(edgert.threadpool_size())"
+    )
+    completed = native_install.python(code, env={"EDGERT_NUM_THREADS": "5"})
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.split() == ["5", "3", str(os.cpu_count())]
+
+
+def test_results_do_not_depend_on_thread_count(native_install: NativeInstall) -> None:
+    code = (
+        "import numpy as np, edgert, sys\n"
+        "program = edgert.load(sys.argv[1])\n"
+        "x = np.random.RandomState(1).standard_normal((64, 16)).astype(np.float32)\n"
+        "for threads in (1, 2, 4, 7):\n"
+        "    edgert.set_threadpool_size(threads)\n"
+        "    print(program.run([x])[0].tobytes().hex()[:4096])\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", code, str(MLP_MODEL)],
+        capture_output=True,
+        text=True,
+        env=native_install.env(),
+        timeout=120,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert len(set(completed.stdout.split())) == 1
+
+
+POOL_PROGRAM = r"""
+#include <atomic>
+#include <cstdio>
+#include <vector>
+#include "edgert/threadpool.h"
+int main() {
+  edgert_threadpool_set_size(4);
+  std::vector<long> hits(1000, 0);
+  std::atomic<int> nested_calls{0};
+  auto body = [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) hits[i] += 1;
+    // A nested region runs inline on this thread: it must not deadlock.
+    edgert::parallel_for(0, 100, 1, [&](int64_t b, int64_t e) { nested_calls += int(e - b); });
+  };
+  edgert::parallel_for(0, 1000, 10, body);
+  std::vector<std::pair<long, long>> chunks;
+  for (int round = 0; round < 2; ++round) {
+    std::vector<int64_t> starts(1000, -1);
+    edgert::parallel_for(0, 1000, 10, [&](int64_t b, int64_t e) { starts[b] = e; });
+    for (int64_t i = 0; i < 1000; ++i) if (starts[i] >= 0) chunks.push_back({i, starts[i]});
+  }
+  for (long h : hits) if (h != 1) return 1;
+  std::printf("%d %zu\n", nested_calls.load(), chunks.size());
+  return 0;
+}
+"""
+
+
+def test_parallel_for_covers_range_once_and_nests_inline(
+    native_install: NativeInstall, tmp_path: Path
+) -> None:
+    source = tmp_path / "pool.cpp"
+    source.write_text(POOL_PROGRAM)
+    binary = tmp_path / "pool"
+    subprocess.run(
+        [
+            "g++",
+            "-std=c++17",
+            "-O1",
+            f"-I{native_install.package_dir / 'include'}",
+            str(source),
+            f"-L{native_install.lib_dir}",
+            "-ledgert_threadpool",
+            f"-Wl,-rpath,{native_install.lib_dir}",
+            "-pthread",
+            "-o",
+            str(binary),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    completed = subprocess.run([str(binary)], capture_output=True, text=True, timeout=60)
+    assert completed.returncode == 0, completed.stderr
+    nested, chunks = completed.stdout.split()
+    assert int(nested) == 100 * 4  # each of the 4 outer chunks ran its nested region fully
+    assert int(chunks) == 8  # 4 identical chunks, both rounds
