@@ -3,8 +3,8 @@ library and the section names of a cubin. Bounds-checked; never loops without ad
 
 from __future__ import annotations
 
+import mmap
 import struct
-from collections.abc import Sequence
 from typing import BinaryIO
 
 from release.errors import BinaryFormatError
@@ -66,7 +66,8 @@ def read_sections(stream: BinaryIO, *, where: str) -> dict[str, tuple[int, int]]
     return sections
 
 
-def section_names_in(data: Sequence[int] | bytes, start: int, size: int) -> list[str] | None:
+def section_names_in(data: bytes | mmap.mmap | memoryview, start: int,
+                     size: int) -> list[str] | None:
     """Section names of an ELF image held in ``data[start:start + size]``; None when it is
     not a readable ELF (a payload, not a file of ours: callers treat it as unknown)."""
     image = bytes(data[start:start + min(size, _HEADER.size)])

@@ -13,14 +13,15 @@ Unclaimed architectures in a library are errors too: the build and the claims di
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
-from cuda.fatbin import DeviceCode, EntryKind, FatbinContainer, FatbinEntry
+from cuda.fatbin import DeviceCode, EntryKind, FatbinContainer, FatbinEntry, read_device_code
 from cuda.variant import ComputeCapability
-from release.errors import ConfigurationError
+from release.errors import BinaryFormatError, ConfigurationError
 from release.findings import Finding, Severity
 
 CHECK = "coverage"
@@ -90,7 +91,8 @@ class CoverageReport:
         return not any(finding.severity is Severity.ERROR for finding in self.findings)
 
     def table(self) -> dict[str, dict[str, str]]:
-        return {library: {str(claim): cell.text for claim, cell in zip(self.claims, cells)}
+        return {library: {str(claim): cell.text
+                          for claim, cell in zip(self.claims, cells, strict=True)}
                 for library, cells in self.rows}
 
     def table_text(self) -> str:
@@ -99,8 +101,10 @@ class CoverageReport:
         lines = [header] + [[library] + [cell.text for cell in cells]
                             for library, cells in self.rows]
         widths = [max(len(line[column]) for line in lines) for column in range(len(header))]
-        return "\n".join("  ".join(text.ljust(width) for text, width in zip(line, widths)).rstrip()
-                         for line in lines)
+        rendered = ("  ".join(text.ljust(width)
+                              for text, width in zip(line, widths, strict=True))
+                    for line in lines)
+        return "\n".join(text.rstrip() for text in rendered)
 
 
 def _container_cell(container: FatbinContainer, gpu: ComputeCapability) -> Cell:
@@ -173,7 +177,7 @@ def judge(libraries: Iterable[DeviceCode], *, claims: Sequence[ComputeCapability
         cells = tuple(library_cell(code, claim) for claim in claims)
         rows.append((code.file, cells))
         findings += [_missing(code.file, claim)
-                     for claim, cell in zip(claims, cells) if cell.status == MISSING]
+                     for claim, cell in zip(claims, cells, strict=True) if cell.status == MISSING]
         findings += [_unknown_driver(code.file, cell) for cell in set(cells)
                      if cell.status == PTX_JIT and cell.driver is None]
         seen: set[str] = set()
@@ -194,3 +198,43 @@ def judge(libraries: Iterable[DeviceCode], *, claims: Sequence[ComputeCapability
                          f"{len(claims)} claimed compute capabilities",
                     details={"table": report.table()})
     return CoverageReport(claims=claims, rows=report.rows, findings=(*findings, table))
+
+
+def _read_all(files: Iterable[tuple[str, Path]]) -> tuple[list[DeviceCode], list[Finding]]:
+    codes, findings = [], []
+    for name, path in files:
+        try:
+            codes.append(read_device_code(path, name=name))
+        except BinaryFormatError as error:
+            findings.append(Finding(check=CHECK, severity=Severity.ERROR, file=name,
+                                    what=f"unreadable fatbinary: {error.what}",
+                                    why="its device code cannot be judged (or loaded)",
+                                    fix=error.fix))
+    return codes, findings
+
+
+def check_wheel(files: Iterable[tuple[str, Path]],
+                cuda_record: Mapping[str, Any] | None) -> list[Finding]:
+    """Coverage findings for one wheel (what ``verify`` reports; never raises on bad input).
+
+    ``files``: the wheel's shared libraries as (path inside the wheel, path on disk).
+    ``cuda_record``: the build record's ``cuda`` object (docs/build-record.md); None for a
+    CPU wheel, where any device code is an error, since nothing claims it."""
+    codes, findings = _read_all(files)
+    carrying = [code for code in codes if code.containers]
+    if cuda_record is None:
+        return findings + [Finding(
+            check=CHECK, severity=Severity.ERROR, file=code.file,
+            what=f"carries device code ({len(code.entries)} fatbinary entries) but the wheel "
+                 "claims no compute capability",
+            why="a CPU wheel should not ship GPU code; the build record and the build disagree",
+            fix="build this library only for a GPU variant") for code in carrying]
+    try:
+        claims = tuple(ComputeCapability.parse(str(text), key="cuda.claims")
+                       for text in cuda_record.get("claims", ()))
+        ptx = tuple(ComputeCapability.parse(str(text), key="cuda.ptx")
+                    for text in cuda_record.get("ptx", ()))
+    except ConfigurationError as error:
+        return findings + [Finding(check=CHECK, severity=Severity.ERROR, file="",
+                                   what=f"build record: {error.what}", fix=error.fix)]
+    return findings + list(judge(carrying, claims=claims, ptx=ptx).findings)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import enum
 import mmap
 import struct
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,7 +38,7 @@ FLAG_ARCH_SPECIFIC = 0x100000    # sm_90a: runs on exactly that capability
 FLAG_FAMILY_SPECIFIC = 0x200000  # sm_100f: runs on the family (same major, minor >= Y)
 
 
-class EntryKind(str, enum.Enum):
+class EntryKind(enum.StrEnum):
     PTX = "ptx"
     CUBIN = "cubin"
     LTO_IR = "lto-ir"
@@ -124,7 +123,7 @@ def _fail(where: str, offset: int, what: str) -> BinaryFormatError:
                              fix="rebuild the library; the file is truncated or not a fatbinary")
 
 
-def _cubin_has_kernels(data: Sequence[int] | bytes | mmap.mmap | memoryview,
+def _cubin_has_kernels(data: bytes | mmap.mmap | memoryview,
                        start: int, size: int) -> bool | None:
     """Whether an uncompressed cubin (an ELF) has a ``.text.<kernel>`` section."""
     names = _elf.section_names_in(data, start, size)
@@ -164,7 +163,8 @@ def _read_container(data: bytes | mmap.mmap | memoryview, offset: int, end: int,
         raise _fail(where, offset - base, "container header is truncated")
     magic, version, header_size, size = CONTAINER_HEADER.unpack_from(data, offset)
     if magic != CONTAINER_MAGIC:
-        raise _fail(where, offset - base, f"bad magic {magic:#010x} (expected {CONTAINER_MAGIC:#x})")
+        raise _fail(where, offset - base,
+                    f"bad magic {magic:#010x} (expected {CONTAINER_MAGIC:#x})")
     if header_size < CONTAINER_HEADER.size or size > end - offset - header_size:
         raise _fail(where, offset - base,
                     f"container (header {header_size} bytes, entries {size} bytes) runs past "

@@ -109,8 +109,9 @@ class _Table:
                                      fix=f"add {key} ({kind_name})")
         value = self.data[key]
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            raise ConfigurationError(f"{self.path}.{key} must be {kind_name}, "
-                                     f"got {type(value).__name__}", fix=f"write {key} as {kind_name}")
+            raise ConfigurationError(
+                f"{self.path}.{key} must be {kind_name}, got {type(value).__name__}",
+                fix=f"write {key} as {kind_name}")
         return value
 
     def string(self, key: str) -> str:

@@ -59,7 +59,12 @@ function(edgert_add_component component)
   set_target_properties(${target} PROPERTIES
     OUTPUT_NAME "${ARG_LIBRARY}"
     INSTALL_RPATH "$<IF:$<PLATFORM_ID:Darwin>,@loader_path,$ORIGIN>"
-    BUILD_WITH_INSTALL_RPATH OFF)
+    # Every library lands in one build folder and is linked with its final, relative
+    # search path: no build path is ever written into a shipped binary, so builds in
+    # different folders give identical bytes, and install needs no rewrite.
+    LIBRARY_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/lib"
+    RUNTIME_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/lib"
+    BUILD_WITH_INSTALL_RPATH ON)
   target_include_directories(${target} PUBLIC
     "$<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>"
     "$<INSTALL_INTERFACE:${EDGERT_INSTALL_INCLUDEDIR}>")

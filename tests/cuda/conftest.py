@@ -25,7 +25,8 @@ class CudaBuild:
 
 def _run(command: list[str], cwd: Path | None = None) -> None:
     completed = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False)
-    assert completed.returncode == 0, f"{command[:3]} failed:\n{completed.stdout[-3000:]}\n{completed.stderr[-3000:]}"
+    assert completed.returncode == 0, (
+        f"{command[:3]} failed:\n{completed.stdout[-3000:]}\n{completed.stderr[-3000:]}")
 
 
 def build_variant(name: str, work: Path) -> CudaBuild:
@@ -46,7 +47,8 @@ def build_variant(name: str, work: Path) -> CudaBuild:
 
 
 @pytest.fixture(scope="session", params=["cu12", "cu13"])
-def cuda_build(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> CudaBuild:
+def cuda_build(request: pytest.FixtureRequest,
+               tmp_path_factory: pytest.TempPathFactory) -> CudaBuild:
     if os.environ.get("EDGERT_SKIP_CUDA_BUILD"):
         pytest.skip("EDGERT_SKIP_CUDA_BUILD is set")
     return build_variant(request.param, tmp_path_factory.mktemp(request.param))

@@ -38,7 +38,8 @@ def test_device_code_matches_the_claims(cuda_build) -> None:  # type: ignore[no-
 def test_reader_agrees_with_cuobjdump(cuda_build) -> None:  # type: ignore[no-untyped-def]
     tool = cuobjdump.provision()
     expected = cuobjdump.listing(tool, cuda_build.library)
-    assert expected and cuobjdump.reader_listing(fatbin.read_device_code(cuda_build.library)) == expected
+    listing = cuobjdump.reader_listing(fatbin.read_device_code(cuda_build.library))
+    assert expected and listing == expected
 
 
 def test_links_the_runtime_wheel_dynamically_with_a_relative_search_path(cuda_build) -> None:  # type: ignore[no-untyped-def]
@@ -54,7 +55,8 @@ def test_links_the_runtime_wheel_dynamically_with_a_relative_search_path(cuda_bu
 
 def test_loads_without_a_gpu_and_resolves_cudart_from_the_wheel(cuda_build) -> None:  # type: ignore[no-untyped-def]
     completed = subprocess.run([sys.executable, str(PROBE), str(cuda_build.library)],
-                               capture_output=True, text=True, check=False, env={"PATH": "/usr/bin:/bin"})
+                               capture_output=True, text=True, check=False,
+                               env={"PATH": "/usr/bin:/bin"})
     assert completed.returncode == 0, completed.stderr
     report = json.loads(completed.stdout)
     expected = (cuda_build.site / cuda_build.variant.runtime.dir /

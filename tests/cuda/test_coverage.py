@@ -19,7 +19,8 @@ def claims(*texts: str) -> tuple[ComputeCapability, ...]:
     return tuple(ComputeCapability.parse(text) for text in texts)
 
 
-def judge(name: str, claimed: tuple[str, ...], ptx: tuple[str, ...] = ()) -> coverage.CoverageReport:
+def judge(name: str, claimed: tuple[str, ...],
+          ptx: tuple[str, ...] = ()) -> coverage.CoverageReport:
     code = fatbin.read_device_code(FIXTURES / name, name=name)
     return coverage.judge([code], claims=claims(*claimed), ptx=claims(*ptx))
 
@@ -105,3 +106,22 @@ def test_table_text_lists_every_claim() -> None:
     text = judge("missing_arch.elf", CU12_CLAIMS).table_text()
     assert text.splitlines()[0].split() == ["library", *CU12_CLAIMS]
     assert "missing" in text.splitlines()[1]
+
+
+def test_check_wheel_judges_against_the_build_record() -> None:
+    files = [("edgert/lib/libedgert_backend_cuda.so", FIXTURES / "complete.elf"),
+             ("edgert/lib/libedgert.so", FIXTURES / "no_device_code.elf")]
+    record = {"major": 12, "claims": list(CU12_CLAIMS), "ptx": ["9.0"]}
+    findings = coverage.check_wheel(files, record)
+    assert [f.severity for f in findings] == [Severity.INFO]
+    assert list(findings[0].details["table"]) == ["edgert/lib/libedgert_backend_cuda.so"]
+
+
+def test_check_wheel_reports_instead_of_raising() -> None:
+    files = [("a.so", FIXTURES / "bad_magic.elf"), ("b.so", FIXTURES / "complete.elf")]
+    cpu = coverage.check_wheel(files, None)
+    assert [(f.file, f.severity) for f in cpu] == [("a.so", Severity.ERROR),
+                                                   ("b.so", Severity.ERROR)]
+    assert "unreadable fatbinary" in cpu[0].what and "claims no compute capability" in cpu[1].what
+    broken = coverage.check_wheel(files[1:], {"claims": ["eight"]})
+    assert broken[0].what.startswith("build record: cuda.claims")

@@ -44,7 +44,8 @@ def write(tmp_path: Path, text: str) -> Path:
 @pytest.mark.parametrize(("edit", "message"), [
     (lambda t: "extra = 1\n" + t, "variant.toml.extra is not a known key"),
     (lambda t: t.replace("major = 12", 'major = "12"'), "variant.toml.major must be an integer"),
-    (lambda t: t.replace('"8.6"', '"8.x"'), "variant.toml.claims: '8.x' is not a compute capability"),
+    (lambda t: t.replace('"8.6"', '"8.x"'),
+     "variant.toml.claims: '8.x' is not a compute capability"),
     (lambda t: t.replace('library = "libcudart.so.12"', "library = 12"),
      "variant.toml.runtime.library must be a string"),
     (lambda t: t.replace('compiler = "nvrtc"', 'compiler = "clang"'), "'clang' is unknown"),

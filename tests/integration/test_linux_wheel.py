@@ -112,10 +112,9 @@ def test_extension_links_components_and_defines_none(cpu_wheel: BuiltWheel) -> N
 
 
 def test_installs_and_runs_in_clean_venv(installed_cpu_wheel: Venv) -> None:
-    code = ("import edgert, numpy as np, json;"
+    code = ("import edgert, edgert.models, numpy as np, json;"
             "p = edgert.load(edgert.models.path('mlp'));"
-            "x = np.linspace(-1, 1, p.input_info(0).shape[-1] if hasattr(p, 'input_info') else 16,"
-            " dtype=np.float32).reshape(1, -1);"
+            "x = np.linspace(-1, 1, p.input_info[0].shape[-1], dtype=np.float32).reshape(1, -1);"
             "out = p.run([x]);"
             "ops = edgert.operators();"
             "print(json.dumps({'sum': float(out[0].sum()), 'owners': sorted({o[1] for o in ops}),"

@@ -98,8 +98,18 @@ def build_native(build_dir: Path, *options: str) -> NativeInstall:
 
 
 @pytest.fixture(scope="session")
-def native_install() -> NativeInstall:
-    return build_native(ROOT / "build" / "tests" / "native")
+def native_install(tmp_path_factory: pytest.TempPathFactory) -> NativeInstall:
+    """The release pipeline's own build of this machine's CPU target, run up to its install
+    stage: the same build the wheel is made from, compiled once (incrementally) per session."""
+    from release import manifest
+    from release.pipeline import BuildOptions, Stage, make_plan, run
+
+    options = BuildOptions(platform="linux", last_stage=Stage.INSTALL,
+                           out_dir=tmp_path_factory.mktemp("native-out"))
+    loaded = manifest.load(ROOT)
+    run(loaded, options)
+    build_dir = make_plan(loaded, options, os.environ).build_dir
+    return NativeInstall(build_dir=build_dir, prefix=build_dir / "install")
 
 
 @pytest.fixture(scope="session")

@@ -7,45 +7,34 @@ only chains whose intermediate values nothing else reads.
 from __future__ import annotations
 
 import ctypes
-import sys
-from pathlib import Path
+import itertools
 from types import ModuleType
 
 import numpy as np
 import pytest
 
 
-def package_parent(install: object) -> Path:
-    """The folder holding the installed `edgert` package, whatever the fixture returns."""
-    for name in ("site_packages", "package_parent", "prefix", "root", "path"):
-        candidate = getattr(install, name, None)
-        if candidate is not None and (Path(candidate) / "edgert" / "__init__.py").is_file():
-            return Path(candidate)
-    if (Path(str(install)) / "edgert" / "__init__.py").is_file():
-        return Path(str(install))
-    raise AssertionError(f"the install fixture gave {install!r}, which holds no edgert package")
-
-
-@pytest.fixture(scope="module")
-def edgert(native_install: object) -> ModuleType:
-    folder = str(package_parent(native_install))
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    import edgert as module
-    assert Path(module.__file__).resolve().is_relative_to(Path(folder).resolve()), module.__file__
-    return module
-
-
-def mlp(sizes: tuple[int, ...], *, bias: bool = True, last_relu: bool = True, seed: int = 0,
-        extra_output: str | None = None) -> bytes:
+def mlp(
+    sizes: tuple[int, ...],
+    *,
+    bias: bool = True,
+    last_relu: bool = True,
+    seed: int = 0,
+    extra_output: str | None = None,
+) -> bytes:
     """linear→relu layers; extra_output exposes the first "linear" or "relu" output too."""
     from edgert.export import ProgramBuilder
+
     random = np.random.RandomState(seed)
     builder = ProgramBuilder()
     hidden = builder.input("float32", (-1, sizes[0]))
-    for position, (fan_in, fan_out) in enumerate(zip(sizes, sizes[1:])):
-        weight = builder.constant((random.standard_normal((fan_out, fan_in)) / np.sqrt(fan_in)).astype(np.float32))
-        bias_value = builder.constant(random.standard_normal(fan_out).astype(np.float32)) if bias else None
+    for position, (fan_in, fan_out) in enumerate(itertools.pairwise(sizes)):
+        weight = builder.constant(
+            (random.standard_normal((fan_out, fan_in)) / np.sqrt(fan_in)).astype(np.float32)
+        )
+        bias_value = (
+            builder.constant(random.standard_normal(fan_out).astype(np.float32)) if bias else None
+        )
         hidden = builder.op("edgert::linear", [hidden, weight, bias_value])
         if position == 0 and extra_output == "linear":
             builder.output(hidden)
@@ -71,7 +60,7 @@ def run_both(edgert: ModuleType, program_bytes: bytes, x: np.ndarray) -> tuple[l
 
 def assert_same_bytes(first: list, second: list) -> None:
     assert len(first) == len(second)
-    for a, b in zip(first, second):
+    for a, b in zip(first, second, strict=True):
         assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
 
 
@@ -94,28 +83,37 @@ def test_linear_relu_chain_is_delegated_and_bit_identical(edgert: ModuleType, bi
 
 def test_shipped_mlp_delegates_its_linear_relu_pairs(edgert: ModuleType) -> None:
     import edgert.models
+
     program = edgert.load(edgert.models.path("mlp"))  # default backends: every available one
     x = inputs(5, 16)
     with_default = program.run([x])
-    assert program.delegated_nodes("cpu") == 4  # two linear→relu pairs; the last linear feeds softmax
+    assert (
+        program.delegated_nodes("cpu") == 4
+    )  # two linear→relu pairs; the last linear feeds softmax
     program.set_backends([])
     assert_same_bytes(with_default, program.run([x]))
 
 
 def test_chain_ending_in_a_plain_linear_leaves_it_to_the_kernel(edgert: ModuleType) -> None:
-    with_cpu, without, delegated = run_both(edgert, mlp((8, 8, 8, 4), last_relu=False), inputs(3, 8))
+    with_cpu, without, delegated = run_both(
+        edgert, mlp((8, 8, 8, 4), last_relu=False), inputs(3, 8)
+    )
     assert delegated == 4
     assert_same_bytes(with_cpu, without)
 
 
 def test_intermediate_read_elsewhere_is_not_fused(edgert: ModuleType) -> None:
-    with_cpu, without, delegated = run_both(edgert, mlp((8, 8, 4), extra_output="linear"), inputs(3, 8))
+    with_cpu, without, delegated = run_both(
+        edgert, mlp((8, 8, 4), extra_output="linear"), inputs(3, 8)
+    )
     assert delegated == 2  # only the second pair; the first linear's output is a graph output
     assert_same_bytes(with_cpu, without)
 
 
 def test_relu_output_read_elsewhere_ends_the_chain(edgert: ModuleType) -> None:
-    with_cpu, without, delegated = run_both(edgert, mlp((8, 8, 4), extra_output="relu"), inputs(3, 8))
+    with_cpu, without, delegated = run_both(
+        edgert, mlp((8, 8, 4), extra_output="relu"), inputs(3, 8)
+    )
     assert delegated == 4  # two separate chains: the first relu output must be materialized
     assert_same_bytes(with_cpu, without)
     assert len(with_cpu) == 2
@@ -126,6 +124,7 @@ def test_empty_batch_and_bad_shapes(edgert: ModuleType) -> None:
     assert delegated == 4 and with_cpu[0].shape == (0, 4)
     assert_same_bytes(with_cpu, without)
     from edgert.export import ProgramBuilder
+
     builder = ProgramBuilder()
     x = builder.input("float32", (-1, 8))
     hidden = builder.op("edgert::linear", [x, builder.constant(np.ones((4, 6), np.float32))])
@@ -156,8 +155,10 @@ def test_thread_count_does_not_change_delegated_results(edgert: ModuleType) -> N
 def test_components_share_the_process_thread_pool(edgert: ModuleType) -> None:
     lib = edgert.lib_dir()
     expected = edgert.threadpool_instance()
-    for library, marker in (("libedgert_backend_cpu.so", "edgert_backend_cpu"),
-                            ("libedgert_kernels.so", "edgert_kernels")):
+    for library, marker in (
+        ("libedgert_backend_cpu.so", "edgert_backend_cpu"),
+        ("libedgert_kernels.so", "edgert_kernels"),
+    ):
         loaded = ctypes.CDLL(str(lib / library))
         instance = getattr(loaded, f"{marker}_threadpool_instance")
         instance.restype = ctypes.c_void_p

@@ -11,15 +11,13 @@ edgert_quantized:: operator registers twice and the process aborts in either ord
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
 import pytest
+from conftest import NativeInstall
 
 LOAD_PLUGIN = """
 import ctypes, edgert
@@ -34,7 +32,8 @@ print("loaded component and extension", edgert.threadpool_size(), flush=True)
 USE_BOTH = """
 import numpy as np
 from edgert.quantization import quantize_weights_per_channel, reference_linear
-owners = {entry.owner for entry in edgert.operators() if entry.name.startswith("edgert_quantized::")}
+owners = {entry.owner for entry in edgert.operators()
+          if entry.name.startswith("edgert_quantized::")}
 print("owners", sorted(owners))
 assert len(owners) == 1 and next(iter(owners)).endswith("libedgert_kernels_quantized.so"), owners
 weight = np.arange(12, dtype=np.float32).reshape(3, 4) - 5
@@ -43,71 +42,73 @@ x = np.ones((2, 4), np.float32)
 from edgert.export import ProgramBuilder
 builder = ProgramBuilder()
 value = builder.input("float32", (2, 4))
-builder.output(builder.op("edgert_quantized::linear", [value, builder.constant(quantized),
-                                                       builder.constant(scales), builder.constant(zero_points)]))
+constants = [builder.constant(array) for array in (quantized, scales, zero_points)]
+builder.output(builder.op("edgert_quantized::linear", [value, *constants]))
 (runtime,) = edgert.load(builder.to_bytes()).run([x])
 assert runtime.tobytes() == reference_linear(x, quantized, scales, zero_points).tobytes()
 print("both work")
 """
-ORDERS = {"plugin first": LOAD_PLUGIN + LOAD_COMPONENT, "component first": LOAD_COMPONENT + LOAD_PLUGIN}
+ORDERS = {
+    "plugin first": LOAD_PLUGIN + LOAD_COMPONENT,
+    "component first": LOAD_COMPONENT + LOAD_PLUGIN,
+}
 DUPLICATE = re.compile(r"Re-registering (operator )?edgert_quantized::")
 
 
-def package_parent(install: object) -> Path:
-    """The folder holding the installed `edgert` package, whatever the fixture returns."""
-    for name in ("site_packages", "package_parent", "prefix", "root", "path"):
-        candidate = getattr(install, name, None)
-        if candidate is not None and (Path(candidate) / "edgert" / "__init__.py").is_file():
-            return Path(candidate)
-    if (Path(str(install)) / "edgert" / "__init__.py").is_file():
-        return Path(str(install))
-    raise AssertionError(f"the install fixture gave {install!r}, which holds no edgert package")
+def run_python(install: NativeInstall, code: str) -> subprocess.CompletedProcess[str]:
+    return install.python(textwrap.dedent(code))
 
 
-def run_python(install: object, code: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          cwd=tmp_path, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(package_parent(install))})
-
-
-def plugin_bytes(install: object) -> bytes:
-    return (package_parent(install) / "edgert" / "lib" / "libedgert_export_plugin.so").read_bytes()
+def plugin_bytes(install: NativeInstall) -> bytes:
+    return install.library("edgert_export_plugin").read_bytes()
 
 
 @pytest.mark.parametrize("order", sorted(ORDERS))
-def test_plugin_and_component_coexist(native_install: object, tmp_path: Path, order: str) -> None:
-    completed = run_python(native_install, ORDERS[order] + USE_BOTH, tmp_path)
+def test_plugin_and_component_coexist(native_install: NativeInstall, order: str) -> None:
+    completed = run_python(native_install, ORDERS[order] + USE_BOTH)
     output = completed.stdout + completed.stderr
     assert completed.returncode == 0, f"{order}: exit {completed.returncode}\n{output}"
     assert "both work" in completed.stdout, output
     assert not DUPLICATE.search(output), output
 
 
-def test_shipped_plugin_carries_no_kernel_copy(native_install: object) -> None:
+def test_shipped_plugin_carries_no_kernel_copy(native_install: NativeInstall) -> None:
     data = plugin_bytes(native_install)
     assert b"op:edgert_quantized::" not in data, "the plugin registers quantized operators itself"
-    assert b"libedgert_kernels_quantized.so\x00" in data, "the plugin must link the shared component"
+    assert b"libedgert_kernels_quantized.so\x00" in data, (
+        "the plugin must link the shared component"
+    )
     assert b"edgert_kernels_quantized_component\x00" not in data
 
 
-def test_plugin_alone_runs_the_component_kernels(native_install: object, tmp_path: Path) -> None:
-    code = LOAD_PLUGIN + """
+def test_plugin_alone_runs_the_component_kernels(native_install: NativeInstall) -> None:
+    code = (
+        LOAD_PLUGIN
+        + """
 from edgert.quantization import quantize_weights_per_channel
 import numpy as np
 quantized, scales, _ = quantize_weights_per_channel(np.array([[1.0, -2.0, 0.5]], np.float32))
-assert quantized.tolist() == [[64, -127, 32]] and scales[0] == np.float32(2.0 / 127), (quantized, scales)
+assert quantized.tolist() == [[64, -127, 32]], quantized
+assert scales[0] == np.float32(2.0 / 127), scales
 print("ok")
 """
-    completed = run_python(native_install, code, tmp_path)
-    assert completed.returncode == 0 and "ok" in completed.stdout, completed.stdout + completed.stderr
+    )
+    completed = run_python(native_install, code)
+    assert completed.returncode == 0 and "ok" in completed.stdout, (
+        completed.stdout + completed.stderr
+    )
 
 
 @pytest.mark.parametrize("order", sorted(ORDERS))
-def test_old_layout_aborts_in_either_order(native_old_layout_install: object, tmp_path: Path, order: str) -> None:
+def test_old_layout_aborts_in_either_order(
+    native_old_layout_install: NativeInstall, order: str
+) -> None:
     data = plugin_bytes(native_old_layout_install)
     assert b"op:edgert_quantized::" in data, "the old-layout plugin must carry its own kernel copy"
-    completed = run_python(native_old_layout_install, ORDERS[order] + USE_BOTH, tmp_path)
+    completed = run_python(native_old_layout_install, ORDERS[order] + USE_BOTH)
     output = completed.stdout + completed.stderr
-    assert completed.returncode == -signal.SIGABRT, f"{order}: expected SIGABRT, exit {completed.returncode}\n{output}"
+    assert completed.returncode == -signal.SIGABRT, (
+        f"{order}: expected SIGABRT, exit {completed.returncode}\n{output}"
+    )
     assert DUPLICATE.search(completed.stderr), output
     assert "both work" not in completed.stdout

@@ -8,8 +8,6 @@ exact. Every program runs with set_backends([]) so the plain kernels are what is
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import numpy as np
@@ -20,31 +18,17 @@ LAYER_NORM_TOLERANCE = {"rtol": 1e-5, "atol": 1e-5}
 NUMERIC_DTYPES = [np.float32, np.int32, np.int64]
 
 
-def package_parent(install: object) -> Path:
-    """The folder holding the installed `edgert` package, whatever the fixture returns."""
-    for name in ("site_packages", "package_parent", "prefix", "root", "path"):
-        candidate = getattr(install, name, None)
-        if candidate is not None and (Path(candidate) / "edgert" / "__init__.py").is_file():
-            return Path(candidate)
-    if (Path(str(install)) / "edgert" / "__init__.py").is_file():
-        return Path(str(install))
-    raise AssertionError(f"the install fixture gave {install!r}, which holds no edgert package")
-
-
-@pytest.fixture(scope="module")
-def edgert(native_install: object) -> ModuleType:
-    folder = str(package_parent(native_install))
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    import edgert as module
-    assert Path(module.__file__).resolve().is_relative_to(Path(folder).resolve()), module.__file__
-    return module
-
-
-def run_op(edgert: ModuleType, op: str, arrays: list[np.ndarray | None],
-           attributes: dict | None = None, *, outputs: int = 1) -> list[np.ndarray]:
+def run_op(
+    edgert: ModuleType,
+    op: str,
+    arrays: list[np.ndarray | None],
+    attributes: dict | None = None,
+    *,
+    outputs: int = 1,
+) -> list[np.ndarray]:
     """Runs one operator on the plain kernels; None is an absent optional input."""
     from edgert.export import ProgramBuilder
+
     builder = ProgramBuilder()
     wired = [None if array is None else builder.input(array.dtype, array.shape) for array in arrays]
     produced = builder.op(op, wired, attributes, outputs=outputs)
@@ -55,7 +39,9 @@ def run_op(edgert: ModuleType, op: str, arrays: list[np.ndarray | None],
     return program.run([array for array in arrays if array is not None])
 
 
-def values(shape: tuple[int, ...], dtype: type, seed: int = 0, *, nonzero: bool = False) -> np.ndarray:
+def values(
+    shape: tuple[int, ...], dtype: type, seed: int = 0, *, nonzero: bool = False
+) -> np.ndarray:
     random = np.random.RandomState(seed)
     if np.issubdtype(dtype, np.floating):
         return random.standard_normal(shape).astype(dtype)
@@ -77,14 +63,23 @@ def assert_matches(actual: np.ndarray, expected: np.ndarray, tolerance: dict | N
 # ------------------------------------------------------------------- elementwise
 
 BINARY = {"edgert::add": np.add, "edgert::sub": np.subtract, "edgert::mul": np.multiply}
-BROADCAST_SHAPES = [((2, 3), (2, 3)), ((2, 1, 4), (3, 1)), ((), (5,)), ((4, 1), ()),
-                    ((0, 3), (1, 3)), ((4, 0), (1,)), ((2, 3, 1, 2), (1, 5, 1))]
+BROADCAST_SHAPES = [
+    ((2, 3), (2, 3)),
+    ((2, 1, 4), (3, 1)),
+    ((), (5,)),
+    ((4, 1), ()),
+    ((0, 3), (1, 3)),
+    ((4, 0), (1,)),
+    ((2, 3, 1, 2), (1, 5, 1)),
+]
 
 
 @pytest.mark.parametrize("dtype", NUMERIC_DTYPES)
 @pytest.mark.parametrize("shapes", BROADCAST_SHAPES)
 @pytest.mark.parametrize("op", sorted(BINARY))
-def test_binary_broadcasts_like_numpy(edgert: ModuleType, op: str, shapes: tuple, dtype: type) -> None:
+def test_binary_broadcasts_like_numpy(
+    edgert: ModuleType, op: str, shapes: tuple, dtype: type
+) -> None:
     a, b = values(shapes[0], dtype, 1), values(shapes[1], dtype, 2)
     (result,) = run_op(edgert, op, [a, b])
     assert_matches(result, BINARY[op](a, b))
@@ -93,7 +88,8 @@ def test_binary_broadcasts_like_numpy(edgert: ModuleType, op: str, shapes: tuple
 @pytest.mark.parametrize("dtype", NUMERIC_DTYPES)
 @pytest.mark.parametrize("shapes", BROADCAST_SHAPES)
 def test_div_is_true_division_for_floats_and_floor_division_for_integers(
-        edgert: ModuleType, shapes: tuple, dtype: type) -> None:
+    edgert: ModuleType, shapes: tuple, dtype: type
+) -> None:
     a, b = values(shapes[0], dtype, 3), values(shapes[1], dtype, 4, nonzero=True)
     (result,) = run_op(edgert, "edgert::div", [a, b])
     expected = a / b if dtype == np.float32 else a // b
@@ -114,7 +110,9 @@ def test_integer_division_by_zero_is_an_error(edgert: ModuleType) -> None:
 def test_integer_arithmetic_wraps_around(edgert: ModuleType) -> None:
     big = np.array([np.iinfo(np.int32).max, np.iinfo(np.int32).min], np.int32)
     (added,) = run_op(edgert, "edgert::add", [big, np.array([1, -1], np.int32)])
-    np.testing.assert_array_equal(added, np.array([np.iinfo(np.int32).min, np.iinfo(np.int32).max], np.int32))
+    np.testing.assert_array_equal(
+        added, np.array([np.iinfo(np.int32).min, np.iinfo(np.int32).max], np.int32)
+    )
 
 
 @pytest.mark.parametrize("op", ["edgert::add", "edgert::sub", "edgert::mul", "edgert::div"])
@@ -141,7 +139,9 @@ def test_gelu(edgert: ModuleType, shape: tuple, approximate: str) -> None:
     x = values(shape, np.float32, 6) * 3
     wide = x.astype(np.float64)
     if approximate == "none":
-        expected = 0.5 * wide * (1 + np.vectorize(math.erf, otypes=[np.float64])(wide / math.sqrt(2)))
+        expected = (
+            0.5 * wide * (1 + np.vectorize(math.erf, otypes=[np.float64])(wide / math.sqrt(2)))
+        )
     else:
         expected = 0.5 * wide * (1 + np.tanh(math.sqrt(2 / math.pi) * (wide + 0.044715 * wide**3)))
     (result,) = run_op(edgert, "edgert::gelu", [x], {"approximate": approximate})
@@ -157,9 +157,18 @@ def test_gelu_rejects_bad_inputs(edgert: ModuleType) -> None:
 
 # ------------------------------------------------------------------- linear algebra
 
-MATMUL_SHAPES = [((3, 4), (4, 5)), ((2, 3, 4), (4, 5)), ((2, 1, 3, 4), (5, 4, 2)), ((4,), (4, 5)),
-                 ((3, 4), (4,)), ((4,), (4,)), ((2, 3, 4), (4,)), ((0, 4), (4, 5)), ((3, 0), (0, 5)),
-                 ((0, 3, 4), (2, 1, 4, 2))]
+MATMUL_SHAPES = [
+    ((3, 4), (4, 5)),
+    ((2, 3, 4), (4, 5)),
+    ((2, 1, 3, 4), (5, 4, 2)),
+    ((4,), (4, 5)),
+    ((3, 4), (4,)),
+    ((4,), (4,)),
+    ((2, 3, 4), (4,)),
+    ((0, 4), (4, 5)),
+    ((3, 0), (0, 5)),
+    ((0, 3, 4), (2, 1, 4, 2)),
+]
 
 
 @pytest.mark.parametrize("shapes", MATMUL_SHAPES)
@@ -173,7 +182,11 @@ def test_matmul_rejects_bad_inputs(edgert: ModuleType) -> None:
     with pytest.raises(edgert.EdgertError, match="do not match"):
         run_op(edgert, "edgert::matmul", [np.ones((2, 3), np.float32), np.ones((4, 2), np.float32)])
     with pytest.raises(edgert.EdgertError, match="cannot be broadcast"):
-        run_op(edgert, "edgert::matmul", [np.ones((2, 2, 3), np.float32), np.ones((3, 3, 2), np.float32)])
+        run_op(
+            edgert,
+            "edgert::matmul",
+            [np.ones((2, 2, 3), np.float32), np.ones((3, 3, 2), np.float32)],
+        )
     with pytest.raises(edgert.EdgertError, match="float32"):
         run_op(edgert, "edgert::matmul", [np.ones((2, 2), np.int32), np.ones((2, 2), np.int32)])
     with pytest.raises(edgert.EdgertError, match="at least one dimension"):
@@ -205,6 +218,7 @@ def test_linear_rejects_bad_inputs(edgert: ModuleType) -> None:
 
 # ------------------------------------------------------------------- normalization
 
+
 def softmax_reference(x: np.ndarray, axis: int) -> np.ndarray:
     shifted = np.exp(x.astype(np.float64) - x.max(axis=axis, keepdims=True))
     return (shifted / shifted.sum(axis=axis, keepdims=True)).astype(np.float32)
@@ -226,8 +240,9 @@ def test_softmax_of_empty_tensor_and_bad_axis(edgert: ModuleType) -> None:
         run_op(edgert, "edgert::softmax", [np.zeros((2, 3), np.int64)])
 
 
-def layer_norm_reference(x: np.ndarray, axis: int, eps: float, weight: np.ndarray | None,
-                         bias: np.ndarray | None) -> np.ndarray:
+def layer_norm_reference(
+    x: np.ndarray, axis: int, eps: float, weight: np.ndarray | None, bias: np.ndarray | None
+) -> np.ndarray:
     wide = x.astype(np.float64)
     dims = tuple(range(axis % x.ndim, x.ndim))
     mean = wide.mean(axis=dims, keepdims=True)
@@ -244,7 +259,7 @@ def layer_norm_reference(x: np.ndarray, axis: int, eps: float, weight: np.ndarra
 @pytest.mark.parametrize("axis", [-1, 1])
 def test_layer_norm(edgert: ModuleType, axis: int, affine: bool) -> None:
     x = values((2, 3, 4), np.float32, 13) * 2 + 1
-    normalized = x.shape[axis % 3:]
+    normalized = x.shape[axis % 3 :]
     weight = values(normalized, np.float32, 14) if affine else None
     bias = values(normalized, np.float32, 15) if affine else None
     (result,) = run_op(edgert, "edgert::layer_norm", [x, weight, bias], {"axis": axis, "eps": 1e-3})
@@ -262,6 +277,7 @@ def test_layer_norm_rejects_bad_inputs(edgert: ModuleType) -> None:
 
 
 # ------------------------------------------------------------------- layout
+
 
 @pytest.mark.parametrize("dtype", [np.float32, np.int8, np.uint8, np.int32, np.int64])
 @pytest.mark.parametrize("shape", [[4, -1], [24], [-1], [2, 2, 3, 2]])
@@ -313,20 +329,36 @@ def test_concat_rejects_bad_inputs(edgert: ModuleType) -> None:
     with pytest.raises(edgert.EdgertError, match="same dtype"):
         run_op(edgert, "edgert::concat", [np.zeros((2, 2), np.float32), np.zeros((2, 2), np.int32)])
     with pytest.raises(edgert.EdgertError, match="differ outside axis"):
-        run_op(edgert, "edgert::concat", [np.zeros((2, 2), np.float32), np.zeros((3, 3), np.float32)],
-               {"axis": 0})
+        run_op(
+            edgert,
+            "edgert::concat",
+            [np.zeros((2, 2), np.float32), np.zeros((3, 3), np.float32)],
+            {"axis": 0},
+        )
     with pytest.raises(edgert.EdgertError, match="axis"):
         run_op(edgert, "edgert::concat", [np.zeros((2, 2), np.float32)], {"axis": 2})
 
 
 # ------------------------------------------------------------------- threads
 
+
 def test_thread_count_does_not_change_results(edgert: ModuleType) -> None:
     """Large enough that every kernel splits its work; pool sizes 1 and 4 give the same bytes."""
     cases = [
-        ("edgert::matmul", [values((3, 96, 64), np.float32, 1), values((64, 80), np.float32, 2)], None),
-        ("edgert::linear", [values((300, 128), np.float32, 3), values((96, 128), np.float32, 4),
-                            values((96,), np.float32, 5)], None),
+        (
+            "edgert::matmul",
+            [values((3, 96, 64), np.float32, 1), values((64, 80), np.float32, 2)],
+            None,
+        ),
+        (
+            "edgert::linear",
+            [
+                values((300, 128), np.float32, 3),
+                values((96, 128), np.float32, 4),
+                values((96,), np.float32, 5),
+            ],
+            None,
+        ),
         ("edgert::add", [values((512, 300), np.float32, 6), values((300,), np.float32, 7)], None),
         ("edgert::gelu", [values((512, 300), np.float32, 8)], None),
         ("edgert::softmax", [values((40, 2000), np.float32, 9)], {"axis": 0}),
@@ -338,9 +370,23 @@ def test_thread_count_does_not_change_results(edgert: ModuleType) -> None:
         for threads in (1, 4):
             edgert.set_threadpool_size(threads)
             assert edgert.threadpool_size() == threads
-            results[threads] = [run_op(edgert, op, arrays, attributes)[0].tobytes()
-                                for op, arrays, attributes in cases]
+            results[threads] = [
+                run_op(edgert, op, arrays, attributes)[0].tobytes()
+                for op, arrays, attributes in cases
+            ]
     finally:
         edgert.set_threadpool_size(previous)
-    for (op, _, _), single, pooled in zip(cases, results[1], results[4]):
+    for (op, _, _), single, pooled in zip(cases, results[1], results[4], strict=True):
         assert single == pooled, f"{op}: results differ between 1 and 4 threads"
+
+
+def test_non_contiguous_numpy_inputs(edgert: ModuleType) -> None:
+    """Strided numpy views are accepted (bound as contiguous copies); kernels that read
+    strided tensors directly are covered from C++ in test_kernels_strided.py."""
+    base = values((4, 6), np.float32, 20)
+    a, b = base.T, base[::2, ::3]
+    assert not a.flags.c_contiguous and not b.flags.c_contiguous
+    (result,) = run_op(edgert, "edgert::matmul", [a, values((4, 2), np.float32, 21)])
+    assert_matches(result, a @ values((4, 2), np.float32, 21))
+    (result,) = run_op(edgert, "edgert::mul", [b, b])
+    assert_matches(result, b * b)

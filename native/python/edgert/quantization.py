@@ -32,15 +32,29 @@ _INT8_P = ctypes.POINTER(ctypes.c_int8)
 _INT32_P = ctypes.POINTER(ctypes.c_int32)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _plugin() -> ctypes.CDLL:
     library = load_library("export_plugin")
     library.edgert_export_last_error.restype = ctypes.c_char_p
     library.edgert_export_quantize_weights_per_channel.argtypes = [
-        _FLOAT_P, ctypes.c_int64, ctypes.c_int64, _INT8_P, _FLOAT_P, _INT32_P]
+        _FLOAT_P,
+        ctypes.c_int64,
+        ctypes.c_int64,
+        _INT8_P,
+        _FLOAT_P,
+        _INT32_P,
+    ]
     library.edgert_export_quantized_linear.argtypes = [
-        _FLOAT_P, ctypes.c_int64, ctypes.c_int64, _INT8_P, _FLOAT_P, _INT32_P, _FLOAT_P,
-        ctypes.c_int64, _FLOAT_P]
+        _FLOAT_P,
+        ctypes.c_int64,
+        ctypes.c_int64,
+        _INT8_P,
+        _FLOAT_P,
+        _INT32_P,
+        _FLOAT_P,
+        ctypes.c_int64,
+        _FLOAT_P,
+    ]
     return library
 
 
@@ -60,19 +74,33 @@ def quantize_weights_per_channel(weight: np.ndarray) -> tuple[np.ndarray, np.nda
     Returns (int8 weight, float32 scales [rows], int32 zero points [rows])."""
     weight = np.ascontiguousarray(weight, dtype=np.float32)
     if weight.ndim != 2:
-        raise ValueError(f"weight must be 2-D [out_features, in_features], got shape {weight.shape}")
+        raise ValueError(
+            f"weight must be 2-D [out_features, in_features], got shape {weight.shape}"
+        )
     rows, cols = weight.shape
     quantized = np.zeros((rows, cols), np.int8)
     scales = np.zeros(rows, np.float32)
     zero_points = np.zeros(rows, np.int32)
-    _check(_plugin().edgert_export_quantize_weights_per_channel(
-        _pointer(weight, _FLOAT_P), rows, cols, _pointer(quantized, _INT8_P),
-        _pointer(scales, _FLOAT_P), _pointer(zero_points, _INT32_P)))
+    _check(
+        _plugin().edgert_export_quantize_weights_per_channel(
+            _pointer(weight, _FLOAT_P),
+            rows,
+            cols,
+            _pointer(quantized, _INT8_P),
+            _pointer(scales, _FLOAT_P),
+            _pointer(zero_points, _INT32_P),
+        )
+    )
     return quantized, scales, zero_points
 
 
-def reference_linear(x: np.ndarray, weight: np.ndarray, scales: np.ndarray,  # type: ignore[type-arg]
-                     zero_points: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:  # type: ignore[type-arg]
+def reference_linear(
+    x: np.ndarray,
+    weight: np.ndarray,
+    scales: np.ndarray,  # type: ignore[type-arg]
+    zero_points: np.ndarray,
+    bias: np.ndarray | None = None,
+) -> np.ndarray:  # type: ignore[type-arg]
     """What ``edgert_quantized::linear`` computes for a float32 [rows, in] input, run at
     export time through the plugin."""
     x = np.ascontiguousarray(x, dtype=np.float32)
@@ -81,16 +109,30 @@ def reference_linear(x: np.ndarray, weight: np.ndarray, scales: np.ndarray,  # t
     zero_points = np.ascontiguousarray(zero_points, dtype=np.int32)
     bias = None if bias is None else np.ascontiguousarray(bias, dtype=np.float32)
     if x.ndim != 2 or weight.ndim != 2 or x.shape[1] != weight.shape[1]:
-        raise ValueError(f"input {x.shape} and weight {weight.shape} do not match ([rows, K], [N, K])")
+        raise ValueError(
+            f"input {x.shape} and weight {weight.shape} do not match ([rows, K], [N, K])"
+        )
     out_features = weight.shape[0]
-    if scales.shape != (out_features,) or zero_points.shape != (out_features,) or (
-            bias is not None and bias.shape != (out_features,)):
+    if (
+        scales.shape != (out_features,)
+        or zero_points.shape != (out_features,)
+        or (bias is not None and bias.shape != (out_features,))
+    ):
         raise ValueError(f"scales, zero points and bias must have shape ({out_features},)")
     output = np.zeros((x.shape[0], out_features), np.float32)
-    _check(_plugin().edgert_export_quantized_linear(
-        _pointer(x, _FLOAT_P), x.shape[0], x.shape[1], _pointer(weight, _INT8_P),
-        _pointer(scales, _FLOAT_P), _pointer(zero_points, _INT32_P), _pointer(bias, _FLOAT_P),
-        out_features, _pointer(output, _FLOAT_P)))
+    _check(
+        _plugin().edgert_export_quantized_linear(
+            _pointer(x, _FLOAT_P),
+            x.shape[0],
+            x.shape[1],
+            _pointer(weight, _INT8_P),
+            _pointer(scales, _FLOAT_P),
+            _pointer(zero_points, _INT32_P),
+            _pointer(bias, _FLOAT_P),
+            out_features,
+            _pointer(output, _FLOAT_P),
+        )
+    )
     return output
 
 
@@ -119,7 +161,10 @@ def _drop_unused_constants(program: ProgramDef) -> ProgramDef:
 
     return ProgramDef(
         values=[program.values[i] for i in kept],
-        nodes=[replace(node, inputs=remap(node.inputs), outputs=remap(node.outputs)) for node in program.nodes],
+        nodes=[
+            replace(node, inputs=remap(node.inputs), outputs=remap(node.outputs))
+            for node in program.nodes
+        ],
         inputs=remap(program.inputs),
         outputs=remap(program.outputs),
     )
@@ -131,8 +176,12 @@ def quantize_linear_layers(program: bytes | ProgramDef) -> bytes:
     source = read_program(bytes(program)) if isinstance(program, (bytes, bytearray)) else program
     if not isinstance(source, ProgramDef):
         raise TypeError(f"expected program bytes or a ProgramDef, got {type(source).__name__}")
-    result = ProgramDef(values=list(source.values), nodes=[], inputs=list(source.inputs),
-                        outputs=list(source.outputs))
+    result = ProgramDef(
+        values=list(source.values),
+        nodes=[],
+        inputs=list(source.inputs),
+        outputs=list(source.outputs),
+    )
     for node in source.nodes:
         if not _quantizable_weight(result, node):
             result.nodes.append(replace(node, inputs=list(node.inputs), outputs=list(node.outputs)))
@@ -140,8 +189,12 @@ def quantize_linear_layers(program: bytes | ProgramDef) -> bytes:
         weight = result.values[node.inputs[1]].data
         assert weight is not None
         quantized, scales, zero_points = quantize_weights_per_channel(weight)
-        inputs = [node.inputs[0], _add_constant(result, quantized), _add_constant(result, scales),
-                  _add_constant(result, zero_points)]
+        inputs = [
+            node.inputs[0],
+            _add_constant(result, quantized),
+            _add_constant(result, scales),
+            _add_constant(result, zero_points),
+        ]
         if len(node.inputs) > 2 and node.inputs[2] >= 0:
             inputs.append(node.inputs[2])
         result.nodes.append(NodeDef("edgert_quantized::linear", inputs, list(node.outputs), {}))

@@ -22,7 +22,7 @@ def names() -> list[str]:
 
 def path(name: str) -> Path:
     """Path of a shipped model by name ("mlp" or "mlp.edgert")."""
-    stem = name[:-len(".edgert")] if name.endswith(".edgert") else name
+    stem = name[: -len(".edgert")] if name.endswith(".edgert") else name
     file = Path(__file__).parent / f"{stem}.edgert"
     if not file.is_file():
         raise NotFoundError(f"no shipped model named {name!r}; available: {', '.join(names())}")

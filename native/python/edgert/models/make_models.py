@@ -26,14 +26,20 @@ def build_mlp() -> bytes:
     random = np.random.RandomState(SEED)
     builder = ProgramBuilder()
     hidden = builder.input("float32", (-1, LAYER_SIZES[0]))
-    layers = list(zip(LAYER_SIZES, LAYER_SIZES[1:]))
+    layers = [(LAYER_SIZES[i], LAYER_SIZES[i + 1]) for i in range(len(LAYER_SIZES) - 1)]
     for position, (fan_in, fan_out) in enumerate(layers):
         bound = 1.0 / np.sqrt(fan_in)  # the default initialization of torch.nn.Linear
         weight = random.uniform(-bound, bound, (fan_out, fan_in)).astype(np.float32)
         bias = random.uniform(-bound, bound, fan_out).astype(np.float32)
-        hidden = builder.op("edgert::linear", [hidden, builder.constant(weight), builder.constant(bias)])
+        hidden = builder.op(
+            "edgert::linear", [hidden, builder.constant(weight), builder.constant(bias)]
+        )
         last = position == len(layers) - 1
-        hidden = builder.op("edgert::softmax", [hidden], {"axis": -1}) if last else builder.op("edgert::relu", [hidden])
+        hidden = (
+            builder.op("edgert::softmax", [hidden], {"axis": -1})
+            if last
+            else builder.op("edgert::relu", [hidden])
+        )
     builder.output(hidden)
     return builder.to_bytes()
 
@@ -42,7 +48,10 @@ def write_models(folder: Path) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     float_model = build_mlp()
     written = []
-    for name, data in (("mlp", float_model), ("mlp_quantized", quantize_linear_layers(float_model))):
+    for name, data in (
+        ("mlp", float_model),
+        ("mlp_quantized", quantize_linear_layers(float_model)),
+    ):
         target = folder / f"{name}.edgert"
         target.write_bytes(data)
         written.append(target)
@@ -51,8 +60,12 @@ def write_models(folder: Path) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent,
-                        help="folder to write the models into (default: beside this script)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path(__file__).resolve().parent,
+        help="folder to write the models into (default: beside this script)",
+    )
     arguments = parser.parse_args(argv)
     for path in write_models(arguments.out):
         print(path)
