@@ -39,6 +39,20 @@ def get_requires_for_build_sdist(config_settings: dict[str, Any] | None = None) 
     return []
 
 
+def prepare_metadata_for_build_wheel(metadata_directory: str,
+                                     config_settings: dict[str, Any] | None = None) -> str:
+    """Writes the .dist-info without compiling anything (pip asks for it before building)."""
+    from release.pipeline import dist_info_files
+    manifest = manifest_module.load(Path.cwd())
+    variant = _setting(config_settings, "variant", os.environ.get("EDGERT_VARIANT", "cpu"))
+    name, files = dist_info_files(manifest, variant)
+    folder = Path(metadata_directory) / name
+    folder.mkdir(parents=True, exist_ok=True)
+    for file_name, text in files.items():
+        (folder / file_name).write_text(text, encoding="utf-8")
+    return name
+
+
 def build_wheel(wheel_directory: str, config_settings: dict[str, Any] | None = None,
                 metadata_directory: str | None = None) -> str:
     logging.basicConfig(level=logging.INFO, format="[release] %(message)s", stream=sys.stderr)

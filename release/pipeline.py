@@ -271,11 +271,11 @@ def _search_paths(plan: Plan, root: Path) -> list[SearchPath]:
     lib = f"{package}/lib"
     runtime: tuple[str, ...] = ()
     if plan.cuda is not None:
-        runtime = (plan.cuda.runtime_dir,)
+        runtime = (plan.cuda.runtime.dir,)
     binaries = [extension_file(plan), *(component_file(plan, c) for c in plan.components)]
     paths = []
     for binary in binaries:
-        extra = runtime if runtime and _needs(root / binary, plan.cuda.runtime_library) else ()
+        extra = runtime if runtime and _needs(root / binary, plan.cuda.runtime.library) else ()
         paths.append(SearchPath(binary=binary, folders=(lib, *extra)))
     return paths
 
@@ -298,23 +298,38 @@ def _fix_up(plan: Plan, state: _State) -> None:
                       epoch=wheel.source_date_epoch(plan.environ))
 
 
-def _write_dist_info(plan: Plan, root: Path, platform_tag: str) -> None:
-    dist_info = root / (f"{wheel.normalize_distribution(plan.distribution)}-"
-                        f"{plan.manifest.version}.dist-info")
-    dist_info.mkdir(parents=True, exist_ok=True)
-    extra = [plan.cuda.runtime_requirement] if plan.cuda is not None else []
-    readme_path = plan.manifest.root / "README.md"
+def _requirements(manifest: Manifest, variant: str) -> list[str]:
+    """Requires-Dist beyond [project].dependencies: a GPU variant's runtime wheel."""
+    cuda_file = manifest.variant(variant).cuda
+    if cuda_file is None:
+        return []
+    from cuda import variant as cuda_variants
+    return [cuda_variants.load(cuda_file).runtime.requirement]
+
+
+def dist_info_files(manifest: Manifest, variant: str) -> tuple[str, dict[str, str]]:
+    """The .dist-info folder name and its METADATA and top_level.txt (not WHEEL/RECORD)."""
+    distribution = manifest.variant(variant).distribution or manifest.distribution
+    readme_path = manifest.root / "README.md"
     readme = readme_path.read_text(encoding="utf-8") if readme_path.exists() else None
-    (dist_info / "METADATA").write_text(wheel.metadata_text(
-        plan.manifest.project, name=plan.distribution, extra_requires=extra, readme=readme))
-    (dist_info / "WHEEL").write_text(
-        wheel.wheel_text([f"{plan.platform.python_tag()}-{platform_tag}"]))
-    (dist_info / "top_level.txt").write_text(plan.manifest.package + "\n")
+    metadata = wheel.metadata_text(manifest.project, name=distribution,
+                                   extra_requires=_requirements(manifest, variant),
+                                   readme=readme)
+    name = f"{wheel.normalize_distribution(distribution)}-{manifest.version}.dist-info"
+    return name, {"METADATA": metadata, "top_level.txt": manifest.package + "\n"}
+
+
+def _write_dist_info(plan: Plan, root: Path, platform_tag: str) -> None:
+    name, files = dist_info_files(plan.manifest, plan.variant)
+    files["WHEEL"] = wheel.wheel_text([f"{plan.platform.python_tag()}-{platform_tag}"])
+    (root / name).mkdir(parents=True, exist_ok=True)
+    for file_name, text in files.items():
+        (root / name / file_name).write_text(text, encoding="utf-8")
 
 
 def repair_request(plan: Plan, wheel_path: Path, out_dir: Path) -> RepairRequest:
     keep = tuple(sorted({Path(component_file(plan, c)).name for c in plan.components}))
-    exclude = (plan.cuda.runtime_library,) if plan.cuda is not None else ()
+    exclude = (plan.cuda.runtime.library,) if plan.cuda is not None else ()
     return RepairRequest(wheel=wheel_path, out_dir=out_dir, keep=keep, exclude=exclude)
 
 

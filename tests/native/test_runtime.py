@@ -214,7 +214,7 @@ def test_duplicate_registration_aborts_naming_both_owners(
     )
     assert completed.returncode < 0  # SIGABRT
     assert "survived" not in completed.stdout
-    assert f"Re-registering operator {operator}" in completed.stderr
+    assert f"Re-registering {operator} (operator)" in completed.stderr
     expected_first = "libedgert_kernels.so" if operator.startswith("edgert::") else first.name
     assert expected_first in completed.stderr
     assert (first.name if operator.startswith("edgert::") else second.name) in completed.stderr

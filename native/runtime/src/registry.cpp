@@ -69,10 +69,10 @@ class Table {
   [[noreturn]] static void abort_duplicate(const char* kind, const std::string& name,
                                            const std::string& first, const std::string& second) {
     std::fprintf(stderr,
-                 "Re-registering %s %s: first registered by %s, registered again by %s. "
+                 "Re-registering %s (%s): first registered by %s, registered again by %s. "
                  "Two copies of one edgert component are loaded in this process; link the "
                  "shared component library instead of carrying a copy.\n",
-                 kind, name.c_str(), first.empty() ? "<unknown>" : first.c_str(),
+                 name.c_str(), kind, first.empty() ? "<unknown>" : first.c_str(),
                  second.empty() ? "<unknown>" : second.c_str());
     std::fflush(stderr);
     std::abort();

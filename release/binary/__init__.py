@@ -1,0 +1,52 @@
+"""Readers for native binaries. ``read_binary`` picks the reader from the file's magic."""
+
+from __future__ import annotations
+
+import mmap
+from collections.abc import Collection
+from pathlib import Path
+
+from release.binary._view import Buffer
+from release.binary.elf import ElfReader
+from release.binary.model import (
+    BinaryInfo,
+    BinaryReader,
+    Section,
+    Symbol,
+    VersionRequirement,
+)
+from release.errors import BinaryFormatError
+
+__all__ = ["BinaryInfo", "BinaryReader", "READERS", "Section", "Symbol", "VersionRequirement",
+           "is_binary", "read_binary", "read_binary_data"]
+
+READERS: tuple[BinaryReader, ...] = (ElfReader(),)
+
+
+def is_binary(head: bytes) -> bool:
+    """True when the first bytes of a file belong to a format a reader understands."""
+    return any(reader.matches(head) for reader in READERS)
+
+
+def read_binary_data(data: Buffer, *, where: str,
+                     sections: Collection[str] = ()) -> BinaryInfo:
+    """Parses ``data``; ``sections`` names sections whose bytes the result should carry."""
+    head = bytes(data[:16])
+    for reader in READERS:
+        if reader.matches(head):
+            return reader.read(data, where=where, sections=sections)
+    raise BinaryFormatError(f"{where}: not a binary format this tool reads",
+                            fix="pass an ELF file")
+
+
+def read_binary(path: Path, *, sections: Collection[str] = ()) -> BinaryInfo:
+    """Parses the file at ``path`` through a read-only memory map."""
+    try:
+        with path.open("rb") as handle:
+            if path.stat().st_size == 0:
+                raise BinaryFormatError(f"{path}: empty file", fix="pass an ELF file")
+            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                return read_binary_data(data, where=str(path), sections=sections)
+    except OSError as error:
+        raise BinaryFormatError(f"{path}: cannot read ({error.strerror})",
+                                fix="check that the file exists and is readable") from None

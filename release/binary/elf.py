@@ -1,0 +1,311 @@
+"""A small, strict ELF reader: header, program and section headers, the dynamic section,
+dynamic and static symbols with versions, and the bytes of named sections.
+
+Everything is bounded by the file size: counts, offsets and chains are checked before use and
+every failure is a BinaryFormatError naming the file and the structure."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from release.binary import model
+from release.binary._view import Buffer, ByteView, string_at
+
+MAGIC = b"\x7fELF"
+
+_MACHINES = {2: "sparc", 3: "x86", 8: "mips", 20: "ppc", 21: "ppc64", 22: "s390", 40: "arm",
+             43: "sparcv9", 62: "x86_64", 183: "aarch64", 243: "riscv", 258: "loongarch"}
+_FILE_TYPES = {1: "relocatable", 2: "executable", 3: "shared", 4: "core"}
+_BINDINGS = {0: model.LOCAL, 1: model.GLOBAL, 2: model.WEAK, 10: model.UNIQUE}
+_VISIBILITIES = (model.DEFAULT, model.INTERNAL, model.HIDDEN, model.PROTECTED)
+_KINDS = {0: "notype", 1: "object", 2: "func", 3: "section", 4: "file", 5: "common",
+          6: "tls", 10: "ifunc"}
+
+SHT_SYMTAB, SHT_STRTAB, SHT_DYNAMIC, SHT_NOBITS, SHT_DYNSYM = 2, 3, 6, 8, 11
+SHT_VERDEF, SHT_VERNEED, SHT_VERSYM = 0x6FFFFFFD, 0x6FFFFFFE, 0x6FFFFFFF
+PT_LOAD, PT_DYNAMIC = 1, 2
+DT_NULL, DT_NEEDED, DT_STRTAB, DT_STRSZ, DT_SONAME, DT_RPATH = 0, 1, 5, 10, 14, 15
+DT_RUNPATH, DT_FLAGS = 29, 30
+
+
+@dataclass(frozen=True)
+class _Layout:
+    header: str
+    section: str
+    segment: str
+    dynamic: str
+    symbol: str
+
+
+_LAYOUT32 = _Layout("HHIIIIIHHHHHH", "IIIIIIIIII", "IIIIIIII", "iI", "IIIBBH")
+_LAYOUT64 = _Layout("HHIQQQIHHHHHH", "IIQQQQIIQQ", "IIQQQQQQ", "qQ", "IBBHQQ")
+
+
+@dataclass(frozen=True)
+class _Header:
+    file_type: int
+    machine: int
+    phoff: int
+    shoff: int
+    phentsize: int
+    phnum: int
+    shentsize: int
+    shnum: int
+    shstrndx: int
+
+
+@dataclass(frozen=True)
+class _SectionHeader:
+    name: str
+    kind: int
+    address: int
+    offset: int
+    size: int
+    link: int
+    info: int
+    entsize: int
+
+
+@dataclass(frozen=True)
+class _Segment:
+    kind: int
+    offset: int
+    address: int
+    filesz: int
+
+
+class ElfReader:
+    name = "elf"
+
+    def matches(self, head: bytes) -> bool:
+        return head[:4] == MAGIC
+
+    def read(self, data: Buffer, *, where: str,
+             sections: Collection[str] = ()) -> model.BinaryInfo:
+        return _Parser(data, where).parse(sections)
+
+
+class _Parser:
+    def __init__(self, data: Buffer, where: str) -> None:
+        view = ByteView(data, where=where)
+        ident = view.read(0, 16, "ELF identification")
+        if ident[:4] != MAGIC:
+            raise view.fail("not an ELF file (bad magic)")
+        if ident[4] not in (1, 2) or ident[5] not in (1, 2):
+            raise view.fail(f"unknown ELF class {ident[4]} or data encoding {ident[5]}")
+        self.bits = 32 if ident[4] == 1 else 64
+        self.little = ident[5] == 1
+        self.layout = _LAYOUT32 if self.bits == 32 else _LAYOUT64
+        self.view = ByteView(data, where=where, byte_order="<" if self.little else ">")
+
+    def parse(self, wanted: Collection[str]) -> model.BinaryInfo:
+        header = self._header()
+        segments = self._segments(header)
+        sections = self._sections(header)
+        dynamic = self._dynamic(sections, segments)
+        version_names, requirements = self._versions(sections)
+        return model.BinaryInfo(
+            format="elf", machine=_MACHINES.get(header.machine, f"machine-{header.machine}"),
+            bits=self.bits, little_endian=self.little,
+            file_type=_FILE_TYPES.get(header.file_type, "other"), size=self.view.size,
+            needed=tuple(value for tag, value in dynamic if tag == DT_NEEDED),
+            soname=next((value for tag, value in dynamic if tag == DT_SONAME), ""),
+            rpath=_search_path(dynamic, DT_RPATH), runpath=_search_path(dynamic, DT_RUNPATH),
+            dynamic_flags=self._flags, sections=tuple(
+                model.Section(s.name, s.offset, 0 if s.kind == SHT_NOBITS else s.size,
+                              s.kind, s.address) for s in sections),
+            dynamic_symbols=self._symbols(sections, SHT_DYNSYM, version_names),
+            symbols=self._symbols(sections, SHT_SYMTAB, {}),
+            version_requirements=requirements,
+            section_data={s.name: self.view.read(s.offset, s.size, f"section {s.name}")
+                          for s in sections if s.name in wanted and s.kind != SHT_NOBITS})
+
+    def _header(self) -> _Header:
+        fields = self.view.unpack(self.layout.header, 16, "ELF header")
+        (file_type, machine, _version, _entry, phoff, shoff, _flags, _ehsize, phentsize, phnum,
+         shentsize, shnum, shstrndx) = fields
+        return _Header(file_type, machine, phoff, shoff, phentsize, phnum, shentsize, shnum,
+                       shstrndx)
+
+    def _segments(self, header: _Header) -> list[_Segment]:
+        if header.phoff == 0 or header.phnum == 0:
+            return []
+        rows = self.view.table(self.layout.segment, header.phoff, header.phnum,
+                               header.phentsize, "program header table")
+        if self.bits == 64:
+            return [_Segment(row[0], row[2], row[3], row[5]) for row in rows]
+        return [_Segment(row[0], row[1], row[2], row[4]) for row in rows]
+
+    def _sections(self, header: _Header) -> list[_SectionHeader]:
+        if header.shoff == 0:
+            return []
+        count, names_index = header.shnum, header.shstrndx
+        if count == 0 or names_index == 0xFFFF:  # extended numbering lives in section 0
+            first = self.view.table(self.layout.section, header.shoff, 1, header.shentsize,
+                                    "section header 0")[0]
+            count = count or first[5]
+            names_index = first[6] if names_index == 0xFFFF else names_index
+        rows = self.view.table(self.layout.section, header.shoff, count, header.shentsize,
+                               "section header table")
+        raw = [(row[0], row[1], row[3], row[4], row[5], row[6], row[7], row[9]) for row in rows]
+        for _name, kind, _addr, offset, size, *_rest in raw:
+            if kind != SHT_NOBITS and kind != 0:
+                self.view.check(offset, size, "section contents")
+        names = b""
+        if 0 < names_index < len(raw):
+            names = self.view.read(raw[names_index][3], raw[names_index][4],
+                                   "section name table")
+        return [_SectionHeader(string_at(names, name, view=self.view, what="section name")
+                               if names else "", kind, addr, offset, size, link, info, entsize)
+                for name, kind, addr, offset, size, link, info, entsize in raw]
+
+    def _strings(self, sections: list[_SectionHeader], index: int, what: str) -> bytes:
+        if not 0 < index < len(sections) or sections[index].kind != SHT_STRTAB:
+            raise self.view.fail(f"{what} links to section {index}, which is not a string table")
+        table = sections[index]
+        return self.view.read(table.offset, table.size, what)
+
+    _flags = 0
+
+    def _dynamic(self, sections: list[_SectionHeader],
+                 segments: list[_Segment]) -> list[tuple[int, str]]:
+        dynamic = next((s for s in sections if s.kind == SHT_DYNAMIC), None)
+        if dynamic is not None:
+            strings = self._strings(sections, dynamic.link, "dynamic section")
+            offset, size = dynamic.offset, dynamic.size
+        else:
+            segment = next((s for s in segments if s.kind == PT_DYNAMIC), None)
+            if segment is None:
+                return []
+            offset, size = segment.offset, segment.filesz
+            strings = b""
+        entry = 8 if self.bits == 32 else 16
+        rows = self.view.table(self.layout.dynamic, offset, size // entry, entry,
+                               "dynamic section")
+        end = next((i for i, row in enumerate(rows) if row[0] == DT_NULL), len(rows))
+        rows = rows[:end]
+        if not strings:
+            strings = self._strings_from_segments(rows, segments)
+        result: list[tuple[int, str]] = []
+        for tag, value in rows:
+            if tag == DT_FLAGS:
+                self._flags = value
+            elif tag in (DT_NEEDED, DT_SONAME, DT_RPATH, DT_RUNPATH):
+                result.append((tag, string_at(strings, value, view=self.view,
+                                              what="dynamic entry")))
+        return result
+
+    def _strings_from_segments(self, rows: list[tuple[int, ...]],
+                               segments: list[_Segment]) -> bytes:
+        """DT_STRTAB located through PT_LOAD, for files without section headers."""
+        values = {tag: value for tag, value in rows}
+        if DT_STRTAB not in values or DT_STRSZ not in values:
+            return b""
+        address, size = values[DT_STRTAB], values[DT_STRSZ]
+        for segment in segments:
+            if segment.kind == PT_LOAD and segment.address <= address < (
+                    segment.address + segment.filesz):
+                offset = segment.offset + (address - segment.address)
+                return self.view.read(offset, min(size, self.view.size - offset),
+                                      "dynamic string table")
+        raise self.view.fail(f"DT_STRTAB address {address:#x} is in no loadable segment")
+
+    def _versions(self, sections: list[_SectionHeader]
+                  ) -> tuple[dict[int, str], tuple[model.VersionRequirement, ...]]:
+        names: dict[int, str] = {}
+        requirements: list[model.VersionRequirement] = []
+        for section in sections:
+            if section.kind == SHT_VERNEED:
+                requirements.extend(self._version_needs(sections, section, names))
+            elif section.kind == SHT_VERDEF:
+                self._version_definitions(sections, section, names)
+        return names, tuple(requirements)
+
+
+    def _version_needs(self, sections: list[_SectionHeader], section: _SectionHeader,
+                       names: dict[int, str]) -> list[model.VersionRequirement]:
+        strings = self._strings(sections, section.link, "version requirements")
+        result = []
+        offset, end, seen = section.offset, section.offset + section.size, 0
+        while seen <= section.size // 16:
+            _version, count, file_name, aux, following = self.view.unpack(
+                "HHIII", offset, "version requirement")
+            versions, aux_offset = [], offset + aux
+            for _ in range(min(count, section.size // 16)):
+                if not section.offset <= aux_offset < end:
+                    raise self.view.fail("version requirement entry lies outside its section")
+                _hash, _flags, other, name, next_aux = self.view.unpack(
+                    "IHHII", aux_offset, "version requirement entry")
+                version = string_at(strings, name, view=self.view, what="version name")
+                versions.append(version)
+                names[other & 0x7FFF] = version
+                if next_aux == 0:
+                    break
+                aux_offset += next_aux
+            result.append(model.VersionRequirement(
+                string_at(strings, file_name, view=self.view, what="version file"),
+                tuple(versions)))
+            seen += 1
+            if following == 0:
+                return result
+            offset += following
+            if not section.offset <= offset < end:
+                raise self.view.fail("version requirement chain leaves its section")
+        raise self.view.fail("version requirement chain does not end")
+
+    def _version_definitions(self, sections: list[_SectionHeader], section: _SectionHeader,
+                             names: dict[int, str]) -> None:
+        strings = self._strings(sections, section.link, "version definitions")
+        offset, end = section.offset, section.offset + section.size
+        for _ in range(section.size // 20 + 1):
+            _version, _flags, index, count, _hash, aux, following = self.view.unpack(
+                "HHHHIII", offset, "version definition")
+            if count:
+                if not section.offset <= offset + aux < end:
+                    raise self.view.fail("version definition entry lies outside its section")
+                name, _next = self.view.unpack("II", offset + aux, "version definition entry")
+                names[index & 0x7FFF] = string_at(strings, name, view=self.view,
+                                                  what="version name")
+            if following == 0:
+                return
+            offset += following
+            if not section.offset <= offset < end:
+                raise self.view.fail("version definition chain leaves its section")
+        raise self.view.fail("version definition chain does not end")
+
+    def _symbols(self, sections: list[_SectionHeader], kind: int,
+                 version_names: dict[int, str]) -> tuple[model.Symbol, ...]:
+        table = next((s for s in sections if s.kind == kind), None)
+        if table is None or table.size == 0:
+            return ()
+        strings = self._strings(sections, table.link, f"symbol table {table.name}")
+        entry = 16 if self.bits == 32 else 24
+        rows = self.view.table(self.layout.symbol, table.offset, table.size // entry,
+                               max(table.entsize, entry) if table.entsize else entry,
+                               f"symbol table {table.name}")
+        versions = self._version_indexes(sections, len(rows)) if version_names else []
+        symbols = []
+        for index, row in enumerate(rows[1:], start=1):
+            if self.bits == 64:
+                name, info, other, shndx = row[0], row[1], row[2], row[3]
+            else:
+                name, info, other, shndx = row[0], row[3], row[4], row[5]
+            version = version_names.get(versions[index] & 0x7FFF, "") if versions else ""
+            symbols.append(model.Symbol(
+                string_at(strings, name, view=self.view, what="symbol name") if name else "",
+                _BINDINGS.get(info >> 4, f"binding-{info >> 4}"), _VISIBILITIES[other & 3],
+                shndx != 0, _KINDS.get(info & 0xF, "notype"), version))
+        return tuple(symbols)
+
+    def _version_indexes(self, sections: list[_SectionHeader], count: int) -> list[int]:
+        table = next((s for s in sections if s.kind == SHT_VERSYM), None)
+        if table is None:
+            return []
+        indexes = [row[0] for row in self.view.table("H", table.offset, table.size // 2, 2,
+                                                      "symbol version table")]
+        return indexes if len(indexes) >= count else indexes + [0] * (count - len(indexes))
+
+
+def _search_path(dynamic: list[tuple[int, str]], tag: int) -> tuple[str, ...]:
+    return tuple(entry for tag_, value in dynamic if tag_ == tag for entry in value.split(":"))

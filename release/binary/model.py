@@ -1,0 +1,92 @@
+"""Format-neutral description of a shared library, executable or object file.
+
+ELF fills every field today. The names are chosen so Mach-O and PE readers can fill the same
+type: ``needed`` is DT_NEEDED / LC_LOAD_DYLIB / the PE import table, ``soname`` is DT_SONAME /
+the install name (LC_ID_DYLIB), ``runpath`` is DT_RUNPATH / LC_RPATH, ``rpath`` is ELF's
+inherited DT_RPATH (empty elsewhere)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+# Symbol bindings and visibilities, as words shared by every format.
+GLOBAL = "global"
+WEAK = "weak"
+LOCAL = "local"
+UNIQUE = "unique"
+DEFAULT = "default"
+HIDDEN = "hidden"
+PROTECTED = "protected"
+INTERNAL = "internal"
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    name: str
+    offset: int      # file offset of the section's bytes
+    size: int        # bytes in the file (0 for sections without file contents, e.g. .bss)
+    kind: int = 0    # format-specific type (ELF sh_type)
+    address: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Symbol:
+    name: str
+    binding: str          # GLOBAL, WEAK, LOCAL, UNIQUE
+    visibility: str       # DEFAULT, HIDDEN, PROTECTED, INTERNAL
+    defined: bool         # False: the object imports it
+    kind: str = "notype"  # func, object, tls, ifunc, section, file, notype
+    version: str = ""     # symbol version ("GLIBC_2.17") when the file carries versions
+
+    @property
+    def exported(self) -> bool:
+        """Defined, globally visible and strong: the loader may bind other objects to it."""
+        return (self.defined and self.binding in (GLOBAL, UNIQUE)
+                and self.visibility in (DEFAULT, PROTECTED))
+
+
+@dataclass(frozen=True, slots=True)
+class VersionRequirement:
+    library: str               # the file that must provide the versions ("libc.so.6")
+    versions: tuple[str, ...]  # "GLIBC_2.17", "GLIBCXX_3.4.29"...
+
+
+@dataclass(frozen=True, slots=True)
+class BinaryInfo:
+    format: str                 # "elf" (later "macho", "pe")
+    machine: str                # "x86_64", "aarch64", ...
+    bits: int
+    little_endian: bool
+    file_type: str              # "shared", "executable", "relocatable", "core", "other"
+    size: int                   # bytes in the file
+    needed: tuple[str, ...] = ()
+    soname: str = ""
+    rpath: tuple[str, ...] = ()
+    runpath: tuple[str, ...] = ()
+    dynamic_flags: int = 0      # DT_FLAGS
+    sections: tuple[Section, ...] = ()
+    dynamic_symbols: tuple[Symbol, ...] = ()
+    symbols: tuple[Symbol, ...] = ()  # the static symbol table when present (.symtab)
+    version_requirements: tuple[VersionRequirement, ...] = ()
+    section_data: Mapping[str, bytes] = field(default_factory=dict)  # sections asked for
+
+    def section(self, name: str) -> Section | None:
+        return next((section for section in self.sections if section.name == name), None)
+
+    @property
+    def required_versions(self) -> tuple[str, ...]:
+        return tuple(version for requirement in self.version_requirements
+                     for version in requirement.versions)
+
+
+class BinaryReader(Protocol):
+    """One binary format. ``matches`` looks at the first bytes; ``read`` parses the file."""
+
+    name: str
+
+    def matches(self, head: bytes) -> bool: ...
+
+    def read(self, data: bytes | memoryview, *, where: str,
+             sections: Collection[str] = ()) -> BinaryInfo: ...
