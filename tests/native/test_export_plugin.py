@@ -52,7 +52,7 @@ ORDERS = {
     "plugin first": LOAD_PLUGIN + LOAD_COMPONENT,
     "component first": LOAD_COMPONENT + LOAD_PLUGIN,
 }
-DUPLICATE = re.compile(r"Re-registering (operator )?edgert_quantized::")
+DUPLICATE = re.compile(r"Re-registering edgert_quantized::\S+ \(operator\)")
 
 
 def run_python(install: NativeInstall, code: str) -> subprocess.CompletedProcess[str]:

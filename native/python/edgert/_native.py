@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import ctypes
+import functools
 import importlib
+import json
 import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -21,8 +24,30 @@ def package_dir() -> Path:
 
 
 def extension() -> ModuleType:
-    """The edgert._C extension, imported on first use."""
-    return importlib.import_module("edgert._C")
+    """The edgert._C extension, imported on first use, with the shipped delegates it does not
+    link (opt-in ones such as backend_cuda) loaded beside it."""
+    module = importlib.import_module("edgert._C")
+    _load_optional_delegates()
+    return module
+
+
+@functools.lru_cache(maxsize=None)
+def _load_optional_delegates() -> None:
+    """Loads every backend the build record lists that the extension does not link, so
+    ``import edgert`` in a GPU build offers the "cuda" backend. A delegate that cannot load
+    (for example its CUDA runtime wheel is missing) is a warning: the CPU build still works."""
+    record_path = package_dir() / "_release.json"
+    if not record_path.is_file():
+        return
+    record = json.loads(record_path.read_text(encoding="utf-8"))
+    linked = set(record["extension"]["depends"])
+    for component in record["components"]:
+        if "backends" in component["registers"] and component["name"] not in linked:
+            try:
+                load_library(component["name"])
+            except EdgertError as error:
+                warnings.warn(f"edgert: the {component['name']} delegate is unavailable: {error}",
+                              RuntimeWarning, stacklevel=3)
 
 
 def call(function: Callable[..., _T], *args: Any) -> _T:

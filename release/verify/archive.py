@@ -1,0 +1,228 @@
+"""Reading a wheel's zip without trusting it: names are checked before anything is written,
+sizes are checked while streaming (not taken from headers), and totals are capped."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import re
+import struct
+import zipfile
+import zlib
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from release.errors import WheelError
+from release.verify.options import Limits
+
+_CHUNK = 1 << 20
+_LOCAL_HEADER = struct.Struct("<IHHHHHIIIHH")
+_LOCAL_SIGNATURE = 0x04034B50
+_DRIVE = re.compile(r"^[A-Za-z]:")
+_SAMPLE = 160
+
+
+@dataclass(frozen=True)
+class Member:
+    name: str
+    method: int
+    flags: int
+    header_offset: int
+    compressed_size: int
+    declared_size: int
+    crc: int
+
+
+@dataclass(frozen=True)
+class Leak:
+    prefix: str
+    sample: str      # the text around the first occurrence
+
+
+@dataclass(frozen=True)
+class StreamedMember:
+    name: str
+    size: int
+    sha256: str          # urlsafe base64 without padding, as RECORD writes it
+    head: bytes          # the first bytes (format detection)
+    leaks: tuple[Leak, ...]
+    written: Path | None
+
+
+def _unsafe_name(name: str) -> str:
+    """Why ``name`` cannot be extracted safely, or ''."""
+    if "\0" in name:
+        return "contains a NUL character"
+    if name.startswith("/") or _DRIVE.match(name) or name.startswith("\\"):
+        return "is an absolute path"
+    if "\\" in name:
+        return "contains a backslash"
+    if ".." in PurePosixPath(name).parts:
+        return "climbs out of the extraction folder with '..'"
+    return ""
+
+
+def list_members(archive: Path, limits: Limits) -> list[Member]:
+    """The wheel's members, after rejecting every entry that is unsafe to unpack."""
+    try:
+        with zipfile.ZipFile(archive) as opened:
+            infos = opened.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError) as error:
+        raise WheelError(f"{archive.name}: not a readable zip archive ({error})",
+                         fix="rebuild the wheel or re-download it") from None
+    if len(infos) > limits.max_entries:
+        raise WheelError(f"{archive.name}: {len(infos)} entries exceed the limit of "
+                         f"{limits.max_entries}", fix="this is not a plausible wheel")
+    problems = _problems(infos, limits)
+    if problems:
+        shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more"
+                                            if len(problems) > 5 else "")
+        raise WheelError(f"{archive.name}: unsafe to unpack: {shown}",
+                         fix="rebuild the wheel with a tool that writes plain file entries")
+    return [Member(info.filename, info.compress_type, info.flag_bits, info.header_offset,
+                   info.compress_size, info.file_size, info.CRC)
+            for info in infos if not info.is_dir()]
+
+
+def _problems(infos: Sequence[zipfile.ZipInfo], limits: Limits) -> list[str]:
+    problems = []
+    for name, count in Counter(info.filename for info in infos).items():
+        if count > 1:
+            problems.append(f"'{name}' appears {count} times")
+    total = 0
+    for info in infos:
+        reason = _unsafe_name(info.filename)
+        if reason:
+            problems.append(f"entry '{info.filename}' {reason}")
+        mode = info.external_attr >> 16
+        if info.create_system == 3 and (mode & 0o170000) == 0o120000:
+            problems.append(f"entry '{info.filename}' is a symbolic link")
+        if info.flag_bits & 1:
+            problems.append(f"entry '{info.filename}' is encrypted")
+        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+            problems.append(f"entry '{info.filename}' uses compression method "
+                            f"{info.compress_type} (only stored and deflated are allowed)")
+        if info.file_size > limits.max_member_size or _ratio_exceeded(
+                info.file_size, info.compress_size, limits):
+            problems.append(f"entry '{info.filename}' claims {info.file_size} bytes from "
+                            f"{info.compress_size} (zip bomb)")
+        total += info.file_size
+    if total > limits.max_total_size:
+        problems.append(f"members claim {total} bytes in all, over the limit of "
+                        f"{limits.max_total_size} (zip bomb)")
+    return problems
+
+
+def _ratio_exceeded(size: int, compressed: int, limits: Limits) -> bool:
+    return size > limits.ratio_floor and size > limits.max_ratio * max(compressed, 1)
+
+
+class _LeakScanner:
+    def __init__(self, prefixes: Sequence[str]) -> None:
+        self.prefixes = [(prefix, prefix.encode()) for prefix in prefixes if prefix]
+        self.keep = max((len(encoded) for _, encoded in self.prefixes), default=1) + _SAMPLE
+        self.tail = b""
+        self.found: dict[str, Leak] = {}
+
+    def feed(self, chunk: bytes) -> None:
+        if not self.prefixes:
+            return
+        window = self.tail + chunk
+        for prefix, encoded in self.prefixes:
+            if prefix in self.found:
+                continue
+            position = window.find(encoded)
+            if position >= 0:
+                sample = window[position:position + _SAMPLE].split(b"\0")[0]
+                self.found[prefix] = Leak(prefix, sample.decode("utf-8", "replace").strip())
+        self.tail = window[-self.keep:]
+
+
+@dataclass(frozen=True)
+class StreamRequest:
+    prefixes: tuple[str, ...]
+    destination: Path | None              # folder to extract into, or None
+    write_when: Callable[[bytes], bool]   # decides from the first bytes whether to write
+
+
+def stream_member(archive: Path, descriptor: int, member: Member, limits: Limits,
+                  request: StreamRequest) -> StreamedMember:
+    """Decompresses one member once: hashes it, scans it and optionally writes it out."""
+    start = _data_offset(archive, descriptor, member)
+    digest = hashlib.sha256()
+    scanner = _LeakScanner(request.prefixes)
+    produced, head, output = 0, b"", None
+    target = None
+    try:
+        for chunk in _chunks(archive, descriptor, member, start):
+            produced += len(chunk)
+            if produced > member.declared_size or _ratio_exceeded(
+                    produced, member.compressed_size, limits):
+                raise WheelError(f"{archive.name}: '{member.name}' expands past its declared "
+                                 f"{member.declared_size} bytes (zip bomb or corrupt entry)",
+                                 fix="rebuild the wheel")
+            if not head:
+                head = chunk[:64]
+                if request.destination is not None and request.write_when(head):
+                    target = request.destination / member.name
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    output = target.open("wb")
+            digest.update(chunk)
+            scanner.feed(chunk)
+            if output is not None:
+                output.write(chunk)
+    finally:
+        if output is not None:
+            output.close()
+    if produced != member.declared_size:
+        raise WheelError(f"{archive.name}: '{member.name}' holds {produced} bytes but its "
+                         f"header says {member.declared_size}", fix="rebuild the wheel")
+    if request.destination is not None and target is None and request.write_when(head):
+        target = request.destination / member.name  # an empty file
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.touch()
+    encoded = _record_digest(digest.digest())
+    return StreamedMember(member.name, produced, encoded, head,
+                          tuple(scanner.found.values()), target)
+
+
+def _record_digest(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+
+def _data_offset(archive: Path, descriptor: int, member: Member) -> int:
+    header = os.pread(descriptor, _LOCAL_HEADER.size, member.header_offset)
+    if len(header) < _LOCAL_HEADER.size or _LOCAL_HEADER.unpack(header)[0] != _LOCAL_SIGNATURE:
+        raise WheelError(f"{archive.name}: '{member.name}' has no valid local header",
+                         fix="rebuild the wheel")
+    name_length, extra_length = _LOCAL_HEADER.unpack(header)[9:11]
+    return member.header_offset + _LOCAL_HEADER.size + name_length + extra_length
+
+
+def _chunks(archive: Path, descriptor: int, member: Member, start: int) -> Iterator[bytes]:
+    position, end = start, start + member.compressed_size
+    inflater = zlib.decompressobj(-15) if member.method == zipfile.ZIP_DEFLATED else None
+    while position < end:
+        raw = os.pread(descriptor, min(4 * _CHUNK, end - position), position)
+        if not raw:
+            raise WheelError(f"{archive.name}: '{member.name}' is truncated",
+                             fix="re-download the wheel")
+        position += len(raw)
+        if inflater is None:
+            yield raw
+            continue
+        try:
+            data = inflater.decompress(raw, _CHUNK)
+            while data:
+                yield data
+                data = inflater.decompress(inflater.unconsumed_tail, _CHUNK)
+        except zlib.error as error:
+            raise WheelError(f"{archive.name}: '{member.name}' is corrupt ({error})",
+                             fix="re-download the wheel") from None
+    if inflater is not None:
+        rest = inflater.flush()
+        if rest:
+            yield rest

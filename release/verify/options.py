@@ -1,0 +1,30 @@
+"""What a verify run may do and how far it may go: one frozen value, built by the CLI."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True, kw_only=True)
+class Limits:
+    """Bounds that make opening a hostile wheel safe."""
+
+    max_entries: int = 100_000
+    max_total_size: int = 8 << 30       # bytes, all members uncompressed
+    max_member_size: int = 4 << 30
+    max_ratio: int = 200                # uncompressed / compressed, for members over 1 MiB
+    ratio_floor: int = 1 << 20
+
+
+@dataclass(frozen=True, kw_only=True)
+class VerifyOptions:
+    heuristic_ownership: bool = False   # infer ownership from strings even with a build record
+    load_timeout: float = 60.0          # seconds per load-matrix subprocess
+    max_pairs: int = 400                # cap on load-matrix pairs (each run in both orders)
+    workers: int = 2                    # parallel readers / subprocesses
+    sites: tuple[Path, ...] = ()        # extra site-packages folders holding dependencies
+    build_paths: tuple[str, ...] = ()   # build/source folders that must not leak (errors)
+    leak_environment: bool = True       # also look for $HOME, $TMPDIR and /tmp/ (warnings)
+    cmake_timeout: float = 300.0
+    limits: Limits = Limits()
