@@ -64,7 +64,8 @@ def run(
     if completed.returncode != 0:
         tail = output[-_OUTPUT_TAIL:].strip()
         summary = tail.splitlines()[-1] if tail else "no output"
+        name = what or Path(argv[0]).name
         raise CommandError(
-            f"{what or Path(argv[0]).name} failed with exit status {completed.returncode}: {summary}",
+            f"{name} failed with exit status {completed.returncode}: {summary}",
             command=argv, returncode=completed.returncode, output=tail, fix=fix)
     return output

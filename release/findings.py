@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 
-class Severity(str, enum.Enum):
+class Severity(enum.StrEnum):
     ERROR = "error"      # the wheel is broken or violates a promise; verify exits non-zero
     WARNING = "warning"  # suspicious, worth a look; does not fail verify
     INFO = "info"        # a fact for the report (tables, measurements)

@@ -5,17 +5,12 @@ ConfigurationErrors naming the key (``tool.release.components.kernels.opt-in``).
 
 from __future__ import annotations
 
-import sys
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from release.errors import ConfigurationError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 COMPONENT_KINDS = ("library", "plugin")
 REGISTRATION_KINDS = ("operators", "backends")
@@ -118,7 +113,8 @@ class _Table:
             return default
         value = self.data[key]
         if not isinstance(value, kind) or (kind is str and isinstance(value, bool)):
-            expected = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
+            kinds = kind if isinstance(kind, tuple) else (kind,)
+            expected = "/".join(k.__name__ for k in kinds)
             raise ConfigurationError(
                 f"{self.path}.{key} must be a {expected}, not {type(value).__name__} ({value!r})",
                 fix=f"correct '{key}' in [{self.path}]")

@@ -47,7 +47,7 @@ class Stage(enum.IntEnum):
         return self.name.lower().replace("fixup", "fix up").replace("layout", "lay out")
 
 
-class VerifyMode(str, enum.Enum):
+class VerifyMode(enum.StrEnum):
     FULL = "full"
     STATIC = "static"
     NONE = "none"
@@ -289,9 +289,9 @@ def _fix_up(plan: Plan, state: _State) -> None:
     changed = plan.platform.fix_up(state.staging, _search_paths(plan, state.staging))
     log.info("search paths rewritten in %d files", len(changed))
     _write_dist_info(plan, state.staging, plan.platform.wheel_platform_tag(plan.target))
+    python, abi = plan.platform.python_tag().split("-")
     name = wheel.WheelName(wheel.normalize_distribution(plan.distribution), plan.manifest.version,
-                           *plan.platform.python_tag().split("-"),
-                           plan.platform.wheel_platform_tag(plan.target))
+                           python, abi, plan.platform.wheel_platform_tag(plan.target))
     state.wheel = state.scratch / name.filename
     files = wheel.collect_tree(state.staging)
     wheel.write_wheel(state.wheel, files, dist_info=name.dist_info,

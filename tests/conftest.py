@@ -47,8 +47,9 @@ class Venv:
 def make_venv(path: Path) -> Venv:
     venv.EnvBuilder(with_pip=True, clear=True).create(path)
     python = path / "bin" / "python"
-    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['platlib'])"],
-                          capture_output=True, text=True, check=True).stdout.strip()
+    code = "import sysconfig; print(sysconfig.get_paths()['platlib'])"
+    site = subprocess.run([str(python), "-c", code], capture_output=True, text=True,
+                          check=True).stdout.strip()
     return Venv(root=path, python=python, site_packages=Path(site))
 
 

@@ -24,7 +24,8 @@ def test_repository_manifest_parses_with_every_component() -> None:
     assert names[:6] == ["runtime", "threadpool", "kernels", "kernels_quantized", "backend_cpu",
                          "export_plugin"]
     assert loaded.component("kernels_quantized").opt_in
-    assert loaded.component("kernels_quantized").cmake_variable == "EDGERT_QUANTIZED_KERNELS_LIBRARY"
+    quantized = loaded.component("kernels_quantized")
+    assert quantized.cmake_variable == "EDGERT_QUANTIZED_KERNELS_LIBRARY"
     assert loaded.component("export_plugin").kind == "plugin"
     assert not loaded.component("kernels").opt_in
 
@@ -96,7 +97,8 @@ def test_adding_a_component_is_a_data_change() -> None:
     data = copy.deepcopy(_project())
     data["tool"]["release"]["components"]["backend_npu"] = {
         "library": "edgert_backend_npu", "cmake-component": "backend_npu",
-        "depends": ["runtime"], "registers": ["backends"], "markers": ["edgert_backend_npu_component"]}
+        "depends": ["runtime"], "registers": ["backends"],
+        "markers": ["edgert_backend_npu_component"]}
     loaded = manifest.parse(data, ROOT)
     assert loaded.component("backend_npu").library == "edgert_backend_npu"
     assert "backend_npu" in [c.name for c in loaded.components_for("cpu")]

@@ -1,0 +1,227 @@
+"""The typed model of a wheel: its metadata, its files and every shipped binary, read once.
+
+``open_wheel`` streams each member once (in parallel): it checks RECORD's hash and size,
+scans for leaked build paths, writes binaries (or, for a full extraction, every file) into a
+folder laid out like site-packages, and parses each binary there."""
+
+from __future__ import annotations
+
+import os
+import zipfile
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.tags import Tag
+
+from release.binary import BinaryInfo, Section, is_binary, read_binary
+from release.errors import BinaryFormatError, WheelError
+from release.findings import Finding, Severity
+from release.verify.archive import (
+    Leak,
+    Member,
+    StreamedMember,
+    StreamRequest,
+    list_members,
+    stream_member,
+)
+from release.verify.buildrecord import BuildRecord, parse_build_record
+from release.verify.metadata import (
+    Metadata,
+    RecordEntry,
+    parse_metadata,
+    parse_record,
+    parse_wheel_tags,
+)
+from release.verify.options import VerifyOptions
+
+REGISTRATION_SECTION = "edgert_reg"
+_TEXT_LIMIT = 16 << 20
+
+
+@dataclass(frozen=True)
+class ElfFile:
+    path: str             # path inside the wheel (as in RECORD)
+    installed: str        # path relative to site-packages after installation
+    extracted_path: Path  # where the bytes are during this verify run
+    info: BinaryInfo
+
+    @property
+    def sections(self) -> tuple[Section, ...]:
+        return self.info.sections
+
+    @property
+    def name(self) -> str:
+        return self.installed.rsplit("/", 1)[-1]
+
+    @property
+    def folder(self) -> str:
+        return self.installed.rsplit("/", 1)[0] if "/" in self.installed else ""
+
+    @property
+    def is_extension(self) -> bool:
+        return any(s.defined and s.name.startswith("PyInit_") for s in self.info.dynamic_symbols)
+
+    def read_section(self, name: str) -> bytes:
+        """The bytes of section ``name`` ('' when absent), read from the extracted file."""
+        section = self.info.section(name)
+        if section is None or section.size == 0:
+            return b""
+        with self.extracted_path.open("rb") as handle:
+            handle.seek(section.offset)
+            data = handle.read(section.size)
+        if len(data) != section.size:
+            raise BinaryFormatError(f"{self.path}: section {name} is truncated",
+                                    fix="rebuild the wheel")
+        return data
+
+
+@dataclass(frozen=True)
+class WheelModel:
+    filename: str
+    archive: Path
+    root: Path                       # extraction folder laid out like site-packages
+    fully_extracted: bool            # False: only binaries were written (static mode)
+    files: frozenset[str]            # installed paths of every member
+    metadata: Metadata
+    tags: tuple[Tag, ...]
+    binaries: tuple[ElfFile, ...]
+    build_record: BuildRecord | None
+    leaks: Mapping[str, tuple[Leak, ...]]   # wheel path -> leaked prefixes found in it
+    findings: tuple[Finding, ...]           # problems found while reading
+
+    def binary(self, installed: str) -> ElfFile | None:
+        return next((elf for elf in self.binaries if elf.installed == installed), None)
+
+    @property
+    def platforms(self) -> tuple[str, ...]:
+        return tuple(sorted({tag.platform for tag in self.tags}))
+
+
+def installed_path(name: str) -> str:
+    """Where pip puts a wheel member, relative to site-packages."""
+    parts = name.split("/")
+    if len(parts) > 2 and parts[0].endswith(".data") and parts[1] in ("purelib", "platlib"):
+        return "/".join(parts[2:])
+    return name
+
+
+def open_wheel(archive: Path, destination: Path, *, extract_all: bool, prefixes: tuple[str, ...],
+               options: VerifyOptions) -> WheelModel:
+    members = list_members(archive, options.limits)
+    request = StreamRequest(prefixes, destination,
+                            (lambda head: True) if extract_all else is_binary)
+    streamed = _stream_all(archive, members, request, options)
+    texts = _read_texts(archive, members)
+    dist_info = _dist_info(archive, members)
+    findings: list[Finding] = []
+    metadata, metadata_findings = parse_metadata(texts.get(f"{dist_info}/METADATA", ""),
+                                                 where=f"{dist_info}/METADATA")
+    findings += metadata_findings
+    findings += _check_record(texts, dist_info, streamed)
+    record = _build_record(texts)
+    binaries = _read_binaries(streamed, findings, options)
+    return WheelModel(
+        filename=archive.name, archive=archive, root=destination, fully_extracted=extract_all,
+        files=frozenset(installed_path(m.name) for m in members), metadata=metadata,
+        tags=parse_wheel_tags(texts.get(f"{dist_info}/WHEEL", "")), binaries=binaries,
+        build_record=record, leaks={s.name: s.leaks for s in streamed if s.leaks},
+        findings=tuple(findings))
+
+
+def _stream_all(archive: Path, members: list[Member], request: StreamRequest,
+                options: VerifyOptions) -> list[StreamedMember]:
+    ordered = sorted(members, key=lambda member: -member.compressed_size)
+    placed = [Member(installed_path(m.name), m.method, m.flags, m.header_offset,
+                     m.compressed_size, m.declared_size, m.crc) for m in ordered]
+    descriptor = os.open(archive, os.O_RDONLY)
+    try:
+        with ThreadPoolExecutor(max(1, options.workers)) as pool:
+            results = list(pool.map(lambda member: stream_member(
+                archive, descriptor, member, options.limits, request), placed))
+    finally:
+        os.close(descriptor)
+    # keep the wheel's own names for RECORD comparison
+    return [StreamedMember(original.name, result.size, result.sha256, result.head,
+                           result.leaks, result.written)
+            for original, result in zip(ordered, results, strict=True)]
+
+
+def _read_texts(archive: Path, members: list[Member]) -> dict[str, str]:
+    wanted = [m for m in members if m.declared_size <= _TEXT_LIMIT and (
+        m.name.count("/") == 1 and (m.name.endswith(("/METADATA", "/WHEEL", "/RECORD",
+                                                     "/_release.json"))))]
+    with zipfile.ZipFile(archive) as opened:
+        return {m.name: opened.read(m.name).decode("utf-8", "replace") for m in wanted}
+
+
+def _dist_info(archive: Path, members: list[Member]) -> str:
+    folders = sorted({m.name.split("/")[0] for m in members
+                      if m.name.split("/")[0].endswith(".dist-info")})
+    if len(folders) != 1:
+        raise WheelError(f"{archive.name}: expected one .dist-info folder, found "
+                         f"{len(folders)}", fix="rebuild the wheel with a PEP 427 builder")
+    return folders[0]
+
+
+def _check_record(texts: dict[str, str], dist_info: str,
+                  streamed: list[StreamedMember]) -> list[Finding]:
+    record_name = f"{dist_info}/RECORD"
+    if record_name not in texts:
+        return [Finding(check="record", severity=Severity.ERROR, file=record_name,
+                        what="the wheel has no RECORD", why="pip cannot verify or uninstall it",
+                        fix="rebuild the wheel")]
+    entries, findings = parse_record(texts[record_name], where=record_name)
+    for member in streamed:
+        findings.extend(_compare(member, entries.get(member.name), record_name))
+    present = {member.name for member in streamed}
+    for path in sorted(set(entries) - present):
+        findings.append(Finding(check="record", severity=Severity.ERROR, file=path,
+                                what="listed in RECORD but absent from the wheel",
+                                fix="rebuild the wheel"))
+    return findings
+
+
+def _compare(member: StreamedMember, entry: RecordEntry | None, record: str) -> list[Finding]:
+    unsigned = member.name == record or member.name.endswith((".jws", ".p7s"))
+    if entry is None:
+        return [] if unsigned else [Finding(
+            check="record", severity=Severity.ERROR, file=member.name,
+            what="not listed in RECORD", why="the file cannot be verified", fix="rebuild")]
+    problems = []
+    if entry.algorithm != "sha256" and not unsigned:
+        problems.append(f"RECORD has no sha256 hash for it ('{entry.algorithm or 'none'}')")
+    elif entry.algorithm == "sha256" and entry.digest != member.sha256:
+        problems.append(f"sha256 is {member.sha256}, RECORD says {entry.digest}")
+    if entry.size is not None and entry.size != member.size:
+        problems.append(f"size is {member.size}, RECORD says {entry.size}")
+    return [Finding(check="record", severity=Severity.ERROR, file=member.name, what=problem,
+                    why="the file changed after RECORD was written or RECORD is wrong",
+                    fix="regenerate RECORD as the last step of the build")
+            for problem in problems]
+
+
+def _build_record(texts: dict[str, str]) -> BuildRecord | None:
+    names = sorted(name for name in texts if name.endswith("/_release.json")
+                   and not name.split("/")[0].endswith(".dist-info"))
+    return parse_build_record(texts[names[0]], where=names[0]) if names else None
+
+
+def _read_binaries(streamed: list[StreamedMember], findings: list[Finding],
+                   options: VerifyOptions) -> tuple[ElfFile, ...]:
+    written = [m for m in streamed if m.written is not None and is_binary(m.head)]
+
+    def read(member: StreamedMember) -> ElfFile | Finding:
+        assert member.written is not None
+        try:
+            info = read_binary(member.written, sections=(REGISTRATION_SECTION,))
+        except BinaryFormatError as error:
+            return Finding(check="binary", severity=Severity.ERROR, file=member.name,
+                           what=f"unreadable binary: {error.what}", fix=error.fix)
+        return ElfFile(member.name, installed_path(member.name), member.written, info)
+
+    with ThreadPoolExecutor(max(1, options.workers)) as pool:
+        results = list(pool.map(read, written))
+    findings.extend(result for result in results if isinstance(result, Finding))
+    return tuple(sorted((r for r in results if isinstance(r, ElfFile)), key=lambda e: e.path))

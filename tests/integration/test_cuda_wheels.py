@@ -1,0 +1,119 @@
+"""The cu12 and cu13 wheels: declared CUDA runtime, relative search path into the runtime
+wheel, no bundled libcudart, and a delegate that loads (without a GPU) from a clean venv."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+from elftools.elf.dynamic import DynamicSection
+from elftools.elf.elffile import ELFFile
+
+from release import manifest
+from release.pipeline import BuildOptions, VerifyMode, run
+from release.wheel import WheelName, parse_metadata
+from tests.conftest import ROOT, Venv, make_venv
+
+pytestmark = pytest.mark.integration
+
+RUNTIME = {
+    "cu12": ("nvidia-cuda-runtime-cu12", "libcudart.so.12", "nvidia/cuda_runtime/lib"),
+    "cu13": ("nvidia-cuda-runtime", "libcudart.so.13", "nvidia/cu13/lib"),
+}
+
+
+@pytest.fixture(scope="module", params=["cu12", "cu13"])
+def cuda_wheel(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    variant = request.param
+    result = run(manifest.load(ROOT), BuildOptions(
+        platform="linux", variant=variant, out_dir=tmp_path_factory.mktemp(f"dist-{variant}"),
+        verify=VerifyMode.FULL))
+    assert result.wheel is not None
+    return variant, result
+
+
+def _dynamic(data: bytes) -> dict[str, list[str]]:
+    tags: dict[str, list[str]] = {}
+    for section in ELFFile(io.BytesIO(data)).iter_sections():
+        if isinstance(section, DynamicSection):
+            for tag in section.iter_tags():
+                name = tag.entry.d_tag
+                if name in ("DT_NEEDED", "DT_RPATH", "DT_RUNPATH"):
+                    tags.setdefault(name, []).append(str(getattr(tag, name[3:].lower())))
+    return tags
+
+
+def test_name_requirement_and_runpath(cuda_wheel) -> None:
+    variant, result = cuda_wheel
+    distribution, soname, folder = RUNTIME[variant]
+    name = WheelName.parse(result.wheel.name)
+    assert name.distribution == f"edgert_{variant}"
+    with zipfile.ZipFile(result.wheel) as archive:
+        entries = {n: archive.read(n) for n in archive.namelist()}
+    metadata = parse_metadata(entries[f"{name.dist_info}/METADATA"].decode())
+    requirements = [r for r in metadata.get_all("Requires-Dist") if r.startswith(distribution)]
+    assert len(requirements) == 1 and "sys_platform == 'linux'" in requirements[0]
+    major = variant[2:]
+    assert f"<{int(major) + 1}" in requirements[0], "the runtime range stays within its major"
+    assert not any("libcudart" in n for n in entries), "libcudart must never be bundled"
+    cuda_library = entries["edgert/lib/libedgert_backend_cuda.so"]
+    tags = _dynamic(cuda_library)
+    assert soname in tags["DT_NEEDED"]
+    assert tags["DT_RUNPATH"] == [f"$ORIGIN:$ORIGIN/../../{folder}"]
+    for entry, data in entries.items():
+        if data[:4] == b"\x7fELF" and entry != "edgert/lib/libedgert_backend_cuda.so":
+            assert "nvidia" not in ":".join(_dynamic(data).get("DT_RUNPATH", [])), entry
+    record = json.loads(entries["edgert/_release.json"])
+    assert record["variant"] == variant and record["cuda"]["runtime_library"] == soname
+
+
+def test_coverage_table_in_verify_report(cuda_wheel) -> None:
+    _, result = cuda_wheel
+    findings = result.verify["findings"]
+    coverage = [f for f in findings if f["check"] == "coverage"]
+    assert coverage, "verify must judge device code coverage of a CUDA wheel"
+    assert not [f for f in coverage if f["severity"] == "error"], coverage
+
+
+@pytest.fixture(scope="module")
+def cuda_venv(cuda_wheel, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Venv]:
+    variant, result = cuda_wheel
+    environment = make_venv(tmp_path_factory.mktemp(f"venv-{variant}") / "env")
+    completed = environment.run("-m", "pip", "install", "--quiet", str(result.wheel))
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    return variant, environment
+
+
+PROBE = """
+import json, edgert, edgert.models, numpy as np
+program = edgert.load(edgert.models.path("mlp"))
+x = np.linspace(-1, 1, 16, dtype=np.float32).reshape(1, 16)
+cpu = program.run([x])[0]
+maps = open("/proc/self/maps").read().split("\\n")
+cudart = sorted({line.split()[-1] for line in maps if "libcudart" in line})
+backends = {b.name: b.owner for b in edgert.backends()}
+try:
+    program.set_backends(["cuda"])
+    program.run([x])
+    gpu = "ran"
+except edgert.EdgertError as error:
+    gpu = f"{type(error).__name__}: {error}"
+print(json.dumps({"cudart": cudart, "backends": backends, "gpu": gpu, "sum": float(cpu.sum())}))
+"""
+
+
+def test_delegate_loads_and_finds_runtime_from_the_wheel(cuda_venv) -> None:
+    variant, environment = cuda_venv
+    _, soname, folder = RUNTIME[variant]
+    completed = environment.run("-c", PROBE, cwd="/")
+    assert completed.returncode == 0, completed.stderr
+    report = json.loads(completed.stdout.strip().splitlines()[-1])
+    site = str(environment.site_packages)
+    assert report["cudart"] == [f"{site}/{folder}/{soname}"], report["cudart"]
+    assert report["backends"]["cuda"].startswith(f"{site}/edgert/lib/")
+    assert abs(report["sum"] - 1.0) < 1e-4, "without a GPU the CPU kernels run the model"
+    if not Path("/dev/nvidiactl").exists():
+        assert report["gpu"].startswith("UnavailableError"), report["gpu"]
