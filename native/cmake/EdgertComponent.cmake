@@ -21,12 +21,9 @@ option(EDGERT_MONOLITHIC
   "Never shipped: build components as static archives linked whole into the extension (the layout before components were shared libraries; benchmarks compare its size)"
   OFF)
 
-# Link feature: a registration-only library stays on the link line under --as-needed
-# (or, in the monolithic build, is linked whole so its static registrations survive).
-if(EDGERT_MONOLITHIC AND NOT APPLE AND NOT WIN32)
-  set(CMAKE_LINK_LIBRARY_USING_EDGERT_KEEP
-      "LINKER:--whole-archive" "<LINK_ITEM>" "LINKER:--no-whole-archive")
-elseif(APPLE)
+# Link feature: a registration-only library stays on the link line under --as-needed.
+# (The monolithic build links its registration archives whole in native/python instead.)
+if(EDGERT_MONOLITHIC OR APPLE)
   set(CMAKE_LINK_LIBRARY_USING_EDGERT_KEEP "<LINK_ITEM>")
 elseif(WIN32)
   set(CMAKE_LINK_LIBRARY_USING_EDGERT_KEEP "<LINK_ITEM>")

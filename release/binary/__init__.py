@@ -28,25 +28,29 @@ def is_binary(head: bytes) -> bool:
     return any(reader.matches(head) for reader in READERS)
 
 
-def read_binary_data(data: Buffer, *, where: str,
-                     sections: Collection[str] = ()) -> BinaryInfo:
-    """Parses ``data``; ``sections`` names sections whose bytes the result should carry."""
+def read_binary_data(data: Buffer, *, where: str, sections: Collection[str] = (),
+                     static_symbols: bool = False) -> BinaryInfo:
+    """Parses ``data``; ``sections`` names sections whose bytes the result should carry;
+    ``static_symbols`` also reads the static symbol table (large in unstripped files)."""
     head = bytes(data[:16])
     for reader in READERS:
         if reader.matches(head):
-            return reader.read(data, where=where, sections=sections)
+            return reader.read(data, where=where, sections=sections,
+                               static_symbols=static_symbols)
     raise BinaryFormatError(f"{where}: not a binary format this tool reads",
                             fix="pass an ELF file")
 
 
-def read_binary(path: Path, *, sections: Collection[str] = ()) -> BinaryInfo:
+def read_binary(path: Path, *, sections: Collection[str] = (),
+                static_symbols: bool = False) -> BinaryInfo:
     """Parses the file at ``path`` through a read-only memory map."""
     try:
         with path.open("rb") as handle:
             if path.stat().st_size == 0:
                 raise BinaryFormatError(f"{path}: empty file", fix="pass an ELF file")
             with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                return read_binary_data(data, where=str(path), sections=sections)
+                return read_binary_data(data, where=str(path), sections=sections,
+                                        static_symbols=static_symbols)
     except OSError as error:
         raise BinaryFormatError(f"{path}: cannot read ({error.strerror})",
                                 fix="check that the file exists and is readable") from None

@@ -81,9 +81,9 @@ class ElfReader:
     def matches(self, head: bytes) -> bool:
         return head[:4] == MAGIC
 
-    def read(self, data: Buffer, *, where: str,
-             sections: Collection[str] = ()) -> model.BinaryInfo:
-        return _Parser(data, where).parse(sections)
+    def read(self, data: Buffer, *, where: str, sections: Collection[str] = (),
+             static_symbols: bool = False) -> model.BinaryInfo:
+        return _Parser(data, where).parse(sections, static_symbols)
 
 
 class _Parser:
@@ -99,7 +99,7 @@ class _Parser:
         self.layout = _LAYOUT32 if self.bits == 32 else _LAYOUT64
         self.view = ByteView(data, where=where, byte_order="<" if self.little else ">")
 
-    def parse(self, wanted: Collection[str]) -> model.BinaryInfo:
+    def parse(self, wanted: Collection[str], static_symbols: bool) -> model.BinaryInfo:
         header = self._header()
         segments = self._segments(header)
         sections = self._sections(header)
@@ -116,7 +116,7 @@ class _Parser:
                 model.Section(s.name, s.offset, 0 if s.kind == SHT_NOBITS else s.size,
                               s.kind, s.address) for s in sections),
             dynamic_symbols=self._symbols(sections, SHT_DYNSYM, version_names),
-            symbols=self._symbols(sections, SHT_SYMTAB, {}),
+            symbols=self._symbols(sections, SHT_SYMTAB, {}) if static_symbols else (),
             version_requirements=requirements,
             section_data={s.name: self.view.read(s.offset, s.size, f"section {s.name}")
                           for s in sections if s.name in wanted and s.kind != SHT_NOBITS})

@@ -7,6 +7,7 @@ inherited DT_RPATH (empty elsewhere)."""
 
 from __future__ import annotations
 
+import mmap
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -68,7 +69,7 @@ class BinaryInfo:
     dynamic_flags: int = 0      # DT_FLAGS
     sections: tuple[Section, ...] = ()
     dynamic_symbols: tuple[Symbol, ...] = ()
-    symbols: tuple[Symbol, ...] = ()  # the static symbol table when present (.symtab)
+    symbols: tuple[Symbol, ...] = ()  # the static symbol table (.symtab), when asked for
     version_requirements: tuple[VersionRequirement, ...] = ()
     section_data: Mapping[str, bytes] = field(default_factory=dict)  # sections asked for
 
@@ -88,5 +89,5 @@ class BinaryReader(Protocol):
 
     def matches(self, head: bytes) -> bool: ...
 
-    def read(self, data: bytes | memoryview, *, where: str,
-             sections: Collection[str] = ()) -> BinaryInfo: ...
+    def read(self, data: bytes | mmap.mmap, *, where: str, sections: Collection[str] = (),
+             static_symbols: bool = False) -> BinaryInfo: ...

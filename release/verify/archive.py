@@ -50,6 +50,7 @@ class StreamedMember:
     head: bytes          # the first bytes (format detection)
     leaks: tuple[Leak, ...]
     written: Path | None
+    data: bytes | None   # the whole member, when it was kept in memory
 
 
 def _unsafe_name(name: str) -> str:
@@ -146,6 +147,8 @@ class StreamRequest:
     prefixes: tuple[str, ...]
     destination: Path | None              # folder to extract into, or None
     write_when: Callable[[bytes], bool]   # decides from the first bytes whether to write
+    keep_when: Callable[[bytes], bool] = lambda head: False  # ... whether to keep in memory
+    keep_limit: int = 64 << 20            # members larger than this are written, not kept
 
 
 def stream_member(archive: Path, descriptor: int, member: Member, limits: Limits,
@@ -155,7 +158,8 @@ def stream_member(archive: Path, descriptor: int, member: Member, limits: Limits
     digest = hashlib.sha256()
     scanner = _LeakScanner(request.prefixes)
     produced, head, output = 0, b"", None
-    target = None
+    target: Path | None = None
+    kept: list[bytes] | None = None
     try:
         for chunk in _chunks(archive, descriptor, member, start):
             produced += len(chunk)
@@ -166,7 +170,9 @@ def stream_member(archive: Path, descriptor: int, member: Member, limits: Limits
                                  fix="rebuild the wheel")
             if not head:
                 head = chunk[:64]
-                if request.destination is not None and request.write_when(head):
+                if member.declared_size <= request.keep_limit and request.keep_when(head):
+                    kept = []
+                elif request.destination is not None and request.write_when(head):
                     target = request.destination / member.name
                     target.parent.mkdir(parents=True, exist_ok=True)
                     output = target.open("wb")
@@ -174,19 +180,23 @@ def stream_member(archive: Path, descriptor: int, member: Member, limits: Limits
             scanner.feed(chunk)
             if output is not None:
                 output.write(chunk)
+            elif kept is not None:
+                kept.append(chunk)
     finally:
         if output is not None:
             output.close()
     if produced != member.declared_size:
         raise WheelError(f"{archive.name}: '{member.name}' holds {produced} bytes but its "
                          f"header says {member.declared_size}", fix="rebuild the wheel")
-    if request.destination is not None and target is None and request.write_when(head):
+    if (request.destination is not None and target is None and kept is None
+            and request.write_when(head)):
         target = request.destination / member.name  # an empty file
         target.parent.mkdir(parents=True, exist_ok=True)
         target.touch()
     encoded = _record_digest(digest.digest())
     return StreamedMember(member.name, produced, encoded, head,
-                          tuple(scanner.found.values()), target)
+                          tuple(scanner.found.values()), target,
+                          b"".join(kept) if kept is not None else None)
 
 
 def _record_digest(raw: bytes) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from packaging.tags import Tag
 
-from release.binary import BinaryInfo, Section, is_binary, read_binary
+from release.binary import BinaryInfo, Section, is_binary, read_binary, read_binary_data
 from release.errors import BinaryFormatError, WheelError
 from release.findings import Finding, Severity
 from release.verify.archive import (
@@ -44,8 +44,9 @@ _TEXT_LIMIT = 16 << 20
 class ElfFile:
     path: str             # path inside the wheel (as in RECORD)
     installed: str        # path relative to site-packages after installation
-    extracted_path: Path  # where the bytes are during this verify run
+    extracted_path: Path | None  # where the bytes are during this run (None: only in the zip)
     info: BinaryInfo
+    archive: Path
 
     @property
     def sections(self) -> tuple[Section, ...]:
@@ -68,9 +69,14 @@ class ElfFile:
         section = self.info.section(name)
         if section is None or section.size == 0:
             return b""
-        with self.extracted_path.open("rb") as handle:
-            handle.seek(section.offset)
-            data = handle.read(section.size)
+        if self.extracted_path is not None:
+            with self.extracted_path.open("rb") as handle:
+                handle.seek(section.offset)
+                data = handle.read(section.size)
+        else:
+            with zipfile.ZipFile(self.archive) as opened, opened.open(self.path) as handle:
+                handle.seek(section.offset)
+                data = handle.read(section.size)
         if len(data) != section.size:
             raise BinaryFormatError(f"{self.path}: section {name} is truncated",
                                     fix="rebuild the wheel")
@@ -111,17 +117,17 @@ def open_wheel(archive: Path, destination: Path, *, extract_all: bool, prefixes:
                options: VerifyOptions) -> WheelModel:
     members = list_members(archive, options.limits)
     request = StreamRequest(prefixes, destination,
-                            (lambda head: True) if extract_all else is_binary)
-    streamed = _stream_all(archive, members, request, options)
+                            (lambda head: True) if extract_all else is_binary,
+                            keep_when=(lambda head: False) if extract_all else is_binary)
+    findings: list[Finding] = []
+    streamed, binaries = _stream_all(archive, members, request, options, findings)
     texts = _read_texts(archive, members)
     dist_info = _dist_info(archive, members)
-    findings: list[Finding] = []
     metadata, metadata_findings = parse_metadata(texts.get(f"{dist_info}/METADATA", ""),
                                                  where=f"{dist_info}/METADATA")
     findings += metadata_findings
     findings += _check_record(texts, dist_info, streamed)
     record = _build_record(texts)
-    binaries = _read_binaries(streamed, findings, options)
     return WheelModel(
         filename=archive.name, archive=archive, root=destination, fully_extracted=extract_all,
         files=frozenset(installed_path(m.name) for m in members), metadata=metadata,
@@ -131,21 +137,45 @@ def open_wheel(archive: Path, destination: Path, *, extract_all: bool, prefixes:
 
 
 def _stream_all(archive: Path, members: list[Member], request: StreamRequest,
-                options: VerifyOptions) -> list[StreamedMember]:
+                options: VerifyOptions, findings: list[Finding]
+                ) -> tuple[list[StreamedMember], tuple[ElfFile, ...]]:
     ordered = sorted(members, key=lambda member: -member.compressed_size)
-    placed = [Member(installed_path(m.name), m.method, m.flags, m.header_offset,
-                     m.compressed_size, m.declared_size, m.crc) for m in ordered]
     descriptor = os.open(archive, os.O_RDONLY)
+
+    def work(member: Member) -> tuple[StreamedMember, ElfFile | Finding | None]:
+        placed = Member(installed_path(member.name), member.method, member.flags,
+                        member.header_offset, member.compressed_size, member.declared_size,
+                        member.crc)
+        result = stream_member(archive, descriptor, placed, options.limits, request)
+        kept = StreamedMember(member.name, result.size, result.sha256, result.head,
+                              result.leaks, result.written, None)
+        return kept, _read_binary(archive, member.name, result)
+
     try:
         with ThreadPoolExecutor(max(1, options.workers)) as pool:
-            results = list(pool.map(lambda member: stream_member(
-                archive, descriptor, member, options.limits, request), placed))
+            results = list(pool.map(work, ordered))
     finally:
         os.close(descriptor)
-    # keep the wheel's own names for RECORD comparison
-    return [StreamedMember(original.name, result.size, result.sha256, result.head,
-                           result.leaks, result.written)
-            for original, result in zip(ordered, results, strict=True)]
+    findings.extend(binary for _, binary in results if isinstance(binary, Finding))
+    binaries = sorted((binary for _, binary in results if isinstance(binary, ElfFile)),
+                      key=lambda elf: elf.path)
+    return [member for member, _ in results], tuple(binaries)
+
+
+def _read_binary(archive: Path, name: str, member: StreamedMember) -> ElfFile | Finding | None:
+    if not is_binary(member.head):
+        return None
+    try:
+        if member.data is not None:
+            info = read_binary_data(member.data, where=name, sections=(REGISTRATION_SECTION,))
+        elif member.written is not None:
+            info = read_binary(member.written, sections=(REGISTRATION_SECTION,))
+        else:
+            return None
+    except BinaryFormatError as error:
+        return Finding(check="binary", severity=Severity.ERROR, file=name,
+                       what=f"unreadable binary: {error.what}", fix=error.fix)
+    return ElfFile(name, installed_path(name), member.written, info, archive)
 
 
 def _read_texts(archive: Path, members: list[Member]) -> dict[str, str]:
@@ -206,22 +236,3 @@ def _build_record(texts: dict[str, str]) -> BuildRecord | None:
     names = sorted(name for name in texts if name.endswith("/_release.json")
                    and not name.split("/")[0].endswith(".dist-info"))
     return parse_build_record(texts[names[0]], where=names[0]) if names else None
-
-
-def _read_binaries(streamed: list[StreamedMember], findings: list[Finding],
-                   options: VerifyOptions) -> tuple[ElfFile, ...]:
-    written = [m for m in streamed if m.written is not None and is_binary(m.head)]
-
-    def read(member: StreamedMember) -> ElfFile | Finding:
-        assert member.written is not None
-        try:
-            info = read_binary(member.written, sections=(REGISTRATION_SECTION,))
-        except BinaryFormatError as error:
-            return Finding(check="binary", severity=Severity.ERROR, file=member.name,
-                           what=f"unreadable binary: {error.what}", fix=error.fix)
-        return ElfFile(member.name, installed_path(member.name), member.written, info)
-
-    with ThreadPoolExecutor(max(1, options.workers)) as pool:
-        results = list(pool.map(read, written))
-    findings.extend(result for result in results if isinstance(result, Finding))
-    return tuple(sorted((r for r in results if isinstance(r, ElfFile)), key=lambda e: e.path))
