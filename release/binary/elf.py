@@ -291,7 +291,8 @@ class _Parser:
                 name, info, other, shndx = row[0], row[1], row[2], row[3]
             else:
                 name, info, other, shndx = row[0], row[3], row[4], row[5]
-            version = version_names.get(versions[index] & 0x7FFF, "") if versions else ""
+            number = versions[index] & 0x7FFF if versions else 0
+            version = version_names.get(number, "") if number > 1 else ""  # 0 local, 1 base
             symbols.append(model.Symbol(
                 string_at(strings, name, view=self.view, what="symbol name") if name else "",
                 _BINDINGS.get(info >> 4, f"binding-{info >> 4}"), _VISIBILITIES[other & 3],

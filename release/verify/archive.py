@@ -71,7 +71,7 @@ def list_members(archive: Path, limits: Limits) -> list[Member]:
     try:
         with zipfile.ZipFile(archive) as opened:
             infos = opened.infolist()
-    except (zipfile.BadZipFile, OSError, ValueError) as error:
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError) as error:
         raise WheelError(f"{archive.name}: not a readable zip archive ({error})",
                          fix="rebuild the wheel or re-download it") from None
     if len(infos) > limits.max_entries:
@@ -199,6 +199,24 @@ def stream_member(archive: Path, descriptor: int, member: Member, limits: Limits
                           b"".join(kept) if kept is not None else None)
 
 
+def read_member(archive: Path, member: Member, limits: Limits) -> bytes:
+    """The whole content of one member, with the same checks as ``stream_member``."""
+    descriptor = os.open(archive, os.O_RDONLY)
+    try:
+        parts, produced = [], 0
+        for chunk in _chunks(archive, descriptor, member, _data_offset(archive, descriptor,
+                                                                       member)):
+            produced += len(chunk)
+            if produced > member.declared_size or _ratio_exceeded(
+                    produced, member.compressed_size, limits):
+                raise WheelError(f"{archive.name}: '{member.name}' expands past its declared "
+                                 f"{member.declared_size} bytes", fix="rebuild the wheel")
+            parts.append(chunk)
+        return b"".join(parts)
+    finally:
+        os.close(descriptor)
+
+
 def _record_digest(raw: bytes) -> str:
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
 
@@ -209,7 +227,8 @@ def _data_offset(archive: Path, descriptor: int, member: Member) -> int:
         raise WheelError(f"{archive.name}: '{member.name}' has no valid local header",
                          fix="rebuild the wheel")
     name_length, extra_length = _LOCAL_HEADER.unpack(header)[9:11]
-    return member.header_offset + _LOCAL_HEADER.size + name_length + extra_length
+    start: int = member.header_offset + _LOCAL_HEADER.size + name_length + extra_length
+    return start
 
 
 def _chunks(archive: Path, descriptor: int, member: Member, start: int) -> Iterator[bytes]:

@@ -7,7 +7,6 @@ folder laid out like site-packages, and parses each binary there."""
 from __future__ import annotations
 
 import os
-import zipfile
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -15,7 +14,14 @@ from pathlib import Path
 
 from packaging.tags import Tag
 
-from release.binary import BinaryInfo, Section, is_binary, read_binary, read_binary_data
+from release.binary import (
+    BinaryInfo,
+    Section,
+    Symbol,
+    is_binary,
+    read_binary,
+    read_binary_data,
+)
 from release.errors import BinaryFormatError, WheelError
 from release.findings import Finding, Severity
 from release.verify.archive import (
@@ -24,6 +30,7 @@ from release.verify.archive import (
     StreamedMember,
     StreamRequest,
     list_members,
+    read_member,
     stream_member,
 )
 from release.verify.buildrecord import BuildRecord, parse_build_record
@@ -34,7 +41,7 @@ from release.verify.metadata import (
     parse_record,
     parse_wheel_tags,
 )
-from release.verify.options import VerifyOptions
+from release.verify.options import Limits, VerifyOptions
 
 REGISTRATION_SECTION = "edgert_reg"
 _TEXT_LIMIT = 16 << 20
@@ -47,6 +54,7 @@ class ElfFile:
     extracted_path: Path | None  # where the bytes are during this run (None: only in the zip)
     info: BinaryInfo
     archive: Path
+    member: Member
 
     @property
     def sections(self) -> tuple[Section, ...]:
@@ -64,6 +72,15 @@ class ElfFile:
     def is_extension(self) -> bool:
         return any(s.defined and s.name.startswith("PyInit_") for s in self.info.dynamic_symbols)
 
+    def read_bytes(self) -> bytes:
+        if self.extracted_path is not None:
+            return self.extracted_path.read_bytes()
+        return read_member(self.archive, self.member, Limits())
+
+    def static_symbols(self) -> tuple[Symbol, ...]:
+        """The static symbol table (.symtab), parsed on demand (it can be large)."""
+        return read_binary_data(self.read_bytes(), where=self.path, static_symbols=True).symbols
+
     def read_section(self, name: str) -> bytes:
         """The bytes of section ``name`` ('' when absent), read from the extracted file."""
         section = self.info.section(name)
@@ -74,9 +91,7 @@ class ElfFile:
                 handle.seek(section.offset)
                 data = handle.read(section.size)
         else:
-            with zipfile.ZipFile(self.archive) as opened, opened.open(self.path) as handle:
-                handle.seek(section.offset)
-                data = handle.read(section.size)
+            data = self.read_bytes()[section.offset:section.offset + section.size]
         if len(data) != section.size:
             raise BinaryFormatError(f"{self.path}: section {name} is truncated",
                                     fix="rebuild the wheel")
@@ -121,7 +136,7 @@ def open_wheel(archive: Path, destination: Path, *, extract_all: bool, prefixes:
                             keep_when=(lambda head: False) if extract_all else is_binary)
     findings: list[Finding] = []
     streamed, binaries = _stream_all(archive, members, request, options, findings)
-    texts = _read_texts(archive, members)
+    texts = _read_texts(archive, members, options)
     dist_info = _dist_info(archive, members)
     metadata, metadata_findings = parse_metadata(texts.get(f"{dist_info}/METADATA", ""),
                                                  where=f"{dist_info}/METADATA")
@@ -149,7 +164,7 @@ def _stream_all(archive: Path, members: list[Member], request: StreamRequest,
         result = stream_member(archive, descriptor, placed, options.limits, request)
         kept = StreamedMember(member.name, result.size, result.sha256, result.head,
                               result.leaks, result.written, None)
-        return kept, _read_binary(archive, member.name, result)
+        return kept, _read_binary(archive, member, result)
 
     try:
         with ThreadPoolExecutor(max(1, options.workers)) as pool:
@@ -162,7 +177,9 @@ def _stream_all(archive: Path, members: list[Member], request: StreamRequest,
     return [member for member, _ in results], tuple(binaries)
 
 
-def _read_binary(archive: Path, name: str, member: StreamedMember) -> ElfFile | Finding | None:
+def _read_binary(archive: Path, entry: Member,
+                 member: StreamedMember) -> ElfFile | Finding | None:
+    name = entry.name
     if not is_binary(member.head):
         return None
     try:
@@ -175,15 +192,15 @@ def _read_binary(archive: Path, name: str, member: StreamedMember) -> ElfFile | 
     except BinaryFormatError as error:
         return Finding(check="binary", severity=Severity.ERROR, file=name,
                        what=f"unreadable binary: {error.what}", fix=error.fix)
-    return ElfFile(name, installed_path(name), member.written, info, archive)
+    return ElfFile(name, installed_path(name), member.written, info, archive, entry)
 
 
-def _read_texts(archive: Path, members: list[Member]) -> dict[str, str]:
+def _read_texts(archive: Path, members: list[Member], options: VerifyOptions) -> dict[str, str]:
     wanted = [m for m in members if m.declared_size <= _TEXT_LIMIT and (
         m.name.count("/") == 1 and (m.name.endswith(("/METADATA", "/WHEEL", "/RECORD",
                                                      "/_release.json"))))]
-    with zipfile.ZipFile(archive) as opened:
-        return {m.name: opened.read(m.name).decode("utf-8", "replace") for m in wanted}
+    return {m.name: read_member(archive, m, options.limits).decode("utf-8", "replace")
+            for m in wanted}
 
 
 def _dist_info(archive: Path, members: list[Member]) -> str:

@@ -1,0 +1,45 @@
+"""The checks verify runs, in order. A check is one module with ``NAME``, ``RUNS_PROGRAMS``
+(False: it only reads files, so it runs under --static) and
+``check(wheel: WheelModel, context: VerifyContext) -> list[Finding]``.
+Add a check by writing its module and listing it in CHECKS."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from release.findings import Finding
+from release.verify.checks import (
+    components,
+    duplicates,
+    leaks,
+    linkage,
+    load_matrix,
+    metadata_tags,
+    ownership,
+    private_copies,
+    sdk_routes,
+    search_path,
+)
+from release.verify.context import VerifyContext
+from release.verify.wheel import WheelModel
+
+
+class Check(Protocol):
+    NAME: str
+    RUNS_PROGRAMS: bool
+
+    def check(self, wheel: WheelModel, context: VerifyContext) -> list[Finding]: ...
+
+
+CHECKS: tuple[Check, ...] = (
+    components,
+    linkage,
+    search_path,
+    ownership,
+    private_copies,
+    duplicates,
+    leaks,
+    metadata_tags,
+    load_matrix,
+    sdk_routes,
+)

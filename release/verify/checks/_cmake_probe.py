@@ -1,0 +1,90 @@
+"""A throw-away consumer project that asks CMake, through its File API, which libraries a
+``find_package`` request links: one subfolder per request, one configure per CMake route."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from release import _cmd
+
+_MAIN = "int main(void) { return 0; }\n"
+
+_REQUEST = """\
+set(_probe_args)
+if(NOT "{component}" STREQUAL "")
+  set(_probe_args COMPONENTS {component})
+endif()
+find_package({package} CONFIG QUIET ${{_probe_args}} PATHS "{folder}" NO_DEFAULT_PATH)
+string(TOUPPER "{package}" _probe_upper)
+file(WRITE "${{CMAKE_BINARY_DIR}}/found-{label}.txt" "${{{package}_FOUND}}")
+if({package}_FOUND)
+  add_executable(probe_{label} "${{CMAKE_SOURCE_DIR}}/main.c")
+  set(_probe_links ${{${{_probe_upper}}_LIBRARIES}})
+  if(NOT "{variable}" STREQUAL "" AND DEFINED {variable})
+    list(APPEND _probe_links ${{{variable}}})
+  endif()
+  target_link_libraries(probe_{label} PRIVATE ${{_probe_links}})
+endif()
+"""
+
+
+@dataclass(frozen=True)
+class Request:
+    label: str          # "default" or the component name
+    component: str      # "" for the default request
+    variable: str = ""  # the component's own variable (opt-in components)
+
+
+@dataclass(frozen=True)
+class Answer:
+    found: bool
+    libraries: tuple[str, ...]   # file names of the shared libraries on the link line
+
+
+def write_probe(folder: Path, *, package: str, package_dir: Path,
+                requests: list[Request]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "main.c").write_text(_MAIN)
+    lines = ["cmake_minimum_required(VERSION 3.24)", "project(release_verify_probe C)"]
+    for request in requests:
+        sub = folder / f"request_{request.label}"
+        sub.mkdir(exist_ok=True)
+        (sub / "CMakeLists.txt").write_text(_REQUEST.format(
+            package=package, folder=package_dir.as_posix(), component=request.component,
+            label=request.label, variable=request.variable))
+        lines.append(f"add_subdirectory(request_{request.label})")
+    (folder / "CMakeLists.txt").write_text("\n".join(lines) + "\n")
+
+
+def configure(cmake: Path, source: Path, build: Path, *, timeout: float) -> None:
+    query = build / ".cmake" / "api" / "v1" / "query" / "codemodel-v2"
+    query.parent.mkdir(parents=True, exist_ok=True)
+    query.touch()
+    _cmd.run([cmake, "-S", source, "-B", build, "-G", "Unix Makefiles"],
+             what=f"configure of the CMake probe with {cmake}", timeout=timeout,
+             fix="read the CMake output in the finding")
+
+
+def read_answers(build: Path, requests: list[Request]) -> dict[str, Answer]:
+    reply = build / ".cmake" / "api" / "v1" / "reply"
+    targets: dict[str, tuple[str, ...]] = {}
+    indexes = sorted(reply.glob("index-*.json"))
+    if indexes:
+        index = json.loads(indexes[-1].read_text())
+        codemodel = json.loads((reply / index["reply"]["codemodel-v2"]["jsonFile"]).read_text())
+        for target in codemodel["configurations"][0]["targets"]:
+            detail = json.loads((reply / target["jsonFile"]).read_text())
+            fragments = detail.get("link", {}).get("commandFragments", [])
+            targets[target["name"]] = tuple(sorted({
+                Path(item["fragment"].strip('"')).name for item in fragments
+                if item.get("role") == "libraries" and ".so" in item["fragment"]
+                and not item["fragment"].startswith("-")}))
+    answers = {}
+    for request in requests:
+        found_file = build / f"found-{request.label}.txt"
+        found = found_file.exists() and found_file.read_text().strip().upper() in (
+            "1", "TRUE", "ON", "YES")
+        answers[request.label] = Answer(found, targets.get(f"probe_{request.label}", ()))
+    return answers

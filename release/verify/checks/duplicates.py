@@ -1,0 +1,47 @@
+"""Duplicate definitions: strong exported symbols defined by more than one shipped library.
+
+Ignored: linker-generated symbols every shared object defines (BENIGN), weak definitions
+(vague linkage: inline functions, templates) and STB_GNU_UNIQUE ones, which the loader
+merges into one copy per process by design."""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+from release.binary.model import GLOBAL
+from release.findings import Finding, Severity
+from release.verify.checks._common import finding
+from release.verify.context import VerifyContext
+from release.verify.wheel import WheelModel
+
+NAME = "duplicates"
+RUNS_PROGRAMS = False
+BENIGN = frozenset({"_init", "_fini", "__bss_start", "_edata", "_end", "__end__", "_etext",
+                    "__data_start", "data_start", "_IO_stdin_used", "__dso_handle"})
+_SAMPLE = 10
+
+
+def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
+    definers: dict[str, list[str]] = {}
+    for elf in wheel.binaries:
+        if elf.info.file_type != "shared" or elf.info.section(".interp") is not None:
+            continue  # programs are not loaded beside each other
+        for symbol in elf.info.dynamic_symbols:
+            if symbol.exported and symbol.binding == GLOBAL and symbol.name not in BENIGN:
+                definers.setdefault(symbol.name, []).append(elf.path)
+    pairs: dict[tuple[str, str], list[str]] = {}
+    for name, paths in definers.items():
+        for pair in combinations(sorted(set(paths)), 2):
+            pairs.setdefault(pair, []).append(name)
+    record = wheel.build_record
+    components = {c.file for c in record.components} if record else set()
+    findings = []
+    for (first, second), names in sorted(pairs.items()):
+        ours = first in components and second in components
+        findings.append(finding(
+            NAME, Severity.ERROR if ours else Severity.WARNING, second,
+            f"{len(names)} exported symbols defined by both {first} and {second}",
+            why="the loader binds every user to whichever loads first",
+            fix="define each symbol in one library (hide internals with -fvisibility=hidden)",
+            pair=[first, second], count=len(names), sample=sorted(names)[:_SAMPLE]))
+    return findings

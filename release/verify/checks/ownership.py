@@ -1,0 +1,129 @@
+"""Ownership: which shipped library registers each operator and backend; exactly one may.
+
+Our wheels (build record present) are read exactly: every registration leaves a record
+"op:<name>" / "backend:<name>" in the library's ``edgert_reg`` section. Other wheels, or
+``--heuristic-ownership``, use the rule in data/registration.json (see docs/verify.md)."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from release.findings import Finding, Severity
+from release.verify.checks._common import finding
+from release.verify.context import VerifyContext
+from release.verify.wheel import REGISTRATION_SECTION, ElfFile, WheelModel
+
+NAME = "ownership"
+RUNS_PROGRAMS = False
+_SCHEMA = re.compile(rb"(?<=\x00)((?:[a-z_][a-z0-9_]*::)?[a-z_][A-Za-z0-9_]*)"
+                     rb"(?:\.[A-Za-z0-9_]+)?\([^\x00]*\) -> ")
+_TOKEN = re.compile(rb"[A-Za-z_][A-Za-z0-9_:]*")
+
+
+@dataclass(frozen=True)
+class Ownership:
+    mode: str                                   # "exact", "heuristic" or "none"
+    owners: dict[str, list[str]]                # "op:add" -> wheel paths of its registrars
+    measurement: dict[str, int] = field(default_factory=dict)  # heuristic vs string scanning
+
+    @property
+    def registrars(self) -> set[str]:
+        return {path for paths in self.owners.values() for path in paths}
+
+
+def records(data: bytes) -> list[str]:
+    """The registration records of an ``edgert_reg`` section."""
+    return [item.decode("utf-8", "replace") for item in data.split(b"\0")
+            if item.startswith((b"op:", b"backend:"))]
+
+
+def _exact(wheel: WheelModel) -> Ownership:
+    owners: dict[str, list[str]] = {}
+    for elf in wheel.binaries:
+        for record in records(elf.info.section_data.get(REGISTRATION_SECTION, b"")):
+            owners.setdefault(record, []).append(elf.path)
+    return Ownership("exact", owners)
+
+
+def _machinery() -> list[str]:
+    path = Path(__file__).parents[1] / "data" / "registration.json"
+    return list(json.loads(path.read_text())["machinery"])
+
+
+def _uses_machinery(elf: ElfFile, patterns: list[str]) -> bool:
+    return any(fnmatch.fnmatchcase(symbol.name, pattern) for symbol in elf.info.dynamic_symbols
+               for pattern in patterns)
+
+
+def _heuristic(wheel: WheelModel) -> Ownership:
+    patterns = _machinery()
+    owners: dict[str, list[str]] = {}
+    tokens: dict[str, set[bytes]] = {}
+    for elf in wheel.binaries:
+        if elf.info.file_type != "shared":
+            continue
+        data = elf.read_section(".rodata")
+        tokens[elf.path] = set(_TOKEN.findall(data))
+        if not _uses_machinery(elf, patterns):
+            continue
+        for name in sorted({m.group(1).decode() for m in _SCHEMA.finditer(data)}):
+            owners.setdefault("op:" + name, []).append(elf.path)
+    # What plain string scanning would claim: every library whose strings contain the name.
+    plain = sum(1 for name in owners for found in tokens.values() if name[3:].encode() in found)
+    measured = {"operators": len(owners), "heuristic_pairs": sum(map(len, owners.values())),
+                "string_scan_pairs": plain}
+    return Ownership("heuristic", owners, measured)
+
+
+def analyze(wheel: WheelModel, context: VerifyContext) -> Ownership:
+    cached = context.cache.get(NAME)
+    if isinstance(cached, Ownership):
+        return cached
+    if wheel.build_record is not None and not context.options.heuristic_ownership:
+        result = _exact(wheel)
+    elif context.options.heuristic_ownership:
+        result = _heuristic(wheel)
+    else:
+        result = Ownership("none", {})
+    context.cache[NAME] = result
+    return result
+
+
+def _blame(owners: list[str], wheel: WheelModel, kind: str) -> str:
+    record = wheel.build_record
+    expected = {c.file for c in record.components if kind in c.registers} if record else set()
+    unexpected = [path for path in owners if path not in expected]
+    return (unexpected or sorted(owners))[-1]
+
+
+def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
+    ownership = analyze(wheel, context)
+    if ownership.mode == "none":
+        return [finding(NAME, Severity.INFO, "", "not run: no build record; pass "
+                        "--heuristic-ownership to infer ownership from strings")]
+    findings = [finding(NAME, Severity.INFO, "", f"{len(ownership.owners)} registrations "
+                        f"({ownership.mode})", table=ownership.owners,
+                        measurement=ownership.measurement)]
+    for name, owners in sorted(ownership.owners.items()):
+        if len(owners) > 1:
+            kind = "operators" if name.startswith("op:") else "backends"
+            findings.append(finding(
+                NAME, Severity.ERROR if ownership.mode == "exact" else Severity.WARNING,
+                _blame(owners, wheel, kind),
+                f"{name} is registered by {len(owners)} libraries: {', '.join(sorted(owners))}",
+                why="loading them together registers it twice: the process aborts or the "
+                "winner depends on load order", fix="keep the code in one component and link "
+                "it from the others", registration=name, owners=sorted(owners)))
+    record = wheel.build_record
+    if ownership.mode == "exact" and record is not None and record.extension is not None:
+        for name, owners in sorted(ownership.owners.items()):
+            if record.extension.file in owners:
+                findings.append(finding(
+                    NAME, Severity.ERROR, record.extension.file, f"the extension registers "
+                    f"{name}", why="the extension must only link components",
+                    fix="move the code into its component library"))
+    return findings

@@ -1,0 +1,177 @@
+"""C++ SDK routes: the wheel's CMake package gives the same libraries on CMake 3.24 (plain
+variables) and >= 3.28 (imported targets), keeps opt-in components out of the default set,
+and every declared component can be requested. For our wheel the shipped example consumer is
+built with both routes and its output compared byte for byte with the Python run."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+
+from release import _cmd, tools
+from release.errors import CommandError, ReleaseError
+from release.findings import Finding, Severity
+from release.verify.checks._cmake_probe import Answer, Request, configure, read_answers, write_probe
+from release.verify.checks._common import finding
+from release.verify.context import VerifyContext
+from release.verify.wheel import WheelModel
+
+NAME = "sdk-routes"
+RUNS_PROGRAMS = True
+_SUFFIXES = ("Config.cmake", "-config.cmake")
+
+
+def find_package_dir(wheel: WheelModel) -> tuple[str, str] | None:
+    """(folder in site-packages, package name) of the wheel's CMake package."""
+    record = wheel.build_record
+    candidates = sorted(path for path in wheel.files if path.endswith(_SUFFIXES))
+    if record is not None and record.cmake_package:
+        candidates = [p for p in candidates if p.startswith(record.cmake_package + "/")]
+    for path in candidates:
+        folder, _, file_name = path.rpartition("/")
+        for suffix in _SUFFIXES:
+            if file_name.endswith(suffix):
+                return folder, file_name[: -len(suffix)]
+    return None
+
+
+def _requests(wheel: WheelModel) -> list[Request]:
+    requests = [Request("default", "")]
+    if wheel.build_record is not None:
+        requests += [Request(c.cmake_component, c.cmake_component, c.cmake_variable)
+                     for c in wheel.build_record.components if c.cmake_component]
+    return requests
+
+
+def _route_answers(wheel: WheelModel, context: VerifyContext, route: tools.CMakeRoute,
+                   package: tuple[str, str], requests: list[Request]) -> dict[str, Answer]:
+    probe = context.workdir / "cmake-probe"
+    write_probe(probe, package=package[1], package_dir=wheel.root / package[0],
+                requests=requests)
+    build = context.workdir / f"cmake-probe-{route.name}"
+    shutil.rmtree(build, ignore_errors=True)
+    configure(tools.cmake(route), probe, build, timeout=context.options.cmake_timeout)
+    return read_answers(build, requests)
+
+
+def _compare(wheel: WheelModel, package: str, answers: dict[str, dict[str, Answer]],
+             requests: list[Request]) -> list[Finding]:
+    findings = []
+    record = wheel.build_record
+    opt_in = {c.file.rsplit("/", 1)[-1]: c.name for c in record.components if c.opt_in} \
+        if record else {}
+    files = {c.cmake_component: c.file.rsplit("/", 1)[-1] for c in record.components} \
+        if record else {}
+    old, new = answers["old"], answers["new"]
+    for request in requests:
+        label = request.label
+        if old[label] != new[label]:
+            findings.append(finding(
+                NAME, Severity.ERROR, "", f"find_package({package}"
+                + (f" COMPONENTS {label}" if request.component else "") + ") differs between "
+                f"CMake 3.24 and >= 3.28: {list(old[label].libraries)} vs "
+                f"{list(new[label].libraries)}", why="users get different link lines by CMake "
+                "version", fix="make the variable route and the target route list the same "
+                "libraries", request=label, old=list(old[label].libraries),
+                new=list(new[label].libraries)))
+        for route, answer in (("3.24", old[label]), (">=3.28", new[label])):
+            if request.component and not answer.found:
+                findings.append(finding(NAME, Severity.ERROR, "", f"component '{label}' cannot "
+                                        f"be requested with CMake {route}",
+                                        fix="add it to the package's component list"))
+            elif request.component and files.get(label) not in answer.libraries:
+                findings.append(finding(NAME, Severity.ERROR, "", f"requesting component "
+                                        f"'{label}' with CMake {route} does not link "
+                                        f"{files.get(label)}", request=label,
+                                        libraries=list(answer.libraries)))
+        if not request.component:
+            for library in sorted(set(old[label].libraries) | set(new[label].libraries)):
+                if library in opt_in:
+                    findings.append(finding(
+                        NAME, Severity.ERROR, "", f"opt-in component '{opt_in[library]}' "
+                        f"({library}) is in the default {package.upper()}_LIBRARIES",
+                        why="everyone linking the default set loads it",
+                        fix="offer it only on request (COMPONENTS or its own variable)"))
+    return findings
+
+
+def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
+    package = find_package_dir(wheel)
+    if package is None:
+        return [finding(NAME, Severity.INFO, "", "no CMake package (*Config.cmake) in the wheel")]
+    requests = _requests(wheel)
+    answers: dict[str, dict[str, Answer]] = {}
+    for route in (tools.CMAKE_OLD, tools.CMAKE_NEW):
+        try:
+            answers[route.name] = _route_answers(wheel, context, route, package, requests)
+        except ReleaseError as error:
+            return [finding(NAME, Severity.ERROR, package[0], f"CMake {route.requirement} "
+                            f"could not configure a consumer: {error.what}", fix=error.fix,
+                            output=getattr(error, "output", ""))]
+    return _compare(wheel, package[1], answers, requests) + _example(wheel, context, package)
+
+
+def _example(wheel: WheelModel, context: VerifyContext,
+             package: tuple[str, str]) -> list[Finding]:
+    record = wheel.build_record
+    if record is None or record.example is None:
+        return []
+    consumer = record.example.consumer
+    if not any(path.startswith(consumer + "/") for path in wheel.files):
+        return [finding(NAME, Severity.INFO, consumer, "the example consumer is not shipped: "
+                        "the C++ vs Python comparison did not run",
+                        fix="install the example consumer into the wheel")]
+    outputs: dict[str, dict[str, bytes]] = {}
+    for route in (tools.CMAKE_OLD, tools.CMAKE_NEW):
+        try:
+            outputs[route.name] = _run_consumer(wheel, context, route, package)
+        except ReleaseError as error:
+            return [finding(NAME, Severity.ERROR, consumer, f"the example consumer fails with "
+                            f"CMake {route.requirement}: {error.what}",
+                            output=getattr(error, "output", ""))]
+    findings = []
+    for program in sorted(set(outputs["old"]) | set(outputs["new"])):
+        if outputs["old"].get(program) != outputs["new"].get(program):
+            findings.append(finding(NAME, Severity.ERROR, consumer, f"the example program "
+                                    f"'{program}' prints different output with CMake 3.24 and "
+                                    ">= 3.28", program=program))
+    if not record.example.python_module:
+        findings.append(finding(NAME, Severity.INFO, consumer, "no Python reference command in "
+                                "the build record ('example.python'): C++ output not compared "
+                                "with Python"))
+        return findings
+    program = str(wheel.root / record.example.program)
+    python_output = _cmd.run([sys.executable, "-m", record.example.python_module, program],
+                             env={"PYTHONPATH": str(wheel.root)}, what="Python reference run",
+                             timeout=context.options.load_timeout)
+    for program, output in sorted(outputs["new"].items()):
+        if python_output.encode() != output:
+            findings.append(finding(NAME, Severity.ERROR, consumer, f"the example program "
+                                    f"'{program}' prints other bytes than the Python run",
+                                    why="C++ and Python users must get identical results",
+                                    fix="compare the two outputs", program=program))
+    return findings
+
+
+def _run_consumer(wheel: WheelModel, context: VerifyContext, route: tools.CMakeRoute,
+                  package: tuple[str, str]) -> dict[str, bytes]:
+    """Configures, builds and runs every program of the consumer; program -> its output."""
+    record = wheel.build_record
+    assert record is not None and record.example is not None
+    build = context.workdir / f"consumer-{route.name}"
+    cmake = tools.cmake(route)
+    source = wheel.root / record.example.consumer
+    _cmd.run([cmake, "-S", source, "-B", build,
+              f"-D{package[1]}_DIR={wheel.root / package[0]}"], what="configure the consumer",
+             timeout=context.options.cmake_timeout)
+    _cmd.run([cmake, "--build", build], what="build the consumer",
+             timeout=context.options.cmake_timeout)
+    programs = sorted(path for path in build.iterdir()
+                      if path.is_file() and path.stat().st_mode & 0o111)
+    if not programs:
+        raise CommandError("the consumer built no program", command=[str(cmake)], returncode=0,
+                           output="")
+    return {program.name: _cmd.run([program, wheel.root / record.example.program],
+                                   what=f"the example program {program.name}",
+                                   timeout=context.options.load_timeout).encode()
+            for program in programs}

@@ -1,0 +1,53 @@
+"""The result of a verify run: every finding, as text for people or JSON for machines.
+The JSON layout is documented in docs/verify.md; ``SCHEMA_VERSION`` changes when it does."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from release.findings import Finding, Severity
+
+SCHEMA_VERSION = 1
+_ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
+
+
+@dataclass(frozen=True)
+class Report:
+    wheel: str
+    static: bool
+    findings: list[Finding] = field(default_factory=list)
+    checks: dict[str, str] = field(default_factory=dict)   # check -> "ran" / "not run" / "failed"
+
+    @property
+    def ok(self) -> bool:
+        return not any(f.severity is Severity.ERROR for f in self.findings)
+
+    def count(self, severity: Severity) -> int:
+        return sum(1 for f in self.findings if f.severity is severity)
+
+    def to_json(self) -> dict[str, Any]:
+        counts = Counter(f.severity.value for f in self.findings)
+        return {"version": SCHEMA_VERSION, "wheel": self.wheel, "static": self.static,
+                "ok": self.ok, "checks": dict(self.checks),
+                "summary": {s.value: counts.get(s.value, 0) for s in Severity},
+                "findings": [f.to_json() for f in self.findings]}
+
+    def render_text(self) -> str:
+        lines = []
+        for item in sorted(self.findings, key=lambda f: (_ORDER[f.severity], f.check, f.file)):
+            where = f" {item.file}:" if item.file else ""
+            lines.append(f"{item.severity.value:<7} [{item.check}]{where} {item.what}")
+            if item.why:
+                lines.append(f"        why: {item.why}")
+            if item.fix:
+                lines.append(f"        fix: {item.fix}")
+            if item.severity is not Severity.INFO and "stderr" in item.details:
+                tail = str(item.details["stderr"]).strip().splitlines()[-3:]
+                lines.extend(f"        | {line}" for line in tail)
+        verdict = "OK" if self.ok else "FAILED"
+        lines.append(f"{self.wheel}: {verdict} ({self.count(Severity.ERROR)} errors, "
+                     f"{self.count(Severity.WARNING)} warnings, {self.count(Severity.INFO)} "
+                     "notes)")
+        return "\n".join(lines)

@@ -1,0 +1,69 @@
+"""Bounded fuzzing of the ELF reader and the wheel reader (hypothesis, a few seconds each):
+any input ends in a result or in BinaryFormatError / WheelError, never anything else."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from release.binary import read_binary_data
+from release.errors import BinaryFormatError, WheelError
+from release.verify import verify_wheel
+
+_SEED = min((Path(p) for p in ("/lib/x86_64-linux-gnu/libz.so.1",
+                               "/lib/x86_64-linux-gnu/libgcc_s.so.1") if Path(p).exists()),
+            key=lambda p: p.stat().st_size).read_bytes()
+_BUDGET = settings(max_examples=300, deadline=None, derandomize=True, database=None,
+                   suppress_health_check=[HealthCheck.too_slow])
+
+
+@_BUDGET
+@given(st.lists(st.tuples(st.integers(0, len(_SEED) - 1), st.integers(0, 255)), max_size=16),
+       st.integers(0, len(_SEED)))
+def test_elf_reader_mutations(edits: list[tuple[int, int]], cut: int) -> None:
+    data = bytearray(_SEED)
+    for position, value in edits:
+        data[position] = value
+    try:
+        read_binary_data(bytes(data[: max(cut, 16)]), where="fuzz")
+    except BinaryFormatError:
+        pass
+
+
+@_BUDGET
+@given(st.binary(min_size=0, max_size=512))
+def test_elf_reader_garbage(tail: bytes) -> None:
+    try:
+        read_binary_data(b"\x7fELF\x02\x01\x01" + tail, where="fuzz")
+    except BinaryFormatError:
+        pass
+
+
+def _wheel_bytes() -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("demo-1.0.dist-info/METADATA", "Name: demo\nVersion: 1.0\n")
+        archive.writestr("demo-1.0.dist-info/WHEEL", "Tag: py3-none-any\n")
+        archive.writestr("demo/lib.so", _SEED[:4096])
+        archive.writestr("demo-1.0.dist-info/RECORD", "demo/lib.so,,\n")
+    return buffer.getvalue()
+
+
+@settings(max_examples=120, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), min_size=1,
+                max_size=8))
+def test_wheel_reader_mutations(tmp_path: Path, edits: list[tuple[int, int]]) -> None:
+    data = bytearray(_wheel_bytes())
+    for position, value in edits:
+        data[position % len(data)] = value
+    path = tmp_path / "fuzz.whl"
+    path.write_bytes(bytes(data))
+    try:
+        verify_wheel(path, static=True)
+    except WheelError:
+        pass

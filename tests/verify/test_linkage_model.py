@@ -1,0 +1,96 @@
+"""The loader model behind the linkage and search-path checks, on hand-made wheel models
+(no compiler): DT_RUNPATH vs inherited DT_RPATH, declared vs undeclared foreign folders,
+system allow-lists and search-path hygiene."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.tags import Tag
+
+from release.binary import BinaryInfo
+from release.findings import Severity
+from release.verify import VerifyOptions
+from release.verify.archive import Member
+from release.verify.checks import linkage, search_path
+from release.verify.context import Host, VerifyContext
+from release.verify.data import load_distribution_dirs, load_policies
+from release.verify.metadata import Metadata
+from release.verify.wheel import ElfFile, WheelModel
+
+
+def elf(path: str, *, needed: tuple[str, ...] = (), rpath: tuple[str, ...] = (),
+        runpath: tuple[str, ...] = ()) -> ElfFile:
+    info = BinaryInfo(format="elf", machine="x86_64", bits=64, little_endian=True,
+                      file_type="shared", size=0, needed=needed, rpath=rpath, runpath=runpath)
+    return ElfFile(path, path, None, info, Path("x.whl"), Member(path, 0, 0, 0, 0, 0, 0))
+
+
+def model(*binaries: ElfFile, requires: tuple[str, ...] = (),
+          extra: tuple[str, ...] = ()) -> WheelModel:
+    return WheelModel(
+        filename="x.whl", archive=Path("x.whl"), root=Path("/nonexistent"),
+        fully_extracted=False, files=frozenset([b.path for b in binaries] + list(extra)),
+        metadata=Metadata("pkg", "1", tuple(Requirement(r) for r in requires)),
+        tags=(Tag("cp311", "abi3", "manylinux_2_17_x86_64"),), binaries=binaries,
+        build_record=None, leaks={}, findings=())
+
+
+def context() -> VerifyContext:
+    return VerifyContext(options=VerifyOptions(), static=True, host=Host("linux", "x86_64"),
+                         policies=load_policies(), distribution_dirs=load_distribution_dirs(),
+                         workdir=Path("/nonexistent"))
+
+
+def kinds(wheel: WheelModel) -> dict[tuple[str, str], str]:
+    return {(r.binary, r.needed): r.kind for r in linkage.resolve(wheel, context())}
+
+
+def test_runpath_into_the_wheel_and_system_libraries() -> None:
+    wheel = model(elf("pkg/_C.so", needed=("libcore.so", "libc.so.6", "libfoo.so.1"),
+                      runpath=("$ORIGIN/lib",)),
+                  elf("pkg/lib/libcore.so"))
+    assert kinds(wheel) == {("pkg/_C.so", "libcore.so"): "wheel",
+                            ("pkg/_C.so", "libc.so.6"): "system",
+                            ("pkg/_C.so", "libfoo.so.1"): "unresolved"}
+    errors = [f for f in linkage.check(wheel, context()) if f.severity is Severity.ERROR]
+    assert [(f.file, f.details["needed"]) for f in errors] == [("pkg/_C.so", "libfoo.so.1")]
+
+
+def test_rpath_is_inherited_but_runpath_is_not() -> None:
+    inherited = model(elf("pkg/_C.so", needed=("liba.so",), rpath=("$ORIGIN/lib",)),
+                      elf("pkg/lib/liba.so", needed=("libb.so",)),
+                      elf("pkg/lib/libb.so"))
+    assert kinds(inherited)[("pkg/lib/liba.so", "libb.so")] == "wheel"
+    warnings = [f for f in linkage.check(inherited, context()) if f.file == "pkg/lib/liba.so"]
+    assert [f.severity for f in warnings] == [Severity.WARNING]
+    not_inherited = model(elf("pkg/_C.so", needed=("liba.so",), runpath=("$ORIGIN/lib",)),
+                          elf("pkg/lib/liba.so", needed=("libb.so",)),
+                          elf("pkg/lib/libb.so"))
+    assert kinds(not_inherited)[("pkg/lib/liba.so", "libb.so")] == "unresolved"
+
+
+def test_declared_and_undeclared_foreign_folders() -> None:
+    binary = elf("pkg/lib/libgpu.so", needed=("libcudart.so.12",),
+                 runpath=("$ORIGIN", "$ORIGIN/../../nvidia/cuda_runtime/lib"))
+    assert kinds(model(binary))[(binary.path, "libcudart.so.12")] == "undeclared"
+    declared = model(binary, requires=("nvidia-cuda-runtime-cu12>=12",))
+    assert kinds(declared)[(binary.path, "libcudart.so.12")] == "external"
+    assert not [f for f in search_path.check(declared, context())
+                if f.severity is Severity.ERROR]
+
+
+def test_search_path_hygiene() -> None:
+    wheel = model(elf("pkg/lib/liba.so", rpath=("/home/me/build/lib",)),
+                  elf("pkg/lib/libb.so", runpath=("$ORIGIN/../../nvidia/cuda_runtime/lib",
+                                                  "$ORIGIN")),
+                  elf("pkg/lib/libc.so", runpath=("$ORIGIN/missing", "")),
+                  requires=("nvidia-cuda-runtime-cu12",))
+    found = {(f.file, f.severity, f.what.split(" ")[0] + " " + f.what.split(" ")[-1])
+             for f in search_path.check(wheel, context())}
+    assert ("pkg/lib/liba.so", Severity.WARNING, "uses meant") in found       # DT_RPATH
+    assert ("pkg/lib/liba.so", Severity.ERROR, "search absolute") in found
+    assert ("pkg/lib/libb.so", Severity.WARNING, "searches own") in found     # foreign first
+    assert ("pkg/lib/libc.so", Severity.ERROR, "search wheel") in found       # dangling
+    assert ("pkg/lib/libc.so", Severity.ERROR, "has entry") in found          # empty entry

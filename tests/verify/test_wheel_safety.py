@@ -1,0 +1,130 @@
+"""Hostile wheels: the reader refuses them with a WheelError or reports findings; it never
+writes outside its folder, never trusts declared sizes and never raises anything else."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import resource
+import stat
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from release.errors import WheelError
+from release.findings import Severity
+from release.verify import Limits, VerifyOptions, verify_wheel
+
+DIST = "demo-1.0.dist-info"
+
+
+def _digest(data: bytes) -> str:
+    return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def make_wheel(path: Path, files: dict[str, bytes], *, record: str | None = None) -> Path:
+    files = {f"{DIST}/METADATA": b"Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n",
+             f"{DIST}/WHEEL": b"Wheel-Version: 1.0\nTag: py3-none-any\n", **files}
+    if record is None:
+        record = "".join(f"{name},sha256={_digest(data)},{len(data)}\n"
+                         for name, data in files.items()) + f"{DIST}/RECORD,,\n"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+        archive.writestr(f"{DIST}/RECORD", record)
+    return path
+
+
+def test_clean_wheel_has_no_errors(tmp_path: Path) -> None:
+    report = verify_wheel(make_wheel(tmp_path / "demo-1.0-py3-none-any.whl",
+                                     {"demo/__init__.py": b"x = 1\n"}), static=True)
+    assert report.ok, report.render_text()
+
+
+@pytest.mark.parametrize("name", ["../evil.py", "/abs/evil.py", "C:/evil.py", "a/../../evil.py",
+                                  "demo\\..\\evil.py"])
+def test_escaping_entries_are_refused(tmp_path: Path, name: str) -> None:
+    wheel = make_wheel(tmp_path / "demo.whl", {name: b"boom"})
+    with pytest.raises(WheelError, match="unsafe to unpack"):
+        verify_wheel(wheel, static=True)
+    assert not (tmp_path / "evil.py").exists()
+
+
+def test_symlink_entry_is_refused(tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path / "demo.whl", {})
+    with zipfile.ZipFile(wheel, "a") as archive:
+        info = zipfile.ZipInfo("demo/link")
+        info.create_system = 3
+        info.external_attr = (stat.S_IFLNK | 0o777) << 16
+        archive.writestr(info, "/etc/passwd")
+    with pytest.raises(WheelError, match="symbolic link"):
+        verify_wheel(wheel, static=True)
+
+
+def test_duplicate_entries_are_refused(tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path / "demo.whl", {"demo/a.py": b"1"})
+    with pytest.warns(UserWarning), zipfile.ZipFile(wheel, "a") as archive:
+        archive.writestr("demo/a.py", b"2")
+    with pytest.raises(WheelError, match="appears 2 times"):
+        verify_wheel(wheel, static=True)
+
+
+def test_bad_record_hash_and_size_are_findings(tmp_path: Path) -> None:
+    record = (f"demo/a.py,sha256={_digest(b'other')},99\n"
+              f"demo/gone.py,sha256={_digest(b'x')},1\n{DIST}/RECORD,,\n")
+    wheel = make_wheel(tmp_path / "demo.whl", {"demo/a.py": b"1", "demo/b.py": b"2"},
+                       record=record)
+    report = verify_wheel(wheel, static=True)
+    errors = {(f.file, f.what.split(" ")[0]) for f in report.findings
+              if f.check == "record" and f.severity is Severity.ERROR}
+    assert ("demo/a.py", "sha256") in errors
+    assert ("demo/a.py", "size") in errors
+    assert ("demo/b.py", "not") in errors          # not listed in RECORD
+    assert ("demo/gone.py", "listed") in errors    # listed but absent
+    assert not report.ok
+
+
+def test_missing_record_is_a_finding(tmp_path: Path) -> None:
+    wheel = tmp_path / "demo.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr(f"{DIST}/METADATA", "Name: demo\nVersion: 1.0\n")
+        archive.writestr(f"{DIST}/WHEEL", "Tag: py3-none-any\n")
+    report = verify_wheel(wheel, static=True)
+    assert any(f.check == "record" and "no RECORD" in f.what for f in report.findings)
+
+
+def test_zip_bomb_declared_size_is_refused(tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path / "demo.whl", {"demo/zeros.bin": bytes(64 << 20)})
+    with pytest.raises(WheelError, match="zip bomb"):
+        verify_wheel(wheel, static=True)
+
+
+def test_zip_bomb_lying_header_is_stopped_while_streaming(tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path / "demo.whl", {"demo/zeros.bin": bytes(8 << 20)})
+    data = bytearray(wheel.read_bytes())
+    with zipfile.ZipFile(wheel) as archive:
+        info = archive.getinfo("demo/zeros.bin")
+    # Claim 100 bytes in the central directory; the stream holds 8 MiB.
+    assert info.file_size == 8 << 20
+    central = data.find(b"demo/zeros.bin", data.find(b"PK\x01\x02")) - 46
+    data[central + 24:central + 28] = (100).to_bytes(4, "little")
+    wheel.write_bytes(bytes(data))
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(WheelError, match="expands past its declared"):
+        verify_wheel(wheel, static=True)
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 64 << 10  # KiB
+
+
+def test_too_many_entries_are_refused(tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path / "demo.whl", {f"demo/f{i}.py": b"" for i in range(50)})
+    options = VerifyOptions(limits=Limits(max_entries=20))
+    with pytest.raises(WheelError, match="exceed the limit"):
+        verify_wheel(wheel, static=True, options=options)
+
+
+def test_not_a_zip(tmp_path: Path) -> None:
+    path = tmp_path / "demo.whl"
+    path.write_bytes(b"PK\x03\x04 this is not a zip")
+    with pytest.raises(WheelError, match="not a readable zip"):
+        verify_wheel(path, static=True)
