@@ -221,9 +221,15 @@ def check_wheel(files: Iterable[tuple[str, Path]],
     ``cuda_record``: the build record's ``cuda`` object (docs/build-record.md); None for a
     CPU wheel, where any device code is an error, since nothing claims it."""
     codes, findings = _read_all(files)
+    return findings + check_device_code(codes, cuda_record)
+
+
+def check_device_code(codes: Iterable[DeviceCode],
+                      cuda_record: Mapping[str, Any] | None) -> list[Finding]:
+    """Coverage findings for device code already read (see ``check_wheel``)."""
     carrying = [code for code in codes if code.containers]
     if cuda_record is None:
-        return findings + [Finding(
+        return [Finding(
             check=CHECK, severity=Severity.ERROR, file=code.file,
             what=f"carries device code ({len(code.entries)} fatbinary entries) but the wheel "
                  "claims no compute capability",
@@ -235,6 +241,6 @@ def check_wheel(files: Iterable[tuple[str, Path]],
         ptx = tuple(ComputeCapability.parse(str(text), key="cuda.ptx")
                     for text in cuda_record.get("ptx", ()))
     except ConfigurationError as error:
-        return findings + [Finding(check=CHECK, severity=Severity.ERROR, file="",
-                                   what=f"build record: {error.what}", fix=error.fix)]
-    return findings + list(judge(carrying, claims=claims, ptx=ptx).findings)
+        return [Finding(check=CHECK, severity=Severity.ERROR, file="",
+                        what=f"build record: {error.what}", fix=error.fix)]
+    return list(judge(carrying, claims=claims, ptx=ptx).findings)

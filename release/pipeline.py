@@ -245,7 +245,8 @@ def build_record(plan: Plan) -> dict[str, Any]:
         "components": components,
         "cmake_package": f"{package}/lib/cmake/{package}",
         "example": {"consumer": f"{package}/examples/consumer",
-                    "program": f"{package}/models/mlp.edgert"},
+                    "program": f"{package}/models/mlp.edgert",
+                    "python": f"{package}.run_program"},
         "cuda": plan.cuda.to_record() if plan.cuda is not None else None,
     }
 
@@ -347,9 +348,11 @@ def _verify(plan: Plan, state: _State) -> None:
     if plan.options.verify is VerifyMode.NONE:
         log.info("verify skipped (--verify none)")
         return
-    from release.verify import verify_wheel
+    from release.verify import VerifyOptions, verify_wheel
     static = plan.options.verify is VerifyMode.STATIC or not plan.platform.can_run(plan.target)
-    report = verify_wheel(state.wheel, static=static)
+    options = VerifyOptions(sites=() if static else _dependency_sites(plan),
+                            build_paths=(str(plan.build_dir), str(plan.manifest.root)))
+    report = verify_wheel(state.wheel, static=static, options=options)
     state.verify_report = report.to_json()
     if not report.ok:
         log.error("%s", report.render_text())
@@ -357,6 +360,18 @@ def _verify(plan: Plan, state: _State) -> None:
                                  f"({sum(1 for f in report.findings if f.severity == 'error')} "
                                  "errors); no wheel was written",
                                  fix="fix the findings listed above")
+
+
+def _dependency_sites(plan: Plan) -> tuple[Path, ...]:
+    """Site folders holding the wheel's declared native dependencies (a GPU variant's CUDA
+    runtime wheel, installed from its own requirement), so the load checks resolve them the
+    way an installed wheel would."""
+    if plan.cuda is None:
+        return ()
+    runtime = plan.cuda.runtime
+    relative = f"{runtime.dir}/{runtime.library}"
+    library = tools.pip_tool(runtime.requirement, relative)
+    return (library.parents[len(Path(relative).parts) - 1],)
 
 
 def describe_failure(error: ReleaseError) -> str:

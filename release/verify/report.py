@@ -46,8 +46,27 @@ class Report:
             if item.severity is not Severity.INFO and "stderr" in item.details:
                 tail = str(item.details["stderr"]).strip().splitlines()[-3:]
                 lines.extend(f"        | {line}" for line in tail)
+            table = item.details.get("table")
+            if isinstance(table, dict) and table and all(isinstance(row, dict)
+                                                         for row in table.values()):
+                lines.extend(render_table(table))
         verdict = "OK" if self.ok else "FAILED"
         lines.append(f"{self.wheel}: {verdict} ({self.count(Severity.ERROR)} errors, "
                      f"{self.count(Severity.WARNING)} warnings, {self.count(Severity.INFO)} "
                      "notes)")
         return "\n".join(lines)
+
+
+def render_table(table: dict[str, dict[str, str]]) -> list[str]:
+    """Rows x columns grid (e.g. library x claimed compute capability), indented."""
+    columns = sorted({column for row in table.values() for column in row},
+                     key=lambda text: [int(part) if part.isdigit() else 0
+                                       for part in text.split(".")])
+    first = max(len(name) for name in table)
+    widths = [max(len(column), *(len(row.get(column, "")) for row in table.values()))
+              for column in columns]
+    def line(label: str, cells: list[str]) -> str:
+        return "        " + "  ".join([label.ljust(first)] +
+                                       [cell.ljust(width) for cell, width in zip(cells, widths)])
+    return [line("", columns).rstrip()] + [line(name, [row.get(c, "missing") for c in columns]).rstrip()
+                                  for name, row in sorted(table.items())]

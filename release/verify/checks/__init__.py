@@ -10,6 +10,7 @@ from typing import Protocol
 from release.findings import Finding
 from release.verify.checks import (
     components,
+    coverage,
     duplicates,
     leaks,
     linkage,
@@ -42,4 +43,5 @@ CHECKS: tuple[Check, ...] = (
     metadata_tags,
     load_matrix,
     sdk_routes,
+    coverage,
 )
