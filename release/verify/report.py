@@ -65,8 +65,11 @@ def render_table(table: dict[str, dict[str, str]]) -> list[str]:
     first = max(len(name) for name in table)
     widths = [max(len(column), *(len(row.get(column, "")) for row in table.values()))
               for column in columns]
+
     def line(label: str, cells: list[str]) -> str:
-        return "        " + "  ".join([label.ljust(first)] +
-                                       [cell.ljust(width) for cell, width in zip(cells, widths)])
-    return [line("", columns).rstrip()] + [line(name, [row.get(c, "missing") for c in columns]).rstrip()
-                                  for name, row in sorted(table.items())]
+        padded = [cell.ljust(width) for cell, width in zip(cells, widths, strict=True)]
+        return ("        " + "  ".join([label.ljust(first), *padded])).rstrip()
+
+    rows = [line(name, [row.get(c, "missing") for c in columns])
+            for name, row in sorted(table.items())]
+    return [line("", columns), *rows]

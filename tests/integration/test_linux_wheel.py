@@ -165,3 +165,73 @@ def test_pip_wheel_uses_the_same_pipeline(tmp_path: Path) -> None:
     assert completed.returncode == 0, completed.stderr[-3000:]
     built = list(tmp_path.glob("edgert-*.whl"))
     assert len(built) == 1 and "manylinux_" in built[0].name
+
+
+def _configure_consumer(environment: Venv, cmake: Path, build: Path, *extra: str) -> str:
+    cmake_dir = environment.run("-m", "edgert", "--cmake-dir", cwd="/").stdout.strip()
+    source = Path(cmake_dir).parents[2] / "examples" / "consumer"
+    completed = subprocess.run(
+        [str(cmake), "-S", str(source), "-B", str(build), f"-Dedgert_DIR={cmake_dir}",
+         "-DCMAKE_BUILD_TYPE=Release", *extra], capture_output=True, text=True, check=False)
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    return completed.stdout
+
+
+@pytest.mark.parametrize("route", ["old", "new"])
+def test_sdk_consumer_from_the_installed_wheel(installed_cpu_wheel: Venv, tmp_path: Path,
+                                               route: str) -> None:
+    """A C++ application built against the pip-installed wheel, with pip's CMake 3.24 and a
+    CMake >= 3.28, prints the same bytes as Python; the 3.28+ build still runs after the
+    application is copied to another folder."""
+    from release import tools
+    cmake = tools.cmake(tools.CMAKE_OLD if route == "old" else tools.CMAKE_NEW)
+    build = tmp_path / "build"
+    output = _configure_consumer(installed_cpu_wheel, cmake, build)
+    assert ("'variables' route" if route == "old" else "'targets' route") in output
+    completed = subprocess.run([str(cmake), "--build", str(build)], capture_output=True,
+                               text=True, check=False)
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    model = str(installed_cpu_wheel.site_packages / "edgert" / "models" / "mlp.edgert")
+    python = installed_cpu_wheel.run("-m", "edgert.run_program", model, cwd="/")
+    assert python.returncode == 0, python.stderr
+    for program in ("run_program", "run_program_c"):
+        native = subprocess.run([str(build / program), model], capture_output=True, check=False)
+        assert native.returncode == 0, native.stderr
+        assert native.stdout == python.stdout.encode(), f"{program} differs from Python"
+    needed = subprocess.run(["readelf", "-d", str(build / "run_program")], capture_output=True,
+                            text=True, check=True).stdout
+    assert "libedgert_kernels_quantized.so" in needed and "libedgert_kernels.so" in needed
+    if route == "new":
+        moved = tmp_path / "elsewhere" / "run_program"
+        moved.parent.mkdir()
+        moved.write_bytes((build / "run_program").read_bytes())
+        moved.chmod(0o755)
+        again = subprocess.run([str(moved), model], capture_output=True, check=False, cwd="/")
+        assert again.returncode == 0 and again.stdout == python.stdout.encode(), again.stderr
+
+
+def test_sdk_version_request_is_honoured(installed_cpu_wheel: Venv, tmp_path: Path) -> None:
+    from release import tools
+    cmake_dir = installed_cpu_wheel.run("-m", "edgert", "--cmake-dir", cwd="/").stdout.strip()
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.24)\nproject(probe LANGUAGES CXX)\n"
+        "find_package(edgert 1.0 REQUIRED)\n")
+    completed = subprocess.run([str(tools.cmake()), "-S", str(project), "-B",
+                                str(tmp_path / "b"), f"-Dedgert_DIR={cmake_dir}"],
+                               capture_output=True, text=True, check=False)
+    assert completed.returncode != 0
+    assert "0.1.0" in completed.stderr and "1.0" in completed.stderr
+    (project / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.24)\nproject(probe LANGUAGES CXX)\n"
+        "find_package(edgert 0.1 REQUIRED COMPONENTS kernels_quantized)\n"
+        "message(STATUS \"quantized=${EDGERT_QUANTIZED_KERNELS_LIBRARY}\")\n"
+        "message(STATUS \"default=${EDGERT_LIBRARIES}\")\n")
+    completed = subprocess.run([str(tools.cmake()), "-S", str(project), "-B",
+                                str(tmp_path / "c"), f"-Dedgert_DIR={cmake_dir}"],
+                               capture_output=True, text=True, check=False)
+    assert completed.returncode == 0, completed.stderr
+    default = next(l for l in completed.stdout.splitlines() if "default=" in l)
+    assert "kernels_quantized" not in default, "the opt-in component leaks into EDGERT_LIBRARIES"
+    assert "edgert::kernels" in default

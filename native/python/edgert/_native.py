@@ -31,7 +31,7 @@ def extension() -> ModuleType:
     return module
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _load_optional_delegates() -> None:
     """Loads every backend the build record lists that the extension does not link, so
     ``import edgert`` in a GPU build offers the "cuda" backend. A delegate that cannot load

@@ -46,7 +46,7 @@ def make_inputs(program: edgert.Program, files: list[str]) -> list[np.ndarray]: 
 def format_output(index: int, array: np.ndarray) -> str:  # type: ignore[type-arg]
     lines = [f"output {index} {edgert.dtype_name(array.dtype)} [{','.join(map(str, array.shape))}]"]
     if array.dtype == np.float32:
-        lines += ["%.9g" % float(value) for value in array.reshape(-1)]
+        lines += [f"{float(value):.9g}" for value in array.reshape(-1)]
     else:
         lines += [str(int(value)) for value in array.reshape(-1)]
     return "\n".join(lines) + "\n"
