@@ -232,6 +232,6 @@ def test_sdk_version_request_is_honoured(installed_cpu_wheel: Venv, tmp_path: Pa
                                 str(tmp_path / "c"), f"-Dedgert_DIR={cmake_dir}"],
                                capture_output=True, text=True, check=False)
     assert completed.returncode == 0, completed.stderr
-    default = next(l for l in completed.stdout.splitlines() if "default=" in l)
+    default = next(line for line in completed.stdout.splitlines() if "default=" in line)
     assert "kernels_quantized" not in default, "the opt-in component leaks into EDGERT_LIBRARIES"
     assert "edgert::kernels" in default
