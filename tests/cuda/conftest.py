@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cuda import toolchain, variant
+from cuda import variant
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,16 +30,18 @@ def _run(command: list[str], cwd: Path | None = None) -> None:
 
 
 def build_variant(name: str, work: Path) -> CudaBuild:
+    """The release pipeline's own build of variant ``name`` (shared with the wheel tests),
+    run up to its install stage, copied into a fresh site with the declared runtime wheel."""
+    from release import manifest
+    from release.pipeline import BuildOptions, Stage, make_plan, run
+
     loaded = variant.load(variant.variants_dir() / f"{name}.toml")
-    chain = toolchain.provision(loaded, environ={})
-    build, site = work / "build", work / "site"
-    generator = ["-G", "Ninja"] if shutil.which("ninja") else []
-    _run(["cmake", "-S", str(ROOT / "native"), "-B", str(build), *generator,
-          "-DEDGERT_BUILD_PYTHON=OFF", "-DEDGERT_BUILD_EXAMPLES=OFF", "-DEDGERT_BUILD_FUZZERS=OFF",
-          *chain.cmake_arguments(loaded)])
-    _run(["cmake", "--build", str(build), "--target", "edgert_backend_cuda", "-j", "2"])
-    for component in ("runtime", "threadpool", "backend_cuda"):
-        _run(["cmake", "--install", str(build), "--component", component, "--prefix", str(site)])
+    options = BuildOptions(platform="linux", variant=name, last_stage=Stage.INSTALL,
+                           out_dir=work / "out")
+    project = manifest.load(ROOT)
+    run(project, options)
+    site = work / "site"
+    shutil.copytree(make_plan(project, options, os.environ).build_dir / "install", site)
     _run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
           "--target", str(site), loaded.runtime.requirement.split(";")[0]])
     return CudaBuild(variant=loaded, site=site,
