@@ -235,3 +235,25 @@ def test_sdk_version_request_is_honoured(installed_cpu_wheel: Venv, tmp_path: Pa
     default = next(line for line in completed.stdout.splitlines() if "default=" in line)
     assert "kernels_quantized" not in default, "the opt-in component leaks into EDGERT_LIBRARIES"
     assert "edgert::kernels" in default
+
+
+def test_old_layout_build_is_caught_and_not_shipped(tmp_path: Path) -> None:
+    """The never-shipped layout (the export plugin with a private copy of the quantized
+    kernels) fails verify: ownership, private copies and the load matrix in both orders;
+    no wheel reaches the output folder."""
+    out = tmp_path / "dist"
+    completed = run_release("build", "--platform", "linux", "--out", str(out),
+                            "--build-dir", str(tmp_path / "build"),
+                            "--cmake-arg=-DEDGERT_OLD_LAYOUT=ON")
+    assert completed.returncode == 7, completed.stderr[-2000:]
+    assert not list(out.glob("*.whl")) and not list(out.iterdir())
+    errors = completed.stderr
+    assert "error   [ownership] edgert/lib/libedgert_export_plugin.so: " \
+           "op:edgert_quantized::linear is registered by 2 libraries" in errors
+    assert "[private-copies] edgert/lib/libedgert_export_plugin.so: component 'export_plugin' " \
+           "carries a private copy of component 'kernels_quantized'" in errors
+    plugin, kernels = "edgert/lib/libedgert_export_plugin.so", \
+        "edgert/lib/libedgert_kernels_quantized.so"
+    assert f"for {plugin} then {kernels}" in errors and f"for {kernels} then {plugin}" in errors
+    assert "| Re-registering edgert_quantized::" in errors
+    assert errors.strip().splitlines()[-1].startswith("error: ")
