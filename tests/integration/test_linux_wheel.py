@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -257,3 +258,15 @@ def test_old_layout_build_is_caught_and_not_shipped(tmp_path: Path) -> None:
     assert f"for {plugin} then {kernels}" in errors and f"for {kernels} then {plugin}" in errors
     assert "| Re-registering edgert_quantized::" in errors
     assert errors.strip().splitlines()[-1].startswith("error: ")
+
+
+def test_python_build_from_sdist_gives_the_same_wheel(cpu_wheel: BuiltWheel,
+                                                       tmp_path: Path) -> None:
+    """`python -m build` (sdist, then a wheel from it in an isolated environment) runs the
+    same stages and yields the very same bytes as `python -m release build`."""
+    completed = subprocess.run([sys.executable, "-m", "build", "--outdir", str(tmp_path),
+                                str(ROOT)], capture_output=True, text=True, check=False)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    built = tmp_path / cpu_wheel.path.name
+    assert built.read_bytes() == cpu_wheel.path.read_bytes()
+    assert (tmp_path / "edgert-0.1.0.tar.gz").is_file()
