@@ -1,6 +1,6 @@
-"""Fixtures of the native tests: the native/ CMake project configured, built and installed
-once per session into build/tests/native (kept between sessions, so rebuilds are
-incremental), and ways to import the installed ``edgert`` in-process or in a subprocess."""
+"""Fixtures of the native tests: the native/ CMake project built and installed once per
+session by the release pipeline (in its own build folder, kept between sessions, so rebuilds
+are incremental), and ways to import the installed ``edgert`` in-process or in a subprocess."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -134,3 +135,27 @@ def edgert(native_install: NativeInstall) -> Iterator[ModuleType]:
         yield module
     finally:
         sys.path[:] = saved
+
+
+def run_op(
+    edgert: ModuleType,
+    op: str,
+    arrays: list[np.ndarray | None],
+    attributes: dict | None = None,
+    *,
+    outputs: int = 1,
+    backends: list[str] | None = None,
+) -> list[np.ndarray]:
+    """Runs one operator as a one-node program; None is an absent optional input.
+    ``backends=[]`` runs the plain kernels; None keeps the default backends."""
+    from edgert.export import ProgramBuilder
+
+    builder = ProgramBuilder()
+    wired = [None if array is None else builder.input(array.dtype, array.shape) for array in arrays]
+    produced = builder.op(op, wired, attributes, outputs=outputs)
+    for value in produced if isinstance(produced, list) else [produced]:
+        builder.output(value)
+    program = edgert.load(builder.to_bytes())
+    if backends is not None:
+        program.set_backends(backends)
+    return program.run([array for array in arrays if array is not None])

@@ -7,36 +7,20 @@ exact. Every program runs with set_backends([]) so the plain kernels are what is
 
 from __future__ import annotations
 
+import functools
 import math
 from types import ModuleType
 
 import numpy as np
 import pytest
+from conftest import run_op as shared_run_op
 
 FLOAT_TOLERANCE = {"rtol": 1e-5, "atol": 1e-6}
 LAYER_NORM_TOLERANCE = {"rtol": 1e-5, "atol": 1e-5}
 NUMERIC_DTYPES = [np.float32, np.int32, np.int64]
 
 
-def run_op(
-    edgert: ModuleType,
-    op: str,
-    arrays: list[np.ndarray | None],
-    attributes: dict | None = None,
-    *,
-    outputs: int = 1,
-) -> list[np.ndarray]:
-    """Runs one operator on the plain kernels; None is an absent optional input."""
-    from edgert.export import ProgramBuilder
-
-    builder = ProgramBuilder()
-    wired = [None if array is None else builder.input(array.dtype, array.shape) for array in arrays]
-    produced = builder.op(op, wired, attributes, outputs=outputs)
-    for value in produced if isinstance(produced, list) else [produced]:
-        builder.output(value)
-    program = edgert.load(builder.to_bytes())
-    program.set_backends([])
-    return program.run([array for array in arrays if array is not None])
+run_op = functools.partial(shared_run_op, backends=[])  # the plain kernels
 
 
 def values(

@@ -16,27 +16,13 @@ from types import ModuleType
 import numpy as np
 import pytest
 from conftest import NativeInstall
+from conftest import run_op as shared_run_op
 
 ROOT = Path(__file__).resolve().parents[2]
 QUANTIZED_DTYPES = [np.int8, np.uint8]
 
 
-def run_op(
-    edgert: ModuleType,
-    op: str,
-    arrays: list[np.ndarray | None],
-    attributes: dict | None = None,
-    *,
-    outputs: int = 1,
-) -> list[np.ndarray]:
-    from edgert.export import ProgramBuilder
-
-    builder = ProgramBuilder()
-    wired = [None if array is None else builder.input(array.dtype, array.shape) for array in arrays]
-    produced = builder.op(op, wired, attributes, outputs=outputs)
-    for value in produced if isinstance(produced, list) else [produced]:
-        builder.output(value)
-    return edgert.load(builder.to_bytes()).run([array for array in arrays if array is not None])
+run_op = shared_run_op
 
 
 def scalar(value: float | int, dtype: type) -> np.ndarray:
