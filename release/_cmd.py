@@ -9,6 +9,7 @@ import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Literal
 
 from release.errors import CommandError, ToolError
 
@@ -34,10 +35,13 @@ def run(
     fix: str = "",
     capture: bool = True,
     timeout: float | None = None,
+    stderr: Literal["merge", "separate"] = "merge",
 ) -> str:
-    """Runs ``command``; returns its combined output. Raises CommandError on a non-zero exit.
+    """Runs ``command``; returns its output. Raises CommandError on a non-zero exit.
 
-    ``env`` entries are added to (not replace) the current environment.
+    ``env`` entries are added to (not replace) the current environment. ``stderr="merge"``
+    returns stdout and stderr together; ``"separate"`` returns stdout alone (stderr still
+    lands in the error on failure), for programs whose stdout is compared byte for byte.
     """
     argv = [os.fspath(part) for part in command]
     log.debug("$ %s", shlex.join(argv))
@@ -48,7 +52,8 @@ def run(
             cwd=cwd,
             env=full_env,
             stdout=subprocess.PIPE if capture else None,
-            stderr=subprocess.STDOUT if capture else None,
+            stderr=(subprocess.STDOUT if stderr == "merge" else subprocess.PIPE)
+            if capture else None,
             text=True,
             errors="replace",
             timeout=timeout,
@@ -62,7 +67,7 @@ def run(
                            command=argv, returncode=-1, output="", fix=fix) from None
     output = completed.stdout or ""
     if completed.returncode != 0:
-        tail = output[-_OUTPUT_TAIL:].strip()
+        tail = (output + (completed.stderr or ""))[-_OUTPUT_TAIL:].strip()
         summary = tail.splitlines()[-1] if tail else "no output"
         name = what or Path(argv[0]).name
         raise CommandError(

@@ -143,6 +143,7 @@ def _example(wheel: WheelModel, context: VerifyContext,
     program = str(wheel.root / record.example.program)
     python_output = _cmd.run([sys.executable, "-m", record.example.python_module, program],
                              env={"PYTHONPATH": str(wheel.root)}, what="Python reference run",
+                             stderr="separate",
                              timeout=context.options.load_timeout)
     for program, output in sorted(outputs["new"].items()):
         if python_output.encode() != output:
@@ -173,5 +174,6 @@ def _run_consumer(wheel: WheelModel, context: VerifyContext, route: tools.CMakeR
                            output="")
     return {program.name: _cmd.run([program, wheel.root / record.example.program],
                                    what=f"the example program {program.name}",
-                                   timeout=context.options.load_timeout).encode()
+                                   timeout=context.options.load_timeout,
+                                   stderr="separate").encode()
             for program in programs}
