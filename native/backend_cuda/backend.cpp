@@ -70,6 +70,7 @@ bool used_only_by(const Graph& graph, int32_t value, size_t reader) {
 class CudaBackend final : public Backend {
  public:
   const char* name() const override { return "cuda"; }
+  int priority() const override { return 100; }  // ahead of "cpu" when a GPU is present
 
   Status available() const override {
     std::call_once(initialized_, [this] { status_ = initialize(); });

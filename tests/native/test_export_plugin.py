@@ -17,7 +17,8 @@ import subprocess
 import textwrap
 
 import pytest
-from conftest import NativeInstall
+
+from tests.native.support import NativeInstall
 
 LOAD_PLUGIN = """
 import ctypes, edgert

@@ -13,7 +13,8 @@ from types import ModuleType
 
 import numpy as np
 import pytest
-from conftest import run_op as shared_run_op
+
+from tests.native.support import run_op as shared_run_op
 
 FLOAT_TOLERANCE = {"rtol": 1e-5, "atol": 1e-6}
 LAYER_NORM_TOLERANCE = {"rtol": 1e-5, "atol": 1e-5}

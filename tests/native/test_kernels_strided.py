@@ -13,7 +13,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from conftest import NativeInstall
+from tests.native.support import NativeInstall
 
 STRIDED_CHECK = r"""
 #include <cstdio>

@@ -11,7 +11,8 @@ from types import ModuleType
 
 import numpy as np
 import pytest
-from conftest import MLP_MODEL, NATIVE, NativeInstall
+
+from tests.native.support import MLP_MODEL, NATIVE, NativeInstall
 
 sys.path.insert(0, str(NATIVE / "python"))
 from edgert import export  # noqa: E402  (pure Python: no extension needed)

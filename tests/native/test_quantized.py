@@ -15,8 +15,9 @@ from types import ModuleType
 
 import numpy as np
 import pytest
-from conftest import NativeInstall
-from conftest import run_op as shared_run_op
+
+from tests.native.support import NativeInstall
+from tests.native.support import run_op as shared_run_op
 
 ROOT = Path(__file__).resolve().parents[2]
 QUANTIZED_DTYPES = [np.int8, np.uint8]

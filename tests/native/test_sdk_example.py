@@ -11,7 +11,8 @@ from types import ModuleType
 
 import numpy as np
 import pytest
-from conftest import MLP_MODEL, NATIVE, NativeInstall, run_checked
+
+from tests.native.support import MLP_MODEL, NATIVE, NativeInstall, run_checked
 
 CONSUMER = NATIVE / "examples" / "consumer"
 

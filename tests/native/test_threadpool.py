@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import MLP_MODEL, NativeInstall
+from tests.native.support import MLP_MODEL, NativeInstall
 
 SAME_POOL = r"""
 import ctypes, edgert

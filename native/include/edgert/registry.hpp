@@ -45,6 +45,9 @@ class EDGERT_API Backend {
   virtual const char* name() const = 0;
   // Unavailable (for example no GPU or no driver) with a message saying why; Ok otherwise.
   virtual Status available() const { return Status::success(); }
+  // Order among the default backends: higher first, then by name. Device delegates rank
+  // above the CPU delegate, so an available GPU takes the nodes it can run.
+  virtual int priority() const { return 0; }
   // How many nodes, starting at graph.nodes[first], this backend runs as one unit (0: none).
   virtual size_t claim(const Graph& graph, size_t first) const = 0;
   // Runs graph.nodes[first, first + count); reads and writes `values` (indexed by value id).

@@ -98,6 +98,9 @@ Status Program::plan() {
       Backend* backend = find_backend(entry.name);
       if (backend != nullptr && backend->available().ok()) chosen.push_back(backend);
     }
+    std::stable_sort(chosen.begin(), chosen.end(), [](const Backend* a, const Backend* b) {
+      return a->priority() > b->priority();
+    });
   } else {
     for (const std::string& name : backend_names_) chosen.push_back(find_backend(name));
   }
