@@ -1,0 +1,89 @@
+"""verify on our own wheels, each changed in one way the pipeline would never produce: the
+finding must name the right check, file and cause."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from release import wheel as wheel_module
+from release.verify import verify_wheel
+from tests.conftest import BuiltWheel
+
+pytestmark = pytest.mark.integration
+
+
+def _rewrite(source: Path, folder: Path, *, platform: str | None = None,
+             drop_requirement: str | None = None, drop_file: str | None = None) -> Path:
+    """A copy of ``source`` with its platform tag, a Requires-Dist or a file changed."""
+    entries = wheel_module.read_entries(source)
+    dist_info = wheel_module.dist_info_of(entries)
+    name = wheel_module.WheelName.parse(source.name)
+    if platform is not None:
+        text = entries[f"{dist_info}/WHEEL"][0].decode().replace(name.platform, platform)
+        entries[f"{dist_info}/WHEEL"] = (text.encode(), 0o644)
+        name = wheel_module.WheelName(name.distribution, name.version, name.python, name.abi,
+                                      platform)
+    if drop_requirement is not None:
+        lines = entries[f"{dist_info}/METADATA"][0].decode().splitlines(keepends=True)
+        kept = [line for line in lines
+                if not line.startswith(f"Requires-Dist: {drop_requirement}")]
+        assert len(kept) < len(lines)
+        entries[f"{dist_info}/METADATA"] = ("".join(kept).encode(), 0o644)
+    if drop_file is not None:
+        del entries[drop_file]
+    target = folder / name.filename
+    wheel_module.write_wheel(target, entries, dist_info=dist_info, epoch=315532800)
+    return target
+
+
+def _errors(path: Path) -> list[tuple[str, str, str]]:
+    report = verify_wheel(path, static=True)
+    return [(f.check, f.file, f.what) for f in report.findings if f.severity == "error"]
+
+
+def test_the_cpu_wheel_verifies_clean(cpu_wheel: BuiltWheel) -> None:
+    assert _errors(cpu_wheel.path) == []
+
+
+def test_a_tag_older_than_the_symbols_is_an_error(cpu_wheel: BuiltWheel, tmp_path: Path) -> None:
+    retagged = _rewrite(cpu_wheel.path, tmp_path, platform="manylinux_2_17_x86_64")
+    errors = _errors(retagged)
+    runtime = [e for e in errors if e[0] == "metadata" and e[1] == "edgert/lib/libedgert.so"]
+    assert runtime, errors
+    assert "GLIBC_2.34" in runtime[0][2] and "manylinux_2_17" in runtime[0][2]
+
+
+def test_a_missing_component_library_is_an_error(cpu_wheel: BuiltWheel,
+                                                 tmp_path: Path) -> None:
+    broken = _rewrite(cpu_wheel.path, tmp_path,
+                      drop_file="edgert/lib/libedgert_kernels_quantized.so")
+    checks = {check for check, _, _ in _errors(broken)}
+    assert {"components", "linkage"} <= checks, checks
+
+
+def test_cuda_runtime_must_be_declared(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A cu12 wheel whose METADATA lost its CUDA runtime requirement: libcudart then resolves
+    only through an undeclared distribution."""
+    from release import manifest
+    from release.pipeline import BuildOptions, VerifyMode, run
+    from tests.conftest import ROOT
+    result = run(manifest.load(ROOT), BuildOptions(
+        platform="linux", variant="cu12", out_dir=tmp_path_factory.mktemp("cu12"),
+        verify=VerifyMode.STATIC))
+    assert result.wheel is not None
+    broken = _rewrite(result.wheel, tmp_path_factory.mktemp("broken"),
+                      drop_requirement="nvidia-cuda-runtime-cu12")
+    errors = _errors(broken)
+    linkage = [e for e in errors if e[0] == "linkage"]
+    assert linkage and linkage[0][1] == "edgert/lib/libedgert_backend_cuda.so", errors
+    assert "nvidia-cuda-runtime-cu12" in linkage[0][2]
+    assert any(e[0] == "metadata" and "not in Requires-Dist" in e[2] for e in errors), errors
+
+
+def test_json_report_is_versioned(cpu_wheel: BuiltWheel) -> None:
+    report = verify_wheel(cpu_wheel.path, static=True).to_json()
+    assert report["version"] == 1 and report["ok"] is True
+    assert json.loads(json.dumps(report)) == report
