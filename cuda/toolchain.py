@@ -95,6 +95,12 @@ def _from_cuda_home(home: Path, variant: CudaVariant) -> CudaToolchain:
     include = _first([home / "include", home / "targets/x86_64-linux/include"],
                      "cuda_runtime_api.h", origin)
     major, minor = toolkit_version(include)
+    if major != variant.major:  # before looking for the variant's libcudart.so.<major>
+        raise ToolError(
+            f"{origin} is CUDA {major}.{minor} but variant {variant.name} builds for CUDA "
+            f"{variant.major}: its libraries would need the wrong libcudart",
+            fix=f"set CUDA_HOME to a CUDA {variant.major} toolkit, or unset it to use the "
+                "pinned toolchain from the package index")
     soname = variant.runtime.library
     runtime = _first([home / "lib64" / soname, home / "lib" / soname,
                       home / "targets/x86_64-linux/lib" / soname], soname, origin)

@@ -117,3 +117,27 @@ def test_delegate_loads_and_finds_runtime_from_the_wheel(cuda_venv) -> None:
     assert abs(report["sum"] - 1.0) < 1e-4, "without a GPU the CPU kernels run the model"
     if not Path("/dev/nvidiactl").exists():
         assert report["gpu"].startswith("UnavailableError"), report["gpu"]
+
+
+def _system_cuda13() -> Path | None:
+    for candidate in (Path("/usr/local/cuda-13.0"), Path("/usr/local/cuda")):
+        if (candidate / "bin" / "nvcc").exists() and list(candidate.glob("**/libcudart.so.13")):
+            return candidate
+    return None
+
+
+def test_cu13_from_a_system_toolkit(tmp_path: Path) -> None:
+    """CUDA_HOME is used when given: the same wheel layout, no toolkit path inside."""
+    import os
+    home = _system_cuda13()
+    if home is None:
+        pytest.skip("no CUDA 13 toolkit under /usr/local on this machine")
+    result = run(manifest.load(ROOT), BuildOptions(
+        platform="linux", variant="cu13", out_dir=tmp_path / "dist",
+        build_dir=tmp_path / "build", verify=VerifyMode.STATIC),
+        environ={**os.environ, "CUDA_HOME": str(home)})
+    assert result.wheel is not None and result.verify["ok"], result.verify
+    with zipfile.ZipFile(result.wheel) as archive:
+        library = archive.read("edgert/lib/libedgert_backend_cuda.so")
+    assert _dynamic(library)["DT_RUNPATH"] == ["$ORIGIN:$ORIGIN/../../nvidia/cu13/lib"]
+    assert str(home).encode() not in library
