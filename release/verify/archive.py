@@ -55,6 +55,8 @@ class StreamedMember:
 
 def _unsafe_name(name: str) -> str:
     """Why ``name`` cannot be extracted safely, or ''."""
+    if not name:
+        return "has an empty name"
     if "\0" in name:
         return "contains a NUL character"
     if name.startswith("/") or _DRIVE.match(name) or name.startswith("\\"):
@@ -78,7 +80,7 @@ def list_members(archive: Path, limits: Limits) -> list[Member]:
         raise WheelError(f"{archive.name}: {len(infos)} entries exceed the limit of "
                          f"{limits.max_entries}", fix="this is not a plausible wheel")
     problems = _problems(infos, limits)
-    if problems:
+    if problems:  # (checked before anything reads a name, an empty one included)
         shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more"
                                             if len(problems) > 5 else "")
         raise WheelError(f"{archive.name}: unsafe to unpack: {shown}",
@@ -221,7 +223,14 @@ def _record_digest(raw: bytes) -> str:
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
 
 
+def _outside(archive: Path, descriptor: int, member: Member, start: int, size: int) -> bool:
+    return start < 0 or size < 0 or start + size > os.fstat(descriptor).st_size
+
+
 def _data_offset(archive: Path, descriptor: int, member: Member) -> int:
+    if _outside(archive, descriptor, member, member.header_offset, _LOCAL_HEADER.size):
+        raise WheelError(f"{archive.name}: '{member.name}' points outside the archive "
+                         f"(offset {member.header_offset})", fix="re-download the wheel")
     header = os.pread(descriptor, _LOCAL_HEADER.size, member.header_offset)
     if len(header) < _LOCAL_HEADER.size or _LOCAL_HEADER.unpack(header)[0] != _LOCAL_SIGNATURE:
         raise WheelError(f"{archive.name}: '{member.name}' has no valid local header",
@@ -233,6 +242,9 @@ def _data_offset(archive: Path, descriptor: int, member: Member) -> int:
 
 def _chunks(archive: Path, descriptor: int, member: Member, start: int) -> Iterator[bytes]:
     position, end = start, start + member.compressed_size
+    if _outside(archive, descriptor, member, start, member.compressed_size):
+        raise WheelError(f"{archive.name}: '{member.name}' claims {member.compressed_size} "
+                         "bytes past the end of the archive", fix="re-download the wheel")
     inflater = zlib.decompressobj(-15) if member.method == zipfile.ZIP_DEFLATED else None
     while position < end:
         raw = os.pread(descriptor, min(4 * _CHUNK, end - position), position)

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from release.binary import read_binary_data
+from release.binary.model import BinaryInfo
 from release.errors import BinaryFormatError, WheelError
 from release.verify import verify_wheel
 
@@ -21,6 +22,16 @@ _BUDGET = settings(max_examples=300, deadline=None, derandomize=True, database=N
                    suppress_health_check=[HealthCheck.too_slow])
 
 
+def _read_or_refuse(data: bytes) -> None:
+    """The property: a parsed model, or a BinaryFormatError naming where it failed."""
+    try:
+        info = read_binary_data(data, where="fuzz")
+    except BinaryFormatError as error:
+        assert error.what.startswith("fuzz"), error.what
+    else:
+        assert isinstance(info, BinaryInfo) and len(info.needed) <= len(data)
+
+
 @_BUDGET
 @given(st.lists(st.tuples(st.integers(0, len(_SEED) - 1), st.integers(0, 255)), max_size=16),
        st.integers(0, len(_SEED)))
@@ -28,19 +39,13 @@ def test_elf_reader_mutations(edits: list[tuple[int, int]], cut: int) -> None:
     data = bytearray(_SEED)
     for position, value in edits:
         data[position] = value
-    try:
-        read_binary_data(bytes(data[: max(cut, 16)]), where="fuzz")
-    except BinaryFormatError:
-        pass
+    _read_or_refuse(bytes(data[: max(cut, 16)]))
 
 
 @_BUDGET
 @given(st.binary(min_size=0, max_size=512))
 def test_elf_reader_garbage(tail: bytes) -> None:
-    try:
-        read_binary_data(b"\x7fELF\x02\x01\x01" + tail, where="fuzz")
-    except BinaryFormatError:
-        pass
+    _read_or_refuse(b"\x7fELF\x02\x01\x01" + tail)
 
 
 def _wheel_bytes() -> bytes:
@@ -64,6 +69,8 @@ def test_wheel_reader_mutations(tmp_path: Path, edits: list[tuple[int, int]]) ->
     path = tmp_path / "fuzz.whl"
     path.write_bytes(bytes(data))
     try:
-        verify_wheel(path, static=True)
-    except WheelError:
-        pass
+        report = verify_wheel(path, static=True)
+    except WheelError as error:
+        assert error.what and error.fix, "a refusal says what and how to fix it"
+    else:
+        assert all(finding.check and finding.what for finding in report.findings)

@@ -128,3 +128,34 @@ def test_not_a_zip(tmp_path: Path) -> None:
     path.write_bytes(b"PK\x03\x04 this is not a zip")
     with pytest.raises(WheelError, match="not a readable zip"):
         verify_wheel(path, static=True)
+
+
+def test_entry_with_an_empty_name_is_refused(tmp_path: Path) -> None:
+    path = make_wheel(tmp_path / "demo-1.0-py3-none-any.whl", {"demo/a.py": b"a = 1\n"})
+    data = path.read_bytes()
+    central = data.rindex(b"PK\x01\x02" )  # the last central directory entry: RECORD
+    name_length = int.from_bytes(data[central + 28:central + 30], "little")
+    assert data[central + 46:central + 46 + name_length] == f"{DIST}/RECORD".encode()
+    patched = bytearray(data)
+    patched[central + 46:central + 46 + name_length] = b"\0" * name_length
+    patched[central + 28:central + 30] = (0).to_bytes(2, "little")
+    del patched[central + 46:central + 46 + name_length]
+    end = patched.rindex(b"PK\x05\x06")  # central directory size shrinks by the name
+    size = int.from_bytes(patched[end + 12:end + 16], "little") - name_length
+    patched[end + 12:end + 16] = size.to_bytes(4, "little")
+    path.write_bytes(bytes(patched))
+    with pytest.raises(WheelError, match="empty name"):
+        verify_wheel(path, static=True)
+
+
+def test_member_pointing_outside_the_archive_is_refused(tmp_path: Path) -> None:
+    """An end record claiming the central directory starts later than it does makes every
+    member's offset negative once zipfile corrects for prepended data."""
+    path = make_wheel(tmp_path / "demo-1.0-py3-none-any.whl", {"demo/a.py": b"a = 1\n"})
+    patched = bytearray(path.read_bytes())
+    end = patched.rindex(b"PK\x05\x06")
+    start = int.from_bytes(patched[end + 16:end + 20], "little")
+    patched[end + 16:end + 20] = (start + 100).to_bytes(4, "little")
+    path.write_bytes(bytes(patched))
+    with pytest.raises(WheelError, match="outside the archive|no valid local header"):
+        verify_wheel(path, static=True)
