@@ -36,7 +36,7 @@ static PyObject* shape_tuple(const int64_t* shape, size_t ndim) {
   return tuple;
 }
 
-static PyObject* py_version(PyObject* self, PyObject* unused) {
+static PyObject* py_version(PyObject* Py_UNUSED(self), PyObject* Py_UNUSED(unused)) {
   return PyUnicode_FromString(edgert_version());
 }
 
@@ -58,19 +58,19 @@ static PyObject* registry_list(count_fn count, text_fn name, text_fn owner) {
   return list;
 }
 
-static PyObject* py_operators(PyObject* self, PyObject* unused) {
+static PyObject* py_operators(PyObject* Py_UNUSED(self), PyObject* Py_UNUSED(unused)) {
   return registry_list(edgert_operator_count, edgert_operator_name, edgert_operator_owner);
 }
 
-static PyObject* py_backends(PyObject* self, PyObject* unused) {
+static PyObject* py_backends(PyObject* Py_UNUSED(self), PyObject* Py_UNUSED(unused)) {
   return registry_list(edgert_backend_count, edgert_backend_name, edgert_backend_owner);
 }
 
-static PyObject* py_threadpool_size(PyObject* self, PyObject* unused) {
+static PyObject* py_threadpool_size(PyObject* Py_UNUSED(self), PyObject* Py_UNUSED(unused)) {
   return PyLong_FromSize_t(edgert_threadpool_size());
 }
 
-static PyObject* py_set_threadpool_size(PyObject* self, PyObject* args) {
+static PyObject* py_set_threadpool_size(PyObject* Py_UNUSED(self), PyObject* args) {
   Py_ssize_t threads = 0;
   if (!PyArg_ParseTuple(args, "n", &threads)) return NULL;
   if (threads < 0) {
@@ -81,11 +81,11 @@ static PyObject* py_set_threadpool_size(PyObject* self, PyObject* args) {
   Py_RETURN_NONE;
 }
 
-static PyObject* py_threadpool_instance(PyObject* self, PyObject* unused) {
+static PyObject* py_threadpool_instance(PyObject* Py_UNUSED(self), PyObject* Py_UNUSED(unused)) {
   return PyLong_FromVoidPtr((void*)edgert_threadpool_instance());
 }
 
-static PyObject* py_load(PyObject* self, PyObject* args) {
+static PyObject* py_load(PyObject* Py_UNUSED(self), PyObject* args) {
   const char* data = NULL;
   Py_ssize_t size = 0;
   if (!PyArg_ParseTuple(args, "y#", &data, &size)) return NULL;
@@ -95,7 +95,7 @@ static PyObject* py_load(PyObject* self, PyObject* args) {
   return PyCapsule_New(program, CAPSULE_NAME, free_program);
 }
 
-static PyObject* py_counts(PyObject* self, PyObject* args) {
+static PyObject* py_counts(PyObject* Py_UNUSED(self), PyObject* args) {
   PyObject* capsule = NULL;
   if (!PyArg_ParseTuple(args, "O", &capsule)) return NULL;
   edgert_program* program = program_of(capsule);
@@ -104,7 +104,7 @@ static PyObject* py_counts(PyObject* self, PyObject* args) {
                        (Py_ssize_t)edgert_program_output_count(program));
 }
 
-static PyObject* py_input_info(PyObject* self, PyObject* args) {
+static PyObject* py_input_info(PyObject* Py_UNUSED(self), PyObject* args) {
   PyObject* capsule = NULL;
   Py_ssize_t index = 0;
   if (!PyArg_ParseTuple(args, "On", &capsule, &index)) return NULL;
@@ -120,7 +120,7 @@ static PyObject* py_input_info(PyObject* self, PyObject* args) {
   return dims == NULL ? NULL : Py_BuildValue("(iN)", (int)dtype, dims);
 }
 
-static PyObject* py_set_backends(PyObject* self, PyObject* args) {
+static PyObject* py_set_backends(PyObject* Py_UNUSED(self), PyObject* args) {
   PyObject* capsule = NULL;
   const char* names = NULL;
   if (!PyArg_ParseTuple(args, "Os", &capsule, &names)) return NULL;
@@ -131,7 +131,7 @@ static PyObject* py_set_backends(PyObject* self, PyObject* args) {
   Py_RETURN_NONE;
 }
 
-static PyObject* py_delegated_nodes(PyObject* self, PyObject* args) {
+static PyObject* py_delegated_nodes(PyObject* Py_UNUSED(self), PyObject* args) {
   PyObject* capsule = NULL;
   const char* name = NULL;
   if (!PyArg_ParseTuple(args, "Os", &capsule, &name)) return NULL;
@@ -194,7 +194,7 @@ static PyObject* collect_outputs(edgert_program* program) {
   return list;
 }
 
-static PyObject* py_run(PyObject* self, PyObject* args) {
+static PyObject* py_run(PyObject* Py_UNUSED(self), PyObject* args) {
   PyObject* capsule = NULL;
   PyObject* inputs = NULL;
   if (!PyArg_ParseTuple(args, "OO!", &capsule, &PyList_Type, &inputs)) return NULL;
