@@ -178,12 +178,15 @@ class _State:
 
 def _configure_arguments(plan: Plan) -> list[str]:
     opt_in = [c.cmake_component or c.name for c in plan.manifest.components if c.opt_in]
+    registering = [c.cmake_component for c in plan.manifest.components
+                   if c.registers and c.cmake_component]
     arguments = [
         "-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={tools.ninja()}",
         "-DCMAKE_BUILD_TYPE=Release",
         f"-DCMAKE_INSTALL_PREFIX={plan.build_dir / 'install'}",
         f"-DEDGERT_PACKAGE_DIR={plan.manifest.package}",
         f"-DEDGERT_OPT_IN_COMPONENTS={';'.join(opt_in)}",
+        f"-DEDGERT_REGISTRATION_ONLY_COMPONENTS={';'.join(registering)}",
         f"-DPython_EXECUTABLE={sys.executable}",
         *plan.platform.cmake_arguments(plan.target, plan.environ),
     ]

@@ -8,7 +8,10 @@ include(CMakePackageConfigHelpers)
 
 set(EDGERT_PACKAGE_MODULE_DIR "${CMAKE_CURRENT_LIST_DIR}")
 # Components that only register operators or backends: consumers keep them under --as-needed.
-set(EDGERT_REGISTRATION_ONLY_DEFAULT kernels kernels_quantized backend_cpu backend_cuda)
+# The pipeline passes the manifest's list (components with `registers`); this is the default
+# of a standalone build.
+set(EDGERT_REGISTRATION_ONLY_COMPONENTS "kernels;kernels_quantized;backend_cpu;backend_cuda"
+  CACHE STRING "CMake components that only register operators or backends")
 
 function(_edgert_component_table out)
   get_property(components GLOBAL PROPERTY EDGERT_SDK_COMPONENTS)
@@ -18,7 +21,7 @@ function(_edgert_component_table out)
     get_property(library GLOBAL PROPERTY EDGERT_COMPONENT_${component}_LIBRARY)
     get_property(depends GLOBAL PROPERTY EDGERT_COMPONENT_${component}_DEPENDS)
     get_property(keep GLOBAL PROPERTY EDGERT_COMPONENT_${component}_KEEP)
-    if(component IN_LIST EDGERT_REGISTRATION_ONLY_DEFAULT)
+    if(component IN_LIST EDGERT_REGISTRATION_ONLY_COMPONENTS)
       set(keep TRUE)
     endif()
     if(NOT keep)
