@@ -20,20 +20,23 @@ from edgert import export  # noqa: E402  (pure Python: no extension needed)
 ALL_DTYPES = ["float32", "int8", "uint8", "int32", "int64"]
 
 
+# One attribute of every kind the format has (int, float, string, int list, float list).
+ATTRIBUTES = {
+    "i": -7,
+    "f": 0.25,
+    "s": "héllo",
+    "ints": [1, -2, 3],
+    "floats": [0.5, -1.5],
+    "empty": [],
+}
+
+
 def constants_program() -> tuple[bytes, list[np.ndarray]]:
     """One constant of every dtype routed straight to the outputs, plus a node carrying
     every attribute kind (ignored by relu, but the loader must consume it exactly)."""
     builder = export.ProgramBuilder()
     x = builder.input("float32", (2, -1))
-    attributes = {
-        "i": -7,
-        "f": 0.25,
-        "s": "héllo",
-        "ints": [1, -2, 3],
-        "floats": [0.5, -1.5],
-        "empty": [],
-    }
-    builder.output(builder.op("edgert::relu", [x], attributes))
+    builder.output(builder.op("edgert::relu", [x], ATTRIBUTES))
     arrays = [(np.arange(24).reshape(2, 3, 4) - 5).astype(dtype) for dtype in ALL_DTYPES]
     arrays.append(np.zeros((0, 3), np.float32))
     for array in arrays:
@@ -47,14 +50,7 @@ def test_python_round_trip_preserves_everything() -> None:
     assert export.write_program(program) == data
     node = program.nodes[0]
     assert node.op == "edgert::relu"
-    assert node.attributes == {
-        "i": -7,
-        "f": 0.25,
-        "s": "héllo",
-        "ints": [1, -2, 3],
-        "floats": [0.5, -1.5],
-        "empty": [],
-    }
+    assert node.attributes == ATTRIBUTES
     constants = [program.values[index].data for index in program.outputs[1:]]
     for expected, actual in zip(arrays, constants, strict=True):
         assert actual is not None and actual.dtype == expected.dtype

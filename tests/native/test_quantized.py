@@ -205,29 +205,17 @@ def test_per_channel_round_trip(edgert: ModuleType, dtype: type, axis: int) -> N
     )
 
 
-def test_per_channel_rejects_bad_qparams(edgert: ModuleType) -> None:
+@pytest.mark.parametrize(
+    ("scales", "zero_points", "axis", "message"),
+    [(3, 3, 0, "scales"), (2, 3, 0, "zero points"), (2, 2, 2, "axis")],
+)
+def test_per_channel_rejects_bad_qparams(
+    edgert: ModuleType, scales: int, zero_points: int, axis: int, message: str
+) -> None:
     x = np.ones((2, 3), np.float32)
-    with pytest.raises(edgert.EdgertError, match="scales"):
-        run_op(
-            edgert,
-            "edgert_quantized::quantize_per_channel",
-            [x, np.ones(3, np.float32), np.zeros(3, np.int32)],
-            {"axis": 0},
-        )
-    with pytest.raises(edgert.EdgertError, match="zero points"):
-        run_op(
-            edgert,
-            "edgert_quantized::quantize_per_channel",
-            [x, np.ones(2, np.float32), np.zeros(3, np.int32)],
-            {"axis": 0},
-        )
-    with pytest.raises(edgert.EdgertError, match="axis"):
-        run_op(
-            edgert,
-            "edgert_quantized::quantize_per_channel",
-            [x, np.ones(2, np.float32), np.zeros(2, np.int32)],
-            {"axis": 2},
-        )
+    qparams = [np.ones(scales, np.float32), np.zeros(zero_points, np.int32)]
+    with pytest.raises(edgert.EdgertError, match=message):
+        run_op(edgert, "edgert_quantized::quantize_per_channel", [x, *qparams], {"axis": axis})
 
 
 # ------------------------------------------------------------------- choose_qparams
