@@ -71,6 +71,7 @@ class BuildResult:
     wheel: Path | None
     target: str
     variant: str
+    build_dir: Path
     stages: dict[str, float] = field(default_factory=dict)
     verify: dict[str, Any] | None = None
 
@@ -144,7 +145,8 @@ def run(manifest: Manifest, options: BuildOptions,
         environ: Mapping[str, str] | None = None) -> BuildResult:
     """Runs the stages up to ``options.last_stage``; returns where the wheel went."""
     plan = make_plan(manifest, options, os.environ if environ is None else environ)
-    result = BuildResult(wheel=None, target=plan.target.name, variant=plan.variant)
+    result = BuildResult(wheel=None, target=plan.target.name, variant=plan.variant,
+                         build_dir=plan.build_dir)
     steps: list[tuple[Stage, Callable[[Plan, _State], None]]] = [
         (Stage.CONFIGURE, _configure), (Stage.BUILD, _build), (Stage.INSTALL, _install),
         (Stage.LAYOUT, _lay_out), (Stage.FIXUP, _fix_up), (Stage.REPAIR, _repair),
@@ -331,9 +333,12 @@ def _write_dist_info(plan: Plan, root: Path, platform_tag: str) -> None:
         (root / name / file_name).write_text(text, encoding="utf-8")
 
 
-def repair_request(plan: Plan, wheel_path: Path, out_dir: Path) -> RepairRequest:
-    keep = tuple(sorted({Path(component_file(plan, c)).name for c in plan.components}))
-    exclude = (plan.cuda.runtime.library,) if plan.cuda is not None else ()
+def repair_request(record: dict[str, Any], wheel_path: Path, out_dir: Path) -> RepairRequest:
+    """What the repair tool must leave alone, from a wheel's build record: our own libraries
+    (never renamed, copied or patched) and the declared CUDA runtime (never grafted)."""
+    keep = tuple(sorted({Path(c["file"]).name for c in record["components"]}))
+    cuda = record.get("cuda") or {}
+    exclude = (cuda["runtime_library"],) if cuda else ()
     return RepairRequest(wheel=wheel_path, out_dir=out_dir, keep=keep, exclude=exclude)
 
 
@@ -341,7 +346,7 @@ def _repair(plan: Plan, state: _State) -> None:
     assert state.wheel is not None
     out_dir = state.scratch / "repaired"
     out_dir.mkdir()
-    repaired = plan.platform.repair(repair_request(plan, state.wheel, out_dir))
+    repaired = plan.platform.repair(repair_request(build_record(plan), state.wheel, out_dir))
     wheel.normalize(repaired, epoch=wheel.source_date_epoch(plan.environ))
     state.wheel = repaired
 

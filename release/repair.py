@@ -15,8 +15,8 @@ from typing import Any
 
 from release import wheel
 from release.errors import WheelError
-from release.pipeline import RECORD_FILE
-from release.platform import RepairRequest, get_platform
+from release.pipeline import RECORD_FILE, repair_request
+from release.platform import get_platform
 
 
 def read_record(entries: dict[str, tuple[bytes, int]]) -> dict[str, Any]:
@@ -36,13 +36,9 @@ def read_record(entries: dict[str, tuple[bytes, int]]) -> dict[str, Any]:
 def repair_wheel(path: Path, out_dir: Path, *, environ: dict[str, str]) -> Path:
     record = read_record(wheel.read_entries(path))
     platform = get_platform(str(record["target"]).split("-", 1)[0])
-    keep = tuple(sorted(Path(c["file"]).name for c in record["components"]))
-    cuda = record.get("cuda") or {}
-    exclude = (cuda["runtime_library"],) if cuda else ()
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".release-", dir=out_dir) as scratch:
-        repaired = platform.repair(RepairRequest(wheel=path.resolve(), out_dir=Path(scratch),
-                                                 keep=keep, exclude=exclude))
+        repaired = platform.repair(repair_request(record, path.resolve(), Path(scratch)))
         wheel.normalize(repaired, epoch=wheel.source_date_epoch(environ))
         final = out_dir / repaired.name
         os.replace(repaired, final)

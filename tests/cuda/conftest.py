@@ -33,15 +33,14 @@ def build_variant(name: str, work: Path) -> CudaBuild:
     """The release pipeline's own build of variant ``name`` (shared with the wheel tests),
     run up to its install stage, copied into a fresh site with the declared runtime wheel."""
     from release import manifest
-    from release.pipeline import BuildOptions, Stage, make_plan, run
+    from release.pipeline import BuildOptions, Stage, run
 
     loaded = variant.load(variant.variants_dir() / f"{name}.toml")
     options = BuildOptions(platform="linux", variant=name, last_stage=Stage.INSTALL,
                            out_dir=work / "out")
-    project = manifest.load(ROOT)
-    run(project, options)
+    build_dir = run(manifest.load(ROOT), options).build_dir
     site = work / "site"
-    shutil.copytree(make_plan(project, options, os.environ).build_dir / "install", site)
+    shutil.copytree(build_dir / "install", site)
     _run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
           "--target", str(site), loaded.runtime.requirement.split(";")[0]])
     return CudaBuild(variant=loaded, site=site,

@@ -5,7 +5,6 @@ are incremental), and ways to import the installed ``edgert`` in-process or in a
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,13 +20,11 @@ def native_install(tmp_path_factory: pytest.TempPathFactory) -> NativeInstall:
     """The release pipeline's own build of this machine's CPU target, run up to its install
     stage: the same build the wheel is made from, compiled once (incrementally) per session."""
     from release import manifest
-    from release.pipeline import BuildOptions, Stage, make_plan, run
+    from release.pipeline import BuildOptions, Stage, run
 
     options = BuildOptions(platform="linux", last_stage=Stage.INSTALL,
                            out_dir=tmp_path_factory.mktemp("native-out"))
-    loaded = manifest.load(ROOT)
-    run(loaded, options)
-    build_dir = make_plan(loaded, options, os.environ).build_dir
+    build_dir = run(manifest.load(ROOT), options).build_dir
     return NativeInstall(build_dir=build_dir, prefix=build_dir / "install")
 
 

@@ -49,10 +49,10 @@ class NativeInstall:
         return {**os.environ, "PYTHONPATH": path}
 
     def python(
-        self, code: str, *, env: dict[str, str] | None = None, timeout: float = 120
+        self, code: str, *args: str, env: dict[str, str] | None = None, timeout: float = 120
     ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-c", code],
+            [sys.executable, "-c", code, *args],
             capture_output=True,
             text=True,
             env={**self.env(), **(env or {})},

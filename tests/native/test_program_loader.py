@@ -163,14 +163,7 @@ def bad_program_results(
     folder = tmp_path_factory.mktemp("bad-programs")
     for name, data in bad_programs().items():
         (folder / f"{name}.bin").write_bytes(data)
-    completed = subprocess.run(
-        [sys.executable, "-c", CHECK_SCRIPT, str(folder)],
-        capture_output=True,
-        text=True,
-        env=native_install.env(),
-        timeout=120,
-        check=False,
-    )
+    completed = native_install.python(CHECK_SCRIPT, str(folder))
     assert completed.returncode == 0, f"crashed ({completed.returncode}): {completed.stderr}"
     return json.loads(completed.stdout)  # type: ignore[no-any-return]
 

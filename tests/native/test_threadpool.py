@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 from tests.native.support import MLP_MODEL, NativeInstall
@@ -51,13 +50,7 @@ def test_results_do_not_depend_on_thread_count(native_install: NativeInstall) ->
         "    edgert.set_threadpool_size(threads)\n"
         "    print(program.run([x])[0].tobytes().hex()[:4096])\n"
     )
-    completed = subprocess.run(
-        [sys.executable, "-c", code, str(MLP_MODEL)],
-        capture_output=True,
-        text=True,
-        env=native_install.env(),
-        timeout=120,
-    )
+    completed = native_install.python(code, str(MLP_MODEL))
     assert completed.returncode == 0, completed.stderr
     assert len(set(completed.stdout.split())) == 1
 
