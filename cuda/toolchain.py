@@ -1,8 +1,8 @@
 """The CUDA toolchain of a variant: pinned wheels from the package index, or CUDA_HOME.
 
-``provision(variant, environ=...)`` installs the variant's pinned toolchain wheels once into
-the release cache (``pip install --target``) and reuses them; a toolkit named by CUDA_HOME is
-used instead when given. Either way the toolkit's CUDA major must match the variant's.
+``provision(variant, environ=..., cache=...)`` installs the variant's pinned toolchain wheels
+once into the release cache (``pip install --target``) and reuses them; a toolkit named by
+CUDA_HOME is used instead when given. Either way the toolkit's CUDA major must match the variant's.
 ``CudaToolchain.cmake_arguments(variant)`` is everything native/backend_cuda needs."""
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from pathlib import Path
 from cuda.variant import CudaVariant
 from release import _cmd
 from release.errors import ToolError
-from release.tools import cache_dir
 
 FATBIN_TOOL = Path(__file__).resolve().parent / "_fatbin_tool.py"
 _CUDART_VERSION = re.compile(r"#define\s+CUDART_VERSION\s+(\d+)")
@@ -63,7 +62,6 @@ class CudaToolchain:
             f"-DEDGERT_CUDA_INCLUDE_DIRS={as_list(self.include_dirs)}",
             f"-DEDGERT_CUDA_RUNTIME_LIBRARY_DIR={self.runtime_library.parent}",
             f"-DEDGERT_CUDA_RUNTIME_SONAME={variant.runtime.library}",
-            f"-DEDGERT_CUDA_RUNTIME_DIR={variant.runtime.dir}",
         ]
 
 
@@ -109,14 +107,14 @@ def _from_cuda_home(home: Path, variant: CudaVariant) -> CudaToolchain:
                          runtime_library=runtime, nvcc=nvcc)
 
 
-def _install_folder(variant: CudaVariant) -> Path:
+def _install_folder(variant: CudaVariant, cache: Path) -> Path:
     digest = hashlib.sha256("\n".join(variant.toolchain_requirements).encode()).hexdigest()
-    return cache_dir() / "cuda" / f"{variant.name}-{digest[:12]}"
+    return cache / "cuda" / f"{variant.name}-{digest[:12]}"
 
 
-def _install(variant: CudaVariant) -> Path:
+def _install(variant: CudaVariant, cache: Path) -> Path:
     """Installs the pinned toolchain wheels once (all pinned, so without dependencies)."""
-    target = _install_folder(variant)
+    target = _install_folder(variant, cache)
     if (target / ".complete").exists():
         return target
     partial = target.with_name(target.name + ".partial")
@@ -156,7 +154,7 @@ def _from_index(root: Path, variant: CudaVariant) -> CudaToolchain:
                                 "libnvfatbin", origin))
 
 
-def provision(variant: CudaVariant, *, environ: Mapping[str, str]) -> CudaToolchain:
+def provision(variant: CudaVariant, *, environ: Mapping[str, str], cache: Path) -> CudaToolchain:
     """The toolchain for ``variant``: CUDA_HOME when set, else the pinned index wheels."""
     home = environ.get("CUDA_HOME", "")
     if home:
@@ -164,7 +162,7 @@ def provision(variant: CudaVariant, *, environ: Mapping[str, str]) -> CudaToolch
         fix = f"set CUDA_HOME to a CUDA {variant.major} toolkit, or unset it to use the " \
               "pinned toolchain from the package index"
     else:
-        toolchain = _from_index(_install(variant), variant)
+        toolchain = _from_index(_install(variant, cache), variant)
         fix = f"correct the pinned requirements in the {variant.name} variant file"
     if toolchain.major != variant.major:
         raise ToolError(

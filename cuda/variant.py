@@ -14,6 +14,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from release.errors import ConfigurationError
+from release.variant import DeviceCodeRecord, RuntimeDependency
 
 COMPILERS = ("nvcc", "nvrtc")
 _CAPABILITY = re.compile(r"^(\d{1,2})\.(\d)$")
@@ -48,20 +49,12 @@ class ComputeCapability:
 
 
 @dataclass(frozen=True, kw_only=True)
-class RuntimePackage:
-    requirement: str    # the wheel's Requires-Dist entry
-    distribution: str   # the distribution that provides the library
-    library: str        # its soname, e.g. libcudart.so.12
-    dir: str            # its folder relative to site-packages, e.g. nvidia/cuda_runtime/lib
-
-
-@dataclass(frozen=True, kw_only=True)
 class CudaVariant:
     name: str
     major: int
     claims: tuple[ComputeCapability, ...]
     ptx: tuple[ComputeCapability, ...]
-    runtime: RuntimePackage
+    runtime: RuntimeDependency
     compiler: str                       # "nvcc" or "nvrtc" (NVRTC + ptxas + nvFatbin)
     toolchain_requirements: tuple[str, ...]
     source: Path | None = None
@@ -75,23 +68,10 @@ class CudaVariant:
     def ptx_architectures(self) -> tuple[int, ...]:
         return tuple(arch.sm for arch in self.ptx)
 
-    def runtime_search_path(self, library_dir: str) -> str:
-        """$ORIGIN-relative run-time search path from ``library_dir`` (relative to
-        site-packages, e.g. "edgert/lib") to the runtime wheel's library folder."""
-        depth = len(PurePosixPath(library_dir).parts)
-        return "$ORIGIN/" + "../" * depth + self.runtime.dir
-
-    def to_record(self) -> dict[str, Any]:
-        """The build record's ``cuda`` object (docs/build-record.md)."""
-        return {
-            "major": self.major,
-            "claims": [str(claim) for claim in self.claims],
-            "ptx": [str(arch) for arch in self.ptx],
-            "runtime_requirement": self.runtime.requirement,
-            "runtime_distribution": self.runtime.distribution,
-            "runtime_library": self.runtime.library,
-            "runtime_dir": self.runtime.dir,
-        }
+    def to_record(self) -> DeviceCodeRecord:
+        """The build record's ``cuda`` section (docs/build-record.md)."""
+        return DeviceCodeRecord(major=self.major, claims=tuple(map(str, self.claims)),
+                                ptx=tuple(map(str, self.ptx)), runtime=self.runtime)
 
 
 class _Table:
@@ -150,8 +130,8 @@ def _capabilities(table: _Table, key: str) -> tuple[ComputeCapability, ...]:
     return tuple(sorted(values))
 
 
-def _runtime(table: _Table) -> RuntimePackage:
-    runtime = RuntimePackage(requirement=table.string("requirement"),
+def _runtime(table: _Table) -> RuntimeDependency:
+    runtime = RuntimeDependency(requirement=table.string("requirement"),
                              distribution=table.string("distribution"),
                              library=table.string("library"), dir=table.string("dir"))
     table.finish()

@@ -29,6 +29,7 @@ class Component:
     registers: tuple[str, ...] = ()
     markers: tuple[str, ...] = ()
     variants: tuple[str, ...] = ()    # empty: shipped by every variant
+    variant_runtime: bool = False     # links the variant's run-time dependency (libcudart)
 
     def shipped_by(self, variant: str) -> bool:
         return not self.variants or variant in self.variants
@@ -38,7 +39,8 @@ class Component:
 class Variant:
     name: str
     distribution: str | None = None   # distribution name; None: the project's own name
-    cuda: Path | None = None          # data file of a GPU variant (cuda/variants/*.toml)
+    provider: str | None = None       # package implementing it (release.variant); None: CPU
+    config: Path | None = None        # the provider's data file (cuda/variants/cu12.toml)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,6 +81,11 @@ class Manifest:
                 return variant
         raise ConfigurationError(f"unknown variant '{name}'",
                                  fix=f"use one of: {', '.join(v.name for v in self.variants)}")
+
+    @property
+    def providers(self) -> tuple[str, ...]:
+        """The variant provider packages the manifest names, each once."""
+        return tuple(dict.fromkeys(v.provider for v in self.variants if v.provider))
 
     def target(self, platform: str, arch: str) -> Target:
         known = [t for t in self.targets if t.platform == platform]
@@ -171,6 +178,7 @@ def _component(name: str, table: _Table) -> Component:
         registers=registers,
         markers=table.strings("markers"),
         variants=table.strings("variants"),
+        variant_runtime=table.boolean("variant-runtime"),
     )
     table.finish()
     if component.kind == "library" and not component.cmake_component:
@@ -236,10 +244,16 @@ _MISSING: dict[str, Any] = {"__missing__": True}
 
 
 def _variant(name: str, table: _Table, root: Path) -> Variant:
-    cuda = table.string("cuda")
+    provider = table.string("provider")
+    config = table.string("config")
     distribution = table.string("distribution")
     table.finish()
-    return Variant(name=name, distribution=distribution, cuda=root / cuda if cuda else None)
+    if (provider is None) != (config is None):
+        raise ConfigurationError(f"{table.path} needs both provider and config, or neither",
+                                 fix="a GPU variant names its provider package and data file; "
+                                     "the CPU variant names neither")
+    return Variant(name=name, distribution=distribution, provider=provider,
+                   config=root / config if config else None)
 
 
 def _target(name: str, table: _Table) -> Target:

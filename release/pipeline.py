@@ -2,9 +2,11 @@
 
     configure -> build -> install -> lay out -> fix up -> repair -> verify
 
-A platform module supplies the target-specific part of a stage; ``cuda/`` supplies the GPU
-toolchain and runtime dependency of a CUDA variant. Nothing reaches the output folder until
-every stage has passed: work happens in a private folder that is removed on failure."""
+A platform module supplies the target-specific part of a stage; a variant (release/variant.py,
+found through the manifest) supplies its toolchain, configure arguments and run-time
+dependency. The plan decides everything up front and does no work; provisioning happens in
+the configure stage. Nothing reaches the output folder until every stage has passed: work
+happens in a private folder that is removed on failure."""
 
 from __future__ import annotations
 
@@ -23,14 +25,21 @@ from pathlib import Path
 from typing import Any
 
 from release import _cmd, tools, wheel
+from release.buildrecord import (
+    RECORD_FILE,
+    BuildRecord,
+    ComponentRecord,
+    ExampleRecord,
+    ExtensionRecord,
+)
 from release.errors import ConfigurationError, ReleaseError, VerificationFailed
 from release.manifest import Component, Manifest, Target
-from release.platform import Platform, RepairRequest, SearchPath, get_platform
+from release.platform import Platform, RepairRequest, SearchPath, all_platforms, get_platform
+from release.variant import BuildVariant, load_variant, provider_checks
+from release.verify import VerifyOptions
+from release.verify.run import run_verify
 
 log = logging.getLogger("release")
-
-RECORD_FILE = "_release.json"
-RECORD_SCHEMA = 1
 
 
 class Stage(enum.IntEnum):
@@ -85,19 +94,21 @@ class BuildResult:
 
 @dataclass(frozen=True, kw_only=True)
 class Plan:
-    """Everything a run needs, resolved up front so a mistake fails before any work."""
+    """Everything a run needs, resolved up front so a mistake fails before any work (and
+    without doing any: no tool is installed and nothing is compiled here)."""
 
     manifest: Manifest
     target: Target
     platform: Platform
-    variant: str
+    variant: BuildVariant
     distribution: str
     components: tuple[Component, ...]
     build_dir: Path
     options: BuildOptions
     environ: Mapping[str, str]
-    cuda: Any = None                  # cuda.variant.CudaVariant for GPU variants
-    cuda_toolchain: Any = None
+    cache: Path
+    search_paths: tuple[SearchPath, ...]
+    record: BuildRecord
 
 
 def host_arch() -> str:
@@ -106,23 +117,29 @@ def host_arch() -> str:
     return {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
 
 
+def variant_of(manifest: Manifest, name: str) -> BuildVariant:
+    """The manifest's variant ``name`` as its provider builds it."""
+    declared = manifest.variant(name)
+    return load_variant(declared.name, provider=declared.provider, config=declared.config)
+
+
 def make_plan(manifest: Manifest, options: BuildOptions, environ: Mapping[str, str]) -> Plan:
     arch = options.arch or _default_arch(manifest, options.platform)
     target = manifest.target(options.platform, arch)
-    variant = manifest.variant(options.variant)
+    declared = manifest.variant(options.variant)
+    variant = variant_of(manifest, options.variant)
     platform = get_platform(target.platform)
     platform.check_host(target)
-    cuda_variant = toolchain = None
-    if variant.cuda is not None:
-        from cuda import toolchain as cuda_toolchain
-        from cuda import variant as cuda_variants
-        cuda_variant = cuda_variants.load(variant.cuda)
-        toolchain = cuda_toolchain.provision(cuda_variant, environ=environ)
     build_dir = options.build_dir or manifest.root / "build" / f"{target.name}-{variant.name}"
-    return Plan(manifest=manifest, target=target, platform=platform, variant=variant.name,
-                distribution=variant.distribution or manifest.distribution,
-                components=manifest.components_for(variant.name), build_dir=build_dir.resolve(),
-                options=options, environ=environ, cuda=cuda_variant, cuda_toolchain=toolchain)
+    components = manifest.components_for(variant.name)
+    distribution = declared.distribution or manifest.distribution
+    return Plan(manifest=manifest, target=target, platform=platform, variant=variant,
+                distribution=distribution, components=components,
+                build_dir=build_dir.resolve(), options=options, environ=environ,
+                cache=tools.cache_dir(environ),
+                search_paths=search_paths(manifest, platform, variant, components),
+                record=build_record(manifest, platform, variant, target=target,
+                                    distribution=distribution, components=components))
 
 
 def _default_arch(manifest: Manifest, platform: str) -> str:
@@ -145,7 +162,7 @@ def run(manifest: Manifest, options: BuildOptions,
         environ: Mapping[str, str] | None = None) -> BuildResult:
     """Runs the stages up to ``options.last_stage``; returns where the wheel went."""
     plan = make_plan(manifest, options, os.environ if environ is None else environ)
-    result = BuildResult(wheel=None, target=plan.target.name, variant=plan.variant,
+    result = BuildResult(wheel=None, target=plan.target.name, variant=plan.variant.name,
                          build_dir=plan.build_dir)
     steps: list[tuple[Stage, Callable[[Plan, _State], None]]] = [
         (Stage.CONFIGURE, _configure), (Stage.BUILD, _build), (Stage.INSTALL, _install),
@@ -178,7 +195,16 @@ class _State:
         return self.scratch / "root"
 
 
-def _configure_arguments(plan: Plan) -> list[str]:
+def _search_path_arguments(plan: Plan) -> list[str]:
+    """The decided search paths, handed to CMake (EDGERT_SEARCH_PATH_<component>)."""
+    names = {extension_file(plan.manifest, plan.platform): "EXTENSION",
+             **{component_file(plan.manifest, plan.platform, c): c.name
+                for c in plan.components}}
+    return [f"-DEDGERT_SEARCH_PATH_{names[entry.binary]}={';'.join(entry.entries)}"
+            for entry in plan.search_paths]
+
+
+def _configure_arguments(plan: Plan, toolchain_arguments: list[str]) -> list[str]:
     opt_in = [c.cmake_component or c.name for c in plan.manifest.components if c.opt_in]
     registering = [c.cmake_component for c in plan.manifest.components
                    if c.registers and c.cmake_component]
@@ -191,14 +217,15 @@ def _configure_arguments(plan: Plan) -> list[str]:
         f"-DEDGERT_REGISTRATION_ONLY_COMPONENTS={';'.join(registering)}",
         f"-DPython_EXECUTABLE={sys.executable}",
         *plan.platform.cmake_arguments(plan.target, plan.environ),
+        *_search_path_arguments(plan),
+        *toolchain_arguments,
     ]
-    if plan.cuda_toolchain is not None:
-        arguments += plan.cuda_toolchain.cmake_arguments(plan.cuda)
     return [*arguments, *plan.options.cmake_arguments]
 
 
 def _configure(plan: Plan, state: _State) -> None:
-    arguments = _configure_arguments(plan)
+    toolchain = plan.variant.provision(environ=plan.environ, cache=plan.cache)
+    arguments = _configure_arguments(plan, toolchain.cmake_arguments())
     stamp = plan.build_dir / "release-configure.json"
     cache = plan.build_dir / "CMakeCache.txt"
     if cache.exists() and stamp.exists() and json.loads(stamp.read_text()) == arguments:
@@ -225,74 +252,72 @@ def _install(plan: Plan, state: _State) -> None:
              what="CMake install", fix="check the install() rules in native/")
 
 
-def component_file(plan: Plan, component: Component) -> str:
-    return f"{plan.manifest.package}/lib/{plan.platform.library_file(component.library)}"
+def component_file(manifest: Manifest, platform: Platform, component: Component) -> str:
+    return f"{manifest.package}/lib/{platform.library_file(component.library)}"
 
 
-def extension_file(plan: Plan) -> str:
-    package, _, module = plan.manifest.extension.rpartition(".")
-    return f"{package.replace('.', '/')}/{plan.platform.extension_file(module)}"
+def extension_file(manifest: Manifest, platform: Platform) -> str:
+    package, _, module = manifest.extension.rpartition(".")
+    return f"{package.replace('.', '/')}/{platform.extension_file(module)}"
 
 
-def build_record(plan: Plan) -> dict[str, Any]:
+def search_paths(manifest: Manifest, platform: Platform, variant: BuildVariant,
+                 components: tuple[Component, ...]) -> tuple[SearchPath, ...]:
+    """The one decision of where each shipped binary finds its dependencies: the package's
+    lib/ folder, plus the variant's runtime folder for components that link it, written by
+    the platform's rule. CMake links with these; the fix-up stage checks and applies them."""
+    lib = f"{manifest.package}/lib"
+    runtime = variant.runtime
+    wanted = [(extension_file(manifest, platform), (lib,))]
+    for component in components:
+        extra = (runtime.dir,) if component.variant_runtime and runtime is not None else ()
+        wanted.append((component_file(manifest, platform, component), (lib, *extra)))
+    return tuple(SearchPath(binary=binary, folders=folders,
+                            entries=platform.search_entries(binary, folders))
+                 for binary, folders in wanted)
+
+
+def build_record(manifest: Manifest, platform: Platform, variant: BuildVariant, *,
+                 target: Target, distribution: str,
+                 components: tuple[Component, ...]) -> BuildRecord:
     """The facts verify reads from the wheel (docs/build-record.md)."""
-    package = plan.manifest.package
-    components = [{
-        "name": c.name, "kind": c.kind, "file": component_file(plan, c),
-        "cmake_component": c.cmake_component, "cmake_variable": c.cmake_variable,
-        "opt_in": c.opt_in, "depends": list(c.depends), "registers": list(c.registers),
-        "markers": list(c.markers)} for c in plan.components]
-    return {
-        "schema": RECORD_SCHEMA, "package": package, "distribution": plan.distribution,
-        "version": plan.manifest.version, "target": plan.target.name, "variant": plan.variant,
-        "extension": {"module": plan.manifest.extension, "file": extension_file(plan),
-                      "depends": list(plan.manifest.extension_depends)},
-        "components": components,
-        "cmake_package": f"{package}/lib/cmake/{package}",
-        "example": {"consumer": f"{package}/examples/consumer",
-                    "program": f"{package}/models/mlp.edgert",
-                    "python": f"{package}.run_program"},
-        "cuda": plan.cuda.to_record() if plan.cuda is not None else None,
-    }
+    package = manifest.package
+    return BuildRecord(
+        package=package, distribution=distribution, version=manifest.version,
+        target=target.name, variant=variant.name,
+        extension=ExtensionRecord(module=manifest.extension,
+                                  file=extension_file(manifest, platform),
+                                  depends=manifest.extension_depends),
+        components=tuple(ComponentRecord(
+            name=c.name, kind=c.kind, file=component_file(manifest, platform, c),
+            cmake_component=c.cmake_component, cmake_variable=c.cmake_variable,
+            opt_in=c.opt_in, depends=c.depends, registers=c.registers, markers=c.markers)
+            for c in components),
+        cmake_package=f"{package}/lib/cmake/{package}",
+        example=ExampleRecord(consumer=f"{package}/examples/consumer",
+                              program=f"{package}/models/mlp.edgert",
+                              python_module=f"{package}.run_program"),
+        cuda=variant.record())
 
 
 def _lay_out(plan: Plan, state: _State) -> None:
     package = plan.manifest.package
     installed = plan.build_dir / "install" / package
     shutil.copytree(installed, state.staging / package, symlinks=True)
-    missing = [f"{c.name} ({component_file(plan, c)})" for c in plan.components
-               if not (state.staging / component_file(plan, c)).is_file()]
-    if not (state.staging / extension_file(plan)).is_file():
-        missing.append(f"extension ({extension_file(plan)})")
+    missing = [f"{c.name} ({c.file})" for c in plan.record.components
+               if not (state.staging / c.file).is_file()]
+    extension = extension_file(plan.manifest, plan.platform)
+    if not (state.staging / extension).is_file():
+        missing.append(f"extension ({extension})")
     if missing:
         raise ConfigurationError(f"the build did not install: {', '.join(missing)}",
                                  fix="every manifest component needs its edgert_add_component() "
                                      "in native/ and an install rule")
-    record = json.dumps(build_record(plan), indent=2, sort_keys=True) + "\n"
-    (state.staging / package / RECORD_FILE).write_text(record)
-
-
-def _search_paths(plan: Plan, root: Path) -> list[SearchPath]:
-    package = plan.manifest.package
-    lib = f"{package}/lib"
-    runtime: tuple[str, ...] = ()
-    if plan.cuda is not None:
-        runtime = (plan.cuda.runtime.dir,)
-    binaries = [extension_file(plan), *(component_file(plan, c) for c in plan.components)]
-    paths = []
-    for binary in binaries:
-        extra = runtime if runtime and _needs(root / binary, plan.cuda.runtime.library) else ()
-        paths.append(SearchPath(binary=binary, folders=(lib, *extra)))
-    return paths
-
-
-def _needs(path: Path, library: str) -> bool:
-    from release.binary import read_binary
-    return library in read_binary(path).needed
+    (state.staging / package / RECORD_FILE).write_text(plan.record.to_text())
 
 
 def _fix_up(plan: Plan, state: _State) -> None:
-    changed = plan.platform.fix_up(state.staging, _search_paths(plan, state.staging))
+    changed = plan.platform.fix_up(state.staging, plan.search_paths)
     log.info("search paths rewritten in %d files", len(changed))
     _write_dist_info(plan, state.staging, plan.platform.wheel_platform_tag(plan.target))
     python, abi = plan.platform.python_tag().split("-")
@@ -305,12 +330,9 @@ def _fix_up(plan: Plan, state: _State) -> None:
 
 
 def _requirements(manifest: Manifest, variant: str) -> list[str]:
-    """Requires-Dist beyond [project].dependencies: a GPU variant's runtime wheel."""
-    cuda_file = manifest.variant(variant).cuda
-    if cuda_file is None:
-        return []
-    from cuda import variant as cuda_variants
-    return [cuda_variants.load(cuda_file).runtime.requirement]
+    """Requires-Dist beyond [project].dependencies: a variant's run-time dependency."""
+    runtime = variant_of(manifest, variant).runtime
+    return [] if runtime is None else [runtime.requirement]
 
 
 def dist_info_files(manifest: Manifest, variant: str) -> tuple[str, dict[str, str]]:
@@ -326,19 +348,18 @@ def dist_info_files(manifest: Manifest, variant: str) -> tuple[str, dict[str, st
 
 
 def _write_dist_info(plan: Plan, root: Path, platform_tag: str) -> None:
-    name, files = dist_info_files(plan.manifest, plan.variant)
+    name, files = dist_info_files(plan.manifest, plan.variant.name)
     files["WHEEL"] = wheel.wheel_text([f"{plan.platform.python_tag()}-{platform_tag}"])
     (root / name).mkdir(parents=True, exist_ok=True)
     for file_name, text in files.items():
         (root / name / file_name).write_text(text, encoding="utf-8")
 
 
-def repair_request(record: dict[str, Any], wheel_path: Path, out_dir: Path) -> RepairRequest:
+def repair_request(record: BuildRecord, wheel_path: Path, out_dir: Path) -> RepairRequest:
     """What the repair tool must leave alone, from a wheel's build record: our own libraries
-    (never renamed, copied or patched) and the declared CUDA runtime (never grafted)."""
-    keep = tuple(sorted({Path(c["file"]).name for c in record["components"]}))
-    cuda = record.get("cuda") or {}
-    exclude = (cuda["runtime_library"],) if cuda else ()
+    (never renamed, copied or patched) and declared run-time dependencies (never grafted)."""
+    keep = tuple(sorted({Path(c.file).name for c in record.components}))
+    exclude = tuple(runtime.library for runtime in record.runtime_dependencies)
     return RepairRequest(wheel=wheel_path, out_dir=out_dir, keep=keep, exclude=exclude)
 
 
@@ -346,7 +367,7 @@ def _repair(plan: Plan, state: _State) -> None:
     assert state.wheel is not None
     out_dir = state.scratch / "repaired"
     out_dir.mkdir()
-    repaired = plan.platform.repair(repair_request(build_record(plan), state.wheel, out_dir))
+    repaired = plan.platform.repair(repair_request(plan.record, state.wheel, out_dir))
     wheel.normalize(repaired, epoch=wheel.source_date_epoch(plan.environ))
     state.wheel = repaired
 
@@ -356,11 +377,12 @@ def _verify(plan: Plan, state: _State) -> None:
     if plan.options.verify is VerifyMode.NONE:
         log.info("verify skipped (--verify none)")
         return
-    from release.verify import VerifyOptions, verify_wheel
     static = plan.options.verify is VerifyMode.STATIC or not plan.platform.can_run(plan.target)
     options = VerifyOptions(sites=() if static else _dependency_sites(plan),
                             build_paths=(str(plan.build_dir), str(plan.manifest.root)))
-    report = verify_wheel(state.wheel, static=static, options=options)
+    report = run_verify(state.wheel, static=static, options=options,
+                        platforms=all_platforms(),
+                        extra_checks=provider_checks(plan.manifest.providers))
     state.verify_report = report.to_json()
     if not report.ok:
         log.error("%s", report.render_text())
@@ -371,14 +393,14 @@ def _verify(plan: Plan, state: _State) -> None:
 
 
 def _dependency_sites(plan: Plan) -> tuple[Path, ...]:
-    """Site folders holding the wheel's declared native dependencies (a GPU variant's CUDA
-    runtime wheel, installed from its own requirement), so the load checks resolve them the
-    way an installed wheel would."""
-    if plan.cuda is None:
+    """Site folders holding the wheel's declared native dependencies (a variant's runtime
+    wheel, installed from its own requirement), so the load checks resolve them the way an
+    installed wheel would."""
+    runtime = plan.variant.runtime
+    if runtime is None:
         return ()
-    runtime = plan.cuda.runtime
     relative = f"{runtime.dir}/{runtime.library}"
-    library = tools.pip_tool(runtime.requirement, relative)
+    library = tools.pip_tool(runtime.requirement, relative, cache=plan.cache)
     return (library.parents[len(Path(relative).parts) - 1],)
 
 

@@ -2,7 +2,8 @@
 
 The pipeline loop (release/pipeline.py) is written once; a platform supplies only what
 differs per operating system: how to compile for a target, how binaries are named and
-fixed up, which repair tool tags the wheel, and whether this host can run what it built."""
+fixed up, which repair tool tags the wheel, whether this host can run what it built, and
+(for verify) its loader model and binary reader (release/loader.py)."""
 
 from __future__ import annotations
 
@@ -12,19 +13,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from release.binary.model import BinaryReader
 from release.errors import ConfigurationError
-from release.manifest import Target
+from release.loader import LoaderModel
+from release.manifest import PLATFORMS, Target
 
 
 @dataclass(frozen=True, kw_only=True)
 class SearchPath:
-    """Where one shipped binary must find its dependencies, as package-relative folders.
-
-    ``folders`` are relative to the wheel root (site-packages), e.g. ``edgert/lib`` or
-    ``nvidia/cuda_runtime/lib``; the platform turns them into $ORIGIN / @loader_path entries."""
+    """Where one shipped binary must find its dependencies: the folders (relative to the
+    wheel root, e.g. ``edgert/lib``) and the entries the platform's loader model writes for
+    them. Decided once by the pipeline; CMake and the fix-up stage both receive it."""
 
     binary: str                 # path inside the wheel, "/"-separated
     folders: tuple[str, ...]
+    entries: tuple[str, ...]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -37,6 +40,8 @@ class RepairRequest:
 
 class Platform(Protocol):
     name: str
+    loader: LoaderModel | None        # None: verify cannot yet read this platform's wheels
+    reader: BinaryReader | None
 
     def check_host(self, target: Target) -> None:
         """Raises ToolError when this host cannot build ``target`` (with how to fix it)."""
@@ -55,6 +60,10 @@ class Platform(Protocol):
 
     def python_tag(self) -> str:
         """Python and ABI tags of the wheel, e.g. "cp39-abi3"."""
+
+    def search_entries(self, binary: str, folders: Sequence[str]) -> tuple[str, ...]:
+        """The run-time search-path entries that make ``binary`` search ``folders`` (all
+        relative to the wheel root); empty where the format has no search path."""
 
     def fix_up(self, root: Path, search_paths: Sequence[SearchPath]) -> list[str]:
         """Rewrites each binary's run-time search path; returns the files it changed."""
@@ -75,3 +84,8 @@ def get_platform(name: str) -> Platform:
                                  fix="use linux, macos or windows") from None
     platform: Platform = module.PLATFORM
     return platform
+
+
+def all_platforms() -> tuple[Platform, ...]:
+    """Every platform the manifest may name, in a fixed order."""
+    return tuple(get_platform(name) for name in PLATFORMS)

@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,8 +18,9 @@ from release import _cmd
 from release.errors import ToolError
 
 
-def cache_dir() -> Path:
-    configured = os.environ.get("RELEASE_CACHE_DIR")
+def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """The tool cache: ``RELEASE_CACHE_DIR`` of ``environ`` (default: this process's)."""
+    configured = (os.environ if environ is None else environ).get("RELEASE_CACHE_DIR")
     return Path(configured) if configured else Path.home() / ".cache" / "edgert-release"
 
 
@@ -38,10 +40,10 @@ def _slug(requirement: str) -> str:
     return re.sub(r"[^A-Za-z0-9.]+", "_", requirement).strip("_")
 
 
-def pip_tool(requirement: str, executable: str) -> Path:
-    """Installs ``requirement`` into its own cache folder with pip and returns the path of
-    ``executable`` (a path relative to that folder)."""
-    target = cache_dir() / "tools" / _slug(requirement)
+def pip_tool(requirement: str, executable: str, *, cache: Path | None = None) -> Path:
+    """Installs ``requirement`` into its own folder of the tool cache with pip and returns
+    the path of ``executable`` (a path relative to that folder)."""
+    target = (cache or cache_dir()) / "tools" / _slug(requirement)
     binary = target / executable
     if binary.exists():
         return binary

@@ -1,5 +1,9 @@
 """Shared fixtures: the CPU wheel is built once per test session (incrementally, in the
-pipeline's own build folder) and installed once into a clean virtual environment."""
+pipeline's own build folder) and installed once into a clean virtual environment.
+
+Tiers: every test is marked by its folder (``unit``: no compiler, no CMake, no index;
+``native``, ``integration``, ``verify``, ``cuda``, ``quality``, ``gpu``); tests that reach the
+package index also carry ``index``. ``pytest -m unit`` is the quick loop."""
 
 from __future__ import annotations
 
@@ -13,6 +17,25 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+TIERS = ("unit", "native", "integration", "verify", "cuda", "quality", "gpu")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        parts = Path(str(item.fspath)).relative_to(ROOT).parts
+        if len(parts) > 1 and parts[0] == "tests" and parts[1] in TIERS:
+            item.add_marker(getattr(pytest.mark, parts[1]))
+
+
+def assert_clean_failure(completed: subprocess.CompletedProcess[str], out: Path, *, code: int,
+                         words: str) -> None:
+    """One ``error: … fix: …`` line naming ``words``, exit ``code``, nothing in ``out``."""
+    assert completed.returncode == code, completed.stderr
+    lines = [line for line in completed.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and words in lines[0], completed.stderr
+    assert "fix:" in lines[0]
+    assert "Traceback" not in completed.stderr
+    assert not out.exists() or not any(out.iterdir()), list(out.iterdir())
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,14 @@
 #     [DEFINITIONS <macros...>]      # private compile definitions
 #     [PLUGIN])                      # not a CMake SDK component (e.g. the export plugin)
 #
-# Creates the target edgert_<component>, installs it into <package>/lib with a
-# $ORIGIN run-time search path, and records it for the installed CMake package.
+# Creates the target edgert_<component>, installs it into <package>/lib with the run-time
+# search path the release pipeline decided for it (EDGERT_SEARCH_PATH_<component>), and
+# records it for the installed CMake package.
+#
+# Search paths are decided once, by the pipeline (the manifest's layout and the platform's
+# rule, release/pipeline.py search_paths()); this project only receives them. A plain CMake
+# build without them links no run-time search path: build through
+# `python -m release build --until install` to get a tree that runs in place.
 
 include(GNUInstallDirs)
 
@@ -55,7 +61,7 @@ function(edgert_add_component component)
   add_library(edgert::${component} ALIAS ${target})
   set_target_properties(${target} PROPERTIES
     OUTPUT_NAME "${ARG_LIBRARY}"
-    INSTALL_RPATH "$<IF:$<PLATFORM_ID:Darwin>,@loader_path,$ORIGIN>"
+    INSTALL_RPATH "${EDGERT_SEARCH_PATH_${component}}"
     # Every library lands in one build folder and is linked with its final, relative
     # search path: no build path is ever written into a shipped binary, so builds in
     # different folders give identical bytes, and install needs no rewrite.

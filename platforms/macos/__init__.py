@@ -17,12 +17,14 @@ _MINIMUM = {"arm64": "11_0", "x86_64": "10_13", "universal2": "10_13"}
 
 
 def loader_relative(binary: str, folder: str) -> str:
-    relative = posixpath.relpath(folder, posixpath.dirname(binary) or ".")
+    relative = posixpath.relpath(folder or ".", posixpath.dirname(binary) or ".")
     return "@loader_path" if relative == "." else f"@loader_path/{relative}"
 
 
 class MacOSPlatform:
     name = "macos"
+    loader = None   # Mach-O reader and loader model: the macOS wheel work
+    reader = None
 
     def check_host(self, target: Target) -> None:
         raise ToolError(f"building {target.name} wheels is not supported by this pipeline yet",
@@ -43,6 +45,9 @@ class MacOSPlatform:
 
     def python_tag(self) -> str:
         return "cp39-abi3"
+
+    def search_entries(self, binary: str, folders: Sequence[str]) -> tuple[str, ...]:
+        return tuple(loader_relative(binary, folder) for folder in folders)
 
     def fix_up(self, root: Path, search_paths: Sequence[SearchPath]) -> list[str]:
         raise ToolError("macOS fix-up is not available yet", fix="build a linux target")

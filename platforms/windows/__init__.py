@@ -16,6 +16,8 @@ from release.platform import RepairRequest, SearchPath
 
 class WindowsPlatform:
     name = "windows"
+    loader = None   # PE reader and loader model: the Windows wheel work
+    reader = None
 
     def check_host(self, target: Target) -> None:
         raise ToolError(f"building {target.name} wheels is not supported by this pipeline yet",
@@ -35,6 +37,9 @@ class WindowsPlatform:
 
     def python_tag(self) -> str:
         return "cp39-abi3"
+
+    def search_entries(self, binary: str, folders: Sequence[str]) -> tuple[str, ...]:
+        return ()  # PE has no run-time search path; the package adds its lib/ at import
 
     def fix_up(self, root: Path, search_paths: Sequence[SearchPath]) -> list[str]:
         return []  # PE has no run-time search path; the package adds its lib/ at import

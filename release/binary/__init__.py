@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import mmap
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from release.binary._view import Buffer
@@ -23,17 +23,18 @@ __all__ = ["BinaryInfo", "BinaryReader", "READERS", "Section", "Symbol", "Versio
 READERS: tuple[BinaryReader, ...] = (ElfReader(),)
 
 
-def is_binary(head: bytes) -> bool:
+def is_binary(head: bytes, readers: Sequence[BinaryReader] = READERS) -> bool:
     """True when the first bytes of a file belong to a format a reader understands."""
-    return any(reader.matches(head) for reader in READERS)
+    return any(reader.matches(head) for reader in readers)
 
 
 def read_binary_data(data: Buffer, *, where: str, sections: Collection[str] = (),
-                     static_symbols: bool = False) -> BinaryInfo:
+                     static_symbols: bool = False,
+                     readers: Sequence[BinaryReader] = READERS) -> BinaryInfo:
     """Parses ``data``; ``sections`` names sections whose bytes the result should carry;
     ``static_symbols`` also reads the static symbol table (large in unstripped files)."""
     head = bytes(data[:16])
-    for reader in READERS:
+    for reader in readers:
         if reader.matches(head):
             return reader.read(data, where=where, sections=sections,
                                static_symbols=static_symbols)
@@ -41,8 +42,8 @@ def read_binary_data(data: Buffer, *, where: str, sections: Collection[str] = ()
                             fix="pass an ELF file")
 
 
-def read_binary(path: Path, *, sections: Collection[str] = (),
-                static_symbols: bool = False) -> BinaryInfo:
+def read_binary(path: Path, *, sections: Collection[str] = (), static_symbols: bool = False,
+                readers: Sequence[BinaryReader] = READERS) -> BinaryInfo:
     """Parses the file at ``path`` through a read-only memory map."""
     try:
         with path.open("rb") as handle:
@@ -50,7 +51,7 @@ def read_binary(path: Path, *, sections: Collection[str] = (),
                 raise BinaryFormatError(f"{path}: empty file", fix="pass an ELF file")
             with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
                 return read_binary_data(data, where=str(path), sections=sections,
-                                        static_symbols=static_symbols)
+                                        static_symbols=static_symbols, readers=readers)
     except OSError as error:
         raise BinaryFormatError(f"{path}: cannot read ({error.strerror})",
                                 fix="check that the file exists and is readable") from None

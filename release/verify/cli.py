@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import TextIO
 
 from release.errors import ConfigurationError, ReleaseError, VerificationFailed
+from release.verify.api import verify_wheel
 from release.verify.options import VerifyOptions
-from release.verify.run import verify_wheel
 
 
 class _Parser(argparse.ArgumentParser):
@@ -37,6 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="a site-packages folder holding declared dependencies (repeat)")
     parser.add_argument("--build-path", action="append", default=[], metavar="DIR",
                         help="a build or source folder that must not appear in files (repeat)")
+    parser.add_argument("--project", type=Path, default=None, metavar="DIR",
+                        help="project whose [tool.release] names the variant providers whose "
+                             "checks also run (default: this release tool's own project)")
     return parser
 
 
@@ -59,7 +62,7 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None,
             raise ConfigurationError(f"verify: {arguments.wheel} is not a file",
                                      fix="pass the path of a .whl file")
         report = verify_wheel(arguments.wheel, static=arguments.static,
-                              options=options_from(arguments))
+                              options=options_from(arguments), project=arguments.project)
     except ReleaseError as error:
         err.write(f"error: {error.message}\n")
         return error.exit_code

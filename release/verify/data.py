@@ -1,11 +1,10 @@
-"""Facts verify relies on, loaded from data files into frozen values: the manylinux policies
-(auditwheel's own policy file when auditwheel is importable, else the copy in data/) and the
-folders other distributions install libraries into."""
+"""Facts verify relies on, loaded from data files into frozen values: the folders other
+distributions install libraries into. (What a platform tag promises belongs to the
+platform's loader model: platforms/linux/policy.py for manylinux.)"""
 
 from __future__ import annotations
 
 import fnmatch
-import importlib.util
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,47 +16,10 @@ _DATA = Path(__file__).with_name("data")
 
 
 @dataclass(frozen=True)
-class Policy:
-    name: str                                  # "manylinux_2_28"
-    aliases: tuple[str, ...]
-    priority: int                              # higher: older, stricter
-    libraries: frozenset[str]                  # system libraries a wheel may need
-    symbol_versions: dict[str, dict[str, frozenset[str]]]  # arch -> prefix -> versions
-
-    @property
-    def glibc(self) -> tuple[int, int] | None:
-        parts = self.name.split("_")
-        return (int(parts[1]), int(parts[2])) if len(parts) == 3 else None
-
-
-@dataclass(frozen=True)
-class PolicySet:
-    source: str                                # "auditwheel" or the data file path
-    policies: tuple[Policy, ...]
-
-    def for_tag(self, platform: str) -> Policy | None:
-        """The policy a platform tag such as ``manylinux_2_28_x86_64`` promises."""
-        for policy in self.policies:
-            for name in (policy.name, *policy.aliases):
-                if platform.startswith(name + "_"):
-                    return policy
-        return None
-
-
-@dataclass(frozen=True)
 class DistributionDir:
     dir: str
     library: str
     distribution: str
-
-
-def _policy_file() -> tuple[str, Path]:
-    spec = importlib.util.find_spec("auditwheel.policy")
-    if spec is not None and spec.submodule_search_locations:
-        candidate = Path(next(iter(spec.submodule_search_locations))) / "manylinux-policy.json"
-        if candidate.is_file():
-            return "auditwheel", candidate
-    return "release/verify/data", _DATA / "manylinux-policy.json"
 
 
 def _load(path: Path) -> Any:
@@ -66,22 +28,6 @@ def _load(path: Path) -> Any:
     except (OSError, ValueError) as error:
         raise ConfigurationError(f"cannot read data file {path}: {error}",
                                  fix="reinstall the release tooling") from None
-
-
-def load_policies() -> PolicySet:
-    source, path = _policy_file()
-    try:
-        policies = tuple(Policy(
-            name=item["name"], aliases=tuple(item.get("aliases", ())),
-            priority=int(item["priority"]), libraries=frozenset(item["lib_whitelist"]),
-            symbol_versions={arch: {prefix: frozenset(versions)
-                                    for prefix, versions in table.items()}
-                             for arch, table in item["symbol_versions"].items()})
-            for item in _load(path))
-    except (KeyError, TypeError, ValueError) as error:
-        raise ConfigurationError(f"malformed policy file {path}: {error!r}",
-                                 fix="reinstall auditwheel or the release tooling") from None
-    return PolicySet(source, policies)
 
 
 def load_distribution_dirs() -> tuple[DistributionDir, ...]:

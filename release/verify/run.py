@@ -1,17 +1,23 @@
-"""``verify_wheel``: read the wheel once, run every check, collect every finding."""
+"""``verify_wheel``: read the wheel once, run every check, collect every finding.
+
+The caller passes the platforms (their binary readers and loader models) and any checks
+variant providers add; the platform whose loader model claims the wheel's tags is the one
+the checks consult."""
 
 from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from release.errors import ReleaseError
 from release.findings import Finding, Severity
-from release.verify.checks import CHECKS
+from release.loader import HasLoader, Host, loader_for
+from release.verify.checks import CHECKS, Check
 from release.verify.checks._common import not_run
-from release.verify.context import Host, VerifyContext
-from release.verify.data import load_distribution_dirs, load_policies
+from release.verify.context import VerifyContext
+from release.verify.data import load_distribution_dirs
 from release.verify.options import VerifyOptions
 from release.verify.report import Report
 from release.verify.wheel import WheelModel, open_wheel
@@ -28,10 +34,11 @@ def leak_prefixes(options: VerifyOptions, environment: dict[str, str]) -> tuple[
     return tuple(dict.fromkeys(prefixes))
 
 
-def run_checks(wheel: WheelModel, context: VerifyContext) -> tuple[list[Finding], dict[str, str]]:
+def run_checks(wheel: WheelModel, context: VerifyContext, checks: Sequence[Check] = CHECKS
+               ) -> tuple[list[Finding], dict[str, str]]:
     findings = list(wheel.findings)
     status = {}
-    for module in CHECKS:
+    for module in checks:
         if module.RUNS_PROGRAMS and context.static:
             findings.append(not_run(module.NAME, "--static reads files only"))
             status[module.NAME] = "not run"
@@ -48,20 +55,40 @@ def run_checks(wheel: WheelModel, context: VerifyContext) -> tuple[list[Finding]
     return findings, status
 
 
-def verify_wheel(path: Path, *, static: bool = False,
-                 options: VerifyOptions | None = None) -> Report:
-    """Verifies the wheel at ``path``. Raises WheelError only when it cannot be read safely;
-    every other problem is a finding in the report."""
+def _unclaimed(wheel: WheelModel, platform: HasLoader | None) -> list[Finding]:
+    tags = [tag for tag in wheel.platforms if tag != "any"]
+    if platform is not None or not tags:
+        return []
+    return [Finding(check="platform", severity=Severity.WARNING, file="",
+                    what=f"no loader model for platform tag {', '.join(tags)}: its binaries' "
+                         "linkage, search paths and tag promises were not checked",
+                    why="verify reads only the formats of the platforms it knows",
+                    fix="verify on a platform module that reads this format, or check the "
+                        "tag", details={"status": "not run"})]
+
+
+def run_verify(path: Path, *, static: bool = False, options: VerifyOptions | None = None,
+               platforms: Sequence[HasLoader] = (), extra_checks: Sequence[Check] = (),
+               host: Host | None = None) -> Report:
+    """Verifies the wheel at ``path`` with the readers and loader models of ``platforms``.
+    Raises WheelError only when it cannot be read safely; every other problem is a finding
+    in the report."""
     options = options or VerifyOptions()
+    readers = tuple(p.reader for p in platforms if p.reader is not None)
     with tempfile.TemporaryDirectory(prefix="release-verify-") as scratch:
         root = Path(scratch) / "site-packages"
         root.mkdir()
         wheel = open_wheel(path, root, extract_all=not static,
-                           prefixes=leak_prefixes(options, dict(os.environ)), options=options)
-        context = VerifyContext(options=options, static=static, host=Host.current(),
-                                policies=load_policies(),
+                           prefixes=leak_prefixes(options, dict(os.environ)), options=options,
+                           readers=readers)
+        platform = loader_for(platforms, wheel.platforms)
+        loader = platform.loader if platform is not None else None
+        context = VerifyContext(options=options, static=static, host=host or Host.current(),
+                                loader=loader,
+                                policy=loader.policy(wheel.platforms) if loader else None,
                                 distribution_dirs=load_distribution_dirs(),
                                 workdir=Path(scratch) / "work")
         context.workdir.mkdir()
-        findings, status = run_checks(wheel, context)
+        findings, status = run_checks(wheel, context, (*CHECKS, *extra_checks))
+    findings += _unclaimed(wheel, platform)
     return Report(wheel=path.name, static=static, findings=findings, checks=status)

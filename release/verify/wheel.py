@@ -15,13 +15,16 @@ from pathlib import Path
 from packaging.tags import Tag
 
 from release.binary import (
+    READERS,
     BinaryInfo,
+    BinaryReader,
     Section,
     Symbol,
     is_binary,
     read_binary,
     read_binary_data,
 )
+from release.buildrecord import RECORD_FILE, BuildRecord
 from release.errors import BinaryFormatError, WheelError
 from release.findings import Finding, Severity
 from release.verify.archive import (
@@ -33,7 +36,6 @@ from release.verify.archive import (
     read_member,
     stream_member,
 )
-from release.verify.buildrecord import BuildRecord, parse_build_record
 from release.verify.metadata import (
     Metadata,
     RecordEntry,
@@ -48,13 +50,14 @@ _TEXT_LIMIT = 16 << 20
 
 
 @dataclass(frozen=True)
-class ElfFile:
+class BinaryFile:
     path: str             # path inside the wheel (as in RECORD)
     installed: str        # path relative to site-packages after installation
     extracted_path: Path | None  # where the bytes are during this run (None: only in the zip)
     info: BinaryInfo
     archive: Path
     member: Member
+    readers: tuple[BinaryReader, ...] = READERS
 
     @property
     def sections(self) -> tuple[Section, ...]:
@@ -79,7 +82,8 @@ class ElfFile:
 
     def static_symbols(self) -> tuple[Symbol, ...]:
         """The static symbol table (.symtab), parsed on demand (it can be large)."""
-        return read_binary_data(self.read_bytes(), where=self.path, static_symbols=True).symbols
+        return read_binary_data(self.read_bytes(), where=self.path, static_symbols=True,
+                                readers=self.readers).symbols
 
     def read_section(self, name: str) -> bytes:
         """The bytes of section ``name`` ('' when absent), read from the extracted file."""
@@ -107,13 +111,13 @@ class WheelModel:
     files: frozenset[str]            # installed paths of every member
     metadata: Metadata
     tags: tuple[Tag, ...]
-    binaries: tuple[ElfFile, ...]
+    binaries: tuple[BinaryFile, ...]
     build_record: BuildRecord | None
     leaks: Mapping[str, tuple[Leak, ...]]   # wheel path -> leaked prefixes found in it
     findings: tuple[Finding, ...]           # problems found while reading
 
-    def binary(self, installed: str) -> ElfFile | None:
-        return next((elf for elf in self.binaries if elf.installed == installed), None)
+    def binary(self, installed: str) -> BinaryFile | None:
+        return next((binary for binary in self.binaries if binary.installed == installed), None)
 
     @property
     def platforms(self) -> tuple[str, ...]:
@@ -129,13 +133,18 @@ def installed_path(name: str) -> str:
 
 
 def open_wheel(archive: Path, destination: Path, *, extract_all: bool, prefixes: tuple[str, ...],
-               options: VerifyOptions) -> WheelModel:
+               options: VerifyOptions, readers: tuple[BinaryReader, ...]) -> WheelModel:
+    """Reads the wheel; ``readers`` are the binary formats to recognise and parse."""
     members = list_members(archive, options.limits)
+
+    def binary(head: bytes) -> bool:
+        return is_binary(head, readers)
+
     request = StreamRequest(prefixes, destination,
-                            (lambda head: True) if extract_all else is_binary,
-                            keep_when=(lambda head: False) if extract_all else is_binary)
+                            (lambda head: True) if extract_all else binary,
+                            keep_when=(lambda head: False) if extract_all else binary)
     findings: list[Finding] = []
-    streamed, binaries = _stream_all(archive, members, request, options, findings)
+    streamed, binaries = _stream_all(archive, members, request, options, findings, readers)
     texts = _read_texts(archive, members, options)
     dist_info = _dist_info(archive, members)
     metadata, metadata_findings = parse_metadata(texts.get(f"{dist_info}/METADATA", ""),
@@ -152,19 +161,20 @@ def open_wheel(archive: Path, destination: Path, *, extract_all: bool, prefixes:
 
 
 def _stream_all(archive: Path, members: list[Member], request: StreamRequest,
-                options: VerifyOptions, findings: list[Finding]
-                ) -> tuple[list[StreamedMember], tuple[ElfFile, ...]]:
+                options: VerifyOptions, findings: list[Finding],
+                readers: tuple[BinaryReader, ...]
+                ) -> tuple[list[StreamedMember], tuple[BinaryFile, ...]]:
     ordered = sorted(members, key=lambda member: -member.compressed_size)
     descriptor = os.open(archive, os.O_RDONLY)
 
-    def work(member: Member) -> tuple[StreamedMember, ElfFile | Finding | None]:
+    def work(member: Member) -> tuple[StreamedMember, BinaryFile | Finding | None]:
         placed = Member(installed_path(member.name), member.method, member.flags,
                         member.header_offset, member.compressed_size, member.declared_size,
                         member.crc)
         result = stream_member(archive, descriptor, placed, options.limits, request)
         kept = StreamedMember(member.name, result.size, result.sha256, result.head,
                               result.leaks, result.written, None)
-        return kept, _read_binary(archive, member, result)
+        return kept, _read_binary(archive, member, result, readers)
 
     try:
         with ThreadPoolExecutor(max(1, options.workers)) as pool:
@@ -172,33 +182,35 @@ def _stream_all(archive: Path, members: list[Member], request: StreamRequest,
     finally:
         os.close(descriptor)
     findings.extend(binary for _, binary in results if isinstance(binary, Finding))
-    binaries = sorted((binary for _, binary in results if isinstance(binary, ElfFile)),
-                      key=lambda elf: elf.path)
+    binaries = sorted((binary for _, binary in results if isinstance(binary, BinaryFile)),
+                      key=lambda binary: binary.path)
     return [member for member, _ in results], tuple(binaries)
 
 
-def _read_binary(archive: Path, entry: Member,
-                 member: StreamedMember) -> ElfFile | Finding | None:
+def _read_binary(archive: Path, entry: Member, member: StreamedMember,
+                 readers: tuple[BinaryReader, ...]) -> BinaryFile | Finding | None:
     name = entry.name
-    if not is_binary(member.head):
+    if not is_binary(member.head, readers):
         return None
     try:
         if member.data is not None:
-            info = read_binary_data(member.data, where=name, sections=(REGISTRATION_SECTION,))
+            info = read_binary_data(member.data, where=name, sections=(REGISTRATION_SECTION,),
+                                    readers=readers)
         elif member.written is not None:
-            info = read_binary(member.written, sections=(REGISTRATION_SECTION,))
+            info = read_binary(member.written, sections=(REGISTRATION_SECTION,),
+                               readers=readers)
         else:
             return None
     except BinaryFormatError as error:
         return Finding(check="binary", severity=Severity.ERROR, file=name,
                        what=f"unreadable binary: {error.what}", fix=error.fix)
-    return ElfFile(name, installed_path(name), member.written, info, archive, entry)
+    return BinaryFile(name, installed_path(name), member.written, info, archive, entry, readers)
 
 
 def _read_texts(archive: Path, members: list[Member], options: VerifyOptions) -> dict[str, str]:
     wanted = [m for m in members if m.declared_size <= _TEXT_LIMIT and (
         m.name.count("/") == 1 and (m.name.endswith(("/METADATA", "/WHEEL", "/RECORD",
-                                                     "/_release.json"))))]
+                                                     "/" + RECORD_FILE))))]
     return {m.name: read_member(archive, m, options.limits).decode("utf-8", "replace")
             for m in wanted}
 
@@ -250,6 +262,6 @@ def _compare(member: StreamedMember, entry: RecordEntry | None, record: str) -> 
 
 
 def _build_record(texts: dict[str, str]) -> BuildRecord | None:
-    names = sorted(name for name in texts if name.endswith("/_release.json")
+    names = sorted(name for name in texts if name.endswith("/" + RECORD_FILE)
                    and not name.split("/")[0].endswith(".dist-info"))
-    return parse_build_record(texts[names[0]], where=names[0]) if names else None
+    return BuildRecord.from_json(texts[names[0]], where=names[0]) if names else None

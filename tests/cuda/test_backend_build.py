@@ -12,8 +12,9 @@ import pytest
 
 from cuda import coverage, cuobjdump, fatbin
 from cuda.fatbin import EntryKind
+from platforms.linux.loader import origin_relative
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.index]
 PROBE = Path(__file__).resolve().parent / "load_probe.py"
 
 
@@ -45,7 +46,7 @@ def test_reader_agrees_with_cuobjdump(cuda_build) -> None:  # type: ignore[no-un
 def test_links_the_runtime_wheel_dynamically_with_a_relative_search_path(cuda_build) -> None:  # type: ignore[no-untyped-def]
     dynamic = dynamic_entries(cuda_build.library)
     assert f"[{cuda_build.variant.runtime.library}]" in dynamic
-    runpath = cuda_build.variant.runtime_search_path("edgert/lib")
+    runpath = origin_relative("edgert/lib/x.so", cuda_build.variant.runtime.dir)
     assert f"runpath: [$ORIGIN:{runpath}]" in dynamic
     symbols = subprocess.run(["nm", "-D", "--defined-only", str(cuda_build.library)],
                              capture_output=True, text=True, check=True).stdout

@@ -10,7 +10,7 @@ import pytest
 from cuda import coverage, cuobjdump, fatbin, variant
 from release import tools
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.index]
 CURAND = ("nvidia-curand-cu12==10.3.10.19", "nvidia/curand/lib/libcurand.so.10")
 
 

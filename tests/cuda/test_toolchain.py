@@ -27,7 +27,8 @@ def load(name: str) -> variant.CudaVariant:
 def test_cuda_home_of_the_wrong_major_is_refused(tmp_path: Path) -> None:
     home = fake_toolkit(tmp_path / "cuda", 13000, "libcudart.so.12")
     with pytest.raises(ToolError) as error:
-        toolchain.provision(load("cu12"), environ={"CUDA_HOME": str(home)})
+        toolchain.provision(load("cu12"), environ={"CUDA_HOME": str(home)},
+                            cache=tmp_path / "cache")
     message = str(error.value)
     assert "is CUDA 13.0 but variant cu12 builds for CUDA 12" in message
     assert "set CUDA_HOME to a CUDA 12 toolkit" in message
@@ -36,18 +37,19 @@ def test_cuda_home_of_the_wrong_major_is_refused(tmp_path: Path) -> None:
 def test_cuda_home_without_the_runtime_library_names_what_is_missing(tmp_path: Path) -> None:
     home = fake_toolkit(tmp_path / "cuda", 12090, "libcudart.so.11")
     with pytest.raises(ToolError, match="libcudart.so.12 is missing from CUDA_HOME="):
-        toolchain.provision(load("cu12"), environ={"CUDA_HOME": str(home)})
+        toolchain.provision(load("cu12"), environ={"CUDA_HOME": str(home)},
+                            cache=tmp_path / "cache")
 
 
 def test_cmake_arguments_derive_code_generation_from_the_claims(tmp_path: Path) -> None:
     home = fake_toolkit(tmp_path / "cuda", 13000, "libcudart.so.13")
     cu13 = load("cu13")
-    chain = toolchain.provision(cu13, environ={"CUDA_HOME": str(home)})
+    chain = toolchain.provision(cu13, environ={"CUDA_HOME": str(home)},
+                            cache=tmp_path / "cache")
     arguments = dict(argument[2:].split("=", 1) for argument in chain.cmake_arguments(cu13))
     assert arguments["EDGERT_CUDA_VARIANT"] == "cu13"
     assert arguments["EDGERT_CUDA_ARCHITECTURES"] == "75;80;86;89;90;100;120"
     assert arguments["EDGERT_CUDA_RUNTIME_SONAME"] == "libcudart.so.13"
-    assert arguments["EDGERT_CUDA_RUNTIME_DIR"] == "nvidia/cu13/lib"
     command = arguments["EDGERT_CUDA_FATBIN_COMMAND"].split(";")
     assert command[:2] == [str(home / "bin" / "nvcc"), "-fatbin"]
     assert "-gencode=arch=compute_86,code=sm_86" in command

@@ -17,7 +17,7 @@ from release.pipeline import BuildOptions, VerifyMode, run
 from release.wheel import WheelName, parse_metadata
 from tests.conftest import ROOT, Venv, make_venv
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.index]
 
 RUNTIME = {
     "cu12": ("nvidia-cuda-runtime-cu12", "libcudart.so.12", "nvidia/cuda_runtime/lib"),

@@ -25,10 +25,15 @@ def _library(folder: Path, *link_flags: str) -> Path:
     return target
 
 
+def _layout(binary: str, folders: tuple[str, ...]) -> SearchPath:
+    return SearchPath(binary=binary, folders=folders,
+                      entries=PLATFORM.search_entries(binary, folders))
+
+
 def test_absolute_rpath_becomes_relative_runpath(tmp_path: Path) -> None:
     library = _library(tmp_path, "-Wl,--disable-new-dtags,-rpath,/opt/build/lib")
     assert read_binary(library).rpath == ("/opt/build/lib",)
-    layout = [SearchPath(binary="pkg/lib/libprobe.so", folders=("pkg/lib", "nvidia/cu13/lib"))]
+    layout = [_layout("pkg/lib/libprobe.so", ("pkg/lib", "nvidia/cu13/lib"))]
     assert PLATFORM.fix_up(tmp_path, layout) == ["pkg/lib/libprobe.so"]
     fixed = read_binary(library)
     assert fixed.rpath == ()
@@ -38,6 +43,6 @@ def test_absolute_rpath_becomes_relative_runpath(tmp_path: Path) -> None:
 def test_a_correct_file_is_not_rewritten(tmp_path: Path) -> None:
     library = _library(tmp_path, "-Wl,--enable-new-dtags,-rpath,$ORIGIN")
     before = library.read_bytes()
-    layout = [SearchPath(binary="pkg/lib/libprobe.so", folders=("pkg/lib",))]
+    layout = [_layout("pkg/lib/libprobe.so", ("pkg/lib",))]
     assert PLATFORM.fix_up(tmp_path, layout) == []
     assert library.read_bytes() == before

@@ -72,26 +72,16 @@ def run_checked(command: list[str | os.PathLike[str]], **kwargs: object) -> str:
 
 
 def build_native(build_dir: Path, *options: str) -> NativeInstall:
-    from release import tools
+    """A native tree built by the pipeline's configure/build/install stages with extra CMake
+    ``options`` (so it gets the same decided search paths as the shipped build)."""
+    from release import manifest
+    from release.pipeline import BuildOptions, Stage, run
 
-    prefix = build_dir / "install"
-    run_checked(
-        [
-            tools.cmake(),
-            "-S",
-            NATIVE,
-            "-B",
-            build_dir,
-            "-G",
-            "Ninja",
-            f"-DCMAKE_MAKE_PROGRAM={tools.ninja()}",
-            "-DCMAKE_BUILD_TYPE=Release",
-            f"-DCMAKE_INSTALL_PREFIX={prefix}",
-            *options,
-        ]
-    )
-    run_checked([tools.cmake(), "--build", build_dir, "--target", "install", "-j2"])
-    return NativeInstall(build_dir=build_dir, prefix=prefix)
+    built = run(manifest.load(ROOT), BuildOptions(
+        platform="linux", build_dir=build_dir, last_stage=Stage.INSTALL,
+        out_dir=build_dir / "out", cmake_arguments=options))
+    return NativeInstall(build_dir=built.build_dir, prefix=built.build_dir / "install")
+
 
 def run_op(
     edgert: ModuleType,

@@ -11,7 +11,7 @@ import pytest
 from release.findings import Severity
 from release.verify import VerifyOptions, verify_wheel
 
-pytestmark = pytest.mark.torch_wheel
+pytestmark = [pytest.mark.torch_wheel, pytest.mark.index]
 
 
 def test_static_reads_every_elf(torch_wheel: Path) -> None:

@@ -1,7 +1,9 @@
 """The checks verify runs, in order. A check is one module with ``NAME``, ``RUNS_PROGRAMS``
 (False: it only reads files, so it runs under --static) and
 ``check(wheel: WheelModel, context: VerifyContext) -> list[Finding]``.
-Add a check by writing its module and listing it in CHECKS."""
+Add a check by writing its module and listing it in CHECKS; a variant provider adds its own
+(release/variant.py, e.g. cuda/check.py). Checks speak through the wheel's loader model
+(``context.loader``, release/loader.py), never a binary format's own terms."""
 
 from __future__ import annotations
 
@@ -10,7 +12,6 @@ from typing import Protocol
 from release.findings import Finding
 from release.verify.checks import (
     components,
-    coverage,
     duplicates,
     leaks,
     linkage,
@@ -43,5 +44,4 @@ CHECKS: tuple[Check, ...] = (
     metadata_tags,
     load_matrix,
     sdk_routes,
-    coverage,
 )

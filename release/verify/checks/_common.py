@@ -1,32 +1,9 @@
-"""Small helpers the checks share: expanding search paths and making findings."""
+"""Small helpers the checks share: making findings."""
 
 from __future__ import annotations
 
-import posixpath
-
 from release.findings import Finding, Severity
-
-_SITE = "/@site-packages"
-
-
-def expand_origin(entry: str, folder: str) -> str | None:
-    """A DT_RUNPATH/DT_RPATH entry as a path relative to site-packages.
-
-    ``folder`` is the installed folder of the object carrying the entry. Returns None for an
-    entry that does not start with $ORIGIN or that leaves site-packages."""
-    for token in ("$ORIGIN", "${ORIGIN}"):
-        if entry == token or entry.startswith(token + "/"):
-            absolute = posixpath.normpath(posixpath.join(_SITE, folder) + entry[len(token):])
-            if absolute == _SITE:
-                return ""
-            if absolute.startswith(_SITE + "/"):
-                return absolute[len(_SITE) + 1:]
-            return None
-    return None
-
-
-def leaves_site(entry: str, folder: str) -> bool:
-    return entry.startswith(("$ORIGIN", "${ORIGIN}")) and expand_origin(entry, folder) is None
+from release.loader import Problem
 
 
 def finding(check: str, severity: Severity, file: str, what: str, *, why: str = "",
@@ -38,3 +15,10 @@ def finding(check: str, severity: Severity, file: str, what: str, *, why: str = 
 def not_run(check: str, reason: str) -> Finding:
     return Finding(check=check, severity=Severity.INFO, file="", what=f"not run: {reason}",
                    details={"status": "not run"})
+
+
+def from_problem(check: str, file: str, problem: Problem) -> Finding:
+    """A finding from a problem a platform's loader model reported."""
+    return Finding(check=check, severity=Severity(problem.severity), file=file,
+                   what=problem.what, why=problem.why, fix=problem.fix,
+                   details=dict(problem.details))

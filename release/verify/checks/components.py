@@ -17,7 +17,7 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
     if record is None:
         return [finding(NAME, Severity.INFO, "", "no build record (<package>/_release.json): "
                         "checked as a third-party wheel")]
-    shipped = {elf.path for elf in wheel.binaries}
+    shipped = {binary.path for binary in wheel.binaries}
     expected = [(c.name, c.file) for c in record.components]
     if record.extension is not None:
         expected.append((record.extension.module, record.extension.file))

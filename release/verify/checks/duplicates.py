@@ -23,12 +23,14 @@ _SAMPLE = 10
 
 def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
     definers: dict[str, list[str]] = {}
-    for elf in wheel.binaries:
-        if elf.info.file_type != "shared" or elf.info.section(".interp") is not None:
+    for binary in wheel.binaries:
+        loadable = (context.loader.is_loadable_library(binary.info) if context.loader
+                    else binary.info.file_type == "shared")
+        if not loadable:
             continue  # programs are not loaded beside each other
-        for symbol in elf.info.dynamic_symbols:
+        for symbol in binary.info.dynamic_symbols:
             if symbol.exported and symbol.binding == GLOBAL and symbol.name not in BENIGN:
-                definers.setdefault(symbol.name, []).append(elf.path)
+                definers.setdefault(symbol.name, []).append(binary.path)
     pairs: dict[tuple[str, str], list[str]] = {}
     for name, paths in definers.items():
         for pair in combinations(sorted(set(paths)), 2):

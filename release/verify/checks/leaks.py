@@ -15,7 +15,7 @@ RUNS_PROGRAMS = False
 
 def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
     strict = {path.rstrip("/") + "/" for path in context.options.build_paths}
-    binaries = {elf.path for elf in wheel.binaries}
+    binaries = {binary.path for binary in wheel.binaries}
     findings = []
     for path, leaks in sorted(wheel.leaks.items()):
         for leak in leaks:

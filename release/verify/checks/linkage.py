@@ -1,22 +1,21 @@
-"""Linkage: every DT_NEEDED of every shipped binary resolves the way the loader resolves it
-after ``pip install``: through the object's own DT_RUNPATH, or its DT_RPATH and the DT_RPATH
-inherited from the objects that load it (DT_RPATH only applies when the object has no
-DT_RUNPATH), into the wheel, into a declared dependency's folder, or to a system library the
-wheel's platform policy allows."""
+"""Linkage: every needed library of every shipped binary resolves the way the platform's
+loader resolves it after ``pip install`` (the loader model says which folders a binary
+searches, including what the binaries that load it pass down): into the wheel, into a
+declared dependency's folder, or to a system library the wheel's platform tag allows."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from release.findings import Finding, Severity
-from release.verify.checks._common import expand_origin, finding
+from release.loader import LoaderModel, SearchFolder, SystemPolicy
+from release.verify.checks._common import finding, not_run
 from release.verify.context import VerifyContext
-from release.verify.data import Policy, distribution_for
-from release.verify.wheel import ElfFile, WheelModel
+from release.verify.data import distribution_for
+from release.verify.wheel import BinaryFile, WheelModel
 
 NAME = "linkage"
 RUNS_PROGRAMS = False
-_LOADER_NAMES = ("ld-linux", "ld64.so", "ld-musl")
 
 IN_WHEEL, EXTERNAL, UNDECLARED, SYSTEM, UNRESOLVED = (
     "wheel", "external", "undeclared", "system", "unresolved")
@@ -25,104 +24,91 @@ IN_WHEEL, EXTERNAL, UNDECLARED, SYSTEM, UNRESOLVED = (
 @dataclass(frozen=True)
 class Resolution:
     binary: str          # wheel path of the object that needs it
-    needed: str          # the DT_NEEDED name
+    needed: str          # the needed library's name
     kind: str            # IN_WHEEL, EXTERNAL, UNDECLARED, SYSTEM, UNRESOLVED
     target: str = ""     # installed path (wheel) or folder (external)
     distribution: str = ""
-    via: str = ""        # "DT_RUNPATH", "DT_RPATH", "DT_RPATH of <loader>", "system"
+    via: str = ""        # the loader's word for the search-path source, or "system"
+    inherited_from: str = ""  # the loading binary whose search path found it
 
 
-def wheel_policy(wheel: WheelModel, context: VerifyContext) -> Policy | None:
-    """The strictest manylinux policy among the wheel's platform tags."""
-    found = [policy for platform in wheel.platforms
-             if (policy := context.policies.for_tag(platform)) is not None]
-    return max(found, key=lambda policy: policy.priority) if found else None
+@dataclass(frozen=True)
+class _Resolver:
+    wheel: WheelModel
+    context: VerifyContext
+    loader: LoaderModel
+    policy: SystemPolicy
 
+    def lookup(self, folder: str, name: str) -> tuple[str, str, str] | None:
+        path = f"{folder}/{name}" if folder else name
+        if path in self.wheel.files:
+            return IN_WHEEL, path, ""
+        if any(file.startswith(f"{folder}/") for file in self.wheel.files):
+            return None  # the wheel's own folder: the loader just moves on
+        distribution = distribution_for(self.context.distribution_dirs, folder, name)
+        if distribution and not self.loader.is_system(name, self.policy):
+            declared = self.wheel.metadata.requires_distribution(distribution)
+            return (EXTERNAL if declared else UNDECLARED), folder, distribution
+        return None
 
-def _allowed_system(wheel: WheelModel, context: VerifyContext) -> frozenset[str]:
-    policy = wheel_policy(wheel, context)
-    if policy is not None:
-        return policy.libraries
-    permissive = min(context.policies.policies, key=lambda p: p.priority if p.libraries else 999)
-    return permissive.libraries
+    def resolve(self, binary: BinaryFile, name: str,
+                inherited: list[SearchFolder]) -> Resolution:
+        for place in self.loader.search_folders(binary.info, binary.folder, inherited):
+            hit = self.lookup(place.folder, name)
+            if hit is not None:
+                return Resolution(binary.path, name, hit[0], hit[1], hit[2], place.via,
+                                  place.inherited_from)
+        if self.loader.is_system(name, self.policy):
+            return Resolution(binary.path, name, SYSTEM, via="system")
+        return Resolution(binary.path, name, UNRESOLVED)
 
-
-def _own_dirs(elf: ElfFile) -> list[tuple[str, str]]:
-    entries = elf.info.runpath or elf.info.rpath
-    label = "DT_RUNPATH" if elf.info.runpath else "DT_RPATH"
-    return [(folder, label) for entry in entries
-            if (folder := expand_origin(entry, elf.folder)) is not None]
-
-
-def _lookup(wheel: WheelModel, context: VerifyContext, folder: str, name: str,
-            system: frozenset[str]) -> tuple[str, str, str] | None:
-    path = f"{folder}/{name}" if folder else name
-    if path in wheel.files:
-        return IN_WHEEL, path, ""
-    if any(file.startswith(f"{folder}/") for file in wheel.files):
-        return None  # the wheel's own folder: the loader just moves on
-    distribution = distribution_for(context.distribution_dirs, folder, name)
-    if distribution and name not in system:  # system libraries are not in others' folders
-        declared = wheel.metadata.requires_distribution(distribution)
-        return (EXTERNAL if declared else UNDECLARED), folder, distribution
-    return None
-
-
-def _resolve_one(wheel: WheelModel, context: VerifyContext, elf: ElfFile, name: str,
-                 inherited: list[tuple[str, str]], system: frozenset[str]) -> Resolution:
-    search = ([] if elf.info.runpath else _own_dirs(elf) + inherited) + (
-        _own_dirs(elf) if elf.info.runpath else [])
-    for folder, via in search:
-        hit = _lookup(wheel, context, folder, name, system)
-        if hit is not None:
-            return Resolution(elf.path, name, hit[0], hit[1], hit[2], via)
-    if name in system or name.startswith(_LOADER_NAMES):
-        return Resolution(elf.path, name, SYSTEM, via="system")
-    return Resolution(elf.path, name, UNRESOLVED)
+    def inherited(self) -> dict[str, list[SearchFolder]]:
+        """For each binary, the folders passed down by the binaries that load it
+        (transitively)."""
+        loaders: dict[str, set[str]] = {}
+        for binary in self.wheel.binaries:
+            for name in binary.info.needed:
+                hit = self.resolve(binary, name, [])
+                if hit.kind == IN_WHEEL:
+                    loaders.setdefault(hit.target, set()).add(binary.installed)
+        result: dict[str, list[SearchFolder]] = {}
+        for binary in self.wheel.binaries:
+            seen, pending, folders = set(), list(loaders.get(binary.installed, ())), []
+            while pending:
+                loader = pending.pop()
+                if loader in seen:
+                    continue
+                seen.add(loader)
+                parent = self.wheel.binary(loader)
+                if parent is not None:
+                    folders += self.loader.passes_down(parent.info, parent.folder, parent.path)
+                pending.extend(loaders.get(loader, ()))
+            result[binary.installed] = folders
+        return result
 
 
 def resolve(wheel: WheelModel, context: VerifyContext) -> list[Resolution]:
-    """Every DT_NEEDED of every binary, resolved (cached in the context)."""
+    """Every needed library of every binary, resolved (cached in the context); empty when
+    no loader model claims the wheel."""
     cached = context.cache.get(NAME)
     if isinstance(cached, list):
         return cached
-    system = _allowed_system(wheel, context)
-    inherited = _inherited_rpaths(wheel, context, system)
-    result = [_resolve_one(wheel, context, elf, name, inherited.get(elf.installed, []), system)
-              for elf in wheel.binaries for name in elf.info.needed]
+    if context.loader is None or context.policy is None:
+        return []
+    resolver = _Resolver(wheel, context, context.loader, context.policy)
+    inherited = resolver.inherited()
+    result = [resolver.resolve(binary, name, inherited.get(binary.installed, []))
+              for binary in wheel.binaries for name in binary.info.needed]
     context.cache[NAME] = result
     return result
 
 
-def _inherited_rpaths(wheel: WheelModel, context: VerifyContext,
-                      system: frozenset[str]) -> dict[str, list[tuple[str, str]]]:
-    """For each binary, the DT_RPATH entries of the binaries that load it (transitively)."""
-    loaders: dict[str, set[str]] = {}
-    for elf in wheel.binaries:
-        for name in elf.info.needed:
-            hit = _resolve_one(wheel, context, elf, name, [], system)
-            if hit.kind == IN_WHEEL:
-                loaders.setdefault(hit.target, set()).add(elf.installed)
-    result: dict[str, list[tuple[str, str]]] = {}
-    for elf in wheel.binaries:
-        seen, pending, dirs = set(), list(loaders.get(elf.installed, ())), []
-        while pending:
-            loader = pending.pop()
-            if loader in seen:
-                continue
-            seen.add(loader)
-            parent = wheel.binary(loader)
-            if parent is not None and not parent.info.runpath:
-                dirs += [(folder, f"DT_RPATH of {parent.path}") for folder, _ in
-                         _own_dirs(parent)]
-            pending.extend(loaders.get(loader, ()))
-        result[elf.installed] = dirs
-    return result
-
-
 def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
+    if context.loader is None:
+        return [not_run(NAME, "no loader model claims the wheel's platform tag")]
+    words = context.loader.words
     findings = []
-    sonames = {elf.info.soname or elf.name: elf.path for elf in wheel.binaries}
+    sonames = {binary.info.soname or binary.name: binary.path for binary in wheel.binaries}
     for item in resolve(wheel, context):
         if item.kind == UNRESOLVED:
             findings.append(finding(
@@ -130,8 +116,9 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
                 "after installation", why="the loader will fail to load this file"
                 + (f" unless {sonames[item.needed]} happens to be loaded first"
                    if item.needed in sonames else ""),
-                fix="ship the library in the wheel and point DT_RUNPATH at it with $ORIGIN, "
-                "or depend on the distribution that provides it", needed=item.needed))
+                fix=f"ship the library in the wheel and point {words.search_path} at it with a "
+                f"{words.relative_entry} entry, or depend on the distribution that provides it",
+                needed=item.needed))
         elif item.kind == UNDECLARED:
             findings.append(finding(
                 NAME, Severity.ERROR, item.binary, f"needs {item.needed}, found only in "
@@ -139,9 +126,9 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
                 "not declare", why="a clean install will not have it",
                 fix=f"add '{item.distribution}' to Requires-Dist", needed=item.needed,
                 distribution=item.distribution))
-        elif item.via.startswith("DT_RPATH of "):
+        elif item.inherited_from:
             findings.append(finding(
                 NAME, Severity.WARNING, item.binary, f"needs {item.needed}, found only through "
                 f"the {item.via}", why="it fails when loaded by anything else",
-                fix="give this file its own DT_RUNPATH", needed=item.needed))
+                fix=f"give this file its own {words.search_path}", needed=item.needed))
     return findings

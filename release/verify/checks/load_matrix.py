@@ -10,7 +10,6 @@ seconds; past ``max_pairs`` the rest are reported as not run."""
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from itertools import combinations
@@ -19,28 +18,15 @@ from pathlib import Path
 from release import _cmd
 from release.errors import CommandError, ToolError
 from release.findings import Finding, Severity
+from release.loader import LoaderModel, LoadItem
 from release.verify.checks import ownership
 from release.verify.checks._common import finding, not_run
 from release.verify.context import VerifyContext
-from release.verify.wheel import ElfFile, WheelModel
+from release.verify.wheel import BinaryFile, WheelModel
 
 NAME = "load-matrix"
 RUNS_PROGRAMS = True
 
-# Extension modules load RTLD_LOCAL (as importlib does), libraries RTLD_GLOBAL.
-_LOADER = """
-import ctypes, sys
-for item in sys.argv[1:]:
-    mode, path = item.split(":", 1)
-    ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL if mode == "g" else ctypes.RTLD_LOCAL)
-"""
-
-
-def runs_on_host(wheel: WheelModel, context: VerifyContext) -> bool:
-    if context.host.system != "linux":
-        return False
-    return any(platform.endswith("_" + context.host.machine) and "linux" in platform
-               for platform in wheel.platforms)
 
 
 def link_sites(wheel: WheelModel, sites: Sequence[Path]) -> None:
@@ -54,27 +40,27 @@ def link_sites(wheel: WheelModel, sites: Sequence[Path]) -> None:
                 target.symlink_to(entry.resolve())
 
 
-def _loadable(wheel: WheelModel) -> list[ElfFile]:
-    return [elf for elf in wheel.binaries if elf.info.file_type == "shared"
-            and elf.info.section(".interp") is None]
+def _loadable(wheel: WheelModel, loader: LoaderModel) -> list[BinaryFile]:
+    return [binary for binary in wheel.binaries if loader.is_loadable_library(binary.info)]
 
 
-def _candidates(wheel: WheelModel, context: VerifyContext) -> list[ElfFile]:
+def _candidates(wheel: WheelModel, context: VerifyContext,
+                loader: LoaderModel) -> list[BinaryFile]:
     registrars = ownership.analyze(wheel, context).registrars
     record = wheel.build_record
     plugins = {c.file for c in record.components if c.kind == "plugin"} if record else set()
-    return [elf for elf in _loadable(wheel)
-            if elf.path in registrars or elf.path in plugins or elf.is_extension]
+    return [binary for binary in _loadable(wheel, loader)
+            if binary.path in registrars or binary.path in plugins or binary.is_extension]
 
 
-def _run(wheel: WheelModel, context: VerifyContext,
-         files: Sequence[ElfFile]) -> tuple[int, str] | None:
+def _run(wheel: WheelModel, context: VerifyContext, loader: LoaderModel,
+         files: Sequence[BinaryFile]) -> tuple[int, str] | None:
     """None when the process loaded everything, else (exit status, output tail)."""
-    arguments = [("l:" if elf.is_extension else "g:") + str(wheel.root / elf.installed)
-                 for elf in files]
+    command = loader.load_command([LoadItem(wheel.root / binary.installed, binary.is_extension)
+                                   for binary in files])
     path = os.pathsep.join([str(wheel.root), *map(str, context.options.sites)])
     try:
-        _cmd.run([sys.executable, "-c", _LOADER, *arguments], cwd=context.workdir,
+        _cmd.run(command, cwd=context.workdir,
                  env={"PYTHONPATH": path}, timeout=context.options.load_timeout,
                  what="load-matrix process")
     except CommandError as error:
@@ -82,9 +68,9 @@ def _run(wheel: WheelModel, context: VerifyContext,
     return None
 
 
-def _failure(files: Sequence[ElfFile], result: tuple[int, str]) -> Finding:
+def _failure(files: Sequence[BinaryFile], result: tuple[int, str]) -> Finding:
     code, output = result
-    names = [elf.path for elf in files]
+    names = [binary.path for binary in files]
     timed_out = code == -1
     return finding(
         NAME, Severity.ERROR, names[-1] if len(names) <= 2 else "",
@@ -96,33 +82,34 @@ def _failure(files: Sequence[ElfFile], result: tuple[int, str]) -> Finding:
         order=names, returncode=code, stderr=output)
 
 
-def _run_all(wheel: WheelModel, context: VerifyContext,
-             jobs: Sequence[Sequence[ElfFile]]) -> list[Finding]:
+def _run_all(wheel: WheelModel, context: VerifyContext, loader: LoaderModel,
+             jobs: Sequence[Sequence[BinaryFile]]) -> list[Finding]:
     with ThreadPoolExecutor(max(1, context.options.workers)) as pool:
-        results = list(pool.map(lambda files: _run(wheel, context, files), jobs))
+        results = list(pool.map(lambda files: _run(wheel, context, loader, files), jobs))
     return [_failure(files, result) for files, result in zip(jobs, results, strict=True)
             if result is not None]
 
 
 def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
-    if not runs_on_host(wheel, context):
+    loader = context.loader
+    if loader is None or not loader.can_load(wheel.platforms, context.host):
         return [not_run(NAME, f"the wheel is not for this host ({context.host.system}-"
                         f"{context.host.machine})")]
     link_sites(wheel, context.options.sites)
     context.workdir.mkdir(parents=True, exist_ok=True)
-    candidates = _candidates(wheel, context)
+    candidates = _candidates(wheel, context, loader)
     pairs = [pair for first, second in combinations(candidates, 2)
              for pair in ((first, second), (second, first))]
     cap = max(0, context.options.max_pairs) * 2
-    singles: list[Sequence[ElfFile]] = [[elf] for elf in candidates]
-    findings = _run_all(wheel, context, [_loadable(wheel), *singles])
+    singles: list[Sequence[BinaryFile]] = [[binary] for binary in candidates]
+    findings = _run_all(wheel, context, loader, [_loadable(wheel, loader), *singles])
     broken = {str(f.details["order"][0]) for f in findings if len(f.details["order"]) == 1}
     runnable = [pair for pair in pairs if not broken & {pair[0].path, pair[1].path}]
-    findings += _run_all(wheel, context, runnable[:cap])
+    findings += _run_all(wheel, context, loader, runnable[:cap])
     count = 1 + len(singles) + min(cap, len(runnable))
     findings.append(finding(NAME, Severity.INFO, "", f"{count} load combinations run, "
                             f"{len(candidates)} collision candidates",
-                            candidates=[elf.path for elf in candidates]))
+                            candidates=[binary.path for binary in candidates]))
     if len(runnable) > cap:
         findings.append(finding(NAME, Severity.WARNING, "", f"{len(runnable) - cap} ordered "
                                 f"pairs not run: over the cap of {cap}",

@@ -15,7 +15,7 @@ from pathlib import Path
 from release.findings import Finding, Severity
 from release.verify.checks._common import finding
 from release.verify.context import VerifyContext
-from release.verify.wheel import REGISTRATION_SECTION, ElfFile, WheelModel
+from release.verify.wheel import REGISTRATION_SECTION, BinaryFile, WheelModel
 
 NAME = "ownership"
 RUNS_PROGRAMS = False
@@ -43,9 +43,9 @@ def records(data: bytes) -> list[str]:
 
 def _exact(wheel: WheelModel) -> Ownership:
     owners: dict[str, list[str]] = {}
-    for elf in wheel.binaries:
-        for record in records(elf.info.section_data.get(REGISTRATION_SECTION, b"")):
-            owners.setdefault(record, []).append(elf.path)
+    for binary in wheel.binaries:
+        for record in records(binary.info.section_data.get(REGISTRATION_SECTION, b"")):
+            owners.setdefault(record, []).append(binary.path)
     return Ownership("exact", owners)
 
 
@@ -54,8 +54,8 @@ def _machinery() -> list[str]:
     return list(json.loads(path.read_text())["machinery"])
 
 
-def _uses_machinery(elf: ElfFile, patterns: list[str]) -> bool:
-    return any(fnmatch.fnmatchcase(symbol.name, pattern) for symbol in elf.info.dynamic_symbols
+def _uses_machinery(binary: BinaryFile, patterns: list[str]) -> bool:
+    return any(fnmatch.fnmatchcase(symbol.name, pattern) for symbol in binary.info.dynamic_symbols
                for pattern in patterns)
 
 
@@ -63,15 +63,15 @@ def _heuristic(wheel: WheelModel) -> Ownership:
     patterns = _machinery()
     owners: dict[str, list[str]] = {}
     tokens: dict[str, set[bytes]] = {}
-    for elf in wheel.binaries:
-        if elf.info.file_type != "shared":
+    for binary in wheel.binaries:
+        if binary.info.file_type != "shared":
             continue
-        data = elf.read_section(".rodata")
-        tokens[elf.path] = set(_TOKEN.findall(data))
-        if not _uses_machinery(elf, patterns):
+        data = binary.read_section(".rodata")
+        tokens[binary.path] = set(_TOKEN.findall(data))
+        if not _uses_machinery(binary, patterns):
             continue
         for name in sorted({m.group(1).decode() for m in _SCHEMA.finditer(data)}):
-            owners.setdefault("op:" + name, []).append(elf.path)
+            owners.setdefault("op:" + name, []).append(binary.path)
     # What plain string scanning would claim: every library whose strings contain the name.
     plain = sum(1 for name in owners for found in tokens.values() if name[3:].encode() in found)
     measured = {"operators": len(owners), "heuristic_pairs": sum(map(len, owners.values())),

@@ -6,17 +6,17 @@ from __future__ import annotations
 from release.findings import Finding, Severity
 from release.verify.checks._common import finding
 from release.verify.context import VerifyContext
-from release.verify.wheel import ElfFile, WheelModel
+from release.verify.wheel import BinaryFile, WheelModel
 
 NAME = "private-copies"
 RUNS_PROGRAMS = False
 
 
-def _defines(elf: ElfFile, markers: set[str]) -> set[str]:
-    found = {s.name for s in elf.info.dynamic_symbols if s.defined and s.name in markers}
-    strings = elf.read_section(".strtab")
+def _defines(binary: BinaryFile, markers: set[str]) -> set[str]:
+    found = {s.name for s in binary.info.dynamic_symbols if s.defined and s.name in markers}
+    strings = binary.read_section(".strtab")
     if any(f"\0{marker}\0".encode() in strings for marker in markers - found):
-        found |= {s.name for s in elf.static_symbols() if s.defined and s.name in markers}
+        found |= {s.name for s in binary.static_symbols() if s.defined and s.name in markers}
     return found
 
 
@@ -28,16 +28,16 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
     findings = []
     for component in record.components:
         markers = set(component.markers)
-        for elf in wheel.binaries:
-            if elf.path == component.file or not markers:
+        for binary in wheel.binaries:
+            if binary.path == component.file or not markers:
                 continue
-            copied = _defines(elf, markers)
+            copied = _defines(binary, markers)
             if copied:
-                holder = record.component_for_file(elf.path)
-                role = ("the extension" if record.extension and elf.path == record.extension.file
+                holder = record.component_for_file(binary.path)
+                role = ("the extension" if record.extension and binary.path == record.extension.file
                         else f"component '{holder.name}'" if holder else "this file")
                 findings.append(finding(
-                    NAME, Severity.ERROR, elf.path, f"{role} carries a private copy of "
+                    NAME, Severity.ERROR, binary.path, f"{role} carries a private copy of "
                     f"component '{component.name}' (defines {', '.join(sorted(copied))})",
                     why="two copies register twice and diverge", fix=f"link "
                     f"{component.file} instead of compiling its sources in",

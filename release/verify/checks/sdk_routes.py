@@ -38,7 +38,7 @@ def find_package_dir(wheel: WheelModel) -> tuple[str, str] | None:
 def _requests(wheel: WheelModel) -> list[Request]:
     requests = [Request("default", "")]
     if wheel.build_record is not None:
-        requests += [Request(c.cmake_component, c.cmake_component, c.cmake_variable)
+        requests += [Request(c.cmake_component, c.cmake_component, c.cmake_variable or "")
                      for c in wheel.build_record.components if c.cmake_component]
     return requests
 

@@ -1,45 +1,53 @@
-"""The loader model behind the linkage and search-path checks, on hand-made wheel models
-(no compiler): DT_RUNPATH vs inherited DT_RPATH, declared vs undeclared foreign folders,
-system allow-lists and search-path hygiene."""
+"""The Linux loader model (platforms/linux/loader.py) behind the linkage, search-path and
+metadata checks, on hand-made wheel models (no compiler): DT_RUNPATH vs inherited DT_RPATH,
+declared vs undeclared foreign folders, system allow-lists, search-path hygiene, and the
+round trip between writing a search-path entry and resolving it back."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from packaging.requirements import Requirement
 from packaging.tags import Tag
 
-from release.binary import BinaryInfo
+from platforms.linux.loader import LOADER, origin_relative
+from release.binary import BinaryInfo, VersionRequirement
 from release.findings import Severity
+from release.loader import EntryKind, Host
 from release.verify import VerifyOptions
 from release.verify.archive import Member
-from release.verify.checks import linkage, search_path
-from release.verify.context import Host, VerifyContext
-from release.verify.data import load_distribution_dirs, load_policies
+from release.verify.checks import linkage, metadata_tags, search_path
+from release.verify.context import VerifyContext
+from release.verify.data import load_distribution_dirs
 from release.verify.metadata import Metadata
-from release.verify.wheel import ElfFile, WheelModel
+from release.verify.wheel import BinaryFile, WheelModel
+
+TAG = "manylinux_2_17_x86_64"
 
 
 def elf(path: str, *, needed: tuple[str, ...] = (), rpath: tuple[str, ...] = (),
-        runpath: tuple[str, ...] = ()) -> ElfFile:
+        runpath: tuple[str, ...] = (), versions: tuple[str, ...] = ()) -> BinaryFile:
     info = BinaryInfo(format="elf", machine="x86_64", bits=64, little_endian=True,
-                      file_type="shared", size=0, needed=needed, rpath=rpath, runpath=runpath)
-    return ElfFile(path, path, None, info, Path("x.whl"), Member(path, 0, 0, 0, 0, 0, 0))
+                      file_type="shared", size=0, needed=needed, rpath=rpath, runpath=runpath,
+                      version_requirements=(VersionRequirement("libc.so.6", versions),))
+    return BinaryFile(path, path, None, info, Path("x.whl"), Member(path, 0, 0, 0, 0, 0, 0))
 
 
-def model(*binaries: ElfFile, requires: tuple[str, ...] = (),
-          extra: tuple[str, ...] = ()) -> WheelModel:
+def model(*binaries: BinaryFile, requires: tuple[str, ...] = (),
+          extra: tuple[str, ...] = (), tag: str = TAG) -> WheelModel:
     return WheelModel(
         filename="x.whl", archive=Path("x.whl"), root=Path("/nonexistent"),
         fully_extracted=False, files=frozenset([b.path for b in binaries] + list(extra)),
         metadata=Metadata("pkg", "1", tuple(Requirement(r) for r in requires)),
-        tags=(Tag("cp311", "abi3", "manylinux_2_17_x86_64"),), binaries=binaries,
+        tags=(Tag("cp311", "abi3", tag),), binaries=binaries,
         build_record=None, leaks={}, findings=())
 
 
-def context() -> VerifyContext:
+def context(tag: str = TAG) -> VerifyContext:
     return VerifyContext(options=VerifyOptions(), static=True, host=Host("linux", "x86_64"),
-                         policies=load_policies(), distribution_dirs=load_distribution_dirs(),
+                         loader=LOADER, policy=LOADER.policy([tag]),
+                         distribution_dirs=load_distribution_dirs(),
                          workdir=Path("/nonexistent"))
 
 
@@ -94,3 +102,42 @@ def test_search_path_hygiene() -> None:
     assert ("pkg/lib/libb.so", Severity.WARNING, "searches own") in found     # foreign first
     assert ("pkg/lib/libc.so", Severity.ERROR, "search wheel") in found       # dangling
     assert ("pkg/lib/libc.so", Severity.ERROR, "has entry") in found          # empty entry
+
+
+@pytest.mark.parametrize(("binary", "folder", "entry"), [
+    ("edgert/lib/libedgert.so", "edgert/lib", "$ORIGIN"),
+    ("edgert/_C.abi3.so", "edgert/lib", "$ORIGIN/lib"),
+    ("edgert/lib/libedgert_backend_cuda.so", "nvidia/cuda_runtime/lib",
+     "$ORIGIN/../../nvidia/cuda_runtime/lib"),
+    ("top.so", "", "$ORIGIN"),
+])
+def test_an_entry_resolves_back_to_the_folder_it_was_written_for(binary: str, folder: str,
+                                                                 entry: str) -> None:
+    assert origin_relative(binary, folder) == LOADER.search_entry(binary, folder) == entry
+    installed = binary.rpartition("/")[0]
+    resolved = LOADER.classify(entry, installed)
+    assert (resolved.kind, resolved.folder) == (EntryKind.INSIDE, folder)
+
+
+def test_entries_that_leave_or_ignore_site_packages() -> None:
+    assert LOADER.classify("$ORIGIN/../../..", "edgert/lib").kind is EntryKind.OUTSIDE
+    assert LOADER.classify("/usr/lib", "edgert/lib").kind is EntryKind.SYSTEM
+    assert LOADER.classify("/home/me/build", "edgert/lib").kind is EntryKind.ABSOLUTE
+    assert LOADER.classify("", "edgert/lib").kind is EntryKind.EMPTY
+
+
+def test_the_tag_promise_limits_symbol_versions() -> None:
+    old = model(elf("pkg/_C.so", needed=("libc.so.6",), versions=("GLIBC_2.17", "GLIBC_2.34")))
+    errors = metadata_tags.check(old, context())
+    assert [f.details["versions"] for f in errors] == [["GLIBC_2.34"]]
+    assert errors[0].details["policy"] == "manylinux_2_17"
+    newer = model(elf("pkg/_C.so", needed=("libc.so.6",), versions=("GLIBC_2.34",)),
+                  tag="manylinux_2_35_x86_64")
+    assert metadata_tags.check(newer, context("manylinux_2_35_x86_64")) == []
+
+
+def test_which_hosts_load_which_tags() -> None:
+    assert LOADER.can_load([TAG], Host("linux", "x86_64"))
+    assert not LOADER.can_load(["manylinux_2_17_aarch64"], Host("linux", "x86_64"))
+    assert not LOADER.can_load([TAG], Host("darwin", "x86_64"))
+    assert LOADER.claims_tag("linux_x86_64") and not LOADER.claims_tag("win_amd64")

@@ -1,0 +1,49 @@
+"""The CUDA variants as the pipeline sees them (release.variant.BuildVariant): provisioning
+the pinned toolchain in the configure stage, the configure arguments it yields, the runtime
+wheel dependency and the build record's ``cuda`` section; plus the verify checks CUDA adds."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from cuda import check
+from cuda import variant as variants
+from cuda.toolchain import CudaToolchain, provision
+from release.variant import DeviceCodeRecord, RuntimeDependency, Toolchain
+
+CHECKS = (check,)
+
+
+@dataclass(frozen=True)
+class _Configured:
+    toolchain: CudaToolchain
+    variant: variants.CudaVariant
+
+    def cmake_arguments(self) -> list[str]:
+        return self.toolchain.cmake_arguments(self.variant)
+
+
+@dataclass(frozen=True)
+class CudaBuildVariant:
+    data: variants.CudaVariant
+
+    @property
+    def name(self) -> str:
+        return self.data.name
+
+    @property
+    def runtime(self) -> RuntimeDependency:
+        return self.data.runtime
+
+    def provision(self, *, environ: Mapping[str, str], cache: Path) -> Toolchain:
+        return _Configured(provision(self.data, environ=environ, cache=cache), self.data)
+
+    def record(self) -> DeviceCodeRecord:
+        return self.data.to_record()
+
+
+def build_variant(config: Path) -> CudaBuildVariant:
+    """The variant described by ``config`` (cuda/variants/<name>.toml)."""
+    return CudaBuildVariant(variants.load(config))

@@ -1,0 +1,153 @@
+"""The Linux dynamic loader (ld.so) as verify's loader model: $ORIGIN-relative DT_RUNPATH
+and DT_RPATH entries, DT_RPATH inherited by what a binary loads (only while that binary has
+no DT_RUNPATH), the manylinux policies for system libraries, and ctypes for load checks."""
+
+from __future__ import annotations
+
+import posixpath
+import sys
+from collections.abc import Sequence
+
+from platforms.linux.policy import Policy, load_policies
+from release.binary.model import BinaryInfo
+from release.loader import (
+    Entry,
+    EntryKind,
+    Host,
+    LoaderWords,
+    LoadItem,
+    Problem,
+    SearchFolder,
+    SystemPolicy,
+)
+
+_SITE = "/@site-packages"
+_ORIGIN = ("$ORIGIN", "${ORIGIN}")
+_LOADER_NAMES = ("ld-linux", "ld64.so", "ld-musl")
+_SYSTEM_DIRS = ("/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib")
+_TAG_PREFIXES = ("linux_", "manylinux", "musllinux")
+
+# Extension modules load RTLD_LOCAL (as importlib does), libraries RTLD_GLOBAL.
+_LOAD_SCRIPT = """
+import ctypes, sys
+for item in sys.argv[1:]:
+    mode, path = item.split(":", 1)
+    ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL if mode == "g" else ctypes.RTLD_LOCAL)
+"""
+
+
+def origin_relative(binary: str, folder: str) -> str:
+    """The DT_RUNPATH entry that makes ``binary`` search ``folder`` (both wheel-relative)."""
+    relative = posixpath.relpath(folder or ".", posixpath.dirname(binary) or ".")
+    return "$ORIGIN" if relative == "." else f"$ORIGIN/{relative}"
+
+
+def expand_origin(entry: str, folder: str) -> str | None:
+    """A $ORIGIN entry as a folder relative to site-packages, for a binary installed in
+    ``folder``; None for an entry that is not $ORIGIN-relative or leaves site-packages."""
+    for token in _ORIGIN:
+        if entry == token or entry.startswith(token + "/"):
+            absolute = posixpath.normpath(posixpath.join(_SITE, folder) + entry[len(token):])
+            if absolute == _SITE:
+                return ""
+            if absolute.startswith(_SITE + "/"):
+                return absolute[len(_SITE) + 1:]
+            return None
+    return None
+
+
+def tag_arch(platform_tag: str) -> str:
+    """The architecture part of a Linux platform tag (manylinux_2_28_x86_64 -> x86_64)."""
+    return "x86_64" if platform_tag.endswith("x86_64") else platform_tag.rsplit("_", 1)[-1]
+
+
+class LinuxLoader:
+    words = LoaderWords(search_path="DT_RUNPATH", relative_entry="$ORIGIN-relative",
+                        how_to_set="CMake: INSTALL_RPATH \"$ORIGIN/...\"")
+
+    def claims_tag(self, platform_tag: str) -> bool:
+        return platform_tag.startswith(_TAG_PREFIXES)
+
+    def search_entry(self, binary: str, folder: str) -> str:
+        return origin_relative(binary, folder)
+
+    def entries(self, info: BinaryInfo) -> tuple[str, ...]:
+        return info.runpath or info.rpath
+
+    def classify(self, entry: str, folder: str) -> Entry:
+        if entry == "":
+            return Entry(entry, EntryKind.EMPTY)
+        if not entry.startswith(_ORIGIN):
+            system = entry.rstrip("/") in _SYSTEM_DIRS
+            return Entry(entry, EntryKind.SYSTEM if system else EntryKind.ABSOLUTE)
+        expanded = expand_origin(entry, folder)
+        if expanded is None:
+            return Entry(entry, EntryKind.OUTSIDE)
+        return Entry(entry, EntryKind.INSIDE, expanded)
+
+    def _own(self, info: BinaryInfo, folder: str, via: str,
+             inherited_from: str = "") -> list[SearchFolder]:
+        return [SearchFolder(expanded, via, inherited_from) for entry in self.entries(info)
+                if (expanded := expand_origin(entry, folder)) is not None]
+
+    def search_folders(self, info: BinaryInfo, folder: str,
+                       inherited: Sequence[SearchFolder]) -> list[SearchFolder]:
+        if info.runpath:
+            return self._own(info, folder, "DT_RUNPATH")
+        return [*self._own(info, folder, "DT_RPATH"), *inherited]
+
+    def passes_down(self, info: BinaryInfo, folder: str, path: str) -> list[SearchFolder]:
+        if info.runpath:
+            return []
+        return self._own(info, folder, f"DT_RPATH of {path}", inherited_from=path)
+
+    def search_path_problems(self, info: BinaryInfo) -> list[Problem]:
+        if info.rpath and info.runpath:
+            return [Problem("warning", "carries both DT_RPATH and DT_RUNPATH",
+                            why="the loader ignores DT_RPATH then; it is dead weight that "
+                                "confuses readers", fix="drop DT_RPATH")]
+        if info.rpath:
+            return [Problem("warning", "uses DT_RPATH where DT_RUNPATH is meant",
+                            why="DT_RPATH is inherited by every library this file loads and "
+                                "overrides LD_LIBRARY_PATH",
+                            fix="link with -Wl,--enable-new-dtags (CMake does by default)",
+                            details={"rpath": list(info.rpath)})]
+        return []
+
+    def policy(self, platform_tags: Sequence[str]) -> SystemPolicy:
+        policies = load_policies()
+        found = [(policy, tag) for tag in platform_tags
+                 if (policy := policies.for_tag(tag)) is not None]
+        if not found:
+            permissive = min(policies.policies,
+                             key=lambda p: p.priority if p.libraries else 999)
+            return SystemPolicy(name="linux", libraries=permissive.libraries,
+                                source=policies.source)
+        policy, tag = max(found, key=lambda pair: pair[0].priority)
+        return _system_policy(policy, tag_arch(tag), policies.source)
+
+    def is_system(self, name: str, policy: SystemPolicy) -> bool:
+        return name in policy.libraries or name.startswith(_LOADER_NAMES)
+
+    def is_loadable_library(self, info: BinaryInfo) -> bool:
+        return info.file_type == "shared" and info.section(".interp") is None
+
+    def can_load(self, platform_tags: Sequence[str], host: Host) -> bool:
+        if host.system != "linux":
+            return False
+        return any(self.claims_tag(tag) and tag.endswith("_" + host.machine)
+                   for tag in platform_tags)
+
+    def load_command(self, items: Sequence[LoadItem]) -> list[str]:
+        return [sys.executable, "-c", _LOAD_SCRIPT,
+                *(("l:" if item.extension else "g:") + str(item.path) for item in items)]
+
+
+def _system_policy(policy: Policy, arch: str, source: str) -> SystemPolicy:
+    return SystemPolicy(name=policy.name, libraries=policy.libraries,
+                        symbol_versions=policy.symbol_versions.get(arch, {}),
+                        fix="build in an older manylinux image or raise the platform tag",
+                        source=source)
+
+
+LOADER = LinuxLoader()

@@ -1,0 +1,134 @@
+"""The interface a build variant implements, the CPU variant, and the registry that finds
+the others through the manifest.
+
+A variant is what a wheel carries beyond the CPU build. It adds configure arguments (after
+provisioning its toolchain, in the configure stage), may bring a run-time dependency from
+another distribution (its requirement, library and site-packages folder), writes its section
+of the build record, and may contribute verify checks. ``[tool.release.variants.<name>]``
+names the package that provides it (``provider = "cuda"``) and that package's data file
+(``config``); this module imports the provider by that name, the way ``release.platform``
+imports ``platforms.<os>``, and never by a name of its own."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from release.errors import ConfigurationError
+
+if TYPE_CHECKING:  # the checks' interface; verify never imports this module
+    from release.verify.checks import Check
+
+
+@dataclass(frozen=True, kw_only=True)
+class RuntimeDependency:
+    """A library a variant's binaries load from another distribution's wheel."""
+
+    requirement: str    # the wheel's Requires-Dist entry
+    distribution: str   # the distribution that provides the library
+    library: str        # its file name, e.g. libcudart.so.12
+    dir: str            # its folder relative to site-packages, e.g. nvidia/cuda_runtime/lib
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeviceCodeRecord:
+    """The build record's device-code section (JSON key ``cuda``): the compute capabilities
+    the wheel claims, the PTX it ships, and the runtime its device code needs."""
+
+    major: int
+    claims: tuple[str, ...]
+    ptx: tuple[str, ...]
+    runtime: RuntimeDependency
+
+    def to_json(self) -> dict[str, object]:
+        runtime = self.runtime
+        return {"major": self.major, "claims": list(self.claims), "ptx": list(self.ptx),
+                "runtime_requirement": runtime.requirement,
+                "runtime_distribution": runtime.distribution,
+                "runtime_library": runtime.library, "runtime_dir": runtime.dir}
+
+
+class Toolchain(Protocol):
+    """What provisioning a variant produced: the configure arguments it needs."""
+
+    def cmake_arguments(self) -> list[str]: ...
+
+
+class BuildVariant(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def runtime(self) -> RuntimeDependency | None:
+        """The run-time dependency from another distribution, if any."""
+
+    def provision(self, *, environ: Mapping[str, str], cache: Path) -> Toolchain:
+        """Installs or finds the variant's toolchain (may run pip; raises ToolError)."""
+
+    def record(self) -> DeviceCodeRecord | None:
+        """The variant's section of the build record."""
+
+
+class Provider(Protocol):
+    """A package that provides variants: ``build_variant(config)`` and the checks it adds."""
+
+    CHECKS: Sequence[Check]
+
+    def build_variant(self, config: Path) -> BuildVariant: ...
+
+
+@dataclass(frozen=True)
+class _NoToolchain:
+    def cmake_arguments(self) -> list[str]:
+        return []
+
+
+@dataclass(frozen=True)
+class CpuVariant:
+    """The CPU build: nothing to provision, no run-time dependency, nothing to record."""
+
+    name: str = "cpu"
+    runtime: RuntimeDependency | None = None
+
+    def provision(self, *, environ: Mapping[str, str], cache: Path) -> Toolchain:
+        return _NoToolchain()
+
+    def record(self) -> DeviceCodeRecord | None:
+        return None
+
+
+def load_provider(name: str) -> Provider:
+    """Imports the provider package ``name`` (a top-level package of the project)."""
+    try:
+        module = importlib.import_module(name)
+    except ModuleNotFoundError:
+        raise ConfigurationError(f"no variant provider package '{name}'",
+                                 fix="correct the variant's `provider` in [tool.release] "
+                                     "(a package next to pyproject.toml)") from None
+    if not callable(getattr(module, "build_variant", None)) or not hasattr(module, "CHECKS"):
+        raise ConfigurationError(f"package '{name}' is not a variant provider",
+                                 fix="a provider defines build_variant(config) and CHECKS")
+    provider: Provider = module
+    return provider
+
+
+def load_variant(name: str, *, provider: str | None, config: Path | None) -> BuildVariant:
+    """The variant ``name`` as its provider builds it from ``config`` (the CPU variant when
+    the manifest names no provider)."""
+    if provider is None:
+        return CpuVariant(name)
+    if config is None:
+        raise ConfigurationError(f"variant '{name}' names provider '{provider}' but no config",
+                                 fix=f"add config = \"...\" to [tool.release.variants.{name}]")
+    return load_provider(provider).build_variant(config)
+
+
+def provider_checks(providers: Sequence[str]) -> tuple[Check, ...]:
+    """The verify checks the named providers contribute, in order, each once."""
+    checks: list[Check] = []
+    for name in dict.fromkeys(providers):
+        checks += [check for check in load_provider(name).CHECKS if check not in checks]
+    return tuple(checks)

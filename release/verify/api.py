@@ -1,0 +1,36 @@
+"""``verify_wheel``: verify with every platform this tool knows and the checks the variant
+providers of a project add (by default this release tool's own project). The edge where
+verify meets the platform and variant registries; ``run.run_verify`` is the core."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from release import manifest
+from release.loader import HasLoader, Host
+from release.platform import all_platforms
+from release.variant import provider_checks
+from release.verify.checks import Check
+from release.verify.options import VerifyOptions
+from release.verify.report import Report
+from release.verify.run import run_verify
+
+TOOL_PROJECT = Path(__file__).resolve().parents[2]   # the project this release tool belongs to
+
+
+def provider_checks_of(project: Path | None) -> tuple[Check, ...]:
+    """The checks the variant providers of ``project``'s manifest contribute."""
+    return provider_checks(manifest.load((project or TOOL_PROJECT).resolve()).providers)
+
+
+def verify_wheel(path: Path, *, static: bool = False, options: VerifyOptions | None = None,
+                 platforms: Sequence[HasLoader] | None = None,
+                 extra_checks: Sequence[Check] | None = None, project: Path | None = None,
+                 host: Host | None = None) -> Report:
+    """Verifies the wheel at ``path``. Raises WheelError only when it cannot be read safely;
+    every other problem is a finding in the report."""
+    return run_verify(path, static=static, options=options,
+                      platforms=all_platforms() if platforms is None else platforms,
+                      extra_checks=(provider_checks_of(project) if extra_checks is None
+                                    else extra_checks), host=host)
