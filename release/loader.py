@@ -75,7 +75,7 @@ class LoaderWords:
     """How the platform names things, for findings' messages."""
 
     search_path: str          # the binary's search-path field, e.g. "LC_RPATH"
-    relative_entry: str       # an entry relative to the binary, e.g. "@loader_path-relative"
+    relative_entry: str       # an entry relative to the binary, in the platform's words
     how_to_set: str           # how a build sets one
 
 

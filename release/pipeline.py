@@ -35,8 +35,9 @@ from release.buildrecord import (
 from release.errors import ConfigurationError, ReleaseError, VerificationFailed
 from release.manifest import Component, Manifest, Target
 from release.platform import Platform, RepairRequest, SearchPath, all_platforms, get_platform
-from release.variant import BuildVariant, load_variant, provider_checks
+from release.variant import BuildVariant, load_variant
 from release.verify import VerifyOptions
+from release.verify.api import provider_checks
 from release.verify.run import run_verify
 
 log = logging.getLogger("release")

@@ -15,12 +15,9 @@ import importlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from release.errors import ConfigurationError
-
-if TYPE_CHECKING:  # the checks' interface; verify never imports this module
-    from release.verify.checks import Check
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,7 +72,7 @@ class BuildVariant(Protocol):
 class Provider(Protocol):
     """A package that provides variants: ``build_variant(config)`` and the checks it adds."""
 
-    CHECKS: Sequence[Check]
+    CHECKS: Sequence[object]    # verify checks (release.verify.checks.Check)
 
     def build_variant(self, config: Path) -> BuildVariant: ...
 
@@ -124,11 +121,3 @@ def load_variant(name: str, *, provider: str | None, config: Path | None) -> Bui
         raise ConfigurationError(f"variant '{name}' names provider '{provider}' but no config",
                                  fix=f"add config = \"...\" to [tool.release.variants.{name}]")
     return load_provider(provider).build_variant(config)
-
-
-def provider_checks(providers: Sequence[str]) -> tuple[Check, ...]:
-    """The verify checks the named providers contribute, in order, each once."""
-    checks: list[Check] = []
-    for name in dict.fromkeys(providers):
-        checks += [check for check in load_provider(name).CHECKS if check not in checks]
-    return tuple(checks)

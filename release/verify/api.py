@@ -6,17 +6,32 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import cast
 
 from release import manifest
+from release.errors import ConfigurationError
 from release.loader import HasLoader, Host
 from release.platform import all_platforms
-from release.variant import provider_checks
+from release.variant import load_provider
 from release.verify.checks import Check
 from release.verify.options import VerifyOptions
 from release.verify.report import Report
 from release.verify.run import run_verify
 
 TOOL_PROJECT = Path(__file__).resolve().parents[2]   # the project this release tool belongs to
+
+
+def provider_checks(providers: Sequence[str]) -> tuple[Check, ...]:
+    """The verify checks the named variant providers contribute, in order, each once."""
+    checks: list[Check] = []
+    for name in dict.fromkeys(providers):
+        for check in load_provider(name).CHECKS:
+            if not (hasattr(check, "NAME") and callable(getattr(check, "check", None))):
+                raise ConfigurationError(f"variant provider '{name}' offers a check without "
+                                         "NAME and check()", fix="see release/verify/checks")
+            if check not in checks:
+                checks.append(cast(Check, check))
+    return tuple(checks)
 
 
 def provider_checks_of(project: Path | None) -> tuple[Check, ...]:
