@@ -30,7 +30,7 @@ def _release_build(build_dir: Path, out: Path, verify: str) -> float:
     start = time.monotonic()
     subprocess.run([sys.executable, "-m", "release", "build", "--platform", "linux",
                     "--build-dir", str(build_dir), "--out", str(out), "--verify", verify],
-                   cwd=ROOT, check=True, env={**os.environ, "RELEASE_NO_CCACHE": "1"},
+                   cwd=ROOT, check=True, env={**os.environ, "RELEASE_CCACHE": "0"},
                    stdout=subprocess.DEVNULL)
     return time.monotonic() - start
 

@@ -13,8 +13,9 @@ import sys
 from pathlib import Path
 
 from release import manifest as manifest_module
+from release import options as build_options
 from release.errors import ReleaseError
-from release.pipeline import BuildOptions, Stage, VerifyMode
+from release.options import Stage, VerifyMode
 from release.pipeline import run as run_pipeline
 
 
@@ -27,18 +28,28 @@ def _parser() -> argparse.ArgumentParser:
     build = commands.add_parser("build", help="configure, build, lay out, fix up, repair, verify")
     build.add_argument("--platform", required=True, help="linux, macos or windows")
     build.add_argument("--arch", help="target architecture (default: this machine's)")
-    build.add_argument("--variant", default="cpu", help="cpu, cu12 or cu13 (default: cpu)")
-    build.add_argument("--out", type=Path, default=Path("dist"), help="output folder")
+    build.add_argument("--variant", help="cpu, cu12 or cu13 (default: cpu)")
+    build.add_argument("--out", type=Path, dest="out_dir", help="output folder (default: dist)")
     build.add_argument("--build-dir", type=Path, help="CMake build folder (kept for reuse)")
     build.add_argument("--project", type=Path, default=Path("."), help="folder of pyproject.toml")
     build.add_argument("--until", choices=[s.name.lower() for s in Stage], default="verify",
                        help="last stage to run")
-    build.add_argument("--verify", choices=[m.value for m in VerifyMode], default="full",
-                       help="full (load and compile probes), static (read files only) or none")
-    build.add_argument("-j", "--jobs", type=int, default=0, help="parallel compile jobs")
+    build.add_argument("--verify", choices=[m.value for m in VerifyMode],
+                       help="full (load and compile probes; the default), static (read files "
+                            "only) or none")
+    build.add_argument("-j", "--jobs", type=int, help="parallel compile jobs (default: cores)")
+    build.add_argument("--cache-dir", type=Path, help="tool cache (default: "
+                       "~/.cache/edgert-release)")
+    build.add_argument("--no-ccache", dest="ccache", action="store_false", default=None,
+                       help="do not use ccache even when installed")
     build.add_argument("--cmake-arg", action="append", default=[], dest="cmake_arguments",
                        help="extra argument for CMake configure (repeatable)")
     build.add_argument("--json", action="store_true", help="print a machine-readable summary")
+
+    build.epilog = ("Each option can also come from the environment (RELEASE_ARCH, "
+                    "RELEASE_VARIANT, RELEASE_OUT, RELEASE_BUILD_DIR, RELEASE_VERIFY, "
+                    "RELEASE_JOBS, RELEASE_CACHE_DIR, RELEASE_CCACHE) or from "
+                    "[tool.release.defaults]; the command line wins.")
 
     repair = commands.add_parser("repair", help="repair a wheel this pipeline built")
     repair.add_argument("wheel", type=Path)
@@ -52,11 +63,12 @@ def _parser() -> argparse.ArgumentParser:
 
 def _build(arguments: argparse.Namespace) -> int:
     manifest = manifest_module.load(arguments.project.resolve())
-    options = BuildOptions(
-        platform=arguments.platform, arch=arguments.arch, variant=arguments.variant,
-        out_dir=arguments.out, build_dir=arguments.build_dir,
-        last_stage=Stage[arguments.until.upper()], verify=VerifyMode(arguments.verify),
-        jobs=arguments.jobs, cmake_arguments=tuple(arguments.cmake_arguments))
+    given = {setting.field: getattr(arguments, setting.field)
+             for setting in build_options.SETTINGS}
+    options = build_options.resolve(
+        platform=arguments.platform, given=given, manifest_defaults=manifest.defaults,
+        environ=os.environ, last_stage=Stage[arguments.until.upper()],
+        cmake_arguments=tuple(arguments.cmake_arguments))
     result = run_pipeline(manifest, options)
     if arguments.json:
         print(json.dumps(result.to_json(), indent=2))

@@ -1,9 +1,11 @@
 """PEP 517 build backend: ``pip wheel .``, ``python -m build`` and cibuildwheel run the same
 pipeline stages as ``python -m release build``.
 
-config_settings (``pip wheel . -C variant=cu12``, ``python -m build -C...``):
-  variant  cpu | cu12 | cu13 (default: $EDGERT_VARIANT or cpu)
-  verify   full | static | none (default: static; cibuildwheel's test step runs the rest)
+config_settings (``pip wheel . -C variant=cu12``, ``python -m build -C...``) are the command
+line of this edge; below them, as for the CLI, RELEASE_* and [tool.release.defaults]
+(release/options.py):
+  variant  cpu | cu12 | cu13 (default: cpu)
+  verify   full | static | none (default here: static; cibuildwheel's test step runs the rest)
   until    last stage, e.g. ``fixup`` to leave repair to cibuildwheel's repair-wheel-command
 """
 
@@ -18,7 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from release import manifest as manifest_module
-from release.pipeline import BuildOptions, Stage, VerifyMode
+from release import options as build_options
+from release.manifest import Manifest
+from release.options import BuildOptions, Stage
 from release.pipeline import run as run_pipeline
 from release.wheel import source_date_epoch
 
@@ -29,6 +33,21 @@ _SDIST_EXCLUDE_PARTS = {"__pycache__", "build", "dist", ".git"}
 def _setting(config_settings: dict[str, Any] | None, key: str, default: str) -> str:
     value = (config_settings or {}).get(key, default)
     return str(value[-1] if isinstance(value, list) else value)
+
+
+def _options(manifest: Manifest, config_settings: dict[str, Any] | None, *,
+             out_dir: Path | None = None) -> BuildOptions:
+    platform = {"linux": "linux", "darwin": "macos", "win32": "windows"}.get(sys.platform,
+                                                                          sys.platform)
+    given: dict[str, object] = {key: _setting(config_settings, key, "")
+                                for key in ("variant", "verify")}
+    given = {key: value for key, value in given.items() if value}
+    if out_dir is not None:
+        given["out_dir"] = out_dir
+    return build_options.resolve(
+        platform=platform, given=given, manifest_defaults=manifest.defaults,
+        environ=os.environ, caller_defaults={"verify": "static"},
+        last_stage=Stage[_setting(config_settings, "until", "verify").upper()])
 
 
 def get_requires_for_build_wheel(config_settings: dict[str, Any] | None = None) -> list[str]:
@@ -44,8 +63,7 @@ def prepare_metadata_for_build_wheel(metadata_directory: str,
     """Writes the .dist-info without compiling anything (pip asks for it before building)."""
     from release.pipeline import dist_info_files
     manifest = manifest_module.load(Path.cwd())
-    variant = _setting(config_settings, "variant", os.environ.get("EDGERT_VARIANT", "cpu"))
-    name, files = dist_info_files(manifest, variant)
+    name, files = dist_info_files(manifest, _options(manifest, config_settings).variant)
     folder = Path(metadata_directory) / name
     folder.mkdir(parents=True, exist_ok=True)
     for file_name, text in files.items():
@@ -56,16 +74,8 @@ def prepare_metadata_for_build_wheel(metadata_directory: str,
 def build_wheel(wheel_directory: str, config_settings: dict[str, Any] | None = None,
                 metadata_directory: str | None = None) -> str:
     logging.basicConfig(level=logging.INFO, format="[release] %(message)s", stream=sys.stderr)
-    root = Path.cwd()
-    manifest = manifest_module.load(root)
-    platform = {"linux": "linux", "darwin": "macos", "win32": "windows"}.get(sys.platform,
-                                                                          sys.platform)
-    options = BuildOptions(
-        platform=platform,
-        variant=_setting(config_settings, "variant", os.environ.get("EDGERT_VARIANT", "cpu")),
-        out_dir=Path(wheel_directory),
-        last_stage=Stage[_setting(config_settings, "until", "verify").upper()],
-        verify=VerifyMode(_setting(config_settings, "verify", "static")))
+    manifest = manifest_module.load(Path.cwd())
+    options = _options(manifest, config_settings, out_dir=Path(wheel_directory))
     result = run_pipeline(manifest, options)
     assert result.wheel is not None
     return result.wheel.name

@@ -6,11 +6,12 @@ ConfigurationErrors naming the key (``tool.release.components.kernels.opt-in``).
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from release.errors import ConfigurationError
+from release.options import KEYS as OPTION_KEYS
 
 COMPONENT_KINDS = ("library", "plugin")
 REGISTRATION_KINDS = ("operators", "backends")
@@ -64,6 +65,7 @@ class Manifest:
     variants: tuple[Variant, ...]
     targets: tuple[Target, ...]
     project: dict[str, Any]           # the [project] table, for METADATA
+    defaults: dict[str, object] = field(default_factory=dict)  # [tool.release.defaults]
 
     def component(self, name: str) -> Component:
         for component in self.components:
@@ -231,6 +233,7 @@ def parse(pyproject: dict[str, Any], root: Path) -> Manifest:
         variants=tuple(_variant(name, variants.table(name), root) for name in variants.data),
         targets=tuple(_target(name, targets.table(name)) for name in targets.data),
         project=dict(project.data),
+        defaults=_defaults(release.table("defaults")),
     )
     release.finish()
     if not manifest.variants or not manifest.targets or not manifest.components:
@@ -254,6 +257,21 @@ def _variant(name: str, table: _Table, root: Path) -> Variant:
                                      "the CPU variant names neither")
     return Variant(name=name, distribution=distribution, provider=provider,
                    config=root / config if config else None)
+
+
+def _defaults(table: _Table) -> dict[str, object]:
+    """[tool.release.defaults]: option defaults for this project (release/options.py)."""
+    unknown = sorted(set(table.data) - set(OPTION_KEYS))
+    if unknown:
+        raise ConfigurationError(f"unknown key {table.path}.{unknown[0]}",
+                                 fix=f"use one of: {', '.join(OPTION_KEYS)}")
+    values: dict[str, object] = {}
+    for key, value in table.data.items():
+        if not isinstance(value, str | int | bool):
+            raise ConfigurationError(f"{table.path}.{key} must be a string, integer or bool",
+                                     fix=f"correct '{key}' in [{table.path}]")
+        values[key] = value
+    return values
 
 
 def _target(name: str, table: _Table) -> Target:

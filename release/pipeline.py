@@ -10,7 +10,6 @@ happens in a private folder that is removed on failure."""
 
 from __future__ import annotations
 
-import enum
 import json
 import logging
 import os
@@ -34,6 +33,7 @@ from release.buildrecord import (
 )
 from release.errors import ConfigurationError, ReleaseError, VerificationFailed
 from release.manifest import Component, Manifest, Target
+from release.options import BuildOptions, Stage, VerifyMode, default_cache_dir
 from release.platform import Platform, RepairRequest, SearchPath, all_platforms, get_platform
 from release.variant import BuildVariant, load_variant
 from release.verify import VerifyOptions
@@ -41,39 +41,6 @@ from release.verify.api import provider_checks
 from release.verify.run import run_verify
 
 log = logging.getLogger("release")
-
-
-class Stage(enum.IntEnum):
-    CONFIGURE = 1
-    BUILD = 2
-    INSTALL = 3
-    LAYOUT = 4
-    FIXUP = 5
-    REPAIR = 6
-    VERIFY = 7
-
-    @property
-    def label(self) -> str:
-        return self.name.lower().replace("fixup", "fix up").replace("layout", "lay out")
-
-
-class VerifyMode(enum.StrEnum):
-    FULL = "full"
-    STATIC = "static"
-    NONE = "none"
-
-
-@dataclass(frozen=True, kw_only=True)
-class BuildOptions:
-    platform: str
-    arch: str | None = None           # None: the host's architecture
-    variant: str = "cpu"
-    out_dir: Path = Path("dist")
-    build_dir: Path | None = None     # None: <project>/build/<target>-<variant>
-    last_stage: Stage = Stage.VERIFY
-    verify: VerifyMode = VerifyMode.FULL
-    jobs: int = 0                     # 0: one per core
-    cmake_arguments: tuple[str, ...] = ()
 
 
 @dataclass(kw_only=True)
@@ -137,7 +104,7 @@ def make_plan(manifest: Manifest, options: BuildOptions, environ: Mapping[str, s
     return Plan(manifest=manifest, target=target, platform=platform, variant=variant,
                 distribution=distribution, components=components,
                 build_dir=build_dir.resolve(), options=options, environ=environ,
-                cache=tools.cache_dir(environ),
+                cache=(options.cache_dir or default_cache_dir()).resolve(),
                 search_paths=search_paths(manifest, platform, variant, components),
                 record=build_record(manifest, platform, variant, target=target,
                                     distribution=distribution, components=components))
@@ -210,14 +177,14 @@ def _configure_arguments(plan: Plan, toolchain_arguments: list[str]) -> list[str
     registering = [c.cmake_component for c in plan.manifest.components
                    if c.registers and c.cmake_component]
     arguments = [
-        "-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={tools.ninja()}",
+        "-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={tools.ninja(cache=plan.cache)}",
         "-DCMAKE_BUILD_TYPE=Release",
         f"-DCMAKE_INSTALL_PREFIX={plan.build_dir / 'install'}",
         f"-DEDGERT_PACKAGE_DIR={plan.manifest.package}",
         f"-DEDGERT_OPT_IN_COMPONENTS={';'.join(opt_in)}",
         f"-DEDGERT_REGISTRATION_ONLY_COMPONENTS={';'.join(registering)}",
         f"-DPython_EXECUTABLE={sys.executable}",
-        *plan.platform.cmake_arguments(plan.target, plan.environ),
+        *plan.platform.cmake_arguments(plan.target, ccache=plan.options.ccache),
         *_search_path_arguments(plan),
         *toolchain_arguments,
     ]
@@ -234,22 +201,22 @@ def _configure(plan: Plan, state: _State) -> None:
         return
     plan.build_dir.mkdir(parents=True, exist_ok=True)
     stamp.unlink(missing_ok=True)
-    _cmd.run([tools.cmake(), "-S", plan.manifest.native_source, "-B", plan.build_dir,
-              *arguments], what="CMake configure",
+    _cmd.run([tools.cmake(cache=plan.cache), "-S", plan.manifest.native_source,
+              "-B", plan.build_dir, *arguments], what="CMake configure",
              fix=f"read the CMake error above; delete {plan.build_dir} to start clean")
     stamp.write_text(json.dumps(arguments))
 
 
 def _build(plan: Plan, state: _State) -> None:
     jobs = plan.options.jobs or os.cpu_count() or 1
-    _cmd.run([tools.cmake(), "--build", plan.build_dir, "--parallel", str(jobs)],
+    _cmd.run([tools.cmake(cache=plan.cache), "--build", plan.build_dir, "--parallel", str(jobs)],
              what="native build", fix="fix the compiler error shown above")
 
 
 def _install(plan: Plan, state: _State) -> None:
     prefix = plan.build_dir / "install"
     shutil.rmtree(prefix, ignore_errors=True)
-    _cmd.run([tools.cmake(), "--install", plan.build_dir, "--prefix", prefix],
+    _cmd.run([tools.cmake(cache=plan.cache), "--install", plan.build_dir, "--prefix", prefix],
              what="CMake install", fix="check the install() rules in native/")
 
 
@@ -407,3 +374,6 @@ def _dependency_sites(plan: Plan) -> tuple[Path, ...]:
 
 def describe_failure(error: ReleaseError) -> str:
     return error.message
+
+
+__all__ = ["BuildOptions", "BuildResult", "Plan", "Stage", "VerifyMode", "make_plan", "run"]

@@ -8,7 +8,7 @@ fixed up, which repair tool tags the wheel, whether this host can run what it bu
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -46,7 +46,7 @@ class Platform(Protocol):
     def check_host(self, target: Target) -> None:
         """Raises ToolError when this host cannot build ``target`` (with how to fix it)."""
 
-    def cmake_arguments(self, target: Target, environ: Mapping[str, str]) -> list[str]:
+    def cmake_arguments(self, target: Target, *, ccache: bool) -> list[str]:
         """Compiler/toolchain arguments for configuring native/ for ``target``."""
 
     def library_file(self, library: str) -> str:

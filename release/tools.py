@@ -16,12 +16,13 @@ from pathlib import Path
 
 from release import _cmd
 from release.errors import ToolError
+from release.options import default_cache_dir
 
 
 def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
     """The tool cache: ``RELEASE_CACHE_DIR`` of ``environ`` (default: this process's)."""
     configured = (os.environ if environ is None else environ).get("RELEASE_CACHE_DIR")
-    return Path(configured) if configured else Path.home() / ".cache" / "edgert-release"
+    return Path(configured) if configured else default_cache_dir()
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ def cmake_version(cmake: Path | str) -> tuple[int, int, int]:
     return major, minor, patch
 
 
-def cmake(route: CMakeRoute = CMAKE_NEW) -> Path:
+def cmake(route: CMakeRoute = CMAKE_NEW, *, cache: Path | None = None) -> Path:
     """A CMake executable for ``route``: the one on PATH when it fits, else provisioned."""
     on_path = shutil.which("cmake")
     if on_path is not None:
@@ -80,12 +81,12 @@ def cmake(route: CMakeRoute = CMAKE_NEW) -> Path:
             return Path(on_path)
         if route is CMAKE_OLD and (3, 24, 0) <= version < (3, 25, 0):
             return Path(on_path)
-    return pip_tool(route.requirement, "cmake/data/bin/cmake")
+    return pip_tool(route.requirement, "cmake/data/bin/cmake", cache=cache)
 
 
-def ninja() -> Path:
+def ninja(*, cache: Path | None = None) -> Path:
     """Ninja from PATH, else from the ``ninja`` package on the index."""
     on_path = shutil.which("ninja")
     if on_path is not None:
         return Path(on_path)
-    return pip_tool("ninja", "bin/ninja")
+    return pip_tool("ninja", "bin/ninja", cache=cache)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import platform as host_platform
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from platforms.linux.loader import LOADER, origin_relative  # noqa: F401 (re-exported)
@@ -42,9 +42,9 @@ class LinuxPlatform:
         for compiler in ("cc", "c++"):
             _cmd.find_tool(compiler, fix="install gcc and g++ (apt-get install build-essential)")
 
-    def cmake_arguments(self, target: Target, environ: Mapping[str, str]) -> list[str]:
+    def cmake_arguments(self, target: Target, *, ccache: bool) -> list[str]:
         launcher = shutil.which("ccache")
-        if launcher is None or environ.get("RELEASE_NO_CCACHE"):
+        if launcher is None or not ccache:
             return []
         return [f"-DCMAKE_C_COMPILER_LAUNCHER={launcher}",
                 f"-DCMAKE_CXX_COMPILER_LAUNCHER={launcher}"]

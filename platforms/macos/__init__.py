@@ -6,7 +6,7 @@ repair arrive with the macOS wheel work. Until then check_host refuses with the 
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from release.errors import ToolError
@@ -31,7 +31,7 @@ class MacOSPlatform:
                         fix="build the linux targets; macOS support is planned (zig cross "
                             "builds and native builds on a Mac)")
 
-    def cmake_arguments(self, target: Target, environ: Mapping[str, str]) -> list[str]:
+    def cmake_arguments(self, target: Target, *, ccache: bool) -> list[str]:
         return [f"-DCMAKE_OSX_DEPLOYMENT_TARGET={_MINIMUM[target.arch].replace('_', '.')}"]
 
     def library_file(self, library: str) -> str:

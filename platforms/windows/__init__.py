@@ -6,7 +6,7 @@ repair arrive with the Windows wheel work. Until then check_host refuses with th
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from release.errors import ToolError
@@ -23,7 +23,7 @@ class WindowsPlatform:
         raise ToolError(f"building {target.name} wheels is not supported by this pipeline yet",
                         fix="build the linux targets; Windows support is planned (zig and wine)")
 
-    def cmake_arguments(self, target: Target, environ: Mapping[str, str]) -> list[str]:
+    def cmake_arguments(self, target: Target, *, ccache: bool) -> list[str]:
         return []
 
     def library_file(self, library: str) -> str:

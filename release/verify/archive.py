@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import BinaryIO
 
 from release.errors import WheelError
 from release.verify.options import Limits
@@ -53,6 +54,16 @@ class StreamedMember:
     data: bytes | None   # the whole member, when it was kept in memory
 
 
+def installed_path(name: str) -> str:
+    """Where pip puts a wheel member, relative to site-packages: ``<name>.data/purelib/`` and
+    ``.../platlib/`` map to the root. The one mapping verify uses; ``_unsafe_name`` checks its
+    result too, so what it yields always stays inside the extraction folder."""
+    parts = name.split("/")
+    if len(parts) > 2 and parts[0].endswith(".data") and parts[1] in ("purelib", "platlib"):
+        return "/".join(parts[2:])
+    return name
+
+
 def _unsafe_name(name: str) -> str:
     """Why ``name`` cannot be extracted safely, or ''."""
     if not name:
@@ -65,7 +76,19 @@ def _unsafe_name(name: str) -> str:
         return "contains a backslash"
     if ".." in PurePosixPath(name).parts:
         return "climbs out of the extraction folder with '..'"
+    if "" in name.rstrip("/").split("/") or "." in name.split("/"):
+        return "has an empty or '.' path component"
     return ""
+
+
+def _unsafe_member(name: str) -> str:
+    """``_unsafe_name`` for the entry and for where it is installed."""
+    reason = _unsafe_name(name)
+    installed = installed_path(name)
+    if not reason and installed != name:
+        reason = _unsafe_name(installed)
+        return f"is installed as '{installed}', which {reason}" if reason else ""
+    return reason
 
 
 def list_members(archive: Path, limits: Limits) -> list[Member]:
@@ -91,13 +114,16 @@ def list_members(archive: Path, limits: Limits) -> list[Member]:
 
 
 def _problems(infos: Sequence[zipfile.ZipInfo], limits: Limits) -> list[str]:
-    problems = []
-    for name, count in Counter(info.filename for info in infos).items():
-        if count > 1:
-            problems.append(f"'{name}' appears {count} times")
+    problems: list[str] = []
+    raw = Counter(info.filename for info in infos)
+    problems += [f"'{name}' appears {count} times" for name, count in raw.items() if count > 1]
+    installed = Counter(installed_path(info.filename) for info in infos
+                        if not info.filename.endswith("/"))
+    problems += [f"{count} entries install to '{name}'" for name, count in installed.items()
+                 if count > raw[name] and count > 1]
     total = 0
     for info in infos:
-        reason = _unsafe_name(info.filename)
+        reason = _unsafe_member(info.filename)
         if reason:
             problems.append(f"entry '{info.filename}' {reason}")
         mode = info.external_attr >> 16
@@ -175,9 +201,8 @@ def stream_member(archive: Path, descriptor: int, member: Member, limits: Limits
                 if member.declared_size <= request.keep_limit and request.keep_when(head):
                     kept = []
                 elif request.destination is not None and request.write_when(head):
-                    target = request.destination / member.name
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    output = target.open("wb")
+                    target = _confined(request.destination, member.name)
+                    output = _create(target)
             digest.update(chunk)
             scanner.feed(chunk)
             if output is not None:
@@ -192,13 +217,34 @@ def stream_member(archive: Path, descriptor: int, member: Member, limits: Limits
                          f"header says {member.declared_size}", fix="rebuild the wheel")
     if (request.destination is not None and target is None and kept is None
             and request.write_when(head)):
-        target = request.destination / member.name  # an empty file
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.touch()
+        target = _confined(request.destination, member.name)  # an empty file
+        _create(target).close()
     encoded = _record_digest(digest.digest())
     return StreamedMember(member.name, produced, encoded, head,
                           tuple(scanner.found.values()), target,
                           b"".join(kept) if kept is not None else None)
+
+
+def _confined(destination: Path, name: str) -> Path:
+    """``destination / name``, refused unless it stays inside ``destination``."""
+    root = destination.resolve()
+    target = (root / name).resolve()
+    if target == root or root not in target.parents:
+        raise WheelError(f"entry '{name}' would be written outside the extraction folder",
+                         fix="rebuild the wheel with plain relative entry names")
+    return target
+
+
+def _create(target: Path) -> BinaryIO:
+    """A new file, never an existing one or one reached through a symbolic link."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
+                             0o644)
+    except FileExistsError:
+        raise WheelError(f"two entries would be written to '{target.name}'",
+                         fix="rebuild the wheel: every file must appear once") from None
+    return os.fdopen(descriptor, "wb")
 
 
 def read_member(archive: Path, member: Member, limits: Limits) -> bytes:

@@ -32,6 +32,7 @@ from release.verify.archive import (
     Member,
     StreamedMember,
     StreamRequest,
+    installed_path,
     list_members,
     read_member,
     stream_member,
@@ -122,14 +123,6 @@ class WheelModel:
     @property
     def platforms(self) -> tuple[str, ...]:
         return tuple(sorted({tag.platform for tag in self.tags}))
-
-
-def installed_path(name: str) -> str:
-    """Where pip puts a wheel member, relative to site-packages."""
-    parts = name.split("/")
-    if len(parts) > 2 and parts[0].endswith(".data") and parts[1] in ("purelib", "platlib"):
-        return "/".join(parts[2:])
-    return name
 
 
 def open_wheel(archive: Path, destination: Path, *, extract_all: bool, prefixes: tuple[str, ...],

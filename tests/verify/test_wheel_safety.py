@@ -159,3 +159,37 @@ def test_member_pointing_outside_the_archive_is_refused(tmp_path: Path) -> None:
     path.write_bytes(bytes(patched))
     with pytest.raises(WheelError, match="outside the archive|no valid local header"):
         verify_wheel(path, static=True)
+
+
+@pytest.mark.parametrize("scheme", ["platlib", "purelib"])
+@pytest.mark.parametrize("static", [True, False])
+def test_an_absolute_path_behind_data_never_leaves_the_scratch_folder(
+        tmp_path: Path, scheme: str, static: bool) -> None:
+    """``<name>.data/platlib//<absolute path>`` passes a check on the entry name alone; it is
+    installed to an absolute path, so it is refused before anything is written."""
+    from release.verify import main
+    victim = tmp_path / "victim.so"
+    victim.write_bytes(b"untouched")
+    payload = b"\x7fELF" + b"\0" * 60
+    entry = f"demo-1.0.data/{scheme}/{victim}"  # ".../platlib//tmp/..."
+    wheel = make_wheel(tmp_path / "demo-1.0-py3-none-any.whl", {entry: payload})
+    with pytest.raises(WheelError, match="unsafe to unpack"):
+        verify_wheel(wheel, static=static)
+    code = main([str(wheel), *(["--static"] if static else [])])
+    assert code == WheelError.exit_code == 5
+    assert victim.read_bytes() == b"untouched"
+
+
+@pytest.mark.parametrize("entry", ["demo/a//b.py", "demo/./b.py",
+                                   "demo-1.0.data/purelib/../x.py"])
+def test_empty_dot_and_climbing_components_are_refused(tmp_path: Path, entry: str) -> None:
+    wheel = make_wheel(tmp_path / "demo-1.0-py3-none-any.whl", {entry: b"x = 1\n"})
+    with pytest.raises(WheelError, match="unsafe to unpack"):
+        verify_wheel(wheel, static=False)
+
+
+def test_two_entries_installed_to_one_path_are_refused(tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path / "demo-1.0-py3-none-any.whl", {
+        "demo/__init__.py": b"x = 1\n", "demo-1.0.data/purelib/demo/__init__.py": b"x = 2\n"})
+    with pytest.raises(WheelError, match="2 entries install to 'demo/__init__.py'"):
+        verify_wheel(wheel, static=False)

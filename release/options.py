@@ -1,0 +1,120 @@
+"""Build options, resolved once at the edge (the CLI or the PEP 517 backend) and passed down:
+
+    built-in defaults < a caller's own defaults < [tool.release.defaults]
+                      < environment (RELEASE_*) < command line / config settings
+
+Nothing below the edge reads the environment for these; the pipeline receives one frozen
+``BuildOptions``. (The environment still reaches the toolchains it configures, e.g.
+CUDA_HOME and SOURCE_DATE_EPOCH, through ``environ``.)"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from release.errors import ConfigurationError
+
+
+class Stage(enum.IntEnum):
+    CONFIGURE = 1
+    BUILD = 2
+    INSTALL = 3
+    LAYOUT = 4
+    FIXUP = 5
+    REPAIR = 6
+    VERIFY = 7
+
+    @property
+    def label(self) -> str:
+        return self.name.lower().replace("fixup", "fix up").replace("layout", "lay out")
+
+
+class VerifyMode(enum.StrEnum):
+    FULL = "full"
+    STATIC = "static"
+    NONE = "none"
+
+
+def default_cache_dir() -> Path:
+    return Path.home() / ".cache" / "edgert-release"
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildOptions:
+    platform: str
+    arch: str | None = None           # None: the host's architecture
+    variant: str = "cpu"
+    out_dir: Path = Path("dist")
+    build_dir: Path | None = None     # None: <project>/build/<target>-<variant>
+    last_stage: Stage = Stage.VERIFY
+    verify: VerifyMode = VerifyMode.FULL
+    jobs: int = 0                     # 0: one per core
+    cmake_arguments: tuple[str, ...] = ()
+    cache_dir: Path | None = None     # None: default_cache_dir()
+    ccache: bool = True               # use ccache as the compiler launcher when installed
+
+
+def _boolean(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(f"'{text}' is not a boolean")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One option: its BuildOptions field, manifest key, environment variable and parser."""
+
+    field: str
+    key: str                          # in [tool.release.defaults]
+    env: str
+    parse: Callable[[str], Any]
+
+
+SETTINGS = (
+    Setting("arch", "arch", "RELEASE_ARCH", str),
+    Setting("variant", "variant", "RELEASE_VARIANT", str),
+    Setting("out_dir", "out", "RELEASE_OUT", Path),
+    Setting("build_dir", "build-dir", "RELEASE_BUILD_DIR", Path),
+    Setting("verify", "verify", "RELEASE_VERIFY", VerifyMode),
+    Setting("jobs", "jobs", "RELEASE_JOBS", int),
+    Setting("cache_dir", "cache-dir", "RELEASE_CACHE_DIR", Path),
+    Setting("ccache", "ccache", "RELEASE_CCACHE", _boolean),
+)
+KEYS = tuple(setting.key for setting in SETTINGS)
+
+
+def _parsed(setting: Setting, value: object, where: str) -> Any:
+    if setting.parse is _boolean and isinstance(value, bool):
+        return value
+    try:
+        return setting.parse(str(value))
+    except ValueError as error:
+        raise ConfigurationError(f"{where}: {error}",
+                                 fix=f"give {setting.key} a valid value") from None
+
+
+def resolve(*, platform: str, given: Mapping[str, object],
+            manifest_defaults: Mapping[str, object], environ: Mapping[str, str],
+            caller_defaults: Mapping[str, object] | None = None, last_stage: Stage = Stage.VERIFY,
+            cmake_arguments: tuple[str, ...] = ()) -> BuildOptions:
+    """The options in force; ``given`` holds only what the command line really set."""
+    values: dict[str, Any] = {}
+    for setting in SETTINGS:
+        layers = [((caller_defaults or {}).get(setting.field), "default"),
+                  (manifest_defaults.get(setting.key), f"tool.release.defaults.{setting.key}"),
+                  (environ.get(setting.env) or None, setting.env),
+                  (given.get(setting.field), f"--{setting.key}")]
+        for value, where in layers:
+            if value is not None:
+                values[setting.field] = _parsed(setting, value, where)
+    if values.get("jobs", 0) < 0:
+        raise ConfigurationError("jobs must be 0 (one per core) or more",
+                                 fix="pass a non-negative --jobs / RELEASE_JOBS")
+    return BuildOptions(platform=platform, last_stage=last_stage,
+                        cmake_arguments=cmake_arguments, **values)

@@ -1,0 +1,65 @@
+"""A plan decides everything and does nothing: variants come from their provider through the
+manifest, search paths and the build record are typed values, and no tool is provisioned
+(tests/unit refuses any request for one)."""
+
+from __future__ import annotations
+
+import copy
+import tomllib
+
+import pytest
+
+from release import manifest
+from release.buildrecord import BuildRecord
+from release.errors import ConfigurationError, WheelError
+from release.options import BuildOptions
+from release.pipeline import make_plan
+from tests.conftest import ROOT
+
+
+def plan_for(variant: str):  # type: ignore[no-untyped-def]
+    return make_plan(manifest.load(ROOT), BuildOptions(platform="linux", variant=variant),
+                     environ={})
+
+
+def test_a_gpu_variant_plans_without_provisioning() -> None:
+    plan = plan_for("cu12")
+    paths = {entry.binary: entry.entries for entry in plan.search_paths}
+    assert paths["edgert/_C.abi3.so"] == ("$ORIGIN/lib",)
+    assert paths["edgert/lib/libedgert_backend_cuda.so"] == (
+        "$ORIGIN", "$ORIGIN/../../nvidia/cuda_runtime/lib")
+    assert paths["edgert/lib/libedgert_kernels.so"] == ("$ORIGIN",)
+    assert plan.record.cuda is not None and plan.record.cuda.claims[-1] == "9.0"
+    assert plan.variant.runtime is not None
+    assert plan.variant.runtime.distribution == "nvidia-cuda-runtime-cu12"
+
+
+def test_the_cpu_variant_ships_no_gpu_component() -> None:
+    plan = plan_for("cpu")
+    assert plan.record.cuda is None and plan.variant.runtime is None
+    assert "backend_cuda" not in {c.name for c in plan.record.components}
+
+
+def test_the_build_record_round_trips() -> None:
+    record = plan_for("cu13").record
+    assert BuildRecord.from_json(record.to_text(), where="x").to_json() == record.to_json()
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("[]", "not object"), ('{"schema": 2}', "schema 2"),
+    ('{"components": [{"name": 1, "file": "x"}]}', "expected a string"),
+    ('{"cuda": {"major": "12"}}', "cuda.major"),
+])
+def test_a_malformed_record_is_one_error(text: str, words: str) -> None:
+    with pytest.raises(WheelError, match="unreadable build record") as error:
+        BuildRecord.from_json(text, where="edgert/_release.json")
+    assert words.split()[-1] in str(error.value)
+
+
+def test_an_unknown_provider_is_named() -> None:
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    data = copy.deepcopy(data)
+    data["tool"]["release"]["variants"]["cu12"]["provider"] = "rocm"
+    broken = manifest.parse(data, ROOT)
+    with pytest.raises(ConfigurationError, match="no variant provider package 'rocm'"):
+        make_plan(broken, BuildOptions(platform="linux", variant="cu12"), environ={})
