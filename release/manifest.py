@@ -5,10 +5,14 @@ ConfigurationErrors naming the key (``tool.release.components.kernels.opt-in``).
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.version import InvalidVersion, Version
 
 from release.errors import ConfigurationError
 from release.options import KEYS as OPTION_KEYS
@@ -213,6 +217,82 @@ def _check_references(manifest: Manifest) -> None:
                 fix=f"use one of: {', '.join(sorted(names))}")
 
 
+_NAME = re.compile(r"^([A-Z0-9]|[A-Z0-9][A-Z0-9._-]*[A-Z0-9])$", re.IGNORECASE)
+
+
+def _one_line(path: str, value: object) -> None:
+    if not isinstance(value, str):
+        raise ConfigurationError(f"{path} must be a string, not {type(value).__name__}",
+                                 fix=f"write {path} as a quoted string")
+    if "\n" in value or "\r" in value:
+        raise ConfigurationError(f"{path} contains a line break",
+                                 fix="keep it on one line (it becomes a METADATA header)")
+
+
+def _strings_of(path: str, value: object) -> list[str]:
+    if not isinstance(value, list):
+        raise ConfigurationError(f"{path} must be a list of strings, not "
+                                 f"{type(value).__name__} ({value!r})",
+                                 fix=f'write {path} = ["..."]')
+    for index, item in enumerate(value):
+        _one_line(f"{path}[{index}]", item)
+    return value
+
+
+def _check_project(project: dict[str, Any]) -> None:
+    """[project] values that become METADATA: typed, one line each, valid names."""
+    name, version = project.get("name"), project.get("version")
+    _one_line("project.name", name)
+    _one_line("project.version", version)
+    if not _NAME.match(str(name)):
+        raise ConfigurationError(f"project.name '{name}' is not a valid distribution name",
+                                 fix="use letters, digits, '.', '_' and '-' (PEP 508)")
+    try:
+        Version(str(version))
+    except InvalidVersion:
+        raise ConfigurationError(f"project.version '{version}' is not a valid version",
+                                 fix="use a PEP 440 version such as 1.2.0") from None
+    for key in ("description", "requires-python", "license"):
+        if key in project and not (key == "license" and isinstance(project[key], dict)):
+            _one_line(f"project.{key}", project[key])
+    _strings_of("project.classifiers", project.get("classifiers", []))
+    for index, text in enumerate(_strings_of("project.dependencies",
+                                             project.get("dependencies", []))):
+        try:
+            Requirement(text)
+        except InvalidRequirement as error:
+            raise ConfigurationError(f"project.dependencies[{index}] '{text}' is not a valid "
+                                     f"requirement ({error})", fix="use PEP 508 syntax") from None
+    urls = project.get("urls", {})
+    if not isinstance(urls, dict):
+        raise ConfigurationError("project.urls must be a table", fix="write [project.urls]")
+    for label, url in urls.items():
+        _one_line(f"project.urls.{label}", url)
+        _one_line(f"project.urls key '{label}'", label)
+
+
+def _check_dependency_graph(manifest: Manifest) -> None:
+    """No component depends on itself, directly or through others."""
+    graph = {c.name: c.depends for c in manifest.components}
+    state: dict[str, int] = {}   # 1: on the current path, 2: done
+
+    def visit(name: str, path: list[str]) -> None:
+        if state.get(name) == 2:
+            return
+        if state.get(name) == 1:
+            cycle = " -> ".join(path[path.index(name):] + [name])
+            raise ConfigurationError(f"tool.release.components: dependency cycle {cycle}",
+                                     fix="a component cannot depend on itself, directly or "
+                                         "through others")
+        state[name] = 1
+        for dependency in graph.get(name, ()):
+            visit(dependency, [*path, name])
+        state[name] = 2
+
+    for name in graph:
+        visit(name, [])
+
+
 def parse(pyproject: dict[str, Any], root: Path) -> Manifest:
     """Validates a parsed pyproject.toml; ``root`` is the folder it came from."""
     project = _Table(pyproject.get("project", {}), "project")
@@ -240,6 +320,8 @@ def parse(pyproject: dict[str, Any], root: Path) -> Manifest:
         raise ConfigurationError("tool.release needs components, variants and targets",
                                  fix="see docs/concepts.md for a complete example")
     _check_references(manifest)
+    _check_dependency_graph(manifest)
+    _check_project(manifest.project)
     return manifest
 
 
@@ -289,10 +371,20 @@ def load(root: Path) -> Manifest:
     except FileNotFoundError:
         raise ConfigurationError(f"{path} does not exist",
                                  fix="run from the project folder or pass --project") from None
+    except UnicodeDecodeError as error:
+        raise ConfigurationError(f"{path} is not UTF-8 ({error.reason} at byte {error.start})",
+                                 fix="save the file as UTF-8") from None
+    except OSError as error:
+        raise ConfigurationError(f"cannot read {path}: {error.strerror}",
+                                 fix="check the path and its permissions") from None
     except tomllib.TOMLDecodeError as error:
         raise ConfigurationError(f"{path} is not valid TOML: {error}",
                                  fix="correct the syntax at the position shown") from None
-    if data.get("tool", {}).get("release") is None:
+    tool = data.get("tool", {})
+    if not isinstance(tool, dict):
+        raise ConfigurationError(f"{path}: tool must be a table, not {type(tool).__name__}",
+                                 fix="write [tool.release] as a table")
+    if tool.get("release") is None:
         raise ConfigurationError(f"{path} has no [tool.release] table",
                                  fix="describe the shipped components there (docs/concepts.md)")
     return parse(data, root)

@@ -191,20 +191,60 @@ def _configure_arguments(plan: Plan, toolchain_arguments: list[str]) -> list[str
     return [*arguments, *plan.options.cmake_arguments]
 
 
+STAMP_FILE = "release-configure.json"
+
+
+def _read_stamp(stamp: Path) -> object:
+    """The recorded configuration, or None when absent or unreadable (then discarded)."""
+    try:
+        return json.loads(stamp.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        log.warning("discarding the unreadable configure stamp %s; configuring again", stamp)
+        stamp.unlink(missing_ok=True)
+        return None
+
+
+def _tree_intact(build_dir: Path, source: Path) -> bool:
+    """Whether CMake's cache and the Ninja file are whole (a killed or disk-full configure can
+    leave them truncated, which would fail every later build)."""
+    try:
+        cache = (build_dir / "CMakeCache.txt").read_text(encoding="utf-8", errors="replace")
+        ninja = (build_dir / "build.ninja").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return (f"CMAKE_HOME_DIRECTORY:INTERNAL={source}\n" in cache
+            and ninja.rstrip("\n").endswith("default all"))
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, path)
+
+
 def _configure(plan: Plan, state: _State) -> None:
     toolchain = plan.variant.provision(environ=plan.environ, cache=plan.cache)
-    arguments = _configure_arguments(plan, toolchain.cmake_arguments())
-    stamp = plan.build_dir / "release-configure.json"
-    cache = plan.build_dir / "CMakeCache.txt"
-    if cache.exists() and stamp.exists() and json.loads(stamp.read_text()) == arguments:
+    source = Path(plan.manifest.native_source).resolve()
+    wanted = {"source": str(source), "arguments": _configure_arguments(
+        plan, toolchain.cmake_arguments())}
+    stamp = plan.build_dir / STAMP_FILE
+    recorded = _read_stamp(stamp)
+    intact = _tree_intact(plan.build_dir, source)
+    if recorded == wanted and intact:
         log.info("configuration unchanged; CMake re-runs itself if its inputs changed")
         return
     plan.build_dir.mkdir(parents=True, exist_ok=True)
     stamp.unlink(missing_ok=True)
-    _cmd.run([tools.cmake(cache=plan.cache), "-S", plan.manifest.native_source,
-              "-B", plan.build_dir, *arguments], what="CMake configure",
+    if not intact and (plan.build_dir / "CMakeCache.txt").exists():
+        log.warning("CMake's cache or build.ninja in %s is incomplete; configuring afresh",
+                    plan.build_dir)
+        (plan.build_dir / "CMakeCache.txt").unlink()
+    _cmd.run([tools.cmake(cache=plan.cache), "-S", source, "-B", plan.build_dir,
+              *wanted["arguments"]], what="CMake configure",
              fix=f"read the CMake error above; delete {plan.build_dir} to start clean")
-    stamp.write_text(json.dumps(arguments))
+    _write_atomically(stamp, json.dumps(wanted))
 
 
 def _build(plan: Plan, state: _State) -> None:

@@ -121,3 +121,33 @@ def test_broken_toml(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text("[tool.release\n")
     with pytest.raises(ConfigurationError, match="not valid TOML"):
         manifest.load(tmp_path)
+
+
+@pytest.mark.parametrize(("edit", "words"), [
+    (lambda d: d["project"].__setitem__("dependencies", "numpy"),
+     "project.dependencies must be a list of strings"),
+    (lambda d: d["project"].__setitem__("dependencies", ["numpy>>1"]), "not a valid requirement"),
+    (lambda d: d["project"].__setitem__("description", "A runtime\nRequires-Dist: evil"),
+     "project.description contains a line break"),
+    (lambda d: d["project"].__setitem__("name", "edge/rt"), "not a valid distribution name"),
+    (lambda d: d["project"].__setitem__("version", "1.0/2"), "not a valid version"),
+    (lambda d: d["tool"]["release"]["components"]["runtime"].__setitem__("depends", ["runtime"]),
+     "dependency cycle runtime -> runtime"),
+    (lambda d: d["tool"]["release"]["components"]["runtime"].__setitem__("depends", ["kernels"]),
+     "dependency cycle"),
+])
+def test_metadata_mistakes_are_one_error(edit, words: str) -> None:  # type: ignore[no-untyped-def]
+    data = copy.deepcopy(_project())
+    edit(data)
+    with pytest.raises(ConfigurationError, match=words.replace("(", r"\(")):
+        manifest.parse(data, ROOT)
+
+
+@pytest.mark.parametrize(("content", "words"), [
+    (b"tool = 'x'\n", "tool must be a table"),
+    (b"[project]\nname = '\xff'\n", "is not UTF-8"),
+])
+def test_unreadable_pyproject_is_one_error(tmp_path: Path, content: bytes, words: str) -> None:
+    (tmp_path / "pyproject.toml").write_bytes(content)
+    with pytest.raises(ConfigurationError, match=words):
+        manifest.load(tmp_path)

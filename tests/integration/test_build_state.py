@@ -1,0 +1,47 @@
+"""One bad moment does not break a build folder for good: an empty or corrupt configure
+stamp, or a truncated CMake cache or build.ninja (a kill or a full disk during configure),
+is discarded with a log line and the next build heals."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from release import manifest
+from release.options import BuildOptions, Stage
+from release.pipeline import STAMP_FILE, run
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.integration
+
+
+def _build(tmp_path: Path) -> Path:
+    options = BuildOptions(platform="linux", last_stage=Stage.BUILD, out_dir=tmp_path / "out")
+    return run(manifest.load(ROOT), options).build_dir
+
+
+def _truncate(path: Path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+@pytest.mark.parametrize("damage", ["empty stamp", "stamp not JSON", "half a CMake cache",
+                                    "half a build.ninja"])
+def test_the_next_build_heals(tmp_path: Path, damage: str,
+                              caplog: pytest.LogCaptureFixture) -> None:
+    build_dir = _build(tmp_path)
+    stamp = build_dir / STAMP_FILE
+    if damage == "empty stamp":
+        stamp.write_text("")
+    elif damage == "stamp not JSON":
+        stamp.write_text("{not json")
+    else:
+        _truncate(build_dir / ("CMakeCache.txt" if "cache" in damage else "build.ninja"))
+    with caplog.at_level(logging.WARNING, logger="release"):
+        assert _build(tmp_path) == build_dir
+    assert any("configur" in record.getMessage() for record in caplog.records), damage
+    assert json.loads(stamp.read_text())["source"] == str((ROOT / "native").resolve())
+    assert (build_dir / "build.ninja").read_text().rstrip().endswith("default all")
