@@ -16,6 +16,8 @@ from release.buildrecord import RECORD_FILE, BuildRecord
 from release.errors import WheelError
 from release.pipeline import repair_request
 from release.platform import get_platform
+from release.verify.options import VerifyOptions
+from release.verify.wheel import open_wheel
 
 
 def read_record(entries: dict[str, tuple[bytes, int]]) -> BuildRecord:
@@ -32,7 +34,24 @@ def read_record(entries: dict[str, tuple[bytes, int]]) -> BuildRecord:
     return record
 
 
+def check_input(path: Path) -> None:
+    """Reads the wheel through verify's safe reader (names confined, no duplicates, no
+    symbolic links, bounded expansion, every file matching RECORD) before anything is
+    rewritten: repair must never turn a wheel verify refuses into one it accepts."""
+    with tempfile.TemporaryDirectory(prefix="release-repair-check-") as scratch:
+        model = open_wheel(path, Path(scratch), extract_all=False, prefixes=(),
+                           options=VerifyOptions(), readers=())
+    broken = [f for f in model.findings if f.check == "record" and f.severity == "error"]
+    if broken:
+        raise WheelError(f"{path.name}: {broken[0].file}: {broken[0].what}"
+                         + (f" (and {len(broken) - 1} more)" if len(broken) > 1 else ""),
+                         fix="rebuild the wheel; repair does not re-sign changed files")
+
+
 def repair_wheel(path: Path, out_dir: Path, *, environ: dict[str, str]) -> Path:
+    if not path.is_file():
+        raise WheelError(f"{path} is not a file", fix="pass the path of a .whl file")
+    check_input(path)
     record = read_record(wheel.read_entries(path))
     platform = get_platform(record.platform)
     out_dir.mkdir(parents=True, exist_ok=True)
