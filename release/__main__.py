@@ -9,12 +9,13 @@ import argparse
 import json
 import logging
 import os
+import signal
 import sys
 from pathlib import Path
 
 from release import manifest as manifest_module
 from release import options as build_options
-from release.errors import ReleaseError
+from release.errors import EnvironmentFailure, ReleaseError
 from release.options import Stage, VerifyMode
 from release.pipeline import run as run_pipeline
 
@@ -87,25 +88,51 @@ def _repair(arguments: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    verbose = "-v" in argv or "--verbose" in argv
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
-                        format="[release] %(message)s", stream=sys.stderr)
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, handled like Ctrl-C: stages unwind, children are terminated,
+    scratch folders are removed."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated(signum)
+
+
+def _run(argv: list[str]) -> int:
     if "verify" in argv:
         position = argv.index("verify")
         if all(a.startswith("-") for a in argv[:position]):
             from release.verify import main as verify_main
             return verify_main(argv[position + 1:])
     arguments = _parser().parse_args(argv)
+    return _build(arguments) if arguments.command == "build" else _repair(arguments)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    verbose = "-v" in argv or "--verbose" in argv
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
+                        format="[release] %(message)s", stream=sys.stderr)
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _raise_terminated)
     try:
-        return _build(arguments) if arguments.command == "build" else _repair(arguments)
+        return _run(argv)
     except ReleaseError as error:
         print(f"error: {error.message}", file=sys.stderr)
         return error.exit_code
-    except KeyboardInterrupt:
-        print("error: interrupted; no wheel was written", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as interrupt:
+        signum = interrupt.signum if isinstance(interrupt, Terminated) else int(signal.SIGINT)
+        print(f"error: interrupted ({signal.Signals(signum).name}); no wheel was written",
+              file=sys.stderr)
+        return 128 + signum
+    except OSError as error:  # the edge: anything the stages did not already explain
+        where = f"{error.filename}: " if error.filename else ""
+        print(f"error: {where}{error.strerror or error} (fix: check the path, its permissions "
+              "and the free disk space)", file=sys.stderr)
+        return EnvironmentFailure.exit_code
 
 
 if __name__ == "__main__":

@@ -1,4 +1,8 @@
-"""The one way the pipeline runs a program: find it, echo it, run it, fail with context."""
+"""The one way the pipeline runs a program: find it, echo it, run it, fail with context.
+
+Each program runs in its own process group; if the pipeline is interrupted (Ctrl-C,
+SIGTERM, SIGHUP) or a timeout passes, the whole group is terminated before the error goes
+on, so no compiler, ninja or auditwheel outlives the build that started it."""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ import logging
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -47,24 +52,23 @@ def run(
     log.debug("$ %s", shlex.join(argv))
     full_env = None if env is None else {**os.environ, **env}
     try:
-        completed = subprocess.run(
-            argv,
-            cwd=cwd,
-            env=full_env,
-            stdout=subprocess.PIPE if capture else None,
+        process = subprocess.Popen(
+            argv, cwd=cwd, env=full_env, stdout=subprocess.PIPE if capture else None,
             stderr=(subprocess.STDOUT if stderr == "merge" else subprocess.PIPE)
-            if capture else None,
-            text=True,
-            errors="replace",
-            timeout=timeout,
-            check=False,
-        )
+            if capture else None, text=True, errors="replace", start_new_session=True)
     except FileNotFoundError as error:
         raise ToolError(f"cannot run '{argv[0]}': {error.strerror}", fix=fix or
                         f"install {Path(argv[0]).name} or put it on PATH") from None
+    try:
+        out, err = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        _terminate_group(process)
         raise CommandError(f"{what or argv[0]} did not finish within {timeout} s",
                            command=argv, returncode=-1, output="", fix=fix) from None
+    except BaseException:
+        _terminate_group(process)
+        raise
+    completed = subprocess.CompletedProcess(argv, process.returncode, out, err)
     output = completed.stdout or ""
     if completed.returncode != 0:
         tail = (output + (completed.stderr or ""))[-_OUTPUT_TAIL:].strip()
@@ -74,3 +78,21 @@ def run(
             f"{name} failed with exit status {completed.returncode}: {summary}",
             command=argv, returncode=completed.returncode, output=tail, fix=fix)
     return output
+
+
+def _terminate_group(process: subprocess.Popen[str]) -> None:
+    """SIGTERM to the program's process group, SIGKILL after a grace period."""
+    for sig, grace in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            process.wait(timeout=grace)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    try:
+        os.killpg(process.pid, signal.SIGKILL)  # stragglers the leader left behind
+    except ProcessLookupError:
+        pass

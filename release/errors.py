@@ -60,3 +60,10 @@ class VerificationFailed(ReleaseError):
     """verify found at least one error-level finding."""
 
     exit_code = 7
+
+
+class EnvironmentFailure(ReleaseError):
+    """The environment stopped the run, not the project or the wheel: a full or read-only
+    disk, an output path that is not a folder, a build folder in use, an unreachable index."""
+
+    exit_code = 8

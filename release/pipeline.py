@@ -15,7 +15,6 @@ import logging
 import os
 import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -23,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from release import _cmd, tools, wheel
+from release import _cmd, buildfolder, tools, wheel
 from release.buildrecord import (
     RECORD_FILE,
     BuildRecord,
@@ -136,9 +135,9 @@ def run(manifest: Manifest, options: BuildOptions,
         (Stage.CONFIGURE, _configure), (Stage.BUILD, _build), (Stage.INSTALL, _install),
         (Stage.LAYOUT, _lay_out), (Stage.FIXUP, _fix_up), (Stage.REPAIR, _repair),
         (Stage.VERIFY, _verify)]
-    options.out_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".release-", dir=options.out_dir) as scratch:
-        state = _State(scratch=Path(scratch))
+    buildfolder.make_folder(options.out_dir, action="create the output folder")
+    with buildfolder.locked(plan.build_dir), buildfolder.scratch(plan.build_dir) as scratch:
+        state = _State(scratch=scratch)
         for stage, step in steps:
             if stage > options.last_stage:
                 break
@@ -146,9 +145,7 @@ def run(manifest: Manifest, options: BuildOptions,
                 step(plan, state)
         result.verify = state.verify_report
         if state.wheel is not None:
-            final = options.out_dir / state.wheel.name
-            os.replace(state.wheel, final)
-            result.wheel = final.resolve()
+            result.wheel = buildfolder.publish(state.wheel, options.out_dir).resolve()
     return result
 
 
