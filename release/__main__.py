@@ -116,15 +116,15 @@ def main(argv: list[str] | None = None) -> int:
     verbose = "-v" in argv or "--verbose" in argv
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
                         format="[release] %(message)s", stream=sys.stderr)
-    for signum in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, _raise_terminated)
+    for handled in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(handled, _raise_terminated)
     try:
         return _run(argv)
     except ReleaseError as error:
         print(f"error: {error.message}", file=sys.stderr)
         return error.exit_code
     except KeyboardInterrupt as interrupt:
-        signum = interrupt.signum if isinstance(interrupt, Terminated) else int(signal.SIGINT)
+        signum = interrupt.signum if isinstance(interrupt, Terminated) else signal.SIGINT.value
         print(f"error: interrupted ({signal.Signals(signum).name}); no wheel was written",
               file=sys.stderr)
         return 128 + signum
