@@ -1,0 +1,101 @@
+"""Kills, shared folders and bad output paths: no wheel anywhere under --out, no child left
+running, no scratch folder left, and one ``error:`` line with the environment's exit code."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from release import buildfolder
+from release.errors import EnvironmentFailure
+from tests.conftest import ROOT, assert_clean_failure, run_release
+
+pytestmark = pytest.mark.integration
+
+
+def _start(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "release", "build", "--platform", "linux",
+                             *args], cwd=ROOT, env={**os.environ, **(env or {})},
+                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+
+
+def _wait_for(process: subprocess.Popen[str], words: str, limit: float = 300) -> str:
+    assert process.stderr is not None
+    seen, deadline = [], time.monotonic() + limit
+    while time.monotonic() < deadline:
+        line = process.stderr.readline()
+        if not line:
+            break
+        seen.append(line)
+        if words in line:
+            return "".join(seen)
+    raise AssertionError(f"never saw {words!r}:\n{''.join(seen)}")
+
+
+def _descendants_of(marker: str) -> list[str]:
+    """Processes whose command line names ``marker`` (our build folder)."""
+    found = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    return [line for line in found.splitlines()[1:] if marker in line and "ps -eo" not in line]
+
+
+@pytest.mark.parametrize(("stage", "cold"), [("[2/7] build ...", True),
+                                             ("[7/7] verify ...", False)])
+def test_sigterm_leaves_nothing_behind(tmp_path: Path, stage: str, cold: bool) -> None:
+    out = tmp_path / "dist"
+    build_dir = tmp_path / "build" if cold else ROOT / "build" / "linux-x86_64-cpu"
+    process = _start("--out", str(out), "--build-dir", str(build_dir),
+                     env={"RELEASE_CCACHE": "0"})
+    _wait_for(process, stage)
+    time.sleep(0.5)
+    process.send_signal(signal.SIGTERM)
+    _, rest = process.communicate(timeout=120)
+    assert process.returncode == 128 + signal.SIGTERM, rest
+    assert "error: interrupted (SIGTERM); no wheel was written" in rest
+    assert "Traceback" not in rest
+    assert not list(out.rglob("*.whl")) and not list(out.rglob("*.partial"))
+    assert not list(build_dir.glob(buildfolder.SCRATCH_PREFIX + "*"))
+    assert _descendants_of(str(build_dir)) == []
+
+
+def test_a_second_build_on_the_same_folder_fails_at_once(tmp_path: Path) -> None:
+    build_dir, out = tmp_path / "build", tmp_path / "dist"
+    with buildfolder.locked(build_dir):
+        completed = run_release("build", "--platform", "linux", "--out", str(out),
+                                "--build-dir", str(build_dir))
+    assert_clean_failure(completed, out, code=EnvironmentFailure.exit_code,
+                         words="another build is using")
+
+
+@pytest.mark.parametrize("layout", ["out is a file", "out below a file", "out is a dangling link"])
+def test_an_unusable_output_folder_is_one_line(tmp_path: Path, layout: str) -> None:
+    blocker = tmp_path / "blocker"
+    if layout == "out is a dangling link":
+        blocker.symlink_to(tmp_path / "missing" / "deeper")
+        out = blocker
+    else:
+        blocker.write_text("a file")
+        out = blocker if layout == "out is a file" else blocker / "dist"
+    completed = run_release("build", "--platform", "linux", "--out", str(out),
+                            "--build-dir", str(tmp_path / "build"))
+    assert completed.returncode == EnvironmentFailure.exit_code, completed.stderr
+    lines = [line for line in completed.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and "cannot create the output folder" in lines[0], completed.stderr
+    assert "Traceback" not in completed.stderr
+
+
+def test_a_folder_with_the_wheel_name_is_one_line(tmp_path: Path) -> None:
+    out = tmp_path / "dist"
+    first = run_release("build", "--platform", "linux", "--out", str(out), "--verify", "none")
+    assert first.returncode == 0, first.stderr
+    wheel = next(out.glob("*.whl"))
+    wheel.unlink()
+    wheel.mkdir()
+    completed = run_release("build", "--platform", "linux", "--out", str(out), "--verify", "none")
+    assert completed.returncode == EnvironmentFailure.exit_code, completed.stderr
+    assert "is a folder" in completed.stderr and "Traceback" not in completed.stderr
