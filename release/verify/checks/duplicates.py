@@ -6,8 +6,6 @@ merges into one copy per process by design."""
 
 from __future__ import annotations
 
-from itertools import combinations
-
 from release.binary.model import GLOBAL
 from release.findings import Finding, Severity
 from release.verify.checks._common import finding
@@ -31,19 +29,29 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
         for symbol in binary.info.dynamic_symbols:
             if symbol.exported and symbol.binding == GLOBAL and symbol.name not in BENIGN:
                 definers.setdefault(symbol.name, []).append(binary.path)
-    pairs: dict[tuple[str, str], list[str]] = {}
+    # One group per set of definers: linear in the symbols, one finding per root cause
+    # (the same code shipped N times is one finding, not N*(N-1)/2 pairs).
+    groups: dict[tuple[str, ...], list[str]] = {}
     for name, paths in definers.items():
-        for pair in combinations(sorted(set(paths)), 2):
-            pairs.setdefault(pair, []).append(name)
+        libraries = tuple(sorted(set(paths)))
+        if len(libraries) > 1:
+            groups.setdefault(libraries, []).append(name)
     record = wheel.build_record
     components = {c.file for c in record.components} if record else set()
     findings = []
-    for (first, second), names in sorted(pairs.items()):
-        ours = first in components and second in components
+    for libraries, names in sorted(groups.items()):
+        ours = all(path in components for path in libraries)
+        if len(libraries) == 2:
+            what = (f"{len(names)} exported symbols defined by both {libraries[0]} and "
+                    f"{libraries[1]}")
+        else:
+            shown = ", ".join(libraries[:3])
+            what = (f"{len(names)} exported symbols defined by each of {len(libraries)} "
+                    f"libraries ({shown}, ...)")
         findings.append(finding(
-            NAME, Severity.ERROR if ours else Severity.WARNING, second,
-            f"{len(names)} exported symbols defined by both {first} and {second}",
+            NAME, Severity.ERROR if ours else Severity.WARNING, libraries[-1], what,
             why="the loader binds every user to whichever loads first",
             fix="define each symbol in one library (hide internals with -fvisibility=hidden)",
-            pair=[first, second], count=len(names), sample=sorted(names)[:_SAMPLE]))
+            pair=list(libraries[:2]), libraries=list(libraries[:_SAMPLE]),
+            library_count=len(libraries), count=len(names), sample=sorted(names)[:_SAMPLE]))
     return findings
