@@ -6,6 +6,7 @@ CI reuse it."""
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from release import _cmd
-from release.errors import ToolError
+from release.errors import CommandError, EnvironmentFailure, ToolError
 from release.options import default_cache_dir
 
 
@@ -37,6 +38,10 @@ CMAKE_OLD = CMakeRoute("old", "cmake==3.24.*")
 CMAKE_NEW = CMakeRoute("new", "cmake>=3.28,<5")
 
 
+COMPLETE_MARKER = ".complete"   # written last: a folder without it is discarded on use
+log = logging.getLogger("release")
+
+
 def _slug(requirement: str) -> str:
     return re.sub(r"[^A-Za-z0-9.]+", "_", requirement).strip("_")
 
@@ -46,17 +51,30 @@ def pip_tool(requirement: str, executable: str, *, cache: Path | None = None) ->
     the path of ``executable`` (a path relative to that folder)."""
     target = (cache or cache_dir()) / "tools" / _slug(requirement)
     binary = target / executable
-    if binary.exists():
+    complete = target / COMPLETE_MARKER
+    if binary.exists() and complete.exists():
         return binary
+    if target.exists():
+        log.warning("discarding the incomplete tool folder %s", target)
     partial = target.with_name(target.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
-    partial.parent.mkdir(parents=True, exist_ok=True)
-    _cmd.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-              "--target", partial, requirement],
-             what=f"pip install {requirement}",
-             fix="check the network connection to the package index, or install the tool by hand")
-    shutil.rmtree(target, ignore_errors=True)
-    partial.rename(target)
+    try:
+        partial.parent.mkdir(parents=True, exist_ok=True)
+        _cmd.run([sys.executable, "-m", "pip", "install", "--quiet",
+                  "--disable-pip-version-check", "--target", partial, requirement],
+                 what=f"pip install {requirement}")
+        (partial / COMPLETE_MARKER).write_text(requirement + "\n")
+        shutil.rmtree(target, ignore_errors=True)
+        partial.rename(target)
+    except CommandError as error:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise EnvironmentFailure(error.what, fix="check the connection to the package index, "
+                                 f"or install the tool by hand ({requirement})") from None
+    except OSError as error:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise EnvironmentFailure(f"cannot install {requirement} into {target}: "
+                                 f"{error.strerror}", fix="check the disk and the cache "
+                                 "folder (RELEASE_CACHE_DIR)") from None
     if not binary.exists():
         raise ToolError(f"{requirement} installed but {executable} is missing",
                         fix=f"remove {target} and retry")

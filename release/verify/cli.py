@@ -1,5 +1,6 @@
-"""``python -m release verify``: argument parsing and exit codes (0 ok, 7 findings, others:
-the ReleaseError subclass' code). Every ReleaseError becomes one line, never a traceback."""
+"""``python -m release verify``: argument parsing and exit codes (0 ok, 7 findings, 8 no
+finding but a check the environment kept from running, others: the ReleaseError subclass'
+code). Every ReleaseError becomes one line, never a traceback."""
 
 from __future__ import annotations
 
@@ -10,9 +11,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from release.errors import ConfigurationError, ReleaseError, VerificationFailed
+from release.errors import (
+    ConfigurationError,
+    EnvironmentFailure,
+    ReleaseError,
+    VerificationFailed,
+)
 from release.verify.api import verify_wheel
 from release.verify.options import VerifyOptions
+from release.verify.run import ENVIRONMENT
 
 
 class _Parser(argparse.ArgumentParser):
@@ -68,4 +75,8 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None,
         return error.exit_code
     out.write(json.dumps(report.to_json(), indent=2, default=str) + "\n" if arguments.json
               else report.render_text() + "\n")
-    return 0 if report.ok else VerificationFailed.exit_code
+    if not report.ok:
+        return VerificationFailed.exit_code
+    if ENVIRONMENT in report.checks.values():
+        return EnvironmentFailure.exit_code   # no fault found, but not everything could run
+    return 0

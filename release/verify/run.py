@@ -11,7 +11,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from release.errors import ReleaseError
+from release.errors import EnvironmentFailure, ReleaseError, ToolError
 from release.findings import Finding, Severity
 from release.loader import HasLoader, Host, loader_for
 from release.verify.checks import CHECKS, Check
@@ -34,6 +34,9 @@ def leak_prefixes(options: VerifyOptions, environment: dict[str, str]) -> tuple[
     return tuple(dict.fromkeys(prefixes))
 
 
+ENVIRONMENT = "not run (environment)"   # a check this machine could not run: not the wheel's fault
+
+
 def run_checks(wheel: WheelModel, context: VerifyContext, checks: Sequence[Check] = CHECKS
                ) -> tuple[list[Finding], dict[str, str]]:
     findings = list(wheel.findings)
@@ -47,6 +50,11 @@ def run_checks(wheel: WheelModel, context: VerifyContext, checks: Sequence[Check
             found = module.check(wheel, context)
             status[module.NAME] = "not run" if any(
                 f.details.get("status") == "not run" for f in found) else "ran"
+        except (EnvironmentFailure, ToolError) as error:
+            found = [Finding(check=module.NAME, severity=Severity.INFO, file="",
+                             what=f"not run (environment): {error.what}", fix=error.fix,
+                             details={"status": ENVIRONMENT})]
+            status[module.NAME] = ENVIRONMENT
         except ReleaseError as error:
             found = [Finding(check=module.NAME, severity=Severity.ERROR, file="",
                              what=f"the check could not run: {error.what}", fix=error.fix)]

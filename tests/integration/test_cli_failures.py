@@ -43,7 +43,7 @@ def test_missing_cmake_that_cannot_be_provisioned(tmp_path: Path) -> None:
              "PIP_INDEX_URL": "http://127.0.0.1:9/simple", "PIP_RETRIES": "0",
              "PIP_TIMEOUT": "2", "PIP_NO_CACHE_DIR": "1", "PIP_FIND_LINKS": "",
              "PIP_EXTRA_INDEX_URL": "", "PIP_CONFIG_FILE": "/dev/null"})
-    assert_clean_failure(completed, out, code=4, words="failed with exit status")
+    assert_clean_failure(completed, out, code=8, words="failed with exit status")
     assert "pip install ninja" in completed.stderr or "pip install cmake" in completed.stderr
     assert not (tmp_path / "cache" / "tools").exists() or not any(
         p.name.endswith(".partial") for p in (tmp_path / "cache" / "tools").iterdir())

@@ -87,3 +87,21 @@ def test_json_report_is_versioned(cpu_wheel: BuiltWheel) -> None:
     report = verify_wheel(cpu_wheel.path, static=True).to_json()
     assert report["version"] == 1 and report["ok"] is True
     assert json.loads(json.dumps(report)) == report
+
+
+def test_an_unreachable_index_is_the_environment_not_the_wheel(cpu_wheel: BuiltWheel,
+                                                                tmp_path: Path) -> None:
+    """sdk-routes needs CMake 3.24 from the index: with the index unreachable and an empty
+    cache the check is "not run (environment)" and verify exits 8, not 7."""
+    from tests.conftest import run_release
+    completed = run_release(
+        "verify", str(cpu_wheel.path), "--json",
+        env={"RELEASE_CACHE_DIR": str(tmp_path / "cache"),
+             "PIP_INDEX_URL": "http://127.0.0.1:9/simple", "PIP_RETRIES": "0",
+             "PIP_TIMEOUT": "2", "PIP_NO_CACHE_DIR": "1", "PIP_FIND_LINKS": "",
+             "PIP_EXTRA_INDEX_URL": "", "PIP_CONFIG_FILE": "/dev/null"})
+    report = json.loads(completed.stdout)
+    assert completed.returncode == 8, completed.stderr[-2000:]
+    assert report["ok"] is True
+    assert report["checks"]["sdk-routes"] == "not run (environment)"
+    assert not [f for f in report["findings"] if f["severity"] == "error"]

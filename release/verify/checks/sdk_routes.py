@@ -9,7 +9,7 @@ import shutil
 import sys
 
 from release import _cmd, tools
-from release.errors import CommandError, ReleaseError
+from release.errors import CommandError, EnvironmentFailure, ReleaseError, ToolError
 from release.findings import Finding, Severity
 from release.verify.checks._cmake_probe import Answer, Request, configure, read_answers, write_probe
 from release.verify.checks._common import finding
@@ -104,6 +104,8 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
     for route in (tools.CMAKE_OLD, tools.CMAKE_NEW):
         try:
             answers[route.name] = _route_answers(wheel, context, route, package, requests)
+        except (EnvironmentFailure, ToolError):
+            raise  # this machine cannot provide CMake: "not run (environment)", not the wheel
         except ReleaseError as error:
             return [finding(NAME, Severity.ERROR, package[0], f"CMake {route.requirement} "
                             f"could not configure a consumer: {error.what}", fix=error.fix,
@@ -125,6 +127,8 @@ def _example(wheel: WheelModel, context: VerifyContext,
     for route in (tools.CMAKE_OLD, tools.CMAKE_NEW):
         try:
             outputs[route.name] = _run_consumer(wheel, context, route, package)
+        except (EnvironmentFailure, ToolError):
+            raise
         except ReleaseError as error:
             return [finding(NAME, Severity.ERROR, consumer, f"the example consumer fails with "
                             f"CMake {route.requirement}: {error.what}",
