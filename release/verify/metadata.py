@@ -28,6 +28,7 @@ class Metadata:
     name: str
     version: str
     requires: tuple[Requirement, ...]
+    metadata_version: str = ""
 
     def requires_distribution(self, distribution: str) -> bool:
         wanted = canonicalize_name(distribution)
@@ -44,7 +45,8 @@ def parse_metadata(text: str, *, where: str) -> tuple[Metadata, list[Finding]]:
             findings.append(Finding(check="metadata", severity=Severity.ERROR, file=where,
                                     what=f"invalid Requires-Dist '{line}'", why=str(error),
                                     fix="write a PEP 508 requirement"))
-    return Metadata(message.get("Name", ""), message.get("Version", ""), tuple(requires)), findings
+    return Metadata(message.get("Name", ""), message.get("Version", ""), tuple(requires),
+                    message.get("Metadata-Version", "")), findings
 
 
 def parse_wheel_tags(text: str) -> tuple[Tag, ...]:

@@ -65,6 +65,13 @@ def run_checks(wheel: WheelModel, context: VerifyContext, checks: Sequence[Check
 
 def _unclaimed(wheel: WheelModel, platform: HasLoader | None) -> list[Finding]:
     tags = [tag for tag in wheel.platforms if tag != "any"]
+    formats = sorted({binary.info.format for binary in wheel.binaries})
+    if platform is None and formats:
+        return [Finding(check="platform", severity=Severity.ERROR, file="",
+                        what=f"ships {', '.join(formats)} binaries but its platform tag is "
+                             f"{', '.join(wheel.platforms) or 'missing'}",
+                        why="installers put it on systems that cannot load its binaries",
+                        fix="give the wheel the platform tag its binaries are built for")]
     if platform is not None or not tags:
         return []
     return [Finding(check="platform", severity=Severity.WARNING, file="",

@@ -13,6 +13,7 @@ from release.findings import Finding
 from release.verify.checks import (
     components,
     duplicates,
+    identity,
     leaks,
     linkage,
     load_matrix,
@@ -34,12 +35,14 @@ class Check(Protocol):
 
 
 CHECKS: tuple[Check, ...] = (
+    identity,
     components,
     linkage,
     search_path,
     ownership,
     private_copies,
     duplicates,
+    identity,
     leaks,
     metadata_tags,
     load_matrix,

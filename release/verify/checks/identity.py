@@ -1,0 +1,68 @@
+"""Identity: the wheel says the same thing everywhere. METADATA has a Metadata-Version, a
+Name and a Version, and they match the file name; WHEEL names at least one tag, and the tags
+in the file name are exactly the tags WHEEL lists (installers trust the file name, the
+platform checks trust WHEEL: a disagreement means one of them lies)."""
+
+from __future__ import annotations
+
+from packaging.tags import Tag
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.version import InvalidVersion, Version
+
+from release.findings import Finding, Severity
+from release.verify.checks._common import finding
+from release.verify.context import VerifyContext
+from release.verify.wheel import WheelModel
+
+NAME = "identity"
+RUNS_PROGRAMS = False
+
+
+def _metadata_findings(wheel: WheelModel, name: str, version: str) -> list[Finding]:
+    metadata = wheel.metadata
+    missing = [field for field, value in (("Metadata-Version", metadata.metadata_version),
+                                          ("Name", metadata.name), ("Version", metadata.version))
+               if not value.strip()]
+    if missing:
+        return [finding(NAME, Severity.ERROR, "METADATA", f"METADATA has no {', '.join(missing)}",
+                        why="pip cannot tell what it installs", fix="rebuild the wheel")]
+    findings = []
+    if canonicalize_name(metadata.name) != canonicalize_name(name):
+        findings.append(finding(NAME, Severity.ERROR, "METADATA", f"METADATA names "
+                                f"'{metadata.name}' but the file name says '{name}'",
+                                fix="rebuild the wheel; do not rename wheel files"))
+    try:
+        same = Version(metadata.version) == Version(version)
+    except InvalidVersion:
+        same = False
+    if not same:
+        findings.append(finding(NAME, Severity.ERROR, "METADATA", f"METADATA says version "
+                                f"'{metadata.version}' but the file name says '{version}'",
+                                fix="rebuild the wheel; do not rename wheel files"))
+    return findings
+
+
+def _tag_findings(wheel: WheelModel, named: frozenset[Tag]) -> list[Finding]:
+    listed = frozenset(wheel.tags)
+    if not listed:
+        return [finding(NAME, Severity.ERROR, "WHEEL", "WHEEL lists no Tag",
+                        why="the platform the wheel is for cannot be checked",
+                        fix="rebuild the wheel with a PEP 427 builder")]
+    if listed == named:
+        return []
+    return [finding(NAME, Severity.ERROR, "WHEEL",
+                    f"the file name says {'.'.join(sorted(map(str, named)))} but WHEEL says "
+                    f"{'.'.join(sorted(map(str, listed)))}",
+                    why="pip installs by the file name's tags, while the binaries are judged by "
+                        "WHEEL's; one of them is wrong",
+                    fix="rebuild (or repair) the wheel so both name the same tags",
+                    file_tags=sorted(map(str, named)), wheel_tags=sorted(map(str, listed)))]
+
+
+def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
+    try:
+        name, version, _, tags = parse_wheel_filename(wheel.filename)
+    except (InvalidWheelFilename, InvalidVersion) as error:
+        return [finding(NAME, Severity.ERROR, "", f"'{wheel.filename}' is not a valid wheel "
+                        f"file name ({error})", fix="use the name the builder gave the wheel")]
+    return _metadata_findings(wheel, str(name), str(version)) + _tag_findings(wheel, tags)
