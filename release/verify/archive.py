@@ -121,6 +121,8 @@ def _problems(infos: Sequence[zipfile.ZipInfo], limits: Limits) -> list[str]:
                         if not info.filename.endswith("/"))
     problems += [f"{count} entries install to '{name}'" for name, count in installed.items()
                  if count > raw[name] and count > 1]
+    problems += [f"'{name}' is both a file and a folder of other entries"
+                 for name in sorted(_file_and_folder(installed))]
     total = 0
     for info in infos:
         reason = _unsafe_member(info.filename)
@@ -143,6 +145,13 @@ def _problems(infos: Sequence[zipfile.ZipInfo], limits: Limits) -> list[str]:
         problems.append(f"members claim {total} bytes in all, over the limit of "
                         f"{limits.max_total_size} (zip bomb)")
     return problems
+
+
+def _file_and_folder(files: Counter[str]) -> set[str]:
+    """Installed names that other entries also use as a folder (a/b beside a/b/c)."""
+    folders = {"/".join(parts[:end]) for name in files
+               for parts in [name.split("/")] for end in range(1, len(parts))}
+    return set(files) & folders
 
 
 def _ratio_exceeded(size: int, compressed: int, limits: Limits) -> bool:

@@ -62,8 +62,14 @@ def parse_wheel_tags(text: str) -> tuple[Tag, ...]:
 
 def parse_record(text: str, *, where: str) -> tuple[dict[str, RecordEntry], list[Finding]]:
     entries: dict[str, RecordEntry] = {}
-    findings = []
-    for number, row in enumerate(csv.reader(io.StringIO(text)), start=1):
+    findings: list[Finding] = []
+    try:
+        rows = list(csv.reader(io.StringIO(text, newline="")))
+    except csv.Error as error:
+        return entries, [Finding(check="record", severity=Severity.ERROR, file=where,
+                                 what=f"RECORD is not valid CSV ({error})",
+                                 fix="regenerate RECORD")]
+    for number, row in enumerate(rows, start=1):
         if not row:
             continue
         if len(row) != 3:

@@ -14,6 +14,7 @@ from release.binary import read_binary_data
 from release.binary.model import BinaryInfo
 from release.errors import BinaryFormatError, WheelError
 from release.verify import verify_wheel
+from tests.verify import fuzz_properties
 
 _SEED = min((Path(p) for p in ("/lib/x86_64-linux-gnu/libz.so.1",
                                "/lib/x86_64-linux-gnu/libgcc_s.so.1") if Path(p).exists()),
@@ -74,3 +75,40 @@ def test_wheel_reader_mutations(tmp_path: Path, edits: list[tuple[int, int]]) ->
         assert error.what and error.fix, "a refusal says what and how to fix it"
     else:
         assert all(finding.check and finding.what for finding in report.findings)
+
+
+_TEXT = settings(max_examples=300, deadline=None, derandomize=True, database=None)
+_RECORD_PIECES = st.sampled_from(["demo/a.py", ",", "sha256=", "AAAA", "12", "\r", "\n", "\r\n",
+                                  '"', "\0", "0", "-1", "md5=x", "", "\u2028"])
+
+
+@_TEXT
+@given(st.lists(_RECORD_PIECES, max_size=40).map("".join))
+def test_record_parser(text: str) -> None:
+    fuzz_properties.record_property(text)
+
+
+@_TEXT
+@given(st.text(max_size=400))
+def test_record_parser_on_any_text(text: str) -> None:
+    fuzz_properties.record_property(text)
+
+
+@_TEXT
+@given(st.text(max_size=400))
+def test_metadata_and_wheel_parsers(text: str) -> None:
+    fuzz_properties.metadata_property(text)
+
+
+_NAME_PIECES = st.sampled_from(["demo", "/", "//", ".", "..", "\\", "demo-1.0.data",
+                                "purelib", "platlib", "scripts", "canary", "x.so", "\0", "C:"])
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.lists(st.lists(_NAME_PIECES, min_size=1, max_size=6).map("".join), min_size=1,
+                max_size=4))
+def test_member_names_never_escape(tmp_path: Path, names: list[str]) -> None:
+    # absolute names aim at the canary folder beside the scratch folder
+    aimed = [name.replace("canary", str(tmp_path / "canary").lstrip("/")) for name in names]
+    fuzz_properties.names_property(aimed, tmp_path)

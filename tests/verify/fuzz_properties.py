@@ -1,0 +1,65 @@
+"""The properties the fuzz targets check, shared by the bounded hypothesis tests
+(tests/verify/test_fuzz_readers.py) and the long run (benchmarks/fuzz_readers.py):
+any input ends in a result or in the reader's own one-line error, never anything else, and
+nothing is ever written outside the scratch folder."""
+
+from __future__ import annotations
+
+import io
+import warnings
+import zipfile
+from pathlib import Path
+
+from release.errors import BinaryFormatError, WheelError
+from release.verify import verify_wheel
+from release.verify.metadata import parse_metadata, parse_record, parse_wheel_tags
+
+DIST = "demo-1.0.dist-info"
+
+
+def record_property(text: str) -> None:
+    entries, findings = parse_record(text, where="RECORD")
+    assert all(entry.path == path for path, entry in entries.items())
+    assert all(f.check == "record" and f.what for f in findings)
+
+
+def metadata_property(text: str) -> None:
+    metadata, findings = parse_metadata(text, where="METADATA")
+    assert isinstance(metadata.name, str) and all(f.what for f in findings)
+    parse_wheel_tags(text)
+
+
+def wheel_property(data: bytes, folder: Path) -> None:
+    path = folder / "fuzz-1.0-py3-none-any.whl"
+    path.write_bytes(data)
+    try:
+        report = verify_wheel(path, static=True)
+    except (WheelError, BinaryFormatError) as error:
+        assert error.what and error.fix, "a refusal says what and how to fix it"
+    else:
+        assert all(finding.check and finding.what for finding in report.findings)
+
+
+def names_wheel(names: list[str]) -> bytes:
+    buffer = io.BytesIO()
+    with warnings.catch_warnings(), zipfile.ZipFile(buffer, "w") as archive:
+        warnings.simplefilter("ignore", UserWarning)  # duplicate names are part of the input
+        archive.writestr(f"{DIST}/METADATA", "Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n")
+        archive.writestr(f"{DIST}/WHEEL", "Wheel-Version: 1.0\nTag: py3-none-any\n")
+        for name in names:
+            archive.writestr(zipfile.ZipInfo(name), b"\x7fELF member " + name.encode())
+    return buffer.getvalue()
+
+
+def names_property(names: list[str], folder: Path) -> None:
+    """Crafted member names: refused or verified, and the canary folder beside the scratch
+    folder stays empty whatever the names say."""
+    canary = folder / "canary"
+    canary.mkdir(exist_ok=True)
+    path = folder / "demo-1.0-py3-none-any.whl"
+    path.write_bytes(names_wheel(names))
+    try:
+        verify_wheel(path, static=False)
+    except WheelError as error:
+        assert error.what and error.fix
+    assert not any(canary.iterdir()), list(canary.iterdir())
