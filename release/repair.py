@@ -16,6 +16,7 @@ from release.buildrecord import RECORD_FILE, BuildRecord
 from release.errors import WheelError
 from release.pipeline import repair_request
 from release.platform import get_platform
+from release.verify.checks import identity
 from release.verify.options import VerifyOptions
 from release.verify.wheel import open_wheel
 
@@ -36,12 +37,14 @@ def read_record(entries: dict[str, tuple[bytes, int]]) -> BuildRecord:
 
 def check_input(path: Path) -> None:
     """Reads the wheel through verify's safe reader (names confined, no duplicates, no
-    symbolic links, bounded expansion, every file matching RECORD) before anything is
-    rewritten: repair must never turn a wheel verify refuses into one it accepts."""
+    symbolic links, bounded expansion, every file matching RECORD, file-name tags matching
+    WHEEL's) before anything is rewritten: repair must never turn a wheel verify refuses
+    into one it accepts."""
     with tempfile.TemporaryDirectory(prefix="release-repair-check-") as scratch:
         model = open_wheel(path, Path(scratch), extract_all=False, prefixes=(),
                            options=VerifyOptions(), readers=())
-    broken = [f for f in model.findings if f.check == "record" and f.severity == "error"]
+    broken = [f for f in (*model.findings, *identity.identity_findings(model))
+              if f.check in ("record", identity.NAME) and f.severity == "error"]
     if broken:
         raise WheelError(f"{path.name}: {broken[0].file}: {broken[0].what}"
                          + (f" (and {len(broken) - 1} more)" if len(broken) > 1 else ""),

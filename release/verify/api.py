@@ -4,7 +4,8 @@ verify meets the platform and variant registries; ``run.run_verify`` is the core
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import cast
 
@@ -42,10 +43,11 @@ def provider_checks_of(project: Path | None) -> tuple[Check, ...]:
 def verify_wheel(path: Path, *, static: bool = False, options: VerifyOptions | None = None,
                  platforms: Sequence[HasLoader] | None = None,
                  extra_checks: Sequence[Check] | None = None, project: Path | None = None,
-                 host: Host | None = None) -> Report:
+                 host: Host | None = None, environ: Mapping[str, str] | None = None) -> Report:
     """Verifies the wheel at ``path``. Raises WheelError only when it cannot be read safely;
     every other problem is a finding in the report."""
     return run_verify(path, static=static, options=options,
                       platforms=all_platforms() if platforms is None else platforms,
                       extra_checks=(provider_checks_of(project) if extra_checks is None
-                                    else extra_checks), host=host)
+                                    else extra_checks), host=host,
+                      environ=os.environ if environ is None else environ)

@@ -73,6 +73,11 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None,
     except ReleaseError as error:
         err.write(f"error: {error.message}\n")
         return error.exit_code
+    except OSError as error:  # e.g. no space left in TMPDIR for the extraction
+        where = f"{error.filename}: " if error.filename else ""
+        err.write(f"error: {where}{error.strerror or error} (fix: check the free space in "
+                  "TMPDIR and the wheel's path)\n")
+        return EnvironmentFailure.exit_code
     out.write(json.dumps(report.to_json(), indent=2, default=str) + "\n" if arguments.json
               else report.render_text() + "\n")
     if not report.ok:

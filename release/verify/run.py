@@ -6,9 +6,8 @@ the checks consult."""
 
 from __future__ import annotations
 
-import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from release.errors import EnvironmentFailure, ReleaseError, ToolError
@@ -84,7 +83,7 @@ def _unclaimed(wheel: WheelModel, platform: HasLoader | None) -> list[Finding]:
 
 def run_verify(path: Path, *, static: bool = False, options: VerifyOptions | None = None,
                platforms: Sequence[HasLoader] = (), extra_checks: Sequence[Check] = (),
-               host: Host | None = None) -> Report:
+               host: Host | None = None, environ: Mapping[str, str] | None = None) -> Report:
     """Verifies the wheel at ``path`` with the readers and loader models of ``platforms``.
     Raises WheelError only when it cannot be read safely; every other problem is a finding
     in the report."""
@@ -94,7 +93,7 @@ def run_verify(path: Path, *, static: bool = False, options: VerifyOptions | Non
         root = Path(scratch) / "site-packages"
         root.mkdir()
         wheel = open_wheel(path, root, extract_all=not static,
-                           prefixes=leak_prefixes(options, dict(os.environ)), options=options,
+                           prefixes=leak_prefixes(options, dict(environ or {})), options=options,
                            readers=readers)
         platform = loader_for(platforms, wheel.platforms)
         loader = platform.loader if platform is not None else None

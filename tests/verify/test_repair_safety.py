@@ -52,3 +52,9 @@ def test_a_symbolic_link_is_not_laundered(tmp_path: Path) -> None:
 def test_a_zip_bomb_is_refused_while_streaming(tmp_path: Path) -> None:
     wheel = make_wheel(tmp_path / "demo-1.0-py3-none-any.whl", {"demo/zeros.bin": bytes(64 << 20)})
     _refused(wheel, tmp_path, "zip bomb")
+
+
+def test_false_file_name_tags_are_not_carried_into_the_output(tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path / "demo-1.0-py2-none-win_amd64.whl",
+                       {"demo/__init__.py": b"x = 1\n"})
+    _refused(wheel, tmp_path, "the file name says py2-none-win_amd64 but WHEEL says")

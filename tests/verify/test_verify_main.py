@@ -48,3 +48,17 @@ def test_bad_arguments_are_one_line(tmp_path: Path) -> None:
     assert code == ConfigurationError.exit_code and err.count("\n") == 1
     code, _, err = run([str(tmp_path / "missing.whl")])
     assert code == ConfigurationError.exit_code and "is not a file" in err
+
+
+def test_no_space_for_the_extraction_is_one_line(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A failing temporary folder (here: one that does not exist) is the environment: one
+    line, exit 8, no traceback."""
+    import io
+
+    from tests.verify.test_wheel_safety import make_wheel
+    wheel = make_wheel(tmp_path / "demo-1.0-py3-none-any.whl", {"demo/__init__.py": b"x=1\n"})
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "missing"))
+    out, err = io.StringIO(), io.StringIO()
+    assert main([str(wheel)], stdout=out, stderr=err) == 8
+    assert err.getvalue().startswith("error: ") and err.getvalue().count("\n") == 1

@@ -60,6 +60,11 @@ def _tag_findings(wheel: WheelModel, named: frozenset[Tag]) -> list[Finding]:
 
 
 def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
+    return identity_findings(wheel)
+
+
+def identity_findings(wheel: WheelModel) -> list[Finding]:
+    """The check's findings; it needs nothing but the wheel (repair uses it on its input)."""
     try:
         name, version, _, tags = parse_wheel_filename(wheel.filename)
     except (InvalidWheelFilename, InvalidVersion) as error:
