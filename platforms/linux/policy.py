@@ -5,13 +5,12 @@ wheel need, and the newest symbol versions per architecture."""
 from __future__ import annotations
 
 import importlib.util
-import json
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 from release.errors import ConfigurationError
+from release.verify.data import load_data_file
 
 _COPY = Path(__file__).with_name("manylinux-policy.json")
 
@@ -53,14 +52,6 @@ def _policy_file() -> tuple[str, Path]:
     return "platforms/linux", _COPY
 
 
-def _load(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError) as error:
-        raise ConfigurationError(f"cannot read data file {path}: {error}",
-                                 fix="reinstall the release tooling") from None
-
-
 @cache
 def load_policies() -> PolicySet:
     source, path = _policy_file()
@@ -71,7 +62,7 @@ def load_policies() -> PolicySet:
             symbol_versions={arch: {prefix: frozenset(versions)
                                     for prefix, versions in table.items()}
                              for arch, table in item["symbol_versions"].items()})
-            for item in _load(path))
+            for item in load_data_file(path))
     except (KeyError, TypeError, ValueError) as error:
         raise ConfigurationError(f"malformed policy file {path}: {error!r}",
                                  fix="reinstall auditwheel or the release tooling") from None

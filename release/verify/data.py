@@ -22,7 +22,8 @@ class DistributionDir:
     distribution: str
 
 
-def _load(path: Path) -> Any:
+def load_data_file(path: Path) -> Any:
+    """A JSON data file shipped with the tooling; unreadable is a ConfigurationError."""
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError) as error:
@@ -34,7 +35,7 @@ def load_distribution_dirs() -> tuple[DistributionDir, ...]:
     path = _DATA / "distribution_dirs.json"
     try:
         return tuple(DistributionDir(row["dir"], row["library"], row["distribution"])
-                     for row in _load(path)["dirs"])
+                     for row in load_data_file(path)["dirs"])
     except (KeyError, TypeError) as error:
         raise ConfigurationError(f"malformed data file {path}: {error!r}",
                                  fix="fix the row it names") from None
