@@ -72,10 +72,13 @@ def test_a_second_build_on_the_same_folder_fails_at_once(tmp_path: Path) -> None
                          words="another build is using")
 
 
-@pytest.mark.parametrize("layout", ["out is a file", "out below a file", "out is a dangling link"])
+@pytest.mark.parametrize("layout", ["out is a file", "out below a file", "out is a dangling link",
+                                    "out has too long a name"])
 def test_an_unusable_output_folder_is_one_line(tmp_path: Path, layout: str) -> None:
     blocker = tmp_path / "blocker"
-    if layout == "out is a dangling link":
+    if layout == "out has too long a name":
+        out = tmp_path / ("x" * 300)
+    elif layout == "out is a dangling link":
         blocker.symlink_to(tmp_path / "missing" / "deeper")
         out = blocker
     else:
