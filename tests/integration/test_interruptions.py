@@ -102,3 +102,36 @@ def test_a_folder_with_the_wheel_name_is_one_line(tmp_path: Path) -> None:
     completed = run_release("build", "--platform", "linux", "--out", str(out), "--verify", "none")
     assert completed.returncode == EnvironmentFailure.exit_code, completed.stderr
     assert "is a folder" in completed.stderr and "Traceback" not in completed.stderr
+
+
+@pytest.fixture()
+def small_mount(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A 64 KiB tmpfs (root only): a disk that fills up, or a read-only one."""
+    folder = tmp_path / "mount"
+    folder.mkdir()
+
+    def mount(*options: str) -> Path:
+        completed = subprocess.run(["mount", "-t", "tmpfs", "-o", ",".join(["size=64k", *options]),
+                                    "tmpfs", str(folder)], capture_output=True, text=True)
+        if completed.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here: {completed.stderr.strip()}")
+        return folder
+    yield mount
+    subprocess.run(["umount", str(folder)], capture_output=True)
+
+
+def test_a_full_disk_while_publishing_is_one_line(small_mount, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    out = small_mount()
+    completed = run_release("build", "--platform", "linux", "--out", str(out), "--verify", "none")
+    assert completed.returncode == EnvironmentFailure.exit_code, completed.stderr[-2000:]
+    lines = [line for line in completed.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and "No space left on device" in lines[0], completed.stderr[-2000:]
+    assert "free disk space" in lines[0] and "Traceback" not in completed.stderr
+    assert list(out.iterdir()) == []
+
+
+def test_a_read_only_output_folder_is_one_line(small_mount, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    out = small_mount("ro") / "dist"
+    completed = run_release("build", "--platform", "linux", "--out", str(out), "--verify", "none")
+    assert completed.returncode == EnvironmentFailure.exit_code, completed.stderr[-2000:]
+    assert "Read-only file system" in completed.stderr and "Traceback" not in completed.stderr
