@@ -22,13 +22,15 @@ sys.path.insert(0, str(ROOT))
 from release import tools  # noqa: E402
 
 _CHILD = """
-import json, resource, sys, time
+import json, re, sys, time
 from pathlib import Path
 from release.verify import verify_wheel
 start = time.perf_counter()
 report = verify_wheel(Path(sys.argv[1]), static=True)
 elapsed = time.perf_counter() - start
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+# VmHWM: this process's own peak (ru_maxrss would carry the parent's over from fork)
+status = Path("/proc/self/status").read_text()
+peak = int(re.search(r"VmHWM:\\s+(\\d+) kB", status).group(1)) / 1024
 print(json.dumps({"seconds": elapsed, "peak_mb": peak, "findings": len(report.findings),
                   "checks": report.checks}))
 """
