@@ -26,8 +26,8 @@ Status reshape_kernel(KernelContext& context) {
       inferred = static_cast<int64_t>(i);
     } else if (shape[i] < 0) {
       return invalid(context, "attribute shape " + shape_text(shape) + " may hold one -1 and sizes >= 0");
-    } else {
-      known *= shape[i];
+    } else if (__builtin_mul_overflow(known, shape[i], &known) || known > kMaxTensorBytes) {
+      return invalid(context, "attribute shape " + shape_text(shape) + " is too large");
     }
   }
   const int64_t count = input.numel();

@@ -34,6 +34,17 @@ typedef enum edgert_dtype {
 
 typedef struct edgert_program edgert_program;
 
+/* Safety contract. No call lets an exception or a crash reach the caller: allocation
+ * failures are EDGERT_ERROR_OUT_OF_MEMORY, sizes whose element count or byte size would
+ * overflow (or exceed 2^48 bytes) are EDGERT_ERROR_INVALID_ARGUMENT at set_input and an
+ * error from the node at run, never a wrap. Inputs have at most EDGERT_MAX_DIMS dimensions.
+ * Threads: the registries and the thread pool may be used from any thread. Each call on one
+ * program holds that program's lock, so calls from several threads take turns; a sequence
+ * (set_input, run, output) is one unit only under the caller's own lock, so share a program
+ * between threads with a lock around the sequence (as the Python package does) or give
+ * each thread its own program. */
+#define EDGERT_MAX_DIMS 32
+
 EDGERT_API const char* edgert_version(void);
 /* The message of the last failed call on this thread ("" when none). */
 EDGERT_API const char* edgert_last_error(void);

@@ -23,6 +23,8 @@ EDGERT_API Status parse_program(const void* data, size_t size, Graph& graph);
 
 class EDGERT_API Program {
  public:
+  // Loading and running never throw for bad input: sizes that overflow are InvalidProgram
+  // (load) or InvalidArgument (run), allocation failures OutOfMemory.
   static Status load_file(const std::string& path, std::unique_ptr<Program>& program);
   static Status load_bytes(const void* data, size_t size, std::unique_ptr<Program>& program);
 
@@ -41,6 +43,8 @@ class EDGERT_API Program {
 
  private:
   Program() = default;
+  static Status load_checked(const void* data, size_t size, std::unique_ptr<Program>& program);
+  Status run_checked();
   Status plan();
 
   struct Step {

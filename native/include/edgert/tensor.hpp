@@ -18,10 +18,19 @@ EDGERT_API size_t dtype_size(DType dtype);
 EDGERT_API const char* dtype_name(DType dtype);
 EDGERT_API bool dtype_is_valid(uint32_t raw);
 
+// The one checked size computation: a tensor holds at most 2^48 bytes. Every kernel, the
+// Tensor constructor and the loader size tensors through this; overflow is never a wrap.
+constexpr int64_t kMaxTensorBytes = int64_t{1} << 48;
+// The element count of `shape` (negative dimensions count as 0) when it and its size in
+// bytes (`element_size` each) stay within kMaxTensorBytes; false otherwise.
+EDGERT_API bool checked_element_count(const std::vector<int64_t>& shape, size_t element_size,
+                                      int64_t* count);
+
 class EDGERT_API Tensor {
  public:
   Tensor() = default;
-  // A contiguous, zero-filled tensor that owns its storage.
+  // A contiguous, zero-filled tensor that owns its storage. Throws std::length_error for a
+  // shape over kMaxTensorBytes and std::bad_alloc when the memory cannot be had.
   Tensor(DType dtype, std::vector<int64_t> shape);
   // A view over memory owned by `keep_alive` (may be null for memory the caller keeps alive).
   static Tensor view(DType dtype, std::vector<int64_t> shape, std::vector<int64_t> strides,

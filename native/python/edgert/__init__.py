@@ -10,6 +10,7 @@ The native components (runtime, thread pool, kernels, delegates) are shared libr
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -87,11 +88,14 @@ def _from_native(data: bytes, shape: tuple[int, ...], code: int) -> np.ndarray: 
 
 
 class Program:
-    """A loaded program. Not safe to run from several threads at once."""
+    """A loaded program. Safe to share between threads: runs of one program take turns
+    (each run sets its inputs, runs and copies its outputs under the program's lock); use
+    one program per thread to run in parallel."""
 
     def __init__(self, handle: object) -> None:
         self._handle = handle
         self._input_count, self._output_count = extension().counts(handle)
+        self._lock = threading.Lock()
 
     @property
     def input_count(self) -> int:
@@ -113,7 +117,8 @@ class Program:
         """Backends tried in order before the plain kernels; [] runs only the kernels."""
         if isinstance(names, str):
             raise TypeError("set_backends takes a list of names, not a string")
-        call(extension().set_backends, self._handle, ",".join(names))
+        with self._lock:
+            call(extension().set_backends, self._handle, ",".join(names))
 
     def delegated_nodes(self, backend: str) -> int:
         """Nodes the named backend ran in the last run."""
@@ -125,7 +130,8 @@ class Program:
                 f"the program takes {self.input_count} inputs, {len(inputs)} given"
             )
         native_inputs = [_to_native(array) for array in inputs]
-        outputs = call(extension().run, self._handle, native_inputs)
+        with self._lock:
+            outputs = call(extension().run, self._handle, native_inputs)
         return [_from_native(*output) for output in outputs]
 
 

@@ -1,8 +1,15 @@
 // The C API (edgert.h): opaque handles over the C++ API, errors kept per thread.
+// No exception crosses it: every entry point runs inside `guarded`, which maps allocation
+// failures to EDGERT_ERROR_OUT_OF_MEMORY and anything else to a status with its message.
+// Each program carries a mutex: calls on one program from several threads are serialized.
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <new>
 #include <sstream>
+#include <stdexcept>
 #include <string>
+#include <system_error>
 
 #include "edgert/edgert.h"
 #include "edgert/runtime.hpp"
@@ -14,15 +21,49 @@
 
 struct edgert_program {
   std::unique_ptr<edgert::Program> program;
+  mutable std::mutex lock;
 };
 
 namespace {
 
 thread_local std::string last_error;
+constexpr size_t kMaxDims = 32;  // EDGERT_MAX_DIMS
 
 edgert_status fail(edgert_status code, std::string message) {
-  last_error = std::move(message);
+  try {
+    last_error = std::move(message);
+  } catch (...) {
+    // no memory for the message: the status still says what happened
+  }
   return code;
+}
+
+// Runs `body` (returning edgert_status) with every exception mapped to a status.
+template <typename Body>
+edgert_status guarded(Body&& body) noexcept {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return fail(EDGERT_ERROR_OUT_OF_MEMORY, "out of memory");
+  } catch (const std::length_error& error) {
+    return fail(EDGERT_ERROR_INVALID_ARGUMENT, std::string("size too large: ") + error.what());
+  } catch (const std::system_error& error) {
+    return fail(EDGERT_ERROR_UNAVAILABLE, std::string("system resource: ") + error.what());
+  } catch (const std::exception& error) {
+    return fail(EDGERT_ERROR_INTERNAL, error.what());
+  } catch (...) {
+    return fail(EDGERT_ERROR_INTERNAL, "unknown failure");
+  }
+}
+
+// For entry points that return a value instead of a status: `fallback` on any exception.
+template <typename Value, typename Body>
+Value guarded_value(Value fallback, Body&& body) noexcept {
+  try {
+    return body();
+  } catch (...) {
+    return fallback;
+  }
 }
 
 edgert_status report(const edgert::Status& status) {
@@ -76,29 +117,39 @@ size_t edgert_dtype_size(edgert_dtype dtype) {
 edgert_status edgert_program_load_file(const char* path, edgert_program** program) {
   if (path == nullptr || program == nullptr) return fail(EDGERT_ERROR_INVALID_ARGUMENT, "null argument");
   *program = nullptr;
-  std::unique_ptr<edgert::Program> loaded;
-  edgert::Status status = edgert::Program::load_file(path, loaded);
-  return adopt(status, std::move(loaded), program);
+  return guarded([&] {
+    std::unique_ptr<edgert::Program> loaded;
+    edgert::Status status = edgert::Program::load_file(path, loaded);
+    return adopt(status, std::move(loaded), program);
+  });
 }
 
 edgert_status edgert_program_load_bytes(const void* data, size_t size, edgert_program** program) {
   if (program == nullptr) return fail(EDGERT_ERROR_INVALID_ARGUMENT, "null program pointer");
   *program = nullptr;
-  std::unique_ptr<edgert::Program> loaded;
-  edgert::Status status = edgert::Program::load_bytes(data, size, loaded);
-  return adopt(status, std::move(loaded), program);
+  return guarded([&] {
+    std::unique_ptr<edgert::Program> loaded;
+    edgert::Status status = edgert::Program::load_bytes(data, size, loaded);
+    return adopt(status, std::move(loaded), program);
+  });
 }
 
 void edgert_program_free(edgert_program* program) { delete program; }
 
 edgert_status edgert_program_set_backends(edgert_program* program, const char* names) {
   if (edgert_status code = require_program(program)) return code;
-  return report(program->program->set_backends(split_names(names ? names : "")));
+  return guarded([&] {
+    std::lock_guard<std::mutex> hold(program->lock);
+    return report(program->program->set_backends(split_names(names ? names : "")));
+  });
 }
 
 size_t edgert_program_delegated_nodes(const edgert_program* program, const char* backend) {
   if (require_program(program) != EDGERT_OK || backend == nullptr) return 0;
-  return program->program->delegated_nodes(backend);
+  return guarded_value(size_t{0}, [&] {
+    std::lock_guard<std::mutex> hold(program->lock);
+    return program->program->delegated_nodes(backend);
+  });
 }
 
 size_t edgert_program_input_count(const edgert_program* program) {
@@ -130,6 +181,11 @@ edgert_status edgert_program_set_input(edgert_program* program, size_t index, ed
     return fail(EDGERT_ERROR_INVALID_ARGUMENT, "unknown dtype code " + std::to_string(dtype));
   }
   if (ndim > 0 && shape == nullptr) return fail(EDGERT_ERROR_INVALID_ARGUMENT, "null shape");
+  if (ndim > kMaxDims) {
+    return fail(EDGERT_ERROR_INVALID_ARGUMENT, std::to_string(ndim) + " dimensions: at most " +
+                                                   std::to_string(kMaxDims) + " are supported");
+  }
+  return guarded([&] {
   std::vector<int64_t> dims(shape, shape + ndim);
   size_t expected = edgert::dtype_size(static_cast<edgert::DType>(dtype));
   for (int64_t dim : dims) {
@@ -146,12 +202,17 @@ edgert_status edgert_program_set_input(edgert_program* program, size_t index, ed
   if (expected > 0 && data == nullptr) return fail(EDGERT_ERROR_INVALID_ARGUMENT, "null input data");
   edgert::Tensor tensor(static_cast<edgert::DType>(dtype), dims);
   if (expected) std::memcpy(tensor.data(), data, expected);
+  std::lock_guard<std::mutex> hold(program->lock);
   return report(program->program->set_input(index, std::move(tensor)));
+  });
 }
 
 edgert_status edgert_program_run(edgert_program* program) {
   if (edgert_status code = require_program(program)) return code;
-  return report(program->program->run());
+  return guarded([&] {
+    std::lock_guard<std::mutex> hold(program->lock);
+    return report(program->program->run());
+  });
 }
 
 edgert_status edgert_program_output(const edgert_program* program, size_t index,
@@ -159,6 +220,7 @@ edgert_status edgert_program_output(const edgert_program* program, size_t index,
                                     const void** data, size_t* nbytes) {
   if (edgert_status code = require_program(program)) return code;
   if (index >= program->program->output_count()) return fail(EDGERT_ERROR_INVALID_ARGUMENT, "output index out of range");
+  std::lock_guard<std::mutex> hold(program->lock);
   const edgert::Tensor& tensor = program->program->output(index);
   if (!tensor.defined()) return fail(EDGERT_ERROR_INVALID_ARGUMENT, "output not computed yet: run the program first");
   if (dtype) *dtype = static_cast<edgert_dtype>(tensor.dtype());
@@ -169,11 +231,23 @@ edgert_status edgert_program_output(const edgert_program* program, size_t index,
   return EDGERT_OK;
 }
 
-size_t edgert_operator_count(void) { return edgert::registry::operator_count(); }
-const char* edgert_operator_name(size_t index) { return edgert::registry::operator_name(index); }
-const char* edgert_operator_owner(size_t index) { return edgert::registry::operator_owner(index); }
-size_t edgert_backend_count(void) { return edgert::registry::backend_count(); }
-const char* edgert_backend_name(size_t index) { return edgert::registry::backend_name(index); }
-const char* edgert_backend_owner(size_t index) { return edgert::registry::backend_owner(index); }
+size_t edgert_operator_count(void) {
+  return guarded_value(size_t{0}, [] { return edgert::registry::operator_count(); });
+}
+const char* edgert_operator_name(size_t index) {
+  return guarded_value<const char*>(nullptr, [&] { return edgert::registry::operator_name(index); });
+}
+const char* edgert_operator_owner(size_t index) {
+  return guarded_value<const char*>(nullptr, [&] { return edgert::registry::operator_owner(index); });
+}
+size_t edgert_backend_count(void) {
+  return guarded_value(size_t{0}, [] { return edgert::registry::backend_count(); });
+}
+const char* edgert_backend_name(size_t index) {
+  return guarded_value<const char*>(nullptr, [&] { return edgert::registry::backend_name(index); });
+}
+const char* edgert_backend_owner(size_t index) {
+  return guarded_value<const char*>(nullptr, [&] { return edgert::registry::backend_owner(index); });
+}
 
 }  // extern "C"

@@ -1,4 +1,6 @@
 // The executor: plans each node onto a backend or a registered kernel, checks inputs, runs.
+#include <new>
+#include <stdexcept>
 #include <algorithm>
 #include <fstream>
 #include <iterator>
@@ -61,6 +63,16 @@ Status Program::load_file(const std::string& path, std::unique_ptr<Program>& pro
 }
 
 Status Program::load_bytes(const void* data, size_t size, std::unique_ptr<Program>& program) {
+  try {
+    return load_checked(data, size, program);
+  } catch (const std::length_error& error) {
+    return Status(Code::InvalidProgram, std::string("a tensor size is too large: ") + error.what());
+  } catch (const std::bad_alloc&) {
+    return Status(Code::OutOfMemory, "out of memory while loading the program");
+  }
+}
+
+Status Program::load_checked(const void* data, size_t size, std::unique_ptr<Program>& program) {
   std::unique_ptr<Program> loaded(new Program());
   EDGERT_RETURN_IF_ERROR(parse_program(data, size, loaded->graph_));
   loaded->values_.resize(loaded->graph_.values.size());

@@ -1,5 +1,7 @@
 // parse_program: the loader of the binary program format. Every read is bounds-checked;
 // every count is checked against the bytes left before anything is reserved.
+#include <new>
+#include <stdexcept>
 #include <cstring>
 #include <string>
 
@@ -211,7 +213,13 @@ Status parse_program(const void* data, size_t size, Graph& graph) {
   if (data == nullptr && size != 0) return Status(Code::InvalidArgument, "null program data");
   ByteReader reader(data, size);
   Status status = read_header(reader, size);
-  if (status.ok()) status = read_sections(reader, graph);
+  try {
+    if (status.ok()) status = read_sections(reader, graph);
+  } catch (const std::length_error& error) {
+    status = Status(Code::InvalidProgram, std::string("a tensor size is too large: ") + error.what());
+  } catch (const std::bad_alloc&) {
+    status = Status(Code::OutOfMemory, "out of memory while reading the program");
+  }
   if (status.ok()) status = validate_graph(graph);
   if (!status.ok()) graph = Graph();
   return status;

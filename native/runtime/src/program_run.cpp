@@ -1,4 +1,6 @@
 // Program::run: executes the planned steps in order.
+#include <new>
+#include <stdexcept>
 #include "edgert/runtime.hpp"
 
 namespace edgert {
@@ -25,6 +27,16 @@ Status run_kernel(const Node& node, KernelFn kernel, std::vector<Tensor>& values
 }  // namespace
 
 Status Program::run() {
+  try {
+    return run_checked();
+  } catch (const std::length_error& error) {
+    return Status(Code::InvalidArgument, std::string("a tensor size is too large: ") + error.what());
+  } catch (const std::bad_alloc&) {
+    return Status(Code::OutOfMemory, "out of memory while running the program");
+  }
+}
+
+Status Program::run_checked() {
   if (!planned_) EDGERT_RETURN_IF_ERROR(plan());
   for (size_t i = 0; i < graph_.inputs.size(); ++i) {
     if (!values_[graph_.inputs[i]].defined()) {

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <stdexcept>
 
 #include "edgert/runtime.hpp"
 
@@ -20,8 +21,10 @@ std::shared_ptr<void> allocate_zeroed(size_t nbytes) {
 }
 
 int64_t product(const std::vector<int64_t>& shape) {
-  int64_t count = 1;
-  for (int64_t dim : shape) count *= dim < 0 ? 0 : dim;
+  int64_t count = 0;
+  if (!checked_element_count(shape, 1, &count)) {
+    throw std::length_error("the shape's element count overflows");
+  }
   return count;
 }
 
@@ -41,6 +44,21 @@ void copy_strided(const char* source, const std::vector<int64_t>& shape,
 }
 
 }  // namespace
+
+bool checked_element_count(const std::vector<int64_t>& shape, size_t element_size,
+                           int64_t* count) {
+  int64_t total = 1;
+  for (int64_t dim : shape) {
+    if (__builtin_mul_overflow(total, dim < 0 ? 0 : dim, &total)) return false;
+  }
+  int64_t bytes = 0;
+  if (__builtin_mul_overflow(total, static_cast<int64_t>(element_size), &bytes) ||
+      bytes > kMaxTensorBytes) {
+    return false;
+  }
+  *count = total;
+  return true;
+}
 
 size_t dtype_size(DType dtype) {
   switch (dtype) {
@@ -69,7 +87,11 @@ bool dtype_is_valid(uint32_t raw) { return raw <= static_cast<uint32_t>(DType::I
 Tensor::Tensor(DType dtype, std::vector<int64_t> shape)
     : dtype_(dtype), shape_(std::move(shape)) {
   strides_ = contiguous_strides(shape_);
-  storage_ = allocate_zeroed(static_cast<size_t>(product(shape_)) * dtype_size(dtype_));
+  int64_t count = 0;
+  if (!checked_element_count(shape_, dtype_size(dtype_), &count)) {
+    throw std::length_error("a tensor of this shape would exceed 2^48 bytes");
+  }
+  storage_ = allocate_zeroed(static_cast<size_t>(count) * dtype_size(dtype_));
   data_ = storage_.get();
 }
 
@@ -122,7 +144,9 @@ std::vector<int64_t> Tensor::contiguous_strides(const std::vector<int64_t>& shap
   int64_t stride = 1;
   for (size_t i = shape.size(); i-- > 0;) {
     strides[i] = stride;
-    stride *= shape[i] < 1 ? 1 : shape[i];
+    if (__builtin_mul_overflow(stride, shape[i] < 1 ? 1 : shape[i], &stride)) {
+      throw std::length_error("the shape's strides overflow");
+    }
   }
   return strides;
 }

@@ -1,0 +1,91 @@
+"""The runtime never crashes its host: sizes that overflow are errors, allocation failures
+are MemoryError, no exception crosses the C API, and one Program shared by threads is safe."""
+
+from __future__ import annotations
+
+import threading
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+from tests.native.support import ROOT, NativeInstall, run_op
+
+
+def test_a_reshape_whose_size_wraps_is_an_error_not_a_crash(native_install: NativeInstall) -> None:
+    """[1] reshaped to [7, 0x6DB6DB6DB6DB6DB7] wraps to 1 element in 64 bits; it must be
+    refused (run in a child process: a crash would take the test runner down)."""
+    completed = native_install.python("""
+import numpy as np, edgert
+from tests.native.support import run_op
+try:
+    run_op(edgert, "edgert::reshape", [np.ones(1, np.float32)],
+           {"shape": [7, 0x6DB6DB6DB6DB6DB7]})
+except edgert.InvalidProgramError as error:
+    print("refused:", error)
+except edgert.EdgertError as error:
+    print("refused:", type(error).__name__, error)
+""", env={"PYTHONPATH": f"{native_install.prefix}:{ROOT}"})
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert completed.stdout.startswith("refused:") and "too large" in completed.stdout
+
+
+def test_an_output_that_cannot_be_allocated_is_a_memory_error(edgert: ModuleType) -> None:
+    """A 2^20 x 2^20 float32 outer product (4 TiB) is OutOfMemoryError, not SIGABRT."""
+    column = np.ones((1 << 20, 1), np.float32)
+    row = np.ones((1, 1 << 20), np.float32)
+    with pytest.raises(MemoryError):
+        run_op(edgert, "edgert::matmul", [column, row], backends=[])
+
+
+def test_the_c_api_bounds_ndim_and_sizes(edgert: ModuleType,
+                                         native_install: NativeInstall) -> None:
+    """Straight through the C API (numpy cannot even make some of these shapes)."""
+    import ctypes
+
+    from edgert.export import ProgramBuilder
+    builder = ProgramBuilder()
+    value = builder.input(np.float32, [-1])
+    builder.output(builder.op("edgert::relu", [value], None))
+    data = builder.to_bytes()
+    lib = ctypes.CDLL(str(native_install.library("edgert")))
+    lib.edgert_last_error.restype = ctypes.c_char_p
+    program = ctypes.c_void_p()
+    assert lib.edgert_program_load_bytes(data, ctypes.c_size_t(len(data)),
+                                         ctypes.byref(program)) == 0
+    try:
+        dims = (ctypes.c_int64 * 1000)(*([1] * 1000))
+        status = lib.edgert_program_set_input(program, ctypes.c_size_t(0), 0, dims,
+                                              ctypes.c_size_t(1000), None, ctypes.c_size_t(4))
+        assert status == 2 and b"at most 32" in lib.edgert_last_error()
+        huge = (ctypes.c_int64 * 3)(1 << 40, 1 << 40, 1 << 40)
+        status = lib.edgert_program_set_input(program, ctypes.c_size_t(0), 0, huge,
+                                              ctypes.c_size_t(3), None, ctypes.c_size_t(4))
+        assert status == 2, lib.edgert_last_error()
+    finally:
+        lib.edgert_program_free(program)
+
+
+def test_four_threads_share_one_program(edgert: ModuleType) -> None:
+    from edgert.export import ProgramBuilder
+    builder = ProgramBuilder()
+    value = builder.input(np.float32, [-1, 64])
+    builder.output(builder.op("edgert::relu", [value], None))
+    program = edgert.load(builder.to_bytes())
+    failures: list[str] = []
+
+    def work(seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        for _ in range(200):
+            x = rng.standard_normal((int(rng.integers(1, 64)), 64)).astype(np.float32)
+            (out,) = program.run([x])
+            if not np.array_equal(out, np.maximum(x, 0)):
+                failures.append(f"thread {seed}: wrong result")
+                return
+
+    threads = [threading.Thread(target=work, args=(seed,)) for seed in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
