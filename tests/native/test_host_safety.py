@@ -48,6 +48,7 @@ def test_the_c_api_bounds_ndim_and_sizes(edgert: ModuleType,
     value = builder.input(np.float32, [-1])
     builder.output(builder.op("edgert::relu", [value], None))
     data = builder.to_bytes()
+    assert edgert.operators()  # the extension (and with it every kernel library) is loaded
     lib = ctypes.CDLL(str(native_install.library("edgert")))
     lib.edgert_last_error.restype = ctypes.c_char_p
     program = ctypes.c_void_p()
@@ -89,3 +90,40 @@ def test_four_threads_share_one_program(edgert: ModuleType) -> None:
     for thread in threads:
         thread.join()
     assert failures == []
+
+
+def test_a_failed_run_leaves_no_stale_output(edgert: ModuleType,
+                                             native_install: NativeInstall) -> None:
+    import ctypes
+
+    from edgert.export import ProgramBuilder
+    builder = ProgramBuilder()
+    value = builder.input(np.float32, [-1])
+    builder.output(builder.op("edgert::reshape", [value], {"shape": [2, 2]}))
+    data = builder.to_bytes()
+    assert edgert.operators()  # the extension (and with it every kernel library) is loaded
+    lib = ctypes.CDLL(str(native_install.library("edgert")))
+    lib.edgert_last_error.restype = ctypes.c_char_p
+    program = ctypes.c_void_p()
+    assert lib.edgert_program_load_bytes(data, ctypes.c_size_t(len(data)),
+                                         ctypes.byref(program)) == 0
+
+    def run(count: int) -> int:
+        values = np.ones(count, np.float32)
+        shape = (ctypes.c_int64 * 1)(count)
+        assert lib.edgert_program_set_input(program, ctypes.c_size_t(0), 0, shape,
+                                            ctypes.c_size_t(1),
+                                            ctypes.c_void_p(values.ctypes.data),
+                                            ctypes.c_size_t(values.nbytes)) == 0
+        return int(lib.edgert_program_run(program))
+
+    def output() -> int:
+        out = ctypes.c_void_p()
+        return int(lib.edgert_program_output(program, ctypes.c_size_t(0), None, None, None,
+                                             ctypes.byref(out), None))
+    try:
+        assert run(4) == 0 and output() == 0
+        assert run(3) != 0                    # 3 elements cannot become [2, 2]
+        assert output() == 2 and b"run the program first" in lib.edgert_last_error()
+    finally:
+        lib.edgert_program_free(program)

@@ -76,7 +76,8 @@ EDGERT_API edgert_status edgert_program_set_input(edgert_program* program, size_
                                                   edgert_dtype dtype, const int64_t* shape,
                                                   size_t ndim, const void* data, size_t nbytes);
 EDGERT_API edgert_status edgert_program_run(edgert_program* program);
-/* Borrowed views of an output, valid until the next run or free. Data is contiguous. */
+/* Borrowed views of an output, valid until the next set_input, run or free of the program.
+ * Data is contiguous. After a failed run no output is available (the error says so). */
 EDGERT_API edgert_status edgert_program_output(const edgert_program* program, size_t index,
                                                edgert_dtype* dtype, const int64_t** shape,
                                                size_t* ndim, const void** data, size_t* nbytes);

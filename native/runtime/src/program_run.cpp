@@ -38,6 +38,12 @@ Status Program::run() {
 
 Status Program::run_checked() {
   if (!planned_) EDGERT_RETURN_IF_ERROR(plan());
+  // Every computed value is cleared first: a failed run leaves no previous outputs behind.
+  std::vector<bool> kept(values_.size(), false);
+  for (size_t input : graph_.inputs) kept[input] = true;
+  for (size_t i = 0; i < values_.size(); ++i) {
+    if (!kept[i] && !graph_.values[i].is_constant) values_[i] = Tensor();
+  }
   for (size_t i = 0; i < graph_.inputs.size(); ++i) {
     if (!values_[graph_.inputs[i]].defined()) {
       return Status(Code::InvalidArgument, "input " + std::to_string(i) + " was not set");
