@@ -1,6 +1,14 @@
 // The process-wide thread pool: workers wait on a condition variable for a job; the caller
 // and the workers take chunks from an atomic counter. Chunk boundaries depend only on the
 // range, the grain and the pool size, so results are reproducible run to run.
+//
+// Safe from any thread (one parallel region or resize at a time) and across fork(): the
+// fork handlers hold the pool still while the process forks, and the child drops the
+// parent's pool (its worker threads do not exist there) and builds a new one on first use.
+// The default size is the number of CPUs this process may run on (its affinity mask).
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -34,17 +42,31 @@ size_t threads_from_environment() {
   return (*end == '\0' && value > 0) ? static_cast<size_t>(value) : 0;
 }
 
-size_t resolve_size(size_t requested) {
-  if (requested > 0) return std::min<size_t>(requested, 1024);
+size_t usable_cpus() {
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  if (sched_getaffinity(0, sizeof(mask), &mask) == 0) {
+    int count = CPU_COUNT(&mask);
+    if (count > 0) return static_cast<size_t>(count);
+  }
   unsigned cores = std::thread::hardware_concurrency();
   return cores > 0 ? cores : 1;
+}
+
+size_t resolve_size(size_t requested) {
+  if (requested > 0) return std::min<size_t>(requested, 1024);
+  return usable_cpus();
 }
 
 class Pool {
  public:
   Pool() { start(resolve_size(threads_from_environment())); }
 
-  size_t size() const { return size_; }
+  size_t size() const { return size_.load(); }
+
+  // fork(): the prepare handler holds the pool still; parent and child release it.
+  void hold_for_fork() { submit_mutex_.lock(); }
+  void release_after_fork() { submit_mutex_.unlock(); }
 
   void resize(size_t requested) {
     std::lock_guard<std::mutex> submit(submit_mutex_);
@@ -56,7 +78,7 @@ class Pool {
     if (end <= begin || fn == nullptr) return;
     Job job;
     plan(job, begin, end, grain, fn, context);
-    if (inside_parallel_region || size_ == 1 || job.chunks == 1) {
+    if (inside_parallel_region || size_.load() == 1 || job.chunks == 1) {
       run_inline(job);
       return;
     }
@@ -73,7 +95,7 @@ class Pool {
     const int64_t range = end - begin;
     grain = std::max<int64_t>(grain, 1);
     const int64_t by_grain = (range + grain - 1) / grain;
-    job.chunks = std::max<int64_t>(1, std::min<int64_t>(by_grain, static_cast<int64_t>(size_)));
+    job.chunks = std::max<int64_t>(1, std::min<int64_t>(by_grain, static_cast<int64_t>(size_.load())));
     job.chunk = (range + job.chunks - 1) / job.chunks;
     job.chunks = (range + job.chunk - 1) / job.chunk;
     job.fn = fn;
@@ -150,13 +172,38 @@ class Pool {
   uint64_t generation_ = 0;
   int users_ = 0;
   bool stopping_ = false;
-  size_t size_ = 1;
+  std::atomic<size_t> size_{1};
 };
 
 // Leaked on purpose: kernels may run during other libraries' static destruction, and
-// joining threads from a static destructor at exit can deadlock.
+// joining threads from a static destructor at exit can deadlock. After fork() the child's
+// copy is abandoned (never touched again) and a new pool is made on first use.
+std::mutex creation;
+Pool* instance = nullptr;
+
+void before_fork() {
+  creation.lock();
+  if (instance != nullptr) instance->hold_for_fork();
+}
+
+void after_fork_in_parent() {
+  if (instance != nullptr) instance->release_after_fork();
+  creation.unlock();
+}
+
+void after_fork_in_child() {
+  instance = nullptr;  // its worker threads exist only in the parent
+  creation.unlock();
+}
+
 Pool& pool() {
-  static Pool* instance = new Pool();
+  std::lock_guard<std::mutex> hold(creation);
+  if (instance == nullptr) {
+    static const bool registered =
+        pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child) == 0;
+    (void)registered;
+    instance = new Pool();
+  }
   return *instance;
 }
 

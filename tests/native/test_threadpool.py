@@ -38,7 +38,46 @@ def test_size_from_environment_and_api(native_install: NativeInstall) -> None:
     )
     completed = native_install.python(code, env={"EDGERT_NUM_THREADS": "5"})
     assert completed.returncode == 0, completed.stderr
-    assert completed.stdout.split() == ["5", "3", str(os.cpu_count())]
+    assert completed.stdout.split() == ["5", "3", str(len(os.sched_getaffinity(0)))]
+
+
+def test_default_size_follows_the_affinity_mask(native_install: NativeInstall) -> None:
+    code = "import os; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}); " \
+           "import edgert; print(edgert.threadpool_size())"
+    completed = native_install.python(code)
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.split() == ["1"]
+
+
+FORK = r"""
+import os, sys
+import numpy as np, edgert
+from tests.native.support import run_op
+x = np.arange(4096, dtype=np.float32).reshape(64, 64) / 4096
+edgert.set_threadpool_size(2)
+expected = run_op(edgert, "edgert::matmul", [x, x], backends=[])[0]   # bit-exact at any size
+assert np.allclose(expected, x @ x, rtol=1e-5)
+child = os.fork()
+if child == 0:
+    try:
+        edgert.set_threadpool_size(3)        # crashed in pthread_join before
+        out = run_op(edgert, "edgert::matmul", [x, x], backends=[])[0]
+        ok = np.array_equal(out, expected) and edgert.threadpool_size() == 3
+        os._exit(0 if ok else 1)
+    except BaseException:
+        os._exit(2)
+_, status = os.waitpid(child, 0)
+print(os.waitstatus_to_exitcode(status))
+assert np.array_equal(run_op(edgert, "edgert::matmul", [x, x], backends=[])[0], expected)
+"""
+
+
+def test_a_forked_child_resizes_and_runs(native_install: NativeInstall) -> None:
+    from tests.native.support import ROOT
+    completed = native_install.python(FORK, env={"PYTHONPATH": f"{native_install.prefix}:{ROOT}"},
+                                      timeout=60)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert completed.stdout.split() == ["0"]
 
 
 def test_results_do_not_depend_on_thread_count(native_install: NativeInstall) -> None:
