@@ -14,15 +14,9 @@ namespace {
 using edgert::Graph;
 using edgert::Node;
 
-// How many nodes read value `id`, plus one when it is a graph output.
-size_t readers(const Graph& graph, int32_t id) {
-  size_t count = 0;
-  for (const Node& node : graph.nodes) {
-    for (int32_t input : node.inputs) count += input == id;
-  }
-  for (int32_t output : graph.outputs) count += output == id;
-  return count;
-}
+// How many nodes read value `id`, plus one when it is a graph output (counted once at load:
+// planning stays linear in the graph).
+size_t readers(const Graph& graph, int32_t id) { return edgert::reader_count(graph, id); }
 
 bool is_float(const Graph& graph, int32_t id) {
   return id >= 0 && static_cast<size_t>(id) < graph.values.size() &&

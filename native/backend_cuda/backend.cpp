@@ -54,17 +54,11 @@ unsigned int blocks_for(long long count) {
 }
 
 // Whether `value` is read only by node `reader` and is not a graph output (safe to fuse away).
+// Linear time: the loader counted every value's readers once (edgert::count_readers).
 bool used_only_by(const Graph& graph, int32_t value, size_t reader) {
-  for (int32_t output : graph.outputs) {
-    if (output == value) return false;
-  }
-  for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    if (i == reader) continue;
-    for (int32_t input : graph.nodes[i].inputs) {
-      if (input == value) return false;
-    }
-  }
-  return true;
+  size_t by_reader = 0;
+  for (int32_t input : graph.nodes[reader].inputs) by_reader += input == value;
+  return edgert::reader_count(graph, value) == by_reader;
 }
 
 class CudaBackend final : public Backend {

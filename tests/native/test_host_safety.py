@@ -127,3 +127,34 @@ def test_a_failed_run_leaves_no_stale_output(edgert: ModuleType,
         assert output() == 2 and b"run the program first" in lib.edgert_last_error()
     finally:
         lib.edgert_program_free(program)
+
+
+def _chain(pairs: int) -> bytes:
+    from edgert.export import ProgramBuilder
+    builder = ProgramBuilder()
+    weight = builder.constant(np.ones((4, 4), np.float32))
+    value = builder.input(np.float32, [1, 4])
+    for _ in range(pairs):
+        value = builder.op("edgert::relu", [builder.op("edgert::linear", [value, weight], None)],
+                           None)
+    builder.output(value)
+    return builder.to_bytes()
+
+
+def test_load_time_is_near_linear_in_the_graph(edgert: ModuleType) -> None:
+    """Planning the CPU delegate's linear -> relu fusion: 8x the pairs may cost at most 20x
+    the time (linear is 8x, the old rescanning planner was about 64x)."""
+    import time
+    small, large = _chain(2000), _chain(16000)
+
+    def load_seconds(data: bytes) -> float:
+        best = float("inf")
+        for _ in range(3):
+            start = time.perf_counter()
+            program = edgert.load(data)
+            best = min(best, time.perf_counter() - start)
+        assert program.delegated_nodes("cpu") == 0  # nothing ran yet
+        return best
+
+    ratio = load_seconds(large) / load_seconds(small)
+    assert ratio < 20, f"16,000 pairs load {ratio:.1f}x slower than 2,000"

@@ -51,6 +51,35 @@ struct Graph {
   std::vector<Node> nodes;
   std::vector<int32_t> inputs;
   std::vector<int32_t> outputs;
+  // Per value: how many node inputs read it, plus one per listing as a graph output.
+  // Filled by the loader (count_readers) so delegates plan in linear time.
+  std::vector<uint32_t> readers;
 };
+
+// Fills graph.readers in one pass over the nodes.
+inline void count_readers(Graph& graph) {
+  graph.readers.assign(graph.values.size(), 0);
+  auto count = [&graph](int32_t id) {
+    if (id >= 0 && static_cast<size_t>(id) < graph.readers.size()) ++graph.readers[static_cast<size_t>(id)];
+  };
+  for (const Node& node : graph.nodes) {
+    for (int32_t input : node.inputs) count(input);
+  }
+  for (int32_t output : graph.outputs) count(output);
+}
+
+// How many times value `id` is read (node inputs plus graph-output listings).
+inline size_t reader_count(const Graph& graph, int32_t id) {
+  if (id < 0) return 0;
+  if (graph.readers.size() == graph.values.size()) {
+    return static_cast<size_t>(id) < graph.readers.size() ? graph.readers[static_cast<size_t>(id)] : 0;
+  }
+  size_t total = 0;  // a graph built by hand, without count_readers: count now
+  for (const Node& node : graph.nodes) {
+    for (int32_t input : node.inputs) total += input == id;
+  }
+  for (int32_t output : graph.outputs) total += output == id;
+  return total;
+}
 
 }  // namespace edgert

@@ -221,6 +221,7 @@ Status parse_program(const void* data, size_t size, Graph& graph) {
     status = Status(Code::OutOfMemory, "out of memory while reading the program");
   }
   if (status.ok()) status = validate_graph(graph);
+  if (status.ok()) count_readers(graph);
   if (!status.ok()) graph = Graph();
   return status;
 }
