@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <new>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -42,7 +44,26 @@ int run_operator(const char* name, const std::vector<const edgert::Tensor*>& inp
   return 0;
 }
 
-bool valid_sizes(int64_t a, int64_t b) { return a >= 0 && b >= 0; }
+// Both dimensions non-negative and their product (in 8-byte elements) within the checked
+// tensor bound: `rows * cols` below never overflows.
+bool valid_sizes(int64_t a, int64_t b) {
+  int64_t count = 0;
+  return a >= 0 && b >= 0 && edgert::checked_element_count({a, b}, 8, &count);
+}
+
+// No exception crosses the plugin's C entry points (they are called through ctypes).
+template <typename Body>
+int guarded(const char* what, Body&& body) noexcept {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return fail(edgert::Code::OutOfMemory, std::string(what) + ": out of memory");
+  } catch (const std::exception& error) {
+    return fail(edgert::Code::Internal, std::string(what) + ": " + error.what());
+  } catch (...) {
+    return fail(edgert::Code::Internal, std::string(what) + ": unknown failure");
+  }
+}
 
 }  // namespace
 
@@ -53,6 +74,7 @@ extern "C" const char* edgert_export_last_error(void) { return last_error.c_str(
 extern "C" int edgert_export_quantize_weights_per_channel(const float* weight, int64_t rows, int64_t cols,
                                                           int8_t* quantized, float* scales,
                                                           int32_t* zero_points) {
+  return guarded("quantize_weights_per_channel", [&]() -> int {
   if (!valid_sizes(rows, cols) || (rows * cols > 0 && (!weight || !quantized)) ||
       (rows > 0 && (!scales || !zero_points))) {
     return fail(edgert::Code::InvalidArgument, "quantize_weights_per_channel: invalid sizes or null buffers");
@@ -79,13 +101,16 @@ extern "C" int edgert_export_quantize_weights_per_channel(const float* weight, i
   }
   if (rows * cols > 0) std::memcpy(quantized, outputs[0].data(), outputs[0].nbytes());
   return 0;
+  });
 }
 
 extern "C" int edgert_export_quantized_linear(const float* input, int64_t rows, int64_t in_features,
                                               const int8_t* weight, const float* scales,
                                               const int32_t* zero_points, const float* bias,
                                               int64_t out_features, float* output) {
-  if (!valid_sizes(rows, in_features) || out_features < 0 || (rows * in_features > 0 && !input) ||
+  return guarded("quantized_linear", [&]() -> int {
+  if (!valid_sizes(rows, in_features) || !valid_sizes(out_features, in_features) ||
+      !valid_sizes(rows, out_features) || (rows * in_features > 0 && !input) ||
       (out_features * in_features > 0 && !weight) || (out_features > 0 && (!scales || !zero_points)) ||
       (rows * out_features > 0 && !output)) {
     return fail(edgert::Code::InvalidArgument, "quantized_linear: invalid sizes or null buffers");
@@ -101,4 +126,5 @@ extern "C" int edgert_export_quantized_linear(const float* input, int64_t rows, 
   if (int code = run_operator("edgert_quantized::linear", inputs, edgert::Attributes(), outputs)) return code;
   if (rows * out_features > 0) std::memcpy(output, outputs[0].data(), outputs[0].nbytes());
   return 0;
+  });
 }

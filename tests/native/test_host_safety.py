@@ -158,3 +158,29 @@ def test_load_time_is_near_linear_in_the_graph(edgert: ModuleType) -> None:
 
     ratio = load_seconds(large) / load_seconds(small)
     assert ratio < 20, f"16,000 pairs load {ratio:.1f}x slower than 2,000"
+
+
+def test_an_operator_name_that_is_not_utf8_is_an_edgert_error(edgert: ModuleType) -> None:
+    from edgert.export import ProgramBuilder
+    builder = ProgramBuilder()
+    value = builder.input(np.float32, [1])
+    builder.output(builder.op("edgert::zzzz", [value], None))
+    data = builder.to_bytes().replace(b"zzzz", b"\xff\xfe\xfd\xfc")
+    with pytest.raises(edgert.EdgertError) as error:
+        edgert.load(data)
+    assert "\ufffd" in str(error.value)
+
+
+def test_the_export_plugin_refuses_sizes_that_overflow(edgert: ModuleType) -> None:
+    """rows * cols would overflow int64: refused before any arithmetic."""
+    import ctypes
+
+    from edgert.quantization import _plugin
+    library = _plugin()
+    scales = (ctypes.c_float * 1)()
+    zero_points = (ctypes.c_int32 * 1)()
+    weight = (ctypes.c_float * 1)()
+    quantized = (ctypes.c_int8 * 1)()
+    code = library.edgert_export_quantize_weights_per_channel(
+        weight, 1 << 40, 1 << 40, quantized, scales, zero_points)
+    assert code == 2 and b"invalid sizes" in library.edgert_export_last_error()

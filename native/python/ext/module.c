@@ -2,6 +2,7 @@
  * Built against the CPython stable ABI; tensors cross as (bytes, shape tuple, dtype code). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <string.h>
 
 #include "edgert/edgert.h"
 #include "edgert/threadpool.h"
@@ -12,7 +13,11 @@
 static PyObject* native_error; /* edgert._C.NativeError(code, message) */
 
 static PyObject* raise_status(edgert_status status) {
-  PyObject* args = Py_BuildValue("(is)", (int)status, edgert_last_error());
+  const char* message = edgert_last_error();
+  /* Messages may quote program bytes (an operator name that is not UTF-8): never let the
+     decoding itself fail. */
+  PyObject* text = PyUnicode_DecodeUTF8(message, (Py_ssize_t)strlen(message), "replace");
+  PyObject* args = text == NULL ? NULL : Py_BuildValue("(iN)", (int)status, text);
   if (args != NULL) {
     PyErr_SetObject(native_error, args);
     Py_DECREF(args);
@@ -47,7 +52,11 @@ static PyObject* registry_list(count_fn count, text_fn name, text_fn owner) {
   size_t total = count();
   PyObject* list = PyList_New(0);
   for (size_t i = 0; list != NULL && i < total; ++i) {
-    PyObject* item = Py_BuildValue("(ss)", name(i), owner(i));
+    const char* op = name(i);
+    const char* by = owner(i);
+    PyObject* item = Py_BuildValue("(NN)",
+                                   PyUnicode_DecodeUTF8(op ? op : "", (Py_ssize_t)strlen(op ? op : ""), "replace"),
+                                   PyUnicode_DecodeUTF8(by ? by : "", (Py_ssize_t)strlen(by ? by : ""), "replace"));
     if (item == NULL || PyList_Append(list, item) != 0) {
       Py_XDECREF(item);
       Py_DECREF(list);
@@ -200,10 +209,18 @@ static PyObject* py_run(PyObject* Py_UNUSED(self), PyObject* args) {
   if (!PyArg_ParseTuple(args, "OO!", &capsule, &PyList_Type, &inputs)) return NULL;
   edgert_program* program = program_of(capsule);
   if (program == NULL) return NULL;
-  Py_ssize_t count = PyList_Size(inputs);
+  /* A private copy of the list: reading an item can run Python code, which must not be able
+     to free the items still to be read. */
+  PyObject* items = PyList_GetSlice(inputs, 0, PyList_Size(inputs));
+  if (items == NULL) return NULL;
+  Py_ssize_t count = PyList_Size(items);
   for (Py_ssize_t i = 0; i < count; ++i) {
-    if (set_one_input(program, (size_t)i, PyList_GetItem(inputs, i)) != 0) return NULL;
+    if (set_one_input(program, (size_t)i, PyList_GetItem(items, i)) != 0) {
+      Py_DECREF(items);
+      return NULL;
+    }
   }
+  Py_DECREF(items);
   edgert_status status;
   Py_BEGIN_ALLOW_THREADS
   status = edgert_program_run(program);
