@@ -19,9 +19,14 @@ from tests.native.support import ROOT, NativeInstall, build_native
 def native_install(tmp_path_factory: pytest.TempPathFactory) -> NativeInstall:
     """The release pipeline's own build of this machine's CPU target, run up to its install
     stage: the same build the wheel is made from, compiled once (incrementally) per session."""
+    import os
+
     from release import manifest
     from release.pipeline import BuildOptions, Stage, run
 
+    given = os.environ.get("EDGERT_TEST_NATIVE_BUILD")
+    if given:  # a tree built elsewhere, e.g. the sanitizer build of test_sanitizers.py
+        return NativeInstall(build_dir=Path(given), prefix=Path(given) / "install")
     options = BuildOptions(platform="linux", last_stage=Stage.INSTALL,
                            out_dir=tmp_path_factory.mktemp("native-out"))
     build_dir = run(manifest.load(ROOT), options).build_dir
