@@ -36,13 +36,19 @@ void release(void* pointer) {
 
 }  // namespace
 
+std::atomic<size_t> at_load{0};
+
 namespace edgert_fuzz {
 void reset_peak() {
   baseline = held.load();
   peak = baseline.load();
+  at_load = 0;
 }
 size_t peak_growth() { return peak.load() - baseline.load(); }
+size_t load_peak_growth() { return at_load.load() ? at_load.load() : peak_growth(); }
 }  // namespace edgert_fuzz
+
+extern "C" void edgert_fuzz_loaded(void) { at_load = edgert_fuzz::peak_growth() + 1; }
 
 void* operator new(size_t size) { return allocate(size, kHeader); }
 void* operator new[](size_t size) { return allocate(size, kHeader); }

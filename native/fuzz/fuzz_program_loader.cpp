@@ -1,10 +1,38 @@
 // Fuzz target of the program loader: parse_program and Program::load_bytes must reject any
-// malformed bytes with a Status, never crash, hang or allocate out of proportion.
+// malformed bytes with a Status, never crash, hang or allocate out of proportion; and a
+// program the loader accepts is then run (small zero inputs of its declared shapes), which
+// must end in a Status too.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "edgert/runtime.hpp"
+
+extern "C" __attribute__((weak)) void edgert_fuzz_loaded(void);
+
+namespace {
+
+constexpr int64_t kMaxInputElements = 256;
+
+// Sets every input to zeros of its declared shape (unknown dimensions become 1); false when
+// an input would be larger than kMaxInputElements.
+bool set_small_inputs(edgert::Program& program) {
+  const edgert::Graph& graph = program.graph();
+  for (size_t i = 0; i < graph.inputs.size(); ++i) {
+    const edgert::ValueInfo& info = graph.values[static_cast<size_t>(graph.inputs[i])];
+    std::vector<int64_t> shape = info.shape;
+    int64_t count = 1;
+    for (int64_t& dim : shape) {
+      if (dim < 0) dim = 1;
+      if (dim > kMaxInputElements || (count *= dim) > kMaxInputElements) return false;
+    }
+    if (!program.set_input(i, edgert::Tensor(info.dtype, shape)).ok()) return false;
+  }
+  return true;
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   edgert::Graph graph;
@@ -15,5 +43,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // failed (an operator no linked component provides).
   if (loaded.ok() && !parsed.ok()) __builtin_trap();
   if (parsed.ok() && !loaded.ok() && loaded.code() != edgert::Code::NotFound) __builtin_trap();
+  if (edgert_fuzz_loaded != nullptr) edgert_fuzz_loaded();
+  if (loaded.ok() && set_small_inputs(*program)) {
+    program->set_backends({});     // the plain kernels, then the default delegates
+    (void)program->run();
+    program->use_default_backends();
+    (void)program->run();
+  }
   return 0;
 }

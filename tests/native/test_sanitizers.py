@@ -33,9 +33,13 @@ def sanitized() -> NativeInstall:
     return build_native(ROOT / "build" / "tests" / "sanitize", *flags)
 
 
-def test_the_loader_fuzzer_is_clean_under_sanitizers(sanitized: NativeInstall) -> None:
+def test_the_loader_fuzzer_is_clean_under_sanitizers(sanitized: NativeInstall,
+                                                   tmp_path: Path) -> None:
+    from tests.native.test_program_loader import write_corpus
+    write_corpus(tmp_path / "corpus")
     completed = subprocess.run([str(sanitized.program("fuzz_program_loader")),
-                                f"-max_total_time={FUZZ_SECONDS}"], capture_output=True,
+                                f"-max_total_time={FUZZ_SECONDS}", "-seed=11",
+                                str(tmp_path / "corpus")], capture_output=True, cwd=tmp_path,
                                text=True, env={**os.environ, **ENVIRONMENT},
                                timeout=FUZZ_SECONDS + 60)
     assert completed.returncode == 0, completed.stderr[-3000:]
