@@ -39,9 +39,18 @@ def _wait_for(process: subprocess.Popen[str], words: str, limit: float = 300) ->
 
 
 def _descendants_of(marker: str) -> list[str]:
-    """Processes whose command line names ``marker`` (our build folder)."""
-    found = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
-    return [line for line in found.splitlines()[1:] if marker in line and "ps -eo" not in line]
+    """Processes whose command line names ``marker`` (our build folder), read from /proc."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if marker in command:
+            found.append(f"{entry.name} {command}")
+    return found
 
 
 @pytest.mark.parametrize(("stage", "cold"), [("[2/7] build ...", True),
