@@ -53,7 +53,9 @@ def _descendants_of(marker: str) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize(("stage", "cold"), [("[2/7] build ...", True),
+@pytest.mark.parametrize(("stage", "cold"), [("[1/7] configure ...", True),
+                                             ("[2/7] build ...", True),
+                                             ("[6/7] repair ...", False),
                                              ("[7/7] verify ...", False)])
 def test_sigterm_leaves_nothing_behind(tmp_path: Path, stage: str, cold: bool) -> None:
     out = tmp_path / "dist"
@@ -61,7 +63,7 @@ def test_sigterm_leaves_nothing_behind(tmp_path: Path, stage: str, cold: bool) -
     process = _start("--out", str(out), "--build-dir", str(build_dir),
                      env={"RELEASE_CCACHE": "0"})
     _wait_for(process, stage)
-    time.sleep(0.5)
+    time.sleep(0.2)
     process.send_signal(signal.SIGTERM)
     _, rest = process.communicate(timeout=120)
     assert process.returncode == 128 + signal.SIGTERM, rest
