@@ -51,7 +51,8 @@ inline int32_t quantize_value(float value, float scale, int32_t zero_point, Quan
 }
 
 inline float dequantize_value(int32_t value, float scale, int32_t zero_point) {
-  return static_cast<float>(value - zero_point) * scale;
+  // In 64 bits: a zero point of INT32_MIN must not overflow the subtraction.
+  return static_cast<float>(static_cast<int64_t>(value) - zero_point) * scale;
 }
 
 // Reads element i of an int8 or uint8 tensor's data.

@@ -184,3 +184,14 @@ def test_the_export_plugin_refuses_sizes_that_overflow(edgert: ModuleType) -> No
     code = library.edgert_export_quantize_weights_per_channel(
         weight, 1 << 40, 1 << 40, quantized, scales, zero_points)
     assert code == 2 and b"invalid sizes" in library.edgert_export_last_error()
+
+
+def test_an_extreme_zero_point_does_not_overflow(edgert: ModuleType) -> None:
+    """Dequantizing with a zero point of INT32_MIN: computed in 64 bits (UBSan reported a
+    signed overflow in 32), the result is the exact float of (q - zero_point) * scale."""
+    q = np.array([-128, 0, 127], np.int8)
+    zero = np.array([np.iinfo(np.int32).min], np.int32)
+    (x,) = run_op(edgert, "edgert_quantized::dequantize_per_tensor",
+                  [q, np.array([1.0], np.float32), zero])
+    expected = ((q.astype(np.int64) - int(zero[0])).astype(np.float32)).astype(np.float32)
+    np.testing.assert_array_equal(x, expected)
