@@ -150,3 +150,19 @@ def test_parallel_for_covers_range_once_and_nests_inline(
     nested, chunks = completed.stdout.split()
     assert int(nested) == 100 * 4  # each of the 4 outer chunks ran its nested region fully
     assert int(chunks) == 8  # 4 identical chunks, both rounds
+
+
+def test_thread_counts_are_bounded(native_install: NativeInstall) -> None:
+    code = (
+        "import edgert\n"
+        "for bad in (10**12, -1, 2.5):\n"
+        "    try:\n"
+        "        edgert.set_threadpool_size(bad)\n"
+        "    except (edgert.EdgertError, TypeError) as error:\n"
+        "        print(type(error).__name__)\n"
+        "print(edgert.threadpool_size() <= 1024)\n"
+    )
+    completed = native_install.python(code)
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.split() == ["InvalidArgumentError", "InvalidArgumentError",
+                                        "TypeError", "True"]

@@ -9,6 +9,7 @@ The native components (runtime, thread pool, kernels, delegates) are shared libr
 
 from __future__ import annotations
 
+import operator
 import os
 import threading
 from collections.abc import Sequence
@@ -159,9 +160,18 @@ def threadpool_size() -> int:
     return int(extension().threadpool_size())
 
 
+MAX_THREADS = 1024  # the pool's own limit (native/threadpool)
+
+
 def set_threadpool_size(threads: int) -> None:
-    """Resizes the process-wide pool; 0 means one thread per core."""
-    extension().set_threadpool_size(int(threads))
+    """Resizes the process-wide pool; 0 means one thread per CPU this process may use."""
+    try:
+        count = operator.index(threads)   # ints and numpy integers, not floats or strings
+    except TypeError:
+        raise TypeError(f"set_threadpool_size takes an int, not {type(threads).__name__}") from None
+    if not 0 <= count <= MAX_THREADS:
+        raise InvalidArgumentError(f"thread count {count} is outside 0..{MAX_THREADS}")
+    extension().set_threadpool_size(count)
 
 
 def threadpool_instance() -> int:
