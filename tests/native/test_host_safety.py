@@ -38,15 +38,15 @@ def test_an_output_that_cannot_be_allocated_is_a_memory_error(edgert: ModuleType
         run_op(edgert, "edgert::matmul", [column, row], backends=[])
 
 
-def test_the_c_api_bounds_ndim_and_sizes(edgert: ModuleType,
-                                         native_install: NativeInstall) -> None:
-    """Straight through the C API (numpy cannot even make some of these shapes)."""
+def _c_program(edgert: ModuleType, native_install: NativeInstall, op: str,
+               attributes: dict | None) -> tuple[object, object]:
+    """libedgert through ctypes and a loaded one-node program (input [-1] float32)."""
     import ctypes
 
     from edgert.export import ProgramBuilder
     builder = ProgramBuilder()
     value = builder.input(np.float32, [-1])
-    builder.output(builder.op("edgert::relu", [value], None))
+    builder.output(builder.op(op, [value], attributes))
     data = builder.to_bytes()
     assert edgert.operators()  # the extension (and with it every kernel library) is loaded
     lib = ctypes.CDLL(str(native_install.library("edgert")))
@@ -54,6 +54,15 @@ def test_the_c_api_bounds_ndim_and_sizes(edgert: ModuleType,
     program = ctypes.c_void_p()
     assert lib.edgert_program_load_bytes(data, ctypes.c_size_t(len(data)),
                                          ctypes.byref(program)) == 0
+    return lib, program
+
+
+def test_the_c_api_bounds_ndim_and_sizes(edgert: ModuleType,
+                                         native_install: NativeInstall) -> None:
+    """Straight through the C API (numpy cannot even make some of these shapes)."""
+    import ctypes
+
+    lib, program = _c_program(edgert, native_install, "edgert::relu", None)
     try:
         dims = (ctypes.c_int64 * 1000)(*([1] * 1000))
         status = lib.edgert_program_set_input(program, ctypes.c_size_t(0), 0, dims,
@@ -96,17 +105,7 @@ def test_a_failed_run_leaves_no_stale_output(edgert: ModuleType,
                                              native_install: NativeInstall) -> None:
     import ctypes
 
-    from edgert.export import ProgramBuilder
-    builder = ProgramBuilder()
-    value = builder.input(np.float32, [-1])
-    builder.output(builder.op("edgert::reshape", [value], {"shape": [2, 2]}))
-    data = builder.to_bytes()
-    assert edgert.operators()  # the extension (and with it every kernel library) is loaded
-    lib = ctypes.CDLL(str(native_install.library("edgert")))
-    lib.edgert_last_error.restype = ctypes.c_char_p
-    program = ctypes.c_void_p()
-    assert lib.edgert_program_load_bytes(data, ctypes.c_size_t(len(data)),
-                                         ctypes.byref(program)) == 0
+    lib, program = _c_program(edgert, native_install, "edgert::reshape", {"shape": [2, 2]})
 
     def run(count: int) -> int:
         values = np.ones(count, np.float32)
