@@ -19,6 +19,8 @@
 
 include(GNUInstallDirs)
 
+set(EDGERT_CMAKE_DIR "${CMAKE_CURRENT_LIST_DIR}")
+
 set(EDGERT_INSTALL_LIBDIR "${EDGERT_PACKAGE_DIR}/lib")
 set(EDGERT_INSTALL_INCLUDEDIR "${EDGERT_PACKAGE_DIR}/include")
 set(EDGERT_INSTALL_CMAKEDIR "${EDGERT_PACKAGE_DIR}/lib/cmake/edgert")
@@ -47,6 +49,16 @@ if(CMAKE_SYSTEM_NAME STREQUAL "Linux")
   add_link_options("LINKER:--enable-new-dtags")
 endif()
 
+# Each shared library exports exactly its API (cmake/edgert.map): no libstdc++ instantiation
+# leaks out of one component into another's symbol lookup.
+function(edgert_export_only_api target)
+  get_target_property(type ${target} TYPE)
+  if(CMAKE_SYSTEM_NAME STREQUAL "Linux" AND (type STREQUAL "SHARED_LIBRARY" OR type STREQUAL "MODULE_LIBRARY"))
+    target_link_options(${target} PRIVATE "LINKER:--version-script=${EDGERT_CMAKE_DIR}/edgert.map")
+    set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS "${EDGERT_CMAKE_DIR}/edgert.map")
+  endif()
+endfunction()
+
 function(edgert_add_component component)
   cmake_parse_arguments(ARG "PLUGIN" "LIBRARY" "SOURCES;LINKS;KEEP_LINKS;DEFINITIONS" ${ARGN})
   if(NOT ARG_LIBRARY OR NOT ARG_SOURCES)
@@ -68,6 +80,7 @@ function(edgert_add_component component)
     LIBRARY_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/lib"
     RUNTIME_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/lib"
     BUILD_WITH_INSTALL_RPATH ON)
+  edgert_export_only_api(${target})
   target_include_directories(${target} PUBLIC
     "$<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>"
     "$<INSTALL_INTERFACE:${EDGERT_INSTALL_INCLUDEDIR}>")

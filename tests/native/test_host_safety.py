@@ -194,3 +194,27 @@ def test_an_extreme_zero_point_does_not_overflow(edgert: ModuleType) -> None:
                   [q, np.array([1.0], np.float32), zero])
     expected = ((q.astype(np.int64) - int(zero[0])).astype(np.float32)).astype(np.float32)
     np.testing.assert_array_equal(x, expected)
+
+
+_API_PREFIXES = ("edgert::", "edgert_", "PyInit_", "typeinfo for edgert::",
+                 "typeinfo name for edgert::", "vtable for edgert::", "VTT for edgert::",
+                 "guard variable for edgert::")
+
+
+def test_each_library_exports_exactly_its_api(native_install: NativeInstall) -> None:
+    """No libstdc++ instantiation (std::vector<...>::_M_realloc_insert, typeinfo for
+    std::bad_variant_access, ...) is exported: components cannot interpose on each other."""
+    import subprocess
+
+    from release.binary import read_binary
+    libraries = [*native_install.lib_dir.glob("*.so"), *native_install.package_dir.glob("_C*.so")]
+    assert len(libraries) >= 6
+    leaked = {}
+    for library in libraries:
+        names = [s.name for s in read_binary(library).dynamic_symbols if s.exported]
+        demangled = subprocess.run(["c++filt"], input="\n".join(names), capture_output=True,
+                                   text=True, check=True).stdout.splitlines()
+        outside = [name for name in demangled if not name.startswith(_API_PREFIXES)]
+        if outside:
+            leaked[library.name] = outside[:5]
+    assert leaked == {}
