@@ -1,0 +1,84 @@
+/* ThreadSanitizer workload: four threads run one shared program (each set_input/run/output
+ * sequence under the caller's lock, as edgert.h asks), each also runs its own program
+ * without a lock, and a fifth thread resizes the pool meanwhile. Exits 0 when every result
+ * matches the first one. Usage: threads_stress MODEL.edgert */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "edgert/edgert.h"
+#include "edgert/threadpool.h"
+
+#define ROUNDS 50
+#define WORKERS 4
+
+static edgert_program* shared;
+static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
+static const char* model;
+static float expected[64];
+static size_t expected_count;
+static int failures;
+static pthread_mutex_t failures_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int run_once(edgert_program* program, float* out, size_t* count) {
+  float input[16];
+  int64_t shape[2] = {1, 16};
+  for (int i = 0; i < 16; ++i) input[i] = (float)i / 16.0f;
+  if (edgert_program_set_input(program, 0, EDGERT_FLOAT32, shape, 2, input, sizeof input)) return 1;
+  if (edgert_program_run(program)) return 1;
+  const void* data = NULL;
+  size_t nbytes = 0;
+  if (edgert_program_output(program, 0, NULL, NULL, NULL, &data, &nbytes)) return 1;
+  if (nbytes > sizeof expected) return 1;
+  memcpy(out, data, nbytes);
+  *count = nbytes / sizeof(float);
+  return 0;
+}
+
+static void check(int failed, const float* out, size_t count) {
+  if (failed || count != expected_count || memcmp(out, expected, count * sizeof(float)) != 0) {
+    pthread_mutex_lock(&failures_lock);
+    ++failures;
+    pthread_mutex_unlock(&failures_lock);
+  }
+}
+
+static void* worker(void* unused) {
+  (void)unused;
+  edgert_program* own = NULL;
+  if (edgert_program_load_file(model, &own)) return NULL;
+  float out[64];
+  size_t count = 0;
+  for (int round = 0; round < ROUNDS; ++round) {
+    pthread_mutex_lock(&shared_lock);
+    int failed = run_once(shared, out, &count);
+    pthread_mutex_unlock(&shared_lock);
+    check(failed, out, count);
+    check(run_once(own, out, &count), out, count);
+  }
+  edgert_program_free(own);
+  return NULL;
+}
+
+static void* resizer(void* unused) {
+  (void)unused;
+  for (int round = 0; round < ROUNDS; ++round) edgert_threadpool_set_size((size_t)(1 + round % 3));
+  return NULL;
+}
+
+int main(int argc, char** argv) {
+  if (argc != 2) return 2;
+  model = argv[1];
+  if (edgert_program_load_file(model, &shared)) {
+    fprintf(stderr, "load: %s\n", edgert_last_error());
+    return 2;
+  }
+  if (run_once(shared, expected, &expected_count)) return 2;
+  pthread_t threads[WORKERS + 1];
+  for (int i = 0; i < WORKERS; ++i) pthread_create(&threads[i], NULL, worker, NULL);
+  pthread_create(&threads[WORKERS], NULL, resizer, NULL);
+  for (int i = 0; i <= WORKERS; ++i) pthread_join(threads[i], NULL);
+  edgert_program_free(shared);
+  printf("%d failures\n", failures);
+  return failures != 0;
+}
