@@ -31,7 +31,7 @@ from release.buildrecord import (
     ExtensionRecord,
 )
 from release.errors import ConfigurationError, ReleaseError, VerificationFailed
-from release.manifest import Component, Manifest, Target
+from release.manifest import Component, Manifest, Target, Variant
 from release.options import BuildOptions, Stage, VerifyMode, default_cache_dir
 from release.platform import Platform, RepairRequest, SearchPath, all_platforms, get_platform
 from release.variant import BuildVariant, load_variant
@@ -84,9 +84,8 @@ def host_arch() -> str:
     return {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
 
 
-def variant_of(manifest: Manifest, name: str) -> BuildVariant:
-    """The manifest's variant ``name`` as its provider builds it."""
-    declared = manifest.variant(name)
+def build_variant(declared: Variant) -> BuildVariant:
+    """A manifest variant as its provider builds it."""
     return load_variant(declared.name, provider=declared.provider, config=declared.config)
 
 
@@ -94,7 +93,7 @@ def make_plan(manifest: Manifest, options: BuildOptions, environ: Mapping[str, s
     arch = options.arch or _default_arch(manifest, options.platform)
     target = manifest.target(options.platform, arch)
     declared = manifest.variant(options.variant)
-    variant = variant_of(manifest, options.variant)
+    variant = build_variant(declared)
     platform = get_platform(target.platform)
     platform.check_host(target)
     build_dir = options.build_dir or manifest.root / "build" / f"{target.name}-{variant.name}"
@@ -232,8 +231,7 @@ def _configure(plan: Plan, state: _State) -> None:
     if recorded == wanted and intact:
         log.info("configuration unchanged; CMake re-runs itself if its inputs changed")
         return
-    plan.build_dir.mkdir(parents=True, exist_ok=True)
-    stamp.unlink(missing_ok=True)
+    stamp.unlink(missing_ok=True)  # (the build folder exists: run() holds its lock)
     if not intact and (plan.build_dir / "CMakeCache.txt").exists():
         log.warning("CMake's cache or build.ninja in %s is incomplete; configuring afresh",
                     plan.build_dir)
@@ -336,7 +334,7 @@ def _fix_up(plan: Plan, state: _State) -> None:
 
 def _requirements(manifest: Manifest, variant: str) -> list[str]:
     """Requires-Dist beyond [project].dependencies: a variant's run-time dependency."""
-    runtime = variant_of(manifest, variant).runtime
+    runtime = build_variant(manifest.variant(variant)).runtime
     return [] if runtime is None else [runtime.requirement]
 
 

@@ -11,7 +11,6 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,9 +19,10 @@ from release.errors import CommandError, EnvironmentFailure, ToolError
 from release.options import default_cache_dir
 
 
-def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """The tool cache: ``RELEASE_CACHE_DIR`` of ``environ`` (default: this process's)."""
-    configured = (os.environ if environ is None else environ).get("RELEASE_CACHE_DIR")
+def cache_dir() -> Path:
+    """The tool cache for callers outside a build (verify, tests): ``RELEASE_CACHE_DIR`` or
+    the default. A build gets its cache from its resolved options (release/options.py)."""
+    configured = os.environ.get("RELEASE_CACHE_DIR")
     return Path(configured) if configured else default_cache_dir()
 
 

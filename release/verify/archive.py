@@ -185,8 +185,8 @@ class StreamRequest:
     destination: Path | None              # folder to extract into, or None
     write_when: Callable[[bytes], bool]   # decides from the first bytes whether to write
     keep_when: Callable[[bytes], bool] = lambda head: False  # ... whether to keep in memory
-    keep_limit: int = 8 << 20   # larger members are written and memory-mapped: memory
-                                          # stays bounded by workers x 8 MiB, not by the wheel
+    # Larger members are written and memory-mapped: memory stays bounded by workers x 8 MiB.
+    keep_limit: int = 8 << 20
 
 
 def stream_member(archive: Path, descriptor: int, member: Member, limits: Limits,

@@ -1,4 +1,4 @@
-"""``verify_wheel``: read the wheel once, run every check, collect every finding.
+"""``run_verify``: read the wheel once, run every check, collect every finding.
 
 The caller passes the platforms (their binary readers and loader models) and any checks
 variant providers add; the platform whose loader model claims the wheel's tags is the one
