@@ -6,12 +6,14 @@ on, so no compiler, ninja or auditwheel outlives the build that started it."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shlex
 import shutil
 import signal
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
@@ -81,18 +83,75 @@ def run(
 
 
 def _terminate_group(process: subprocess.Popen[str]) -> None:
-    """SIGTERM to the program's process group, SIGKILL after a grace period."""
-    for sig, grace in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            break
-        try:
-            process.wait(timeout=grace)
-            break
-        except subprocess.TimeoutExpired:
-            continue
+    """SIGTERM to the program's process group and its descendants; SIGKILL after a grace.
+
+    The group alone is not enough: ``cmake --build`` leads the group, but ninja starts each
+    compiler in a process group of its own, and cleans those up only if it is allowed to
+    finish. So the grace period lasts until the whole group is gone (not just its leader),
+    and any descendant seen before the signal that is still alive afterwards is killed."""
+    descendants = _descendants(process.pid)
+    _signal_group(process.pid, signal.SIGTERM)
+    deadline = time.monotonic() + _GRACE
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=_GRACE)
+    while _group_alive(process.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    _signal_group(process.pid, signal.SIGKILL)  # stragglers the leader left behind
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=_GRACE)
+    for pid, started in descendants:
+        if _start_time(pid) == started:  # the same process, not a recycled pid
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+
+
+_GRACE = 5.0
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _group_alive(pgid: int) -> bool:
     try:
-        os.killpg(process.pid, signal.SIGKILL)  # stragglers the leader left behind
-    except ProcessLookupError:
-        pass
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """Fields of /proc/PID/stat after the command name, or None (gone, or no /proc)."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text(errors="replace")
+    except OSError:
+        return None
+    return text[text.rindex(")") + 2:].split()
+
+
+def _start_time(pid: int) -> str | None:
+    fields = _stat_fields(pid)
+    return fields[19] if fields and len(fields) > 19 else None
+
+
+def _descendants(root: int) -> list[tuple[int, str]]:
+    """(pid, start time) of every process below ``root``, from /proc (empty where there is
+    none: the group signal is then all there is)."""
+    children: dict[int, list[int]] = {}
+    started: dict[int, str] = {}
+    try:
+        entries = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return []
+    for pid in entries:
+        fields = _stat_fields(pid)
+        if fields and len(fields) > 19:
+            children.setdefault(int(fields[1]), []).append(pid)
+            started[pid] = fields[19]
+    found, stack = [], list(children.get(root, []))
+    while stack:
+        pid = stack.pop()
+        found.append((pid, started[pid]))
+        stack.extend(children.get(pid, []))
+    return found
