@@ -117,6 +117,7 @@ function(edgert_add_component component)
     set_property(GLOBAL APPEND PROPERTY EDGERT_SDK_COMPONENTS "${component}")
     set_property(GLOBAL PROPERTY EDGERT_COMPONENT_${component}_LIBRARY
       "${CMAKE_SHARED_LIBRARY_PREFIX}${ARG_LIBRARY}${CMAKE_SHARED_LIBRARY_SUFFIX}")
+    set_property(GLOBAL PROPERTY EDGERT_COMPONENT_${component}_OUTPUT_NAME "${ARG_LIBRARY}")
     set_property(GLOBAL PROPERTY EDGERT_COMPONENT_${component}_DEPENDS "${dependencies}")
   endif()
 endfunction()

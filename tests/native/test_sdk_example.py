@@ -1,5 +1,5 @@
 """C and C++ applications: in-tree examples, --as-needed linking, and the installed CMake
-package consumed through both routes (CMake 3.24 variables, CMake >= 3.28 targets)."""
+package consumed with the oldest CMake it accepts (3.24) and the newest."""
 
 from __future__ import annotations
 
@@ -127,8 +127,6 @@ def test_installed_package_consumer(
     assert (version < (3, 25, 0)) if route == "old" else (version >= (3, 28, 0))
     configured = build_consumer(native_install, cmake, tmp_path / "build")
     assert configured.returncode == 0, configured.stdout + configured.stderr
-    expected_route = "variables" if route == "old" else "targets"
-    assert f"through the '{expected_route}' route" in configured.stdout
     run_checked([cmake, "--build", tmp_path / "build", "-j2"])
     input_file, x = mlp_input
     model = batch_model(tmp_path)
@@ -143,7 +141,9 @@ def test_installed_package_consumer(
         raw, _ = run_app(binary, model, input_file, tmp_path)
         assert raw == python_output(edgert, x), app
     if route == "new":
-        assert runpath(tmp_path / "build" / "run_program").startswith("$ORIGIN:")
+        # CMake pads the build-tree RPATH with ':' to leave room for the install RPATH
+        build_runpath = runpath(tmp_path / "build" / "run_program").rstrip(":")
+        assert build_runpath == str(native_install.lib_dir)
         moved = tmp_path / "elsewhere"
         moved.mkdir()
         shutil.copy2(tmp_path / "build" / "run_program", moved / "run_program")

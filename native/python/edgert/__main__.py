@@ -1,4 +1,5 @@
-"""python -m edgert --cmake-dir | --include-dir | --lib-dir | --version"""
+"""python -m edgert --cmake-prefix-path | --cmake-dir | --pkg-config-path | --include-dir |
+--lib-dir | --version"""
 
 from __future__ import annotations
 
@@ -10,15 +11,23 @@ import edgert
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m edgert", description=__doc__)
     group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("--cmake-prefix-path", action="store_true",
+                       help="a CMAKE_PREFIX_PATH entry under which find_package(edgert) finds it")
     group.add_argument("--cmake-dir", action="store_true", help="folder of edgertConfig.cmake")
+    group.add_argument("--pkg-config-path", action="store_true",
+                       help="a PKG_CONFIG_PATH entry holding edgert.pc")
     group.add_argument("--include-dir", action="store_true", help="folder of the C/C++ headers")
     group.add_argument("--lib-dir", action="store_true", help="folder of the shared libraries")
     group.add_argument("--version", action="store_true", help="edgert version")
     arguments = parser.parse_args(argv)
     if arguments.version:
         print(edgert.__version__)
+    elif arguments.cmake_prefix_path:
+        print(edgert.lib_dir().parent)
     elif arguments.cmake_dir:
         print(edgert.cmake_dir())
+    elif arguments.pkg_config_path:
+        print(edgert.lib_dir() / "pkgconfig")
     elif arguments.include_dir:
         print(edgert.include_dir())
     else:

@@ -1,7 +1,8 @@
-"""C++ SDK routes: the wheel's CMake package gives the same libraries on CMake 3.24 (plain
-variables) and >= 3.28 (imported targets), keeps opt-in components out of the default set,
-and every declared component can be requested. For our wheel the shipped example consumer is
-built with both routes and its output compared byte for byte with the Python run."""
+"""C++ SDK routes: the wheel's CMake package gives the same link line on the oldest CMake it
+is tested with (3.24) and a current one (a package may define different things by CMake
+version), keeps opt-in components out of the default set, and every declared component can be
+requested. For our wheel the shipped example consumer is built with both CMakes and its
+output compared byte for byte with the Python run."""
 
 from __future__ import annotations
 
@@ -71,8 +72,8 @@ def _compare(wheel: WheelModel, package: str, answers: dict[str, dict[str, Answe
                 + (f" COMPONENTS {label}" if request.component else "") + ") differs between "
                 f"CMake 3.24 and >= 3.28: {list(old[label].libraries)} vs "
                 f"{list(new[label].libraries)}", why="users get different link lines by CMake "
-                "version", fix="make the variable route and the target route list the same "
-                "libraries", request=label, old=list(old[label].libraries),
+                "version", fix="make the package define the same libraries on every CMake version "
+                "it accepts", request=label, old=list(old[label].libraries),
                 new=list(new[label].libraries)))
         for route, answer in (("3.24", old[label]), (">=3.28", new[label])):
             if request.component and not answer.found:
