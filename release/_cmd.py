@@ -6,15 +6,18 @@ on, so no compiler, ninja or auditwheel outlives the build that started it."""
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import logging
 import os
+import re
 import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -43,16 +46,25 @@ def run(
     capture: bool = True,
     timeout: float | None = None,
     stderr: Literal["merge", "separate"] = "merge",
+    stream: bool = False,
+    diagnose: Callable[[str], str | None] | None = None,
 ) -> str:
     """Runs ``command``; returns its output. Raises CommandError on a non-zero exit.
 
     ``env`` entries are added to (not replace) the current environment. ``stderr="merge"``
     returns stdout and stderr together; ``"separate"`` returns stdout alone (stderr still
     lands in the error on failure), for programs whose stdout is compared byte for byte.
+    ``stream`` copies the output to our stderr as it comes (a native build: what people read
+    when it fails). On failure the error names the program's first error line (a compiler's
+    ``file:line: error: ...``, a ``CMake Error``), else its last line, and the fix comes from
+    what the output says about the machine (a full disk, no memory), else from
+    ``diagnose(output)`` (a tool's own messages), else it is the caller's ``fix``.
     """
     argv = [os.fspath(part) for part in command]
     log.debug("$ %s", shlex.join(argv))
     full_env = None if env is None else {**os.environ, **env}
+    if stream and (timeout is not None or stderr != "merge" or not capture):
+        raise ValueError("stream=True reads merged, captured output without a timeout")
     try:
         process = subprocess.Popen(
             argv, cwd=cwd, env=full_env, stdout=subprocess.PIPE if capture else None,
@@ -62,7 +74,10 @@ def run(
         raise ToolError(f"cannot run '{argv[0]}': {error.strerror}", fix=fix or
                         f"install {Path(argv[0]).name} or put it on PATH") from None
     try:
-        out, err = process.communicate(timeout=timeout)
+        if stream:
+            out, err = _stream(process), None
+        else:
+            out, err = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         _terminate_group(process)
         raise CommandError(f"{what or argv[0]} did not finish within {timeout} s",
@@ -70,16 +85,67 @@ def run(
     except BaseException:
         _terminate_group(process)
         raise
-    completed = subprocess.CompletedProcess(argv, process.returncode, out, err)
-    output = completed.stdout or ""
-    if completed.returncode != 0:
-        tail = (output + (completed.stderr or ""))[-_OUTPUT_TAIL:].strip()
-        summary = tail.splitlines()[-1] if tail else "no output"
+    output = out or ""
+    if process.returncode != 0:
+        everything = output + (err or "")
+        tail = everything[-_OUTPUT_TAIL:].strip()
         name = what or Path(argv[0]).name
         raise CommandError(
-            f"{name} failed with exit status {completed.returncode}: {summary}",
-            command=argv, returncode=completed.returncode, output=tail, fix=fix)
+            f"{name} failed with exit status {process.returncode}: {first_error(everything)}",
+            command=argv, returncode=process.returncode, output=tail,
+            fix=_diagnose(everything) or (diagnose(everything) if diagnose else None) or fix)
     return output
+
+
+def _stream(process: subprocess.Popen[str]) -> str:
+    """Copies the program's output to stderr line by line; returns it (the last lines)."""
+    assert process.stdout is not None
+    kept: collections.deque[str] = collections.deque(maxlen=_STREAM_LINES)
+    for line in process.stdout:
+        sys.stderr.write(line)
+        sys.stderr.flush()
+        kept.append(line)
+    process.wait()
+    return "".join(kept)
+
+
+_STREAM_LINES = 2000
+_ERROR_LINE = re.compile(r"(?:^|:\s*|\s)(?:fatal )?error\b\s*:|^CMake Error\b|^FAILED:",
+                         re.IGNORECASE)
+
+
+def first_error(output: str) -> str:
+    """The line a reader wants from a failed program's output: its first error line (with the
+    next line when a CMake error puts its message there), else its last line."""
+    lines = [line.rstrip() for line in output.splitlines()]
+    for index, line in enumerate(lines):
+        if _ERROR_LINE.search(line) and not line.startswith("FAILED:"):
+            if line.startswith("CMake Error"):
+                following = next((rest.strip() for rest in lines[index + 1:] if rest.strip()),
+                                 "")
+                return f"{line.strip()} {following}".strip()
+            return line.strip()
+    meaningful = [line.strip() for line in lines if line.strip()]
+    return meaningful[-1] if meaningful else "no output"
+
+
+_KNOWN_CAUSES = (
+    (re.compile(r"No space left on device|Disk quota exceeded", re.IGNORECASE),
+     "the disk is full: free space (or point TMPDIR / --out elsewhere) and run again"),
+    (re.compile(r"Read-only file system", re.IGNORECASE),
+     "a folder it writes to is read-only: choose a writable --out / --build-dir"),
+    (re.compile(r"Cannot allocate memory|virtual memory exhausted|out of memory|Killed signal",
+                re.IGNORECASE),
+     "the machine ran out of memory: lower --jobs (RELEASE_JOBS) and run again"),
+)
+
+
+def _diagnose(output: str) -> str | None:
+    """A fix read from what any program printed about its environment."""
+    for pattern, fix in _KNOWN_CAUSES:
+        if pattern.search(output):
+            return fix
+    return None
 
 
 def _terminate_group(process: subprocess.Popen[str]) -> None:

@@ -11,16 +11,19 @@ line of this edge; below them, as for the CLI, RELEASE_* and [tool.release.defau
 
 from __future__ import annotations
 
+import functools
 import io
 import logging
 import os
 import sys
 import tarfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from release import manifest as manifest_module
 from release import options as build_options
+from release.errors import ReleaseError
 from release.manifest import Manifest
 from release.options import BuildOptions, Stage
 from release.pipeline import run as run_pipeline
@@ -28,6 +31,22 @@ from release.wheel import source_date_epoch
 
 _SDIST_INCLUDE = ("pyproject.toml", "README.md", "release", "platforms", "cuda", "native", "docs")
 _SDIST_EXCLUDE_PARTS = {"__pycache__", "build", "dist", ".git"}
+
+
+_Hook = TypeVar("_Hook", bound=Callable[..., Any])
+
+
+def _clean_errors(hook: _Hook) -> _Hook:
+    """pip, build and cibuildwheel show a backend's stderr: a ReleaseError becomes one line
+    and a non-zero exit, not a traceback."""
+    @functools.wraps(hook)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return hook(*args, **kwargs)
+        except ReleaseError as error:
+            sys.stderr.write(f"error: {error.message}\n")
+            raise SystemExit(error.exit_code) from None
+    return cast(_Hook, wrapper)
 
 
 def _setting(config_settings: dict[str, Any] | None, key: str, default: str) -> str:
@@ -58,6 +77,7 @@ def get_requires_for_build_sdist(config_settings: dict[str, Any] | None = None) 
     return []
 
 
+@_clean_errors
 def prepare_metadata_for_build_wheel(metadata_directory: str,
                                      config_settings: dict[str, Any] | None = None) -> str:
     """Writes the .dist-info without compiling anything (pip asks for it before building)."""
@@ -71,6 +91,7 @@ def prepare_metadata_for_build_wheel(metadata_directory: str,
     return name
 
 
+@_clean_errors
 def build_wheel(wheel_directory: str, config_settings: dict[str, Any] | None = None,
                 metadata_directory: str | None = None) -> str:
     logging.basicConfig(level=logging.INFO, format="[release] %(message)s", stream=sys.stderr)
@@ -91,6 +112,7 @@ def _sdist_filter(info: tarfile.TarInfo, *, epoch: int) -> tarfile.TarInfo | Non
     return info
 
 
+@_clean_errors
 def build_sdist(sdist_directory: str, config_settings: dict[str, Any] | None = None) -> str:
     root = Path.cwd()
     manifest = manifest_module.load(root)

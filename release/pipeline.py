@@ -238,14 +238,16 @@ def _configure(plan: Plan, state: _State) -> None:
         (plan.build_dir / "CMakeCache.txt").unlink()
     _cmd.run([tools.cmake(cache=plan.cache), "-S", source, "-B", plan.build_dir,
               *wanted["arguments"]], what="CMake configure",
-             fix=f"read the CMake error above; delete {plan.build_dir} to start clean")
+             fix=f"read the CMake error above; delete {plan.build_dir} to start clean",
+             stream=True)
     _write_atomically(stamp, json.dumps(wanted))
 
 
 def _build(plan: Plan, state: _State) -> None:
     jobs = plan.options.jobs or os.cpu_count() or 1
     _cmd.run([tools.cmake(cache=plan.cache), "--build", plan.build_dir, "--parallel", str(jobs)],
-             what="native build", fix="fix the compiler error shown above")
+             what="native build", stream=True,
+             fix="fix the error; the build's own output is above")
 
 
 def _install(plan: Plan, state: _State) -> None:

@@ -87,9 +87,8 @@ class LinuxPlatform:
             auditwheel, "repair", "--plat", "auto", "-w", request.out_dir, request.wheel]
         for name in (*request.keep, *request.exclude):
             command[2:2] = ["--exclude", name]
-        _cmd.run(command, what="auditwheel repair",
-                 fix="read the auditwheel message above: a library needs a newer glibc than any "
-                     "manylinux policy allows, or an external library must be declared")
+        _cmd.run(command, what="auditwheel repair", diagnose=explain_auditwheel,
+                 fix="read auditwheel's message in the error")
         produced = sorted(set(request.out_dir.glob("*.whl")) - before)
         if len(produced) != 1:
             raise ToolError(f"auditwheel repair produced {len(produced)} wheels in "
@@ -101,3 +100,36 @@ class LinuxPlatform:
 
 
 PLATFORM = LinuxPlatform()
+
+
+_AUDITWHEEL_CAUSES = (
+    ("too-recent versioned symbols",
+     "a library needs a newer glibc/libstdc++ than the manylinux policy allows: build in a "
+     "manylinux container (cibuildwheel) or on an older distribution"),
+    ("could not be located",
+     "a library the wheel needs is not on this machine's library path: install it, add its "
+     "folder to LD_LIBRARY_PATH, or declare it as an external dependency (--exclude)"),
+    ("black-listed symbols", "a library uses symbols no manylinux policy allows: rebuild it "
+                             "without them"),
+    ("unsupported ISA extensions",
+     "a library needs CPU instructions beyond the target's baseline: build for the baseline "
+     "(-march) or target a newer policy"),
+    ("architecture to a wheel targeting",
+     "the wheel's libraries are for another architecture: build with --arch matching the "
+     "libraries"),
+    ("no ELF executable or shared library",
+     "the wheel holds no native library: check the layout stage (the build installed nothing)"),
+    ("BadZipFile", "the wheel is not a valid zip archive: rebuild it"),
+    ("File is not a zip file", "the wheel is not a valid zip archive: rebuild it"),
+    (".dist-info/WHEEL", "the wheel's .dist-info/WHEEL file is missing or malformed: rebuild "
+                         "the wheel"),
+)
+
+
+def explain_auditwheel(output: str) -> str | None:
+    """The fix for a failed ``auditwheel repair``, read from what it printed (None: nothing
+    known, the caller's generic advice stands)."""
+    for words, fix in _AUDITWHEEL_CAUSES:
+        if words in output:
+            return fix
+    return None

@@ -47,3 +47,54 @@ def test_missing_cmake_that_cannot_be_provisioned(tmp_path: Path) -> None:
     assert "pip install ninja" in completed.stderr or "pip install cmake" in completed.stderr
     assert not (tmp_path / "cache" / "tools").exists() or not any(
         p.name.endswith(".partial") for p in (tmp_path / "cache" / "tools").iterdir())
+
+
+def _error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("error:")]
+
+
+def test_a_compiler_error_is_shown_with_its_own_line(tmp_path: Path) -> None:
+    """A copy of the project with a syntax error in the first file the build compiles: the
+    build's output streams live, and the one error line quotes the compiler's."""
+    from tests.conftest import ROOT
+    project = tmp_path / "project"
+    shutil.copytree(ROOT, project, ignore=shutil.ignore_patterns(
+        ".git", "build", "dist", "__pycache__", ".*cache"))
+    source = project / "native" / "runtime" / "src" / "tensor.cpp"
+    source.write_text("int edgert_test_broken = ;\n" + source.read_text())
+    out = tmp_path / "dist"
+    completed = run_release("build", "--platform", "linux", "--out", str(out),
+                            cwd=project, env={"RELEASE_CCACHE": "0", "RELEASE_JOBS": "1"})
+    assert_clean_failure(completed, out, code=4, words="native build failed")
+    (line,) = _error_lines(completed.stderr)
+    assert "tensor.cpp:1:" in line and "error: expected primary-expression" in line, line
+    before = completed.stderr[:completed.stderr.index(line)]
+    assert "FAILED:" in before and "int edgert_test_broken = ;" in before  # streamed
+
+
+def test_a_bad_cmake_flag_is_shown_with_cmakes_words(tmp_path: Path) -> None:
+    out = tmp_path / "dist"
+    completed = run_release("build", "--platform", "linux", "--out", str(out),
+                            "--build-dir", str(tmp_path / "build"),
+                            "--cmake-arg=-DCMAKE_CXX_FLAGS=-fedgert-no-such-flag")
+    assert_clean_failure(completed, out, code=4, words="CMake configure failed")
+    (line,) = _error_lines(completed.stderr)
+    assert "CMake Error" in line, line
+    assert "fedgert-no-such-flag" in completed.stderr  # the compiler's own complaint, streamed
+
+
+def test_pep517_failure_is_one_clean_message(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+    completed = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation",
+         "-w", str(tmp_path)], env={**__import__("os").environ, "RELEASE_VARIANT": "cu99"},
+        capture_output=True, text=True, check=False)
+    assert completed.returncode != 0
+    assert "Traceback" not in completed.stdout + completed.stderr
+    everything = completed.stdout + completed.stderr
+    assert "error: unknown variant 'cu99'" in everything or "cu99" in everything, everything
+    assert [line for line in everything.splitlines() if "error: " in line and "cu99" in line]
+    assert not list(tmp_path.glob("*.whl"))

@@ -146,3 +146,19 @@ def test_a_read_only_output_folder_is_one_line(small_mount, tmp_path: Path) -> N
     completed = run_release("build", "--platform", "linux", "--out", str(out), "--verify", "none")
     assert completed.returncode == EnvironmentFailure.exit_code, completed.stderr[-2000:]
     assert "Read-only file system" in completed.stderr and "Traceback" not in completed.stderr
+
+
+def test_auditwheel_on_a_full_disk_is_told_as_a_full_disk(small_mount, tmp_path: Path  # type: ignore[no-untyped-def]
+                                                          ) -> None:
+    built = run_release("build", "--platform", "linux", "--out", str(tmp_path / "raw"),
+                        "--until", "fixup")
+    assert built.returncode == 0, built.stderr
+    (wheel,) = (tmp_path / "raw").glob("*.whl")
+    out = tmp_path / "dist"
+    completed = run_release("repair", str(wheel), "-w", str(out),
+                            env={"TMPDIR": str(small_mount())})
+    assert completed.returncode != 0
+    lines = [line for line in completed.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and "disk is full" in lines[0], completed.stderr[-2000:]
+    assert "glibc" not in lines[0] and "Traceback" not in completed.stderr
+    assert not out.exists() or not list(out.glob("*.whl"))
