@@ -59,7 +59,7 @@ def test_a_compiler_error_is_shown_with_its_own_line(tmp_path: Path) -> None:
     from tests.conftest import ROOT
     project = tmp_path / "project"
     shutil.copytree(ROOT, project, ignore=shutil.ignore_patterns(
-        ".git", "build", "dist", "__pycache__", ".*cache"))
+        ".git", ".venv", "build", "dist", "__pycache__", ".*cache"))
     source = project / "native" / "runtime" / "src" / "tensor.cpp"
     source.write_text("int edgert_test_broken = ;\n" + source.read_text())
     out = tmp_path / "dist"
