@@ -13,8 +13,6 @@ class Limits:
     max_entries: int = 100_000
     max_total_size: int = 8 << 30       # bytes, all members uncompressed
     max_member_size: int = 4 << 30
-    max_ratio: int = 200                # uncompressed / compressed, for members over 1 MiB
-    ratio_floor: int = 1 << 20
 
 
 @dataclass(frozen=True, kw_only=True)

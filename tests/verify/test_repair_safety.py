@@ -50,8 +50,13 @@ def test_a_symbolic_link_is_not_laundered(tmp_path: Path) -> None:
 
 
 def test_a_zip_bomb_is_refused_while_streaming(tmp_path: Path) -> None:
-    wheel = make_wheel(tmp_path / "demo-1.0-py3-none-any.whl", {"demo/zeros.bin": bytes(64 << 20)})
-    _refused(wheel, tmp_path, "zip bomb")
+    """A member whose stream holds more than its header declares (8 MiB against 100 bytes)."""
+    wheel = make_wheel(tmp_path / "demo-1.0-py3-none-any.whl", {"demo/zeros.bin": bytes(8 << 20)})
+    data = bytearray(wheel.read_bytes())
+    central = data.find(b"demo/zeros.bin", data.find(b"PK\x01\x02")) - 46
+    data[central + 24:central + 28] = (100).to_bytes(4, "little")
+    wheel.write_bytes(bytes(data))
+    _refused(wheel, tmp_path, "expands past its declared")
 
 
 def test_false_file_name_tags_are_not_carried_into_the_output(tmp_path: Path) -> None:
