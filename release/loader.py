@@ -89,6 +89,9 @@ class SystemPolicy:
     symbol_versions: Mapping[str, frozenset[str]] = field(default_factory=dict)
     fix: str = ""                              # how to meet the promise when a file breaks it
     source: str = ""                           # where the policy data came from
+    # Libraries no wheel may ship, that a driver installs (libcuda.so.1): name -> provider.
+    # Needing one is no defect; the file loads only where that driver is installed.
+    provided_by: Mapping[str, str] = field(default_factory=dict)
 
     def too_new(self, required: Sequence[str]) -> list[str]:
         """Required symbol versions ("PREFIX_1.2") the policy does not allow, sorted."""

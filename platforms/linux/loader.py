@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import posixpath
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from platforms.linux.policy import Policy, load_policies
 from release.binary.model import BinaryInfo
@@ -122,12 +122,13 @@ class LinuxLoader:
             permissive = min(policies.policies,
                              key=lambda p: p.priority if p.libraries else 999)
             return SystemPolicy(name="linux", libraries=permissive.libraries,
-                                source=policies.source)
+                                source=policies.source, provided_by=DRIVER_LIBRARIES)
         policy, tag = max(found, key=lambda pair: pair[0].priority)
         return _system_policy(policy, tag_arch(tag), policies.source)
 
     def is_system(self, name: str, policy: SystemPolicy) -> bool:
-        return name in policy.libraries or name.startswith(_LOADER_NAMES)
+        return (name in policy.libraries or name in policy.provided_by
+                or name.startswith(_LOADER_NAMES))
 
     def is_loadable_library(self, info: BinaryInfo) -> bool:
         return info.file_type == "shared" and info.section(".interp") is None
@@ -143,11 +144,21 @@ class LinuxLoader:
                 *(("l:" if item.extension else "g:") + str(item.path) for item in items)]
 
 
+# Installed with a GPU driver, never by a wheel (auditwheel leaves them out too): the user-mode
+# driver libraries of NVIDIA's driver package. A wheel that needs one loads only where the
+# driver is installed, which is the promise of a GPU wheel, not a defect.
+DRIVER_LIBRARIES: Mapping[str, str] = {
+    name: "the NVIDIA driver" for name in (
+        "libcuda.so.1", "libcuda.so", "libnvidia-ml.so.1", "libnvcuvid.so.1",
+        "libnvidia-encode.so.1", "libnvidia-opticalflow.so.1", "libnvidia-fbc.so.1",
+        "libnvidia-ptxjitcompiler.so.1", "libnvidia-nvvm.so.4")}
+
+
 def _system_policy(policy: Policy, arch: str, source: str) -> SystemPolicy:
     return SystemPolicy(name=policy.name, libraries=policy.libraries,
                         symbol_versions=policy.symbol_versions.get(arch, {}),
                         fix="build in an older manylinux image or raise the platform tag",
-                        source=source)
+                        source=source, provided_by=DRIVER_LIBRARIES)
 
 
 LOADER = LinuxLoader()

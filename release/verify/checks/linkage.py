@@ -59,7 +59,8 @@ class _Resolver:
                 return Resolution(binary.path, name, hit[0], hit[1], hit[2], place.via,
                                   place.inherited_from)
         if self.loader.is_system(name, self.policy):
-            return Resolution(binary.path, name, SYSTEM, via="system")
+            return Resolution(binary.path, name, SYSTEM,
+                              via=self.policy.provided_by.get(name, "system"))
         return Resolution(binary.path, name, UNRESOLVED)
 
     def inherited(self) -> dict[str, list[SearchFolder]]:
@@ -109,7 +110,10 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
     words = context.loader.words
     findings = []
     sonames = {binary.info.soname or binary.name: binary.path for binary in wheel.binaries}
+    drivers: dict[str, list[Resolution]] = {}
     for item in resolve(wheel, context):
+        if item.kind == SYSTEM and item.via != "system":
+            drivers.setdefault(item.via, []).append(item)
         if item.kind == UNRESOLVED:
             findings.append(finding(
                 NAME, Severity.ERROR, item.binary, f"needs {item.needed}, which is not found "
@@ -131,4 +135,12 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
                 NAME, Severity.WARNING, item.binary, f"needs {item.needed}, found only through "
                 f"the {item.via}", why="it fails when loaded by anything else",
                 fix=f"give this file its own {words.search_path}", needed=item.needed))
+    for provider, items in sorted(drivers.items()):
+        names = sorted({item.needed for item in items})
+        files = sorted({item.binary for item in items})
+        findings.append(finding(
+            NAME, Severity.INFO, files[0] if len(files) == 1 else "",
+            f"{len(files)} file(s) need {', '.join(names)}, installed by {provider} (no wheel "
+            "may ship it)", why="they load only on a machine with that driver",
+            needed=names, files=files[:20], count=len(files)))
     return findings
