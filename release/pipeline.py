@@ -42,7 +42,7 @@ from release.verify.run import run_verify
 log = logging.getLogger("release")
 
 
-@dataclass(kw_only=True)
+@dataclass
 class BuildResult:
     wheel: Path | None
     target: str
@@ -59,7 +59,7 @@ class BuildResult:
                 "verify": self.verify}
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class Plan:
     """Everything a run needs, resolved up front so a mistake fails before any work (and
     without doing any: no tool is installed and nothing is compiled here)."""
