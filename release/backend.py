@@ -61,13 +61,10 @@ def get_requires_for_build_sdist(config_settings: dict[str, Any] | None = None) 
 def prepare_metadata_for_build_wheel(metadata_directory: str,
                                      config_settings: dict[str, Any] | None = None) -> str:
     """Writes the .dist-info without compiling anything (pip asks for it before building)."""
-    from release.pipeline import dist_info_files
+    from release.pipeline import dist_info_files, write_files
     manifest = manifest_module.load(Path.cwd())
     name, files = dist_info_files(manifest, _options(manifest, config_settings).variant)
-    folder = Path(metadata_directory) / name
-    folder.mkdir(parents=True, exist_ok=True)
-    for file_name, text in files.items():
-        (folder / file_name).write_text(text, encoding="utf-8")
+    write_files(Path(metadata_directory) / name, files)
     return name
 
 

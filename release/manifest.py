@@ -15,6 +15,7 @@ from packaging.version import InvalidVersion, Version
 
 from release._compat import tomllib
 from release.errors import ConfigurationError
+from release.metadata import core_metadata
 from release.options import KEYS as OPTION_KEYS
 
 COMPONENT_KINDS = ("library", "plugin")
@@ -68,7 +69,7 @@ class Manifest:
     components: tuple[Component, ...]
     variants: tuple[Variant, ...]
     targets: tuple[Target, ...]
-    project: dict[str, Any]           # the [project] table, for METADATA
+    project: dict[str, Any]           # the [project] table, for METADATA (release/metadata.py)
     defaults: dict[str, object] = field(default_factory=dict)  # [tool.release.defaults]
 
     def component(self, name: str) -> Component:
@@ -322,6 +323,7 @@ def parse(pyproject: dict[str, Any], root: Path) -> Manifest:
     _check_references(manifest)
     _check_dependency_graph(manifest)
     _check_project(manifest.project)
+    core_metadata(manifest.project, root)  # every [project] key, validated before any work
     return manifest
 
 
