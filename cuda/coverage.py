@@ -12,7 +12,6 @@ Unclaimed architectures in a library are errors too: the build and the claims di
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -21,6 +20,7 @@ from typing import Any
 
 from cuda.fatbin import DeviceCode, EntryKind, FatbinContainer, FatbinEntry, read_device_code
 from cuda.variant import ComputeCapability
+from release._compat import tomllib
 from release.errors import BinaryFormatError, ConfigurationError
 from release.findings import Finding, Severity
 
@@ -60,7 +60,7 @@ def runs_on(entry: FatbinEntry, gpu: ComputeCapability) -> bool:
     return False
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class Cell:
     """How one library runs on one claimed compute capability."""
 
@@ -80,7 +80,7 @@ class Cell:
         return "missing"
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class CoverageReport:
     claims: tuple[ComputeCapability, ...]
     rows: tuple[tuple[str, tuple[Cell, ...]], ...]  # (library, one cell per claim)
@@ -92,7 +92,7 @@ class CoverageReport:
 
     def table(self) -> dict[str, dict[str, str]]:
         return {library: {str(claim): cell.text
-                          for claim, cell in zip(self.claims, cells, strict=True)}
+                          for claim, cell in zip(self.claims, cells)}
                 for library, cells in self.rows}
 
     def table_text(self) -> str:
@@ -102,7 +102,7 @@ class CoverageReport:
                             for library, cells in self.rows]
         widths = [max(len(line[column]) for line in lines) for column in range(len(header))]
         rendered = ("  ".join(text.ljust(width)
-                              for text, width in zip(line, widths, strict=True))
+                              for text, width in zip(line, widths))
                     for line in lines)
         return "\n".join(text.rstrip() for text in rendered)
 
@@ -177,7 +177,7 @@ def judge(libraries: Iterable[DeviceCode], *, claims: Sequence[ComputeCapability
         cells = tuple(library_cell(code, claim) for claim in claims)
         rows.append((code.file, cells))
         findings += [_missing(code.file, claim)
-                     for claim, cell in zip(claims, cells, strict=True) if cell.status == MISSING]
+                     for claim, cell in zip(claims, cells) if cell.status == MISSING]
         findings += [_unknown_driver(code.file, cell) for cell in set(cells)
                      if cell.status == PTX_JIT and cell.driver is None]
         seen: set[str] = set()

@@ -15,13 +15,13 @@ hostile file cannot make the reader spin."""
 
 from __future__ import annotations
 
-import enum
 import mmap
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 
 from cuda import _elf
+from release._compat import StrEnum
 from release.errors import BinaryFormatError
 
 CONTAINER_MAGIC = 0xBA55ED50
@@ -38,7 +38,7 @@ FLAG_ARCH_SPECIFIC = 0x100000    # sm_90a: runs on exactly that capability
 FLAG_FAMILY_SPECIFIC = 0x200000  # sm_100f: runs on the family (same major, minor >= Y)
 
 
-class EntryKind(enum.StrEnum):
+class EntryKind(StrEnum):
     PTX = "ptx"
     CUBIN = "cubin"
     LTO_IR = "lto-ir"
@@ -48,7 +48,7 @@ class EntryKind(enum.StrEnum):
 _KINDS = {1: EntryKind.PTX, 2: EntryKind.CUBIN, 8: EntryKind.LTO_IR}
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class FatbinEntry:
     kind: EntryKind
     kind_code: int
@@ -88,7 +88,7 @@ class FatbinEntry:
         return f"{prefix}_{self.sm}{self.suffix}"
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class FatbinContainer:
     offset: int                   # from the start of the section
     version: int
@@ -105,7 +105,7 @@ class FatbinContainer:
         return any(entry.has_kernels is not False for entry in self.entries)
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class DeviceCode:
     """The device code of one file: the containers of its fatbinary section."""
 

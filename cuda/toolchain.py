@@ -23,7 +23,7 @@ FATBIN_TOOL = Path(__file__).resolve().parent / "_fatbin_tool.py"
 _CUDART_VERSION = re.compile(r"#define\s+CUDART_VERSION\s+(\d+)")
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class CudaToolchain:
     origin: str                        # "package index" or "CUDA_HOME=<path>"
     major: int

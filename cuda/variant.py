@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from release._compat import tomllib
 from release.errors import ConfigurationError
 from release.variant import DeviceCodeRecord, RuntimeDependency
 
@@ -48,7 +48,7 @@ class ComputeCapability:
         return f"{self.major}.{self.minor}"
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class CudaVariant:
     name: str
     major: int

@@ -1,5 +1,6 @@
 """PEP 517 build backend: ``pip wheel .``, ``python -m build`` and cibuildwheel run the same
-pipeline stages as ``python -m release build``.
+pipeline stages as ``python -m release build``; the sdist holds the files git tracks
+(release/sdist.py).
 
 config_settings (``pip wheel . -C variant=cu12``, ``python -m build -C...``) are the command
 line of this edge; below them, as for the CLI, RELEASE_* and [tool.release.defaults]
@@ -12,11 +13,9 @@ line of this edge; below them, as for the CLI, RELEASE_* and [tool.release.defau
 from __future__ import annotations
 
 import functools
-import io
 import logging
 import os
 import sys
-import tarfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -27,11 +26,6 @@ from release.errors import ReleaseError
 from release.manifest import Manifest
 from release.options import BuildOptions, Stage
 from release.pipeline import run as run_pipeline
-from release.wheel import source_date_epoch
-
-_SDIST_INCLUDE = ("pyproject.toml", "README.md", "release", "platforms", "cuda", "native", "docs")
-_SDIST_EXCLUDE_PARTS = {"__pycache__", "build", "dist", ".git"}
-
 
 _Hook = TypeVar("_Hook", bound=Callable[..., Any])
 
@@ -81,13 +75,10 @@ def get_requires_for_build_sdist(config_settings: dict[str, Any] | None = None) 
 def prepare_metadata_for_build_wheel(metadata_directory: str,
                                      config_settings: dict[str, Any] | None = None) -> str:
     """Writes the .dist-info without compiling anything (pip asks for it before building)."""
-    from release.pipeline import dist_info_files
+    from release.pipeline import dist_info_files, write_files
     manifest = manifest_module.load(Path.cwd())
     name, files = dist_info_files(manifest, _options(manifest, config_settings).variant)
-    folder = Path(metadata_directory) / name
-    folder.mkdir(parents=True, exist_ok=True)
-    for file_name, text in files.items():
-        (folder / file_name).write_text(text, encoding="utf-8")
+    write_files(Path(metadata_directory) / name, files)
     return name
 
 
@@ -102,31 +93,10 @@ def build_wheel(wheel_directory: str, config_settings: dict[str, Any] | None = N
     return result.wheel.name
 
 
-def _sdist_filter(info: tarfile.TarInfo, *, epoch: int) -> tarfile.TarInfo | None:
-    if _SDIST_EXCLUDE_PARTS & set(Path(info.name).parts) or info.name.endswith(".pyc"):
-        return None
-    info.mtime = epoch
-    info.uid = info.gid = 0
-    info.uname = info.gname = ""
-    info.mode = 0o755 if info.isdir() or info.mode & 0o100 else 0o644
-    return info
-
-
 @_clean_errors
 def build_sdist(sdist_directory: str, config_settings: dict[str, Any] | None = None) -> str:
-    root = Path.cwd()
-    manifest = manifest_module.load(root)
-    base = f"{manifest.distribution}-{manifest.version}"
-    epoch = source_date_epoch(os.environ)
-    path = Path(sdist_directory) / f"{base}.tar.gz"
-    with tarfile.open(path, "w:gz", format=tarfile.PAX_FORMAT) as archive:
-        for name in _SDIST_INCLUDE:
-            if (root / name).exists():
-                archive.add(root / name, arcname=f"{base}/{name}",
-                            filter=lambda info: _sdist_filter(info, epoch=epoch))
-        pkg_info = (f"Metadata-Version: 2.4\nName: {manifest.distribution}\n"
-                    f"Version: {manifest.version}\n").encode()
-        info = tarfile.TarInfo(f"{base}/PKG-INFO")
-        info.size, info.mtime, info.mode = len(pkg_info), epoch, 0o644
-        archive.addfile(info, io.BytesIO(pkg_info))
-    return path.name
+    """The tracked files (``git ls-files``) and PKG-INFO; rules in release/sdist.py."""
+    from release.sdist import write_sdist
+    logging.basicConfig(level=logging.INFO, format="[release] %(message)s", stream=sys.stderr)
+    manifest = manifest_module.load(Path.cwd())
+    return write_sdist(manifest, Path(sdist_directory), os.environ).name

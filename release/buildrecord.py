@@ -17,7 +17,7 @@ RECORD_FILE = "_release.json"
 SCHEMA = 1
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class ComponentRecord:
     name: str
     kind: str                        # "library" or "plugin"
@@ -30,21 +30,21 @@ class ComponentRecord:
     markers: tuple[str, ...]
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class ExtensionRecord:
     module: str
     file: str
     depends: tuple[str, ...]
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class ExampleRecord:
     consumer: str
     program: str
     python_module: str   # run as `python -m <module> <program>`; "" when not given
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class BuildRecord:
     package: str
     distribution: str

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-import enum
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from release._compat import StrEnum
 
-class Severity(enum.StrEnum):
+
+class Severity(StrEnum):
     ERROR = "error"      # the wheel is broken or violates a promise; verify exits non-zero
     WARNING = "warning"  # suspicious, worth a look; does not fail verify
     INFO = "info"        # a fact for the report (tables, measurements)
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class Finding:
     check: str           # e.g. "linkage", "search-path", "ownership", "coverage"
     severity: Severity

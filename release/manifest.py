@@ -6,7 +6,6 @@ ConfigurationErrors naming the key (``tool.release.components.kernels.opt-in``).
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,9 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
+from release._compat import tomllib
 from release.errors import ConfigurationError
+from release.metadata import core_metadata
 from release.options import KEYS as OPTION_KEYS
 
 COMPONENT_KINDS = ("library", "plugin")
@@ -22,7 +23,7 @@ REGISTRATION_KINDS = ("operators", "backends")
 PLATFORMS = ("linux", "macos", "windows")
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class Component:
     name: str
     library: str                      # base name: "edgert_kernels" -> libedgert_kernels.so
@@ -40,7 +41,7 @@ class Component:
         return not self.variants or variant in self.variants
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class Variant:
     name: str
     distribution: str | None = None   # distribution name; None: the project's own name
@@ -48,14 +49,14 @@ class Variant:
     config: Path | None = None        # the provider's data file (cuda/variants/cu12.toml)
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class Target:
     name: str                         # "linux-x86_64"
     platform: str                     # "linux" | "macos" | "windows"
     arch: str
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class Manifest:
     root: Path                        # the project folder holding pyproject.toml
     distribution: str
@@ -68,7 +69,7 @@ class Manifest:
     components: tuple[Component, ...]
     variants: tuple[Variant, ...]
     targets: tuple[Target, ...]
-    project: dict[str, Any]           # the [project] table, for METADATA
+    project: dict[str, Any]           # the [project] table, for METADATA (release/metadata.py)
     defaults: dict[str, object] = field(default_factory=dict)  # [tool.release.defaults]
 
     def component(self, name: str) -> Component:
@@ -322,6 +323,7 @@ def parse(pyproject: dict[str, Any], root: Path) -> Manifest:
     _check_references(manifest)
     _check_dependency_graph(manifest)
     _check_project(manifest.project)
+    core_metadata(manifest.project, root)  # every [project] key, validated before any work
     return manifest
 
 
@@ -349,7 +351,7 @@ def _defaults(table: _Table) -> dict[str, object]:
                                  fix=f"use one of: {', '.join(OPTION_KEYS)}")
     values: dict[str, object] = {}
     for key, value in table.data.items():
-        if not isinstance(value, str | int | bool):
+        if not isinstance(value, (str, int, bool)):
             raise ConfigurationError(f"{table.path}.{key} must be a string, integer or bool",
                                      fix=f"correct '{key}' in [{table.path}]")
         values[key] = value

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from release._compat import StrEnum
 from release.errors import ConfigurationError
 
 
@@ -32,7 +33,7 @@ class Stage(enum.IntEnum):
         return self.name.lower().replace("fixup", "fix up").replace("layout", "lay out")
 
 
-class VerifyMode(enum.StrEnum):
+class VerifyMode(StrEnum):
     FULL = "full"
     STATIC = "static"
     NONE = "none"
@@ -42,7 +43,7 @@ def default_cache_dir() -> Path:
     return Path.home() / ".cache" / "edgert-release"
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class BuildOptions:
     platform: str
     arch: str | None = None           # None: the host's architecture

@@ -32,6 +32,7 @@ from release.buildrecord import (
 )
 from release.errors import ConfigurationError, ReleaseError, VerificationFailed
 from release.manifest import Component, Manifest, Target, Variant
+from release.metadata import core_metadata
 from release.options import BuildOptions, Stage, VerifyMode, default_cache_dir
 from release.platform import Platform, RepairRequest, SearchPath, all_platforms, get_platform
 from release.variant import BuildVariant, load_variant
@@ -42,7 +43,7 @@ from release.verify.run import run_verify
 log = logging.getLogger("release")
 
 
-@dataclass(kw_only=True)
+@dataclass
 class BuildResult:
     wheel: Path | None
     target: str
@@ -59,7 +60,7 @@ class BuildResult:
                 "verify": self.verify}
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class Plan:
     """Everything a run needs, resolved up front so a mistake fails before any work (and
     without doing any: no tool is installed and nothing is compiled here)."""
@@ -340,24 +341,34 @@ def _requirements(manifest: Manifest, variant: str) -> list[str]:
     return [] if runtime is None else [runtime.requirement]
 
 
-def dist_info_files(manifest: Manifest, variant: str) -> tuple[str, dict[str, str]]:
-    """The .dist-info folder name and its METADATA and top_level.txt (not WHEEL/RECORD)."""
+def dist_info_files(manifest: Manifest, variant: str) -> tuple[str, dict[str, bytes]]:
+    """The .dist-info folder name and its files but WHEEL and RECORD: METADATA,
+    top_level.txt, entry_points.txt when [project] declares any, and licenses/ (PEP 639)."""
     distribution = manifest.variant(variant).distribution or manifest.distribution
-    readme_path = manifest.root / "README.md"
-    readme = readme_path.read_text(encoding="utf-8") if readme_path.exists() else None
-    metadata = wheel.metadata_text(manifest.project, name=distribution,
-                                   extra_requires=_requirements(manifest, variant),
-                                   readme=readme)
+    metadata = core_metadata(manifest.project, manifest.root, name=distribution,
+                             extra_requires=_requirements(manifest, variant))
+    files = {"METADATA": metadata.text.encode("utf-8"),
+             "top_level.txt": (manifest.package + "\n").encode("utf-8")}
+    if metadata.entry_points is not None:
+        files["entry_points.txt"] = metadata.entry_points.encode("utf-8")
+    for license_file in metadata.license_files:
+        files[f"licenses/{license_file}"] = (manifest.root / license_file).read_bytes()
     name = f"{wheel.normalize_distribution(distribution)}-{manifest.version}.dist-info"
-    return name, {"METADATA": metadata, "top_level.txt": manifest.package + "\n"}
+    return name, files
 
 
 def _write_dist_info(plan: Plan, root: Path, platform_tag: str) -> None:
     name, files = dist_info_files(plan.manifest, plan.variant.name)
-    files["WHEEL"] = wheel.wheel_text([f"{plan.platform.python_tag()}-{platform_tag}"])
-    (root / name).mkdir(parents=True, exist_ok=True)
-    for file_name, text in files.items():
-        (root / name / file_name).write_text(text, encoding="utf-8")
+    files["WHEEL"] = wheel.wheel_text([f"{plan.platform.python_tag()}-{platform_tag}"]).encode()
+    write_files(root / name, files)
+
+
+def write_files(folder: Path, files: Mapping[str, bytes]) -> None:
+    """Writes ``files`` (relative '/'-separated name -> bytes) under ``folder``."""
+    for file_name, data in files.items():
+        path = folder / file_name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
 
 
 def repair_request(record: BuildRecord, wheel_path: Path, out_dir: Path) -> RepairRequest:

@@ -19,7 +19,7 @@ from release.loader import LoaderModel
 from release.manifest import PLATFORMS, Target
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class SearchPath:
     """Where one shipped binary must find its dependencies: the folders (relative to the
     wheel root, e.g. ``edgert/lib``) and the entries the platform's loader model writes for
@@ -30,7 +30,7 @@ class SearchPath:
     entries: tuple[str, ...]
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class RepairRequest:
     wheel: Path
     out_dir: Path

@@ -20,7 +20,7 @@ from typing import Protocol
 from release.errors import ConfigurationError
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class RuntimeDependency:
     """A library a variant's binaries load from another distribution's wheel."""
 
@@ -30,7 +30,7 @@ class RuntimeDependency:
     dir: str            # its folder relative to site-packages, e.g. nvidia/cuda_runtime/lib
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class DeviceCodeRecord:
     """The build record's device-code section (JSON key ``cuda``): the compute capabilities
     the wheel claims, the PTX it ships, and the runtime its device code needs."""

@@ -1,4 +1,4 @@
-"""Wheel files: names, core metadata, WHEEL, RECORD, and reproducible zips.
+"""Wheel files: names, WHEEL, RECORD, and reproducible zips (core metadata: release/metadata.py).
 
 A wheel written here is a pure function of its files: entries sorted (``.dist-info`` last,
 RECORD at the very end), one fixed timestamp, fixed permissions and compression level."""
@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from email.message import Message
 from email.parser import Parser
 from pathlib import Path
-from typing import Any
 
 from release.errors import WheelError
 
@@ -72,28 +71,6 @@ def source_date_epoch(environ: Mapping[str, str]) -> int:
     except ValueError:
         raise WheelError(f"SOURCE_DATE_EPOCH is '{value}'",
                          fix="set it to a number of seconds since 1970") from None
-
-
-def metadata_text(project: Mapping[str, Any], *, name: str,
-                  extra_requires: Iterable[str] = (), readme: str | None = None) -> str:
-    """Core metadata 2.4 from the [project] table."""
-    lines = ["Metadata-Version: 2.4", f"Name: {name}", f"Version: {project['version']}"]
-    if "description" in project:
-        lines.append(f"Summary: {project['description']}")
-    if "requires-python" in project:
-        lines.append(f"Requires-Python: {project['requires-python']}")
-    if isinstance(project.get("license"), str):
-        lines.append(f"License-Expression: {project['license']}")
-    for classifier in project.get("classifiers", []):
-        lines.append(f"Classifier: {classifier}")
-    for label, url in sorted(project.get("urls", {}).items()):
-        lines.append(f"Project-URL: {label}, {url}")
-    for requirement in [*project.get("dependencies", []), *extra_requires]:
-        lines.append(f"Requires-Dist: {requirement}")
-    text = "\n".join(lines) + "\n"
-    if readme is not None:
-        text += "Description-Content-Type: text/markdown\n\n" + readme
-    return text
 
 
 def wheel_text(tags: Iterable[str]) -> str:

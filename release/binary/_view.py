@@ -6,10 +6,11 @@ from __future__ import annotations
 import mmap
 import struct
 from functools import lru_cache
+from typing import Union
 
 from release.errors import BinaryFormatError
 
-Buffer = bytes | mmap.mmap
+Buffer = Union[bytes, mmap.mmap]  # a runtime alias: no '|' between types before 3.10
 
 _FIX = "the file is truncated or corrupt; rebuild it or re-download the wheel"
 

@@ -23,7 +23,7 @@ PROTECTED = "protected"
 INTERNAL = "internal"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Section:
     name: str
     offset: int      # file offset of the section's bytes
@@ -32,7 +32,7 @@ class Section:
     address: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Symbol:
     name: str
     binding: str          # GLOBAL, WEAK, LOCAL, UNIQUE
@@ -48,13 +48,13 @@ class Symbol:
                 and self.visibility in (DEFAULT, PROTECTED))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class VersionRequirement:
     library: str               # the file that must provide the versions ("libc.so.6")
     versions: tuple[str, ...]  # "GLIBC_2.17", "GLIBCXX_3.4.29"...
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class BinaryInfo:
     format: str                 # "elf" (later "macho", "pe")
     machine: str                # "x86_64", "aarch64", ...

@@ -14,7 +14,7 @@ from release.verify.options import VerifyOptions
 __all__ = ["Host", "VerifyContext"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class VerifyContext:
     options: VerifyOptions
     static: bool

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class Limits:
     """Bounds that make opening a hostile wheel safe."""
 
@@ -15,7 +15,7 @@ class Limits:
     max_member_size: int = 4 << 30
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class VerifyOptions:
     heuristic_ownership: bool = False   # infer ownership from strings even with a build record
     load_timeout: float = 60.0          # seconds per load-matrix subprocess

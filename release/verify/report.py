@@ -67,7 +67,7 @@ def render_table(table: dict[str, dict[str, str]]) -> list[str]:
               for column in columns]
 
     def line(label: str, cells: list[str]) -> str:
-        padded = [cell.ljust(width) for cell, width in zip(cells, widths, strict=True)]
+        padded = [cell.ljust(width) for cell, width in zip(cells, widths)]
         return ("        " + "  ".join([label.ljust(first), *padded])).rstrip()
 
     rows = [line(name, [row.get(c, "missing") for c in columns])

@@ -76,18 +76,6 @@ def test_symlinks_are_refused(tmp_path: Path) -> None:
         wheel.collect_tree(tmp_path)
 
 
-def test_metadata_has_requirements_and_license() -> None:
-    text = wheel.metadata_text({"version": "0.1.0", "license": "Apache-2.0",
-                                "dependencies": ["numpy>=1.22"], "requires-python": ">=3.9"},
-                               name="edgert-cu12",
-                               extra_requires=["nvidia-cuda-runtime-cu12>=12.0,<13"])
-    message = wheel.parse_metadata(text)
-    assert message["Name"] == "edgert-cu12"
-    assert message["Metadata-Version"] == "2.4"
-    assert message.get_all("Requires-Dist") == ["numpy>=1.22", "nvidia-cuda-runtime-cu12>=12.0,<13"]
-    assert message["License-Expression"] == "Apache-2.0"
-
-
 def test_source_date_epoch() -> None:
     assert wheel.source_date_epoch({}) == 315532800
     assert wheel.source_date_epoch({"SOURCE_DATE_EPOCH": "1700000000"}) == 1700000000

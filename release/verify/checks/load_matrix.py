@@ -86,7 +86,7 @@ def _run_all(wheel: WheelModel, context: VerifyContext, loader: LoaderModel,
              jobs: Sequence[Sequence[BinaryFile]]) -> list[Finding]:
     with ThreadPoolExecutor(max(1, context.options.workers)) as pool:
         results = list(pool.map(lambda files: _run(wheel, context, loader, files), jobs))
-    return [_failure(files, result) for files, result in zip(jobs, results, strict=True)
+    return [_failure(files, result) for files, result in zip(jobs, results)
             if result is not None]
 
 
