@@ -1,7 +1,8 @@
 """The Python API of the installed CPU wheel, as a caller meets it: errors of the built-in
 kinds a caller expects (FileNotFoundError, TypeError, ValueError; the edgert ones among them
 stay edgert errors), a warning attributed to the caller's own line, backends that say why
-they are missing and how to get them, and a docstring on every public name."""
+they are missing and how to get them, a docstring on every public name, and the installation
+check that refuses two edgert distributions in one environment."""
 
 from __future__ import annotations
 
@@ -14,9 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Venv
+from release import wheel as wheel_module
+from tests.conftest import ROOT, BuiltWheel, Venv, make_venv
 
 pytestmark = pytest.mark.integration
+
+RUN_MLP = ("import edgert, edgert.models, numpy as np;"
+           "p = edgert.load(edgert.models.path('mlp'));"
+           "print(float(p.run([np.ones((1, 16), np.float32)])[0].sum()))")
 
 
 def _python(environment: Venv, code: str) -> dict[str, object]:
@@ -217,3 +223,74 @@ def test_unloadable_cuda_delegate_warns_at_the_callers_line_and_says_why(
         assert kind == "NotFoundError"
         assert "its delegate library edgert/lib/libedgert_backend_cuda.so is missing" in error
         assert error.endswith("fix: pip uninstall -y edgert-cu12 && pip install edgert-cu12")
+
+
+# ------------------------------------------------------ two edgert distributions at once
+
+def _as_cu12(cpu_wheel: Path, folder: Path) -> Path:
+    """The CPU wheel renamed to the distribution edgert-cu12 (dist-info folder, METADATA
+    Name, RECORD), plus one file of its own as the real cu12 wheel has (its delegate)."""
+    entries = wheel_module.read_entries(cpu_wheel)
+    old = wheel_module.dist_info_of(entries)
+    name = wheel_module.WheelName.parse(cpu_wheel.name)
+    cu12 = wheel_module.WheelName("edgert_cu12", name.version, name.python, name.abi,
+                                  name.platform)
+    files: dict[str, tuple[bytes, int]] = {}
+    for path, (data, mode) in entries.items():
+        if path.startswith(f"{old}/"):
+            path = cu12.dist_info + path[len(old):]
+            if path.endswith("/METADATA"):
+                data = data.replace(b"\nName: edgert\n", b"\nName: edgert-cu12\n", 1)
+        files[path] = (data, mode)
+    files["edgert/lib/libedgert_backend_cuda.so"] = (b"stands for the CUDA delegate", 0o755)
+    folder.mkdir()
+    wheel_module.write_wheel(folder / cu12.filename, files, dist_info=cu12.dist_info,
+                             epoch=315532800)
+    assert b"Name: edgert-cu12" in wheel_module.read_entries(folder / cu12.filename)[
+        f"{cu12.dist_info}/METADATA"][0]
+    return folder / cu12.filename
+
+
+def _pip(environment: Venv, *args: str) -> None:
+    completed = environment.run("-m", "pip", "--disable-pip-version-check", "--quiet", *args)
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+
+
+def test_two_edgert_distributions_in_one_environment_refuse_to_import(
+        cpu_wheel: BuiltWheel, tmp_path: Path) -> None:
+    """pip installs edgert-cu12 over edgert without complaint; ``import edgert`` then names
+    both and the fix, and that fix (the README's, for the half-removed state too) restores a
+    working installation."""
+    cu12 = _as_cu12(cpu_wheel.path, tmp_path / "cu12")
+    environment = make_venv(tmp_path / "env")
+    _pip(environment, "install", str(cpu_wheel.path))
+    _pip(environment, "install", "--no-deps", str(cu12))
+    fix = "pip uninstall -y edgert edgert-cu12 && pip install edgert-cu12"
+    assert fix in (ROOT / "README.md").read_text(encoding="utf-8")
+
+    mixed = environment.run("-c", "import edgert", cwd="/")
+    assert mixed.returncode == 1
+    last = mixed.stderr.strip().splitlines()[-1]
+    assert last.startswith("ImportError: edgert: edgert and edgert-cu12 are both installed in "
+                           f"{environment.site_packages};"), last
+    assert fix in last
+
+    def apply_fix() -> None:   # the fix, with the local file standing for the index's wheel
+        _pip(environment, "uninstall", "-y", "edgert", "edgert-cu12")
+        _pip(environment, "install", "--no-deps", str(cu12))
+        fixed = environment.run("-c", RUN_MLP, cwd="/")
+        assert fixed.returncode == 0, fixed.stderr
+        assert abs(float(fixed.stdout) - 1.0) < 1e-4
+        assert (environment.site_packages / "edgert/lib/libedgert_backend_cuda.so").is_file()
+
+    apply_fix()
+
+    # Installed both again, then removed only one: the shared files are gone, the cu12-only
+    # file keeps the folder, and edgert is an empty namespace package (no check of ours is
+    # left to run: the README documents this state and the same fix).
+    _pip(environment, "install", "--no-deps", str(cpu_wheel.path))
+    _pip(environment, "uninstall", "-y", "edgert")
+    half = environment.run("-c", "import edgert; print(edgert.__file__); edgert.load", cwd="/")
+    assert half.stdout.strip() == "None"
+    assert "AttributeError: module 'edgert' has no attribute 'load'" in half.stderr
+    apply_fix()

@@ -7,7 +7,12 @@ The native components (runtime, thread pool, kernels, delegates) are shared libr
 ``edgert/lib``; ``edgert.cmake_dir()`` is the CMake package for C++ applications.
 """
 
+# ruff: noqa: E402  (the installation check runs before the other imports)
 from __future__ import annotations
+
+from edgert._installation import check_single_distribution
+
+check_single_distribution()  # first: two edgert distributions in one environment break each other
 
 import operator
 import os
