@@ -40,14 +40,16 @@ def provider_checks_of(project: Path | None) -> tuple[Check, ...]:
     return provider_checks(manifest.load((project or TOOL_PROJECT).resolve()).providers)
 
 
-def verify_wheel(path: Path, *, static: bool = False, options: VerifyOptions | None = None,
+def verify_wheel(path: str | os.PathLike[str], *, static: bool = False,
+                 options: VerifyOptions | None = None,
                  platforms: Sequence[HasLoader] | None = None,
-                 extra_checks: Sequence[Check] | None = None, project: Path | None = None,
+                 extra_checks: Sequence[Check] | None = None,
+                 project: str | os.PathLike[str] | None = None,
                  host: Host | None = None, environ: Mapping[str, str] | None = None) -> Report:
-    """Verifies the wheel at ``path``. Raises WheelError only when it cannot be read safely;
-    every other problem is a finding in the report."""
-    return run_verify(path, static=static, options=options,
+    """Verifies the wheel at ``path`` (a ``str`` or path-like). Raises WheelError only when it
+    cannot be read safely; every other problem is a finding in the report."""
+    return run_verify(Path(path), static=static, options=options,
                       platforms=all_platforms() if platforms is None else platforms,
-                      extra_checks=(provider_checks_of(project) if extra_checks is None
-                                    else extra_checks), host=host,
+                      extra_checks=(provider_checks_of(None if project is None else Path(project))
+                                    if extra_checks is None else extra_checks), host=host,
                       environ=os.environ if environ is None else environ)

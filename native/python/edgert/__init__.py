@@ -7,7 +7,12 @@ The native components (runtime, thread pool, kernels, delegates) are shared libr
 ``edgert/lib``; ``edgert.cmake_dir()`` is the CMake package for C++ applications.
 """
 
+# ruff: noqa: E402  (the installation check runs before the other imports)
 from __future__ import annotations
+
+from edgert._installation import check_single_distribution
+
+check_single_distribution()  # first: two edgert distributions in one environment break each other
 
 import operator
 import os
@@ -25,10 +30,11 @@ from edgert._errors import (
     InvalidProgramError,
     NotFoundError,
     OutOfMemoryError,
+    ProgramFileNotFoundError,
     UnavailableError,
     UnsupportedError,
 )
-from edgert._native import call, extension, load_library, package_dir
+from edgert._native import backend_problem, call, extension, load_library, package_dir
 from edgert.export import DTYPE_CODES, DTYPE_NAMES, dtype_name
 
 __version__ = "0.1.0"
@@ -40,6 +46,7 @@ __all__ = [
     "InvalidProgramError",
     "NotFoundError",
     "OutOfMemoryError",
+    "ProgramFileNotFoundError",
     "UnavailableError",
     "UnsupportedError",
     "Registration",
@@ -48,6 +55,7 @@ __all__ = [
     "load",
     "operators",
     "backends",
+    "available_backends",
     "threadpool_size",
     "set_threadpool_size",
     "threadpool_instance",
@@ -89,25 +97,35 @@ def _from_native(data: bytes, shape: tuple[int, ...], code: int) -> np.ndarray: 
 
 
 class Program:
-    """A loaded program. Safe to share between threads: runs of one program take turns
-    (each run sets its inputs, runs and copies its outputs under the program's lock); use
-    one program per thread to run in parallel."""
+    """A loaded program, made by ``edgert.load``. Safe to share between threads: runs of one
+    program take turns (each run sets its inputs, runs and copies its outputs under the
+    program's lock); use one program per thread to run in parallel."""
 
     def __init__(self, handle: object) -> None:
+        """Wraps the native handle ``edgert.load`` makes; load programs with ``edgert.load``."""
+        try:
+            self._input_count, self._output_count = extension().counts(handle)
+        except TypeError:
+            raise TypeError(
+                "Program wraps the handle edgert.load makes, not a "
+                f"{type(handle).__name__}: load a program with edgert.load(path or bytes)"
+            ) from None
         self._handle = handle
-        self._input_count, self._output_count = extension().counts(handle)
         self._lock = threading.Lock()
 
     @property
     def input_count(self) -> int:
+        """Number of inputs ``run`` takes."""
         return int(self._input_count)
 
     @property
     def output_count(self) -> int:
+        """Number of arrays ``run`` returns."""
         return int(self._output_count)
 
     @property
     def input_info(self) -> list[TensorInfo]:
+        """Declared dtype and shape of each input, in order."""
         infos = []
         for index in range(self.input_count):
             code, shape = call(extension().input_info, self._handle, index)
@@ -115,17 +133,37 @@ class Program:
         return infos
 
     def set_backends(self, names: Sequence[str]) -> None:
-        """Backends tried in order before the plain kernels; [] runs only the kernels."""
+        """Backends tried in order before the plain kernels; [] runs only the kernels.
+        A backend this installation lacks raises NotFoundError (UnavailableError when its
+        delegate is installed but cannot run here), saying why and how to fix it."""
         if isinstance(names, str):
             raise TypeError("set_backends takes a list of names, not a string")
+        names = list(names)
         with self._lock:
-            call(extension().set_backends, self._handle, ",".join(names))
+            try:
+                call(extension().set_backends, self._handle, ",".join(names))
+            except NotFoundError as error:
+                registered = available_backends()
+                for name in names:
+                    problem = backend_problem(name, registered)
+                    if problem is not None:
+                        raise problem from None
+                raise NotFoundError(
+                    f"{error}; the backends of this installation: {', '.join(registered)}"
+                ) from None
 
     def delegated_nodes(self, backend: str) -> int:
         """Nodes the named backend ran in the last run."""
         return int(extension().delegated_nodes(self._handle, backend))
 
     def run(self, inputs: Sequence[object]) -> list[np.ndarray]:  # type: ignore[type-arg]
+        """Runs the program on ``inputs`` (one array, or array-like, per input, in order)
+        and returns its outputs as new numpy arrays."""
+        if isinstance(inputs, (str, bytes, bytearray)) or not isinstance(inputs, Sequence):
+            raise TypeError(
+                "run takes a sequence of arrays, one per input (for example [x]), not "
+                f"{type(inputs).__name__}"
+            )
         if len(inputs) != self.input_count:
             raise InvalidArgumentError(
                 f"the program takes {self.input_count} inputs, {len(inputs)} given"
@@ -137,26 +175,42 @@ class Program:
 
 
 def load(source: str | os.PathLike[str] | bytes | bytearray | memoryview) -> Program:
-    """Loads a program from a file path or from its bytes."""
+    """Loads a program from a file path or from its bytes. A missing file raises
+    ProgramFileNotFoundError (both a NotFoundError and a FileNotFoundError)."""
     if isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)
     else:
         try:
             data = Path(source).read_bytes()
+        except FileNotFoundError as error:
+            raise ProgramFileNotFoundError(
+                f"cannot read program file {source}: {error.strerror}",
+                errno=error.errno, strerror=error.strerror, filename=error.filename,
+            ) from None
         except OSError as error:
             raise NotFoundError(f"cannot read program file {source}: {error.strerror}") from None
     return Program(call(extension().load, data))
 
 
 def operators() -> list[Registration]:
+    """Every registered operator and the library that registered it, sorted by name."""
     return [Registration(*entry) for entry in extension().operators()]
 
 
 def backends() -> list[Registration]:
+    """Every registered backend (delegate) and the library that registered it."""
     return [Registration(*entry) for entry in extension().backends()]
 
 
+def available_backends() -> list[str]:
+    """Names of the backends this installation offers, e.g. ["cpu", "cuda"]: "cuda" is
+    listed when the CUDA delegate is installed and loads with its CUDA runtime (whether a
+    GPU is present is known when a program uses it: ``Program.set_backends(["cuda"])``)."""
+    return [entry.name for entry in backends()]
+
+
 def threadpool_size() -> int:
+    """Threads of the process-wide pool shared by every component."""
     return int(extension().threadpool_size())
 
 
@@ -164,7 +218,8 @@ MAX_THREADS = 1024  # the pool's own limit (native/threadpool)
 
 
 def set_threadpool_size(threads: int) -> None:
-    """Resizes the process-wide pool; 0 means one thread per CPU this process may use."""
+    """Resizes the process-wide pool; 0 means one thread per CPU this process may use.
+    A count outside 0..MAX_THREADS raises InvalidArgumentError (a ValueError)."""
     try:
         count = operator.index(threads)   # ints and numpy integers, not floats or strings
     except TypeError:
@@ -180,12 +235,15 @@ def threadpool_instance() -> int:
 
 
 def lib_dir() -> Path:
+    """Folder of the shared libraries (``edgert/lib``)."""
     return package_dir() / "lib"
 
 
 def include_dir() -> Path:
+    """Folder of the C and C++ headers."""
     return package_dir() / "include"
 
 
 def cmake_dir() -> Path:
+    """Folder of ``edgertConfig.cmake``: pass it as ``-Dedgert_DIR`` to CMake."""
     return lib_dir() / "cmake" / "edgert"

@@ -14,30 +14,59 @@ class EdgertError(Exception):
 
 
 class InvalidProgramError(EdgertError):
+    """The program's bytes are not a valid edgert program."""
+
     code = 1
 
 
 class InvalidArgumentError(EdgertError, ValueError):
+    """An argument has the wrong value: input count, dtype or shape, thread count, ..."""
+
     code = 2
 
 
 class NotFoundError(EdgertError, LookupError):
+    """Something named does not exist: an operator, a backend, a component, a file."""
+
     code = 3
 
 
+class ProgramFileNotFoundError(NotFoundError, FileNotFoundError):
+    """The program file given to ``edgert.load`` does not exist: a NotFoundError and a
+    FileNotFoundError (with ``errno``, ``strerror`` and ``filename`` set)."""
+
+    def __init__(self, message: str, *, errno: int | None = None, strerror: str | None = None,
+                 filename: str | None = None) -> None:
+        super().__init__(message)
+        self.errno = errno
+        self.strerror = strerror
+        self.filename = filename
+
+    def __str__(self) -> str:
+        return self.message   # not OSError's "[Errno 2] ..." built from the fields
+
+
 class UnsupportedError(EdgertError):
+    """The request is valid but this build does not support it."""
+
     code = 4
 
 
 class InternalError(EdgertError):
+    """A failure inside edgert that is not the caller's."""
+
     code = 5
 
 
 class UnavailableError(EdgertError):
+    """A backend cannot run here: no GPU, no driver, its runtime does not load."""
+
     code = 6
 
 
 class OutOfMemoryError(EdgertError, MemoryError):
+    """Memory ran out."""
+
     code = 7
 
 

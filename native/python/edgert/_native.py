@@ -6,14 +6,15 @@ import ctypes
 import functools
 import importlib
 import json
+import os
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from types import ModuleType
+from types import FrameType, ModuleType
 from typing import Any, TypeVar
 
-from edgert._errors import EdgertError, NotFoundError, error_for
+from edgert._errors import EdgertError, NotFoundError, UnavailableError, error_for
 
 _T = TypeVar("_T")
 _loaded_libraries: dict[str, ctypes.CDLL] = {}
@@ -32,22 +33,112 @@ def extension() -> ModuleType:
 
 
 @functools.cache
+def build_record() -> dict[str, Any] | None:
+    """The build record the pipeline writes beside the package (``_release.json``); None in
+    a tree that was not laid out by it."""
+    record_path = package_dir() / "_release.json"
+    if not record_path.is_file():
+        return None
+    record: dict[str, Any] = json.loads(record_path.read_text(encoding="utf-8"))
+    return record
+
+
+def backend_name(component: str) -> str:
+    """The backend a delegate component registers ("backend_cuda" -> "cuda")."""
+    return component[len("backend_"):] if component.startswith("backend_") else component
+
+
+# Backend name -> why its delegate did not load (the error load_library raised).
+_unloaded_delegates: dict[str, EdgertError] = {}
+
+
+@functools.cache
 def _load_optional_delegates() -> None:
     """Loads every backend the build record lists that the extension does not link, so
     ``import edgert`` in a GPU build offers the "cuda" backend. A delegate that cannot load
-    (for example its CUDA runtime wheel is missing) is a warning: the CPU build still works."""
-    record_path = package_dir() / "_release.json"
-    if not record_path.is_file():
+    (for example its CUDA runtime wheel is missing) is a warning, attributed to the
+    application's line that first used edgert: the CPU build still works."""
+    record = build_record()
+    if record is None:
         return
-    record = json.loads(record_path.read_text(encoding="utf-8"))
     linked = set(record["extension"]["depends"])
     for component in record["components"]:
         if "backends" in component["registers"] and component["name"] not in linked:
             try:
                 load_library(component["name"])
             except EdgertError as error:
-                warnings.warn(f"edgert: the {component['name']} delegate is unavailable: {error}",
-                              RuntimeWarning, stacklevel=3)
+                _unloaded_delegates[backend_name(component["name"])] = error
+                problem = backend_problem(backend_name(component["name"]), registered=())
+                warn_at_caller(str(problem or error), RuntimeWarning)
+
+
+def _is_import_machinery(frame: FrameType) -> bool:
+    # The frames warnings.warn itself skips when counting stacklevel (warnings.py).
+    return "importlib" in frame.f_code.co_filename and "_bootstrap" in frame.f_code.co_filename
+
+
+def warn_at_caller(message: str, category: type[Warning]) -> None:
+    """warnings.warn attributed to the first frame outside this package: the application's
+    line, whichever chain of edgert functions led here."""
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame: FrameType | None = sys._getframe(0)
+    level = 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame = frame.f_back
+        while frame is not None and _is_import_machinery(frame):
+            frame = frame.f_back
+        level += 1
+    warnings.warn(message, category, stacklevel=level)
+
+
+def _label(name: str) -> str:
+    return "CUDA" if name == "cuda" else f"'{name}'"
+
+
+def backend_problem(name: str, registered: Iterable[str]) -> EdgertError | None:
+    """Why the backend ``name`` (not among the ``registered`` ones) is not available in this
+    installation, with the fix: its delegate is not part of this build, its library is
+    missing, or the library is there but does not load (typically: its CUDA runtime wheel is
+    missing). None when ``name`` is registered, or is no backend edgert ships, or its
+    delegate has not been loaded yet."""
+    if name in registered:
+        return None
+    record = build_record()
+    distribution = "edgert" if record is None else str(record["distribution"])
+    component = None if record is None else next(
+        (c for c in record["components"]
+         if "backends" in c["registers"] and backend_name(c["name"]) == name), None)
+    head = f"the {_label(name)} backend is not available in this installation"
+    if component is None:
+        if name != "cuda":
+            return None
+        if record is None:
+            return NotFoundError(f"{head}: this build of edgert has no CUDA delegate (build "
+                                 "it with --variant cu12 or --variant cu13)")
+        return NotFoundError(
+            f"{head}: {distribution} is the CPU build, which has no CUDA delegate; fix: "
+            f"pip uninstall -y {distribution} && pip install edgert-cu12   (CUDA 12 driver; "
+            "edgert-cu13 for a CUDA 13 driver)")
+    library = package_dir().parent / component["file"]
+    if not library.is_file():
+        return NotFoundError(
+            f"{head}: its delegate library {component['file']} is missing, so this "
+            f"{distribution} installation is incomplete (another edgert distribution was "
+            f"installed over it or removed from it); fix: pip uninstall -y {distribution} && "
+            f"pip install {distribution}")
+    error = _unloaded_delegates.get(name)
+    if error is None:   # present, not registered, and no load failed: not loaded yet
+        return None
+    cuda = None if record is None else record.get("cuda")
+    if cuda is None or str(cuda["runtime_library"]) not in str(error):
+        return UnavailableError(
+            f"{head}: its delegate {library.name} is installed but does not load ({error}); "
+            f"fix: pip install --force-reinstall {distribution}")
+    requirement = str(cuda["runtime_requirement"]).split(";")[0].strip()
+    return UnavailableError(
+        f"{head}: its delegate {library.name} is installed but cannot load the CUDA runtime "
+        f"{cuda['runtime_library']}, which the {cuda['runtime_distribution']} wheel provides "
+        f"({error}); fix: pip install '{requirement}'")
 
 
 def call(function: Callable[..., _T], *args: Any) -> _T:

@@ -16,6 +16,9 @@ import numpy as np
 
 from edgert._errors import InvalidProgramError
 
+__all__ = ["DTYPE_CODES", "DTYPE_NAMES", "ValueDef", "NodeDef", "ProgramDef", "ProgramBuilder",
+           "dtype_name", "write_program", "read_program"]
+
 MAGIC = b"EDGRTPRG"
 VERSION = 1
 HEADER_SIZE = 24
@@ -42,11 +45,14 @@ class ValueDef:
 
     @property
     def is_constant(self) -> bool:
+        """Whether the value is a constant (carries ``data``) rather than a run-time value."""
         return self.data is not None
 
 
 @dataclass
 class NodeDef:
+    """An operator call: ``inputs`` and ``outputs`` are value indices (-1: absent input)."""
+
     op: str
     inputs: list[int]
     outputs: list[int]
@@ -55,6 +61,9 @@ class NodeDef:
 
 @dataclass
 class ProgramDef:
+    """A whole program: its values, its nodes in run order, and its graph inputs and
+    outputs (value indices)."""
+
     values: list[ValueDef] = field(default_factory=list)
     nodes: list[NodeDef] = field(default_factory=list)
     inputs: list[int] = field(default_factory=list)
@@ -80,11 +89,13 @@ class ProgramBuilder:
         return len(self.program.values) - 1
 
     def input(self, dtype: object, shape: tuple[int, ...] | list[int]) -> int:
+        """Adds a graph input (-1 in ``shape``: known at run time); returns its value."""
         index = self._add_value(ValueDef(dtype_name(dtype), tuple(int(d) for d in shape)))
         self.program.inputs.append(index)
         return index
 
     def constant(self, array: np.ndarray) -> int:
+        """Adds a constant holding ``array`` (made C-contiguous); returns its value."""
         array = np.ascontiguousarray(array)
         return self._add_value(ValueDef(dtype_name(array.dtype), tuple(array.shape), array))
 
@@ -105,12 +116,15 @@ class ProgramBuilder:
         return produced[0] if outputs == 1 else produced
 
     def output(self, value: int) -> None:
+        """Makes ``value`` the next graph output."""
         self.program.outputs.append(int(value))
 
     def to_bytes(self) -> bytes:
+        """The program's bytes, as ``edgert.load`` takes them."""
         return write_program(self.program)
 
     def save(self, path: str | PathLike[str]) -> None:
+        """Writes the program's bytes to ``path``."""
         with open(path, "wb") as file:
             file.write(self.to_bytes())
 

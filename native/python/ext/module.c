@@ -29,7 +29,13 @@ static void free_program(PyObject* capsule) {
   edgert_program_free((edgert_program*)PyCapsule_GetPointer(capsule, CAPSULE_NAME));
 }
 
+/* The program a handle made by load() holds; anything else is a TypeError (not the
+   ValueError PyCapsule_GetPointer would raise with its own wording). */
 static edgert_program* program_of(PyObject* capsule) {
+  if (!PyCapsule_IsValid(capsule, CAPSULE_NAME)) {
+    PyErr_SetString(PyExc_TypeError, "expected a program handle made by edgert._C.load()");
+    return NULL;
+  }
   return (edgert_program*)PyCapsule_GetPointer(capsule, CAPSULE_NAME);
 }
 
@@ -244,13 +250,16 @@ static PyMethodDef methods[] = {
     {"run", py_run, METH_VARARGS, "run(handle, [(bytes, shape, dtype)]) -> same for outputs"},
     {NULL, NULL, 0, NULL}};
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_C", NULL, -1, methods,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_C",
+                                    "the native layer under the edgert package", -1, methods,
                                     NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__C(void) {
   PyObject* created = PyModule_Create(&module);
   if (created == NULL) return NULL;
-  native_error = PyErr_NewException("edgert._C.NativeError", NULL, NULL);
+  native_error = PyErr_NewExceptionWithDoc(
+      "edgert._C.NativeError", "a C API call failed: args are (edgert_status code, message)",
+      NULL, NULL);
   if (native_error == NULL || PyModule_AddObject(created, "NativeError", native_error) != 0) {
     Py_XDECREF(native_error);
     Py_DECREF(created);

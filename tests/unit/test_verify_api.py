@@ -1,0 +1,42 @@
+"""``release.verify.verify_wheel`` as a library call: the path may be a ``str`` or any
+``os.PathLike``, not only a ``pathlib.Path``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from release import wheel
+from release.verify import verify_wheel
+
+DIST_INFO = "demo-1.0.dist-info"
+
+
+class _PathLike:
+    """A path-like object that is not a pathlib.Path."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+
+    def __fspath__(self) -> str:
+        return str(self._path)
+
+
+def _pure_wheel(folder: Path) -> Path:
+    path = folder / "demo-1.0-py3-none-any.whl"
+    files = {
+        "demo/__init__.py": (b"x = 1\n", 0o644),
+        f"{DIST_INFO}/METADATA": (b"Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n", 0o644),
+        f"{DIST_INFO}/WHEEL": (wheel.wheel_text(["py3-none-any"]).encode(), 0o644),
+    }
+    wheel.write_wheel(path, files, dist_info=DIST_INFO, epoch=315532800)
+    return path
+
+
+@pytest.mark.parametrize("kind", [str, _PathLike, Path])
+def test_verify_wheel_takes_str_and_path_like(tmp_path: Path, kind: type) -> None:
+    path = _pure_wheel(tmp_path)
+    report = verify_wheel(kind(path), static=True)
+    assert report.wheel == path.name
+    assert report.ok, report.render_text()
