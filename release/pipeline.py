@@ -398,8 +398,7 @@ def _verify(plan: Plan, state: _State) -> None:
                             build_paths=(str(plan.build_dir), str(plan.manifest.root)))
     report = run_verify(state.wheel, static=static, options=options,
                         platforms=all_platforms(),
-                        extra_checks=provider_checks(plan.manifest.providers),
-                        environ=plan.environ)
+                        extra_checks=provider_checks(plan.manifest.providers))
     state.verify_report = report.to_json()
     if not report.ok:
         log.error("%s", report.render_text())

@@ -5,7 +5,7 @@ verify meets the platform and variant registries; ``run.run_verify`` is the core
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
 
@@ -45,11 +45,11 @@ def verify_wheel(path: str | os.PathLike[str], *, static: bool = False,
                  platforms: Sequence[HasLoader] | None = None,
                  extra_checks: Sequence[Check] | None = None,
                  project: str | os.PathLike[str] | None = None,
-                 host: Host | None = None, environ: Mapping[str, str] | None = None) -> Report:
+                 host: Host | None = None) -> Report:
     """Verifies the wheel at ``path`` (a ``str`` or path-like). Raises WheelError only when it
-    cannot be read safely; every other problem is a finding in the report."""
+    cannot be read safely; every other problem is a finding in the report. The findings
+    depend on the wheel and the options alone, never on the verifier's environment."""
     return run_verify(Path(path), static=static, options=options,
                       platforms=all_platforms() if platforms is None else platforms,
                       extra_checks=(provider_checks_of(None if project is None else Path(project))
-                                    if extra_checks is None else extra_checks), host=host,
-                      environ=os.environ if environ is None else environ)
+                                    if extra_checks is None else extra_checks), host=host)

@@ -158,25 +158,89 @@ def _file_and_folder(files: Counter[str]) -> set[str]:
 
 
 
+# A prefix counts only where a path starts: not inside a longer path
+# (/opt/rh/gcc-toolset-14/root/... holds "/root/") or a URL (https://pypi.org/project/...).
+_PATH_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._~/+@-")
+# An absolute source file name as __FILE__ writes it into a binary (NUL-terminated), outside
+# the system's own folders (assert() in a system header names /usr/include/...).
+_SOURCE_FILE = re.compile(rb"(?:/[A-Za-z0-9._+@-]+){2,}"
+                          rb"\.(?:c|cc|cpp|cxx|cu|h|hh|hpp|hxx|inl|f|f90|pyx|m|mm)")
+_SYSTEM_SOURCES = (b"/usr/", b"/opt/rh/", b"/opt/_internal/", b"/Library/", b"/Applications/",
+                   b"/System/")
+SOURCE_FILE = "absolute source file"    # the Leak.prefix of a __FILE__-style source path
+_BINARY_MAGIC = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"\xca\xfe\xba\xbe",
+                 b"MZ")
+_KEY = 3   # prefixes starting with '/' are looked up by their first bytes at each path start
+
+
 class _LeakScanner:
+    """Finds, in one pass over the path starts ('/' not preceded by a path character), the
+    first occurrence of each prefix and, in binaries, of an absolute source file name.
+    Prefixes that do not start with '/' (D:\\a\\) are searched for directly."""
+
     def __init__(self, prefixes: Sequence[str]) -> None:
-        self.prefixes = [(prefix, prefix.encode()) for prefix in prefixes if prefix]
-        self.keep = max((len(encoded) for _, encoded in self.prefixes), default=1) + _SAMPLE
+        self.by_key: dict[bytes, list[tuple[str, bytes]]] = {}
+        self.other: list[tuple[str, bytes]] = []
+        for prefix in prefixes:
+            encoded = prefix.encode()
+            if encoded.startswith(b"/") and len(encoded) >= _KEY:
+                self.by_key.setdefault(encoded[:_KEY], []).append((prefix, encoded))
+            elif encoded:
+                self.other.append((prefix, encoded))
+        self.active = bool(self.by_key or self.other)
+        longest = max((len(e) for group in self.by_key.values() for _, e in group),
+                      default=1)
+        longest = max([longest, *(len(e) for _, e in self.other)])
+        self.keep = longest + _SAMPLE
         self.tail = b""
+        self.started = False
+        self.binary = False
         self.found: dict[str, Leak] = {}
 
     def feed(self, chunk: bytes) -> None:
-        if not self.prefixes:
+        if not self.active:
             return
+        if not self.started:
+            self.binary = chunk.startswith(_BINARY_MAGIC)
         window = self.tail + chunk
-        for prefix, encoded in self.prefixes:
-            if prefix in self.found:
-                continue
-            position = window.find(encoded)
-            if position >= 0:
-                sample = window[position:position + _SAMPLE].split(b"\0")[0]
-                self.found[prefix] = Leak(prefix, sample.decode("utf-8", "replace").strip())
+        for prefix, encoded in self.other:
+            if prefix not in self.found:
+                self._find(prefix, encoded, window)
+        self._path_starts(window)
         self.tail = window[-self.keep:]
+        self.started = True
+
+    def _path_starts(self, window: bytes) -> None:
+        by_key, found = self.by_key, self.found
+        sources = self.binary and SOURCE_FILE not in found
+        # a start at 0 of a later window was seen (with its preceding byte) in the previous one
+        position = window.find(b"/", 0 if not self.started else 1)
+        while position >= 0:
+            if position == 0 or window[position - 1] not in _PATH_BYTES:
+                for prefix, encoded in by_key.get(window[position:position + _KEY], ()):
+                    if prefix not in found and window.startswith(encoded, position):
+                        found[prefix] = Leak(prefix, _sample(window, position))
+                if sources:
+                    text = window[position:position + _SAMPLE]
+                    end = text.find(b"\0")
+                    if end > 0 and _SOURCE_FILE.fullmatch(text, 0, end) and \
+                            not text.startswith(_SYSTEM_SOURCES) and b"XXXXXX" not in text[:end]:
+                        # (XXXXXX: a mkstemp template, not a file of the build)
+                        found[SOURCE_FILE] = Leak(SOURCE_FILE, _sample(window, position))
+                        sources = False
+            position = window.find(b"/", position + 1)
+
+    def _find(self, prefix: str, encoded: bytes, window: bytes) -> None:
+        position = window.find(encoded, 0 if not self.started else 1)
+        while position >= 0:
+            if position == 0 or window[position - 1] not in _PATH_BYTES:
+                self.found[prefix] = Leak(prefix, _sample(window, position))
+                return
+            position = window.find(encoded, position + 1)
+
+
+def _sample(window: bytes, position: int) -> str:
+    return window[position:position + _SAMPLE].split(b"\0")[0].decode("utf-8", "replace").strip()
 
 
 @dataclass(frozen=True)

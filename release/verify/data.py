@@ -41,6 +41,23 @@ def load_distribution_dirs() -> tuple[DistributionDir, ...]:
                                  fix="fix the row it names") from None
 
 
+@dataclass(frozen=True)
+class BuildPrefix:
+    prefix: str
+    where: str
+
+
+def load_build_prefixes() -> tuple[BuildPrefix, ...]:
+    """Folders that exist only on build machines (CI workspaces, container mounts)."""
+    path = _DATA / "build_prefixes.json"
+    try:
+        return tuple(BuildPrefix(row["prefix"], row["where"])
+                     for row in load_data_file(path)["prefixes"])
+    except (KeyError, TypeError) as error:
+        raise ConfigurationError(f"malformed data file {path}: {error!r}",
+                                 fix="fix the row it names") from None
+
+
 def distribution_for(dirs: tuple[DistributionDir, ...], folder: str, library: str) -> str:
     """The distribution that installs ``library`` into ``folder`` (site-packages relative)."""
     for row in dirs:

@@ -23,6 +23,6 @@ class VerifyOptions:
     workers: int = 2                    # parallel readers / subprocesses
     sites: tuple[Path, ...] = ()        # extra site-packages folders holding dependencies
     build_paths: tuple[str, ...] = ()   # build/source folders that must not leak (errors)
-    leak_environment: bool = True       # also look for $HOME, $TMPDIR and /tmp/ (warnings)
+    known_build_prefixes: bool = True   # also look for CI/container folders (warnings)
     cmake_timeout: float = 300.0
     limits: Limits = Limits()

@@ -7,7 +7,7 @@ the checks consult."""
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from release.errors import EnvironmentFailure, ReleaseError, ToolError
@@ -16,20 +16,19 @@ from release.loader import HasLoader, Host, loader_for
 from release.verify.checks import CHECKS, Check
 from release.verify.checks._common import not_run
 from release.verify.context import VerifyContext
-from release.verify.data import load_distribution_dirs
+from release.verify.data import load_build_prefixes, load_distribution_dirs
 from release.verify.options import VerifyOptions
 from release.verify.report import Report
 from release.verify.wheel import WheelModel, open_wheel
 
 
-def leak_prefixes(options: VerifyOptions, environment: dict[str, str]) -> tuple[str, ...]:
-    """Folders whose names must not appear in shipped files."""
+def leak_prefixes(options: VerifyOptions) -> tuple[str, ...]:
+    """Folders whose names must not appear in shipped files: the ones given (--build-path)
+    and the build-machine folders of release/verify/data/build_prefixes.json. Nothing comes
+    from the verifier's own environment, so a wheel gets the same findings everywhere."""
     prefixes = [path.rstrip("/") + "/" for path in options.build_paths if path]
-    if options.leak_environment:
-        home = environment.get("HOME", "")
-        temporary = environment.get("TMPDIR", "")
-        prefixes += [p.rstrip("/") + "/" for p in (home, temporary) if p.strip("/")]
-        prefixes.append("/tmp/")
+    if options.known_build_prefixes:
+        prefixes += [row.prefix for row in load_build_prefixes()]
     return tuple(dict.fromkeys(prefixes))
 
 
@@ -83,7 +82,7 @@ def _unclaimed(wheel: WheelModel, platform: HasLoader | None) -> list[Finding]:
 
 def run_verify(path: Path, *, static: bool = False, options: VerifyOptions | None = None,
                platforms: Sequence[HasLoader] = (), extra_checks: Sequence[Check] = (),
-               host: Host | None = None, environ: Mapping[str, str] | None = None) -> Report:
+               host: Host | None = None) -> Report:
     """Verifies the wheel at ``path`` with the readers and loader models of ``platforms``.
     Raises WheelError only when it cannot be read safely; every other problem is a finding
     in the report."""
@@ -93,7 +92,7 @@ def run_verify(path: Path, *, static: bool = False, options: VerifyOptions | Non
         root = Path(scratch) / "site-packages"
         root.mkdir()
         wheel = open_wheel(path, root, extract_all=not static,
-                           prefixes=leak_prefixes(options, dict(environ or {})), options=options,
+                           prefixes=leak_prefixes(options), options=options,
                            readers=readers)
         platform = loader_for(platforms, wheel.platforms)
         loader = platform.loader if platform is not None else None

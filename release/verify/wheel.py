@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.tags import Tag
@@ -116,6 +116,8 @@ class WheelModel:
     build_record: BuildRecord | None
     leaks: Mapping[str, tuple[Leak, ...]]   # wheel path -> leaked prefixes found in it
     findings: tuple[Finding, ...]           # problems found while reading
+    # Shipped build-system files consumers read (*.cmake, *.pc): wheel path -> text
+    configs: Mapping[str, str] = field(default_factory=dict)
 
     def binary(self, installed: str) -> BinaryFile | None:
         return next((binary for binary in self.binaries if binary.installed == installed), None)
@@ -150,7 +152,7 @@ def open_wheel(archive: Path, destination: Path, *, extract_all: bool, prefixes:
         files=frozenset(installed_path(m.name) for m in members), metadata=metadata,
         tags=parse_wheel_tags(texts.get(f"{dist_info}/WHEEL", "")), binaries=binaries,
         build_record=record, leaks={s.name: s.leaks for s in streamed if s.leaks},
-        findings=tuple(findings))
+        findings=tuple(findings), configs=_read_configs(archive, members, options))
 
 
 def _stream_all(archive: Path, members: list[Member], request: StreamRequest,
@@ -206,6 +208,16 @@ def _read_texts(archive: Path, members: list[Member], options: VerifyOptions) ->
                                                      "/" + RECORD_FILE))))]
     return {m.name: read_member(archive, m, options.limits).decode("utf-8", "replace")
             for m in wanted}
+
+
+CONFIG_SUFFIXES = (".cmake", ".pc")
+
+
+def _read_configs(archive: Path, members: list[Member],
+                  options: VerifyOptions) -> dict[str, str]:
+    return {m.name: read_member(archive, m, options.limits).decode("utf-8", "replace")
+            for m in members if m.name.endswith(CONFIG_SUFFIXES)
+            and m.declared_size <= _TEXT_LIMIT}
 
 
 def _dist_info(archive: Path, members: list[Member]) -> str:
