@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +44,19 @@ class Answer:
     libraries: tuple[str, ...]   # file names of the shared libraries on the link line
 
 
+def libraries_in(fragment: str) -> list[str]:
+    """Shared library file names a link-line fragment names: a path, or one wrapped in linker
+    flags (``-Wl,--push-state,--no-as-needed,/x/libfoo.so,--pop-state``, ``-lfoo``)."""
+    names = []
+    for token in re.split(r"[\s,]+", fragment.strip().strip('"')):
+        token = token.strip('"')
+        if token.startswith("-l") and len(token) > 2 and "/" not in token:
+            names.append(f"lib{token[2:]}.so")
+        elif not token.startswith("-") and re.search(r"\.so(?:\.[0-9]+)*$", token):
+            names.append(Path(token).name)
+    return names
+
+
 def write_probe(folder: Path, *, package: str, package_dir: Path,
                 requests: list[Request]) -> None:
     folder.mkdir(parents=True, exist_ok=True)
@@ -78,9 +92,8 @@ def read_answers(build: Path, requests: list[Request]) -> dict[str, Answer]:
             detail = json.loads((reply / target["jsonFile"]).read_text())
             fragments = detail.get("link", {}).get("commandFragments", [])
             targets[target["name"]] = tuple(sorted({
-                Path(item["fragment"].strip('"')).name for item in fragments
-                if item.get("role") == "libraries" and ".so" in item["fragment"]
-                and not item["fragment"].startswith("-")}))
+                name for item in fragments if item.get("role") == "libraries"
+                for name in libraries_in(item["fragment"])}))
     answers = {}
     for request in requests:
         found_file = build / f"found-{request.label}.txt"

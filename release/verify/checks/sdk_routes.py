@@ -23,17 +23,26 @@ _SUFFIXES = ("Config.cmake", "-config.cmake")
 
 
 def find_package_dir(wheel: WheelModel) -> tuple[str, str] | None:
-    """(folder in site-packages, package name) of the wheel's CMake package."""
+    """(folder in site-packages, package name) of the wheel's CMake package: the one the build
+    record names, else the one named like the distribution or its import package, else the
+    shallowest (a wheel may ship several, e.g. its dependencies' find modules)."""
     record = wheel.build_record
-    candidates = sorted(path for path in wheel.files if path.endswith(_SUFFIXES))
-    if record is not None and record.cmake_package:
-        candidates = [p for p in candidates if p.startswith(record.cmake_package + "/")]
-    for path in candidates:
+    packages = []
+    for path in sorted(p for p in wheel.files if p.endswith(_SUFFIXES)):
         folder, _, file_name = path.rpartition("/")
-        for suffix in _SUFFIXES:
-            if file_name.endswith(suffix):
-                return folder, file_name[: -len(suffix)]
-    return None
+        suffix = next(s for s in _SUFFIXES if file_name.endswith(s))
+        packages.append((folder, file_name[: -len(suffix)]))
+    if record is not None and record.cmake_package:
+        packages = [p for p in packages if p[0] == record.cmake_package] or packages
+    names = {_normal(wheel.metadata.name or "")} | {
+        _normal(path.split("/", 1)[0]) for path in wheel.files if "/" in path
+        and not path.split("/", 1)[0].endswith((".dist-info", ".data"))}
+    return min(packages, key=lambda p: (_normal(p[1]) not in names, p[0].count("/"), p),
+               default=None)
+
+
+def _normal(name: str) -> str:
+    return name.lower().replace("-", "_").replace(".", "_")
 
 
 def _requests(wheel: WheelModel) -> list[Request]:
