@@ -42,6 +42,28 @@ def load_distribution_dirs() -> tuple[DistributionDir, ...]:
 
 
 @dataclass(frozen=True)
+class ImportedLibrary:
+    library: str        # glob on the file name
+    distribution: str
+    module: str         # importing it loads the library into the process
+
+
+def load_imported_libraries() -> tuple[ImportedLibrary, ...]:
+    path = _DATA / "distribution_dirs.json"
+    try:
+        return tuple(ImportedLibrary(row["library"], row["distribution"], row["module"])
+                     for row in load_data_file(path).get("loaded_by_import", ()))
+    except (KeyError, TypeError, AttributeError) as error:
+        raise ConfigurationError(f"malformed data file {path}: {error!r}",
+                                 fix="fix the row it names") from None
+
+
+def imported_by(rows: tuple[ImportedLibrary, ...], library: str) -> ImportedLibrary | None:
+    """The package whose import loads ``library`` into the process, if any."""
+    return next((row for row in rows if fnmatch.fnmatchcase(library, row.library)), None)
+
+
+@dataclass(frozen=True)
 class BuildPrefix:
     prefix: str
     where: str

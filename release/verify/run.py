@@ -16,7 +16,11 @@ from release.loader import HasLoader, Host, loader_for
 from release.verify.checks import CHECKS, Check
 from release.verify.checks._common import not_run
 from release.verify.context import VerifyContext
-from release.verify.data import load_build_prefixes, load_distribution_dirs
+from release.verify.data import (
+    load_build_prefixes,
+    load_distribution_dirs,
+    load_imported_libraries,
+)
 from release.verify.options import VerifyOptions
 from release.verify.report import Report
 from release.verify.wheel import WheelModel, open_wheel
@@ -100,6 +104,7 @@ def run_verify(path: Path, *, static: bool = False, options: VerifyOptions | Non
                                 loader=loader,
                                 policy=loader.policy(wheel.platforms) if loader else None,
                                 distribution_dirs=load_distribution_dirs(),
+                                imported_libraries=load_imported_libraries(),
                                 workdir=Path(scratch) / "work")
         context.workdir.mkdir()
         findings, status = run_checks(wheel, context, (*CHECKS, *extra_checks))

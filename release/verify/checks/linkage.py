@@ -11,21 +11,21 @@ from release.findings import Finding, Severity
 from release.loader import LoaderModel, SearchFolder, SystemPolicy
 from release.verify.checks._common import finding, not_run
 from release.verify.context import VerifyContext
-from release.verify.data import distribution_for
+from release.verify.data import distribution_for, imported_by
 from release.verify.wheel import BinaryFile, WheelModel
 
 NAME = "linkage"
 RUNS_PROGRAMS = False
 
-IN_WHEEL, EXTERNAL, UNDECLARED, SYSTEM, UNRESOLVED = (
-    "wheel", "external", "undeclared", "system", "unresolved")
+IN_WHEEL, EXTERNAL, UNDECLARED, SYSTEM, UNRESOLVED, IMPORTED = (
+    "wheel", "external", "undeclared", "system", "unresolved", "imported")
 
 
 @dataclass(frozen=True)
 class Resolution:
     binary: str          # wheel path of the object that needs it
     needed: str          # the needed library's name
-    kind: str            # IN_WHEEL, EXTERNAL, UNDECLARED, SYSTEM, UNRESOLVED
+    kind: str            # IN_WHEEL, EXTERNAL, UNDECLARED, SYSTEM, UNRESOLVED, IMPORTED
     target: str = ""     # installed path (wheel) or folder (external)
     distribution: str = ""
     via: str = ""        # the loader's word for the search-path source, or "system"
@@ -61,6 +61,12 @@ class _Resolver:
         if self.loader.is_system(name, self.policy):
             return Resolution(binary.path, name, SYSTEM,
                               via=self.policy.provided_by.get(name, "system"))
+        loaded = imported_by(self.context.imported_libraries, name)
+        if loaded is not None:
+            # found by name once `import <module>` has loaded it: fine if it is declared
+            declared = self.wheel.metadata.requires_distribution(loaded.distribution)
+            return Resolution(binary.path, name, IMPORTED if declared else UNDECLARED,
+                              distribution=loaded.distribution, via=f"import {loaded.module}")
         return Resolution(binary.path, name, UNRESOLVED)
 
     def inherited(self) -> dict[str, list[SearchFolder]]:
@@ -111,6 +117,7 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
     findings = []
     sonames = {binary.info.soname or binary.name: binary.path for binary in wheel.binaries}
     drivers: dict[str, list[Resolution]] = {}
+    imported: dict[str, list[Resolution]] = {}
     for item in resolve(wheel, context):
         if item.kind == SYSTEM and item.via != "system":
             drivers.setdefault(item.via, []).append(item)
@@ -124,17 +131,31 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
                 f"{words.relative_entry} entry, or depend on the distribution that provides it",
                 needed=item.needed))
         elif item.kind == UNDECLARED:
+            where = (f"loaded by `{item.via}`" if item.via.startswith("import ")
+                     else f"found only in {item.target}/")
             findings.append(finding(
-                NAME, Severity.ERROR, item.binary, f"needs {item.needed}, found only in "
-                f"{item.target}/ of distribution '{item.distribution}', which the wheel does "
-                "not declare", why="a clean install will not have it",
+                NAME, Severity.ERROR, item.binary, f"needs {item.needed}, {where} of "
+                f"distribution '{item.distribution}', which the wheel does not declare",
+                why="a clean install will not have it",
                 fix=f"add '{item.distribution}' to Requires-Dist", needed=item.needed,
                 distribution=item.distribution))
+        elif item.kind == IMPORTED:
+            imported.setdefault(item.via, []).append(item)
         elif item.inherited_from:
             findings.append(finding(
                 NAME, Severity.WARNING, item.binary, f"needs {item.needed}, found only through "
                 f"the {item.via}", why="it fails when loaded by anything else",
                 fix=f"give this file its own {words.search_path}", needed=item.needed))
+    for how, items in sorted(imported.items()):
+        names = sorted({item.needed for item in items})
+        files = sorted({item.binary for item in items})
+        findings.append(finding(
+            NAME, Severity.INFO, files[0] if len(files) == 1 else "",
+            f"{len(files)} file(s) need {', '.join(names[:6])}"
+            + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+            + f" from the declared '{items[0].distribution}', found by name after `{how}`",
+            why="they load only after that import (the package imports it first)",
+            needed=names, files=files[:20], count=len(files)))
     for provider, items in sorted(drivers.items()):
         names = sorted({item.needed for item in items})
         files = sorted({item.binary for item in items})

@@ -1,0 +1,82 @@
+"""Libraries a wheel may need without shipping them or a search path to them: the GPU
+driver's libcuda.so.1 (no wheel may ship it), and libraries that importing a declared
+dependency loads (libc10.so after `import torch`). Notes on how they resolve, never "not
+found" errors; an error only when the dependency is not declared."""
+
+from __future__ import annotations
+
+import subprocess
+import zipfile
+from pathlib import Path
+
+from release.findings import Severity
+from release.verify import verify_wheel
+from tests.verify.test_wheel_safety import _digest
+
+DIST = "gpu_demo-1.0.dist-info"
+TAG = "cp311-abi3-manylinux_2_17_x86_64"
+
+
+def _library(folder: Path, name: str, source: str, *links: str) -> Path:
+    (folder / f"{name}.c").write_text(source)
+    output = folder / name
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(output), f"-Wl,-soname,{name}",
+                    str(folder / f"{name}.c"), f"-L{folder}", "-Wl,--no-as-needed", *links],
+                   check=True, capture_output=True)
+    return output
+
+
+def test_the_nvidia_driver_library_is_a_note(tmp_path: Path) -> None:
+    _library(tmp_path, "libcuda.so.1", "int cuInit(unsigned flags) { return (int)flags; }\n")
+    (tmp_path / "libcuda.so").symlink_to("libcuda.so.1")
+    user = _library(tmp_path, "libgpu_user.so",
+                    "int cuInit(unsigned);\nint start(void) { return cuInit(0); }\n", "-lcuda")
+    files = {"gpu_demo/libgpu_user.so": user.read_bytes(),
+             f"{DIST}/METADATA": b"Metadata-Version: 2.1\nName: gpu-demo\nVersion: 1.0\n",
+             f"{DIST}/WHEEL": f"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: {TAG}\n".encode()}
+    record = "".join(f"{name},sha256={_digest(data)},{len(data)}\n"
+                     for name, data in files.items()) + f"{DIST}/RECORD,,\n"
+    wheel = tmp_path / f"gpu_demo-1.0-{TAG}.whl"
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+        archive.writestr(f"{DIST}/RECORD", record)
+    report = verify_wheel(wheel, static=True)
+    linkage = [f for f in report.findings if f.check == "linkage"]
+    assert not [f for f in linkage if f.severity is not Severity.INFO], report.render_text()
+    (note,) = linkage
+    assert "libcuda.so.1" in note.what and "the NVIDIA driver" in note.what
+    assert note.details["count"] == 1
+
+
+def _extension_wheel(tmp_path: Path, requires: str) -> Path:
+    _library(tmp_path, "libc10.so", "int c10_value(void) { return 10; }\n")
+    extension = _library(tmp_path, "_ops.so", "int c10_value(void);\n"
+                         "int ops(void) { return c10_value(); }\n", "-lc10")
+    metadata = f"Metadata-Version: 2.1\nName: gpu-demo\nVersion: 1.0\n{requires}"
+    files = {"gpu_demo/_ops.so": extension.read_bytes(),
+             f"{DIST}/METADATA": metadata.encode(),
+             f"{DIST}/WHEEL": f"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: {TAG}\n".encode()}
+    record = "".join(f"{name},sha256={_digest(data)},{len(data)}\n"
+                     for name, data in files.items()) + f"{DIST}/RECORD,,\n"
+    wheel = tmp_path / f"gpu_demo-1.0-{TAG}.whl"
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+        archive.writestr(f"{DIST}/RECORD", record)
+    return wheel
+
+
+def test_a_library_loaded_by_importing_a_declared_dependency_is_a_note(tmp_path: Path) -> None:
+    """A PyTorch extension names libc10.so with no search path into torch/lib: it resolves
+    because `import torch` loaded it. Declared: a note saying so; undeclared: an error."""
+    report = verify_wheel(_extension_wheel(tmp_path, "Requires-Dist: torch>=2\n"), static=True)
+    linkage = [f for f in report.findings if f.check == "linkage"]
+    assert [f.severity for f in linkage] == [Severity.INFO], report.render_text()
+    assert "libc10.so" in linkage[0].what and "import torch" in linkage[0].what
+    undeclared = tmp_path / "undeclared"
+    undeclared.mkdir()
+    report = verify_wheel(_extension_wheel(undeclared, ""), static=True)
+    (error,) = [f for f in report.findings if f.check == "linkage"]
+    assert error.severity is Severity.ERROR and "'torch'" in error.what
+    assert "import torch" in error.what and error.fix == "add 'torch' to Requires-Dist"
