@@ -80,12 +80,14 @@ def load_build_prefixes() -> tuple[BuildPrefix, ...]:
                                  fix="fix the row it names") from None
 
 
-def distribution_for(dirs: tuple[DistributionDir, ...], folder: str, library: str) -> str:
-    """The distribution that installs ``library`` into ``folder`` (site-packages relative)."""
+def distribution_row(dirs: tuple[DistributionDir, ...], folder: str,
+                     library: str) -> DistributionDir | None:
+    """The first row whose folder is ``folder`` and whose glob matches ``library``. A row
+    whose glob is "*" only says who owns the folder, not that ``library`` is in it."""
     for row in dirs:
         if row.dir == folder and fnmatch.fnmatchcase(library, row.library):
-            return row.distribution
-    return ""
+            return row
+    return None
 
 
 def distribution_folder(dirs: tuple[DistributionDir, ...], folder: str) -> str:

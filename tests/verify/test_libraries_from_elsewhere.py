@@ -80,3 +80,28 @@ def test_a_library_loaded_by_importing_a_declared_dependency_is_a_note(tmp_path:
     (error,) = [f for f in report.findings if f.check == "linkage"]
     assert error.severity is Severity.ERROR and "'torch'" in error.what
     assert "import torch" in error.what and error.fix == "add 'torch' to Requires-Dist"
+
+
+def test_a_folder_of_another_distribution_does_not_claim_every_name(tmp_path: Path) -> None:
+    """RUNPATH $ORIGIN/../torch/lib:$ORIGIN and the wheel ships libfoo.so beside the
+    extension: torch/lib is only known to be torch's folder ("*"), so the wheel's own copy
+    further along is what loads, not an undeclared torch library."""
+    foo = _library(tmp_path, "libfoo.so", "int foo(void) { return 1; }\n")
+    source = tmp_path / "ext.c"
+    source.write_text("int foo(void);\nint ext(void) { return foo(); }\n")
+    extension = tmp_path / "_ext.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(extension), str(source), f"-L{tmp_path}",
+                    "-Wl,--no-as-needed", "-lfoo", "-Wl,--enable-new-dtags",
+                    "-Wl,-rpath,$ORIGIN/../torch/lib:$ORIGIN"], check=True, capture_output=True)
+    files = {"gpu_demo/_ext.so": extension.read_bytes(), "gpu_demo/libfoo.so": foo.read_bytes(),
+             f"{DIST}/METADATA": b"Metadata-Version: 2.1\nName: gpu-demo\nVersion: 1.0\n",
+             f"{DIST}/WHEEL": f"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: {TAG}\n".encode()}
+    record = "".join(f"{name},sha256={_digest(data)},{len(data)}\n"
+                     for name, data in files.items()) + f"{DIST}/RECORD,,\n"
+    wheel = tmp_path / f"gpu_demo-1.0-{TAG}.whl"
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+        archive.writestr(f"{DIST}/RECORD", record)
+    report = verify_wheel(wheel, static=True)
+    assert not [f for f in report.findings if f.check == "linkage"], report.render_text()

@@ -11,7 +11,7 @@ from release.findings import Finding, Severity
 from release.loader import LoaderModel, SearchFolder, SystemPolicy
 from release.verify.checks._common import finding, not_run
 from release.verify.context import VerifyContext
-from release.verify.data import distribution_for, imported_by
+from release.verify.data import distribution_row, imported_by
 from release.verify.wheel import BinaryFile, WheelModel
 
 NAME = "linkage"
@@ -39,25 +39,34 @@ class _Resolver:
     loader: LoaderModel
     policy: SystemPolicy
 
-    def lookup(self, folder: str, name: str) -> tuple[str, str, str] | None:
+    def lookup(self, folder: str, name: str) -> tuple[str, str, str, bool] | None:
+        """(kind, target, distribution, certain) for ``name`` in ``folder``; certain is False
+        when the folder is only known to belong to another distribution (a "*" row), which
+        does not say the library is there."""
         path = f"{folder}/{name}" if folder else name
         if path in self.wheel.files:
-            return IN_WHEEL, path, ""
+            return IN_WHEEL, path, "", True
         if any(file.startswith(f"{folder}/") for file in self.wheel.files):
             return None  # the wheel's own folder: the loader just moves on
-        distribution = distribution_for(self.context.distribution_dirs, folder, name)
-        if distribution and not self.loader.is_system(name, self.policy):
-            declared = self.wheel.metadata.requires_distribution(distribution)
-            return (EXTERNAL if declared else UNDECLARED), folder, distribution
+        row = distribution_row(self.context.distribution_dirs, folder, name)
+        if row is not None and not self.loader.is_system(name, self.policy):
+            declared = self.wheel.metadata.requires_distribution(row.distribution)
+            return ((EXTERNAL if declared else UNDECLARED), folder, row.distribution,
+                    row.library != "*")
         return None
 
     def resolve(self, binary: BinaryFile, name: str,
                 inherited: list[SearchFolder]) -> Resolution:
+        maybe: Resolution | None = None   # a folder another distribution owns
         for place in self.loader.search_folders(binary.info, binary.folder, inherited):
             hit = self.lookup(place.folder, name)
-            if hit is not None:
-                return Resolution(binary.path, name, hit[0], hit[1], hit[2], place.via,
-                                  place.inherited_from)
+            if hit is None:
+                continue
+            found = Resolution(binary.path, name, hit[0], hit[1], hit[2], place.via,
+                               place.inherited_from)
+            if hit[3]:
+                return found
+            maybe = maybe or found  # the wheel's own copy further along still wins
         if self.loader.is_system(name, self.policy):
             return Resolution(binary.path, name, SYSTEM,
                               via=self.policy.provided_by.get(name, "system"))
@@ -67,7 +76,7 @@ class _Resolver:
             declared = self.wheel.metadata.requires_distribution(loaded.distribution)
             return Resolution(binary.path, name, IMPORTED if declared else UNDECLARED,
                               distribution=loaded.distribution, via=f"import {loaded.module}")
-        return Resolution(binary.path, name, UNRESOLVED)
+        return maybe or Resolution(binary.path, name, UNRESOLVED)
 
     def inherited(self) -> dict[str, list[SearchFolder]]:
         """For each binary, the folders passed down by the binaries that load it
