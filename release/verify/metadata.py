@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import csv
 import io
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from email.parser import HeaderParser
 
+from packaging.markers import default_environment
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.tags import Tag, parse_tag
 from packaging.utils import canonicalize_name
@@ -24,15 +27,81 @@ class RecordEntry:
 
 
 @dataclass(frozen=True)
+class Declaration:
+    """How METADATA declares a distribution for one target: always (a requirement whose
+    markers hold there), only under extras, or not at all."""
+
+    required: bool
+    extras: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return self.required or bool(self.extras)
+
+
+@dataclass(frozen=True)
 class Metadata:
     name: str
     version: str
     requires: tuple[Requirement, ...]
     metadata_version: str = ""
+    provides_extras: tuple[str, ...] = ()
 
-    def requires_distribution(self, distribution: str) -> bool:
+    def requires_distribution(self, distribution: str,
+                              environment: Mapping[str, str] | None = None) -> Declaration:
+        """The declaration of ``distribution`` for a target (``environment``: PEP 508 marker
+        values, see ``marker_environment``; None: markers are not evaluated)."""
         wanted = canonicalize_name(distribution)
-        return any(canonicalize_name(requirement.name) == wanted for requirement in self.requires)
+        extras: list[str] = []
+        for requirement in self.requires:
+            if canonicalize_name(requirement.name) != wanted:
+                continue
+            marker = requirement.marker
+            if marker is None or environment is None:
+                return Declaration(required=True)
+            if marker.evaluate({**environment, "extra": ""}):
+                return Declaration(required=True)
+            extras += [extra for extra in self._extras_in(str(marker))
+                       if marker.evaluate({**environment, "extra": extra})]
+        return Declaration(required=False, extras=tuple(dict.fromkeys(extras)))
+
+    def _extras_in(self, marker: str) -> tuple[str, ...]:
+        return tuple(dict.fromkeys([*self.provides_extras, *_EXTRA.findall(marker)]))
+
+
+_EXTRA = re.compile(r"""extra\s*==\s*['"]([^'"]+)['"]""")
+
+# The PEP 508 values a platform tag decides (the rest keep this interpreter's values).
+_TAG_PLATFORMS = (
+    (("manylinux", "musllinux", "linux"), {"sys_platform": "linux", "platform_system": "Linux",
+                                          "os_name": "posix"}),
+    (("macosx",), {"sys_platform": "darwin", "platform_system": "Darwin", "os_name": "posix"}),
+    (("win",), {"sys_platform": "win32", "platform_system": "Windows", "os_name": "nt"}),
+)
+_MACHINES = {"amd64": "AMD64", "win32": "x86", "universal2": "arm64"}
+
+
+def marker_environment(tags: Sequence[Tag]) -> dict[str, str] | None:
+    """Marker values for the wheel's (first) platform tag and lowest Python version; None for
+    a tag that decides nothing (py3-none-any): markers are then not evaluated."""
+    platform = next((tag.platform for tag in tags if tag.platform != "any"), None)
+    if platform is None:
+        return None
+    environment = {key: str(value) for key, value in default_environment().items()}
+    for prefixes, values in _TAG_PLATFORMS:
+        if platform.startswith(prefixes):
+            environment.update(values)
+    machine = platform.split("_", 1)[1] if "_" in platform else ""
+    for arch in ("x86_64", "aarch64", "arm64", "i686", "ppc64le", "s390x", "armv7l",
+                 "universal2", "amd64", "win32"):
+        if platform.endswith(arch):
+            machine = _MACHINES.get(arch, arch)
+    environment["platform_machine"] = machine
+    versions = sorted(int(tag.interpreter[3:]) for tag in tags
+                      if tag.interpreter[:3] in ("cp3", "py3") and tag.interpreter[3:].isdigit())
+    if versions:
+        environment["python_version"] = f"3.{versions[0]}"
+        environment["python_full_version"] = f"3.{versions[0]}.0"
+    return environment
 
 
 def parse_metadata(text: str, *, where: str) -> tuple[Metadata, list[Finding]]:
@@ -45,8 +114,9 @@ def parse_metadata(text: str, *, where: str) -> tuple[Metadata, list[Finding]]:
             findings.append(Finding(check="metadata", severity=Severity.ERROR, file=where,
                                     what=f"invalid Requires-Dist '{line}'", why=str(error),
                                     fix="write a PEP 508 requirement"))
+    extras = tuple(canonicalize_name(extra) for extra in message.get_all("Provides-Extra") or [])
     return Metadata(message.get("Name", ""), message.get("Version", ""), tuple(requires),
-                    message.get("Metadata-Version", "")), findings
+                    message.get("Metadata-Version", ""), extras), findings
 
 
 def parse_wheel_tags(text: str) -> tuple[Tag, ...]:

@@ -105,3 +105,42 @@ def test_a_folder_of_another_distribution_does_not_claim_every_name(tmp_path: Pa
         archive.writestr(f"{DIST}/RECORD", record)
     report = verify_wheel(wheel, static=True)
     assert not [f for f in report.findings if f.check == "linkage"], report.render_text()
+
+
+def _runpath_wheel(tmp_path: Path, requires: str) -> Path:
+    """An extension needing libcublas.so.12 through $ORIGIN/../nvidia/cublas/lib."""
+    _library(tmp_path, "libcublas.so.12", "int cublasCreate(void) { return 0; }\n")
+    (tmp_path / "libcublas.so").symlink_to("libcublas.so.12")
+    source = tmp_path / "provider.c"
+    source.write_text("int cublasCreate(void);\nint provider(void) { return cublasCreate(); }\n")
+    extension = tmp_path / "_provider.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(extension), str(source), f"-L{tmp_path}",
+                    "-Wl,--no-as-needed", "-lcublas", "-Wl,--enable-new-dtags",
+                    "-Wl,-rpath,$ORIGIN/../nvidia/cublas/lib"], check=True, capture_output=True)
+    metadata = ("Metadata-Version: 2.1\nName: gpu-demo\nVersion: 1.0\nProvides-Extra: cuda\n"
+                + requires)
+    files = {"gpu_demo/_provider.so": extension.read_bytes(),
+             f"{DIST}/METADATA": metadata.encode(),
+             f"{DIST}/WHEEL": f"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: {TAG}\n".encode()}
+    record = "".join(f"{name},sha256={_digest(data)},{len(data)}\n"
+                     for name, data in files.items()) + f"{DIST}/RECORD,,\n"
+    wheel = tmp_path / f"gpu_demo-1.0-{TAG}.whl"
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+        archive.writestr(f"{DIST}/RECORD", record)
+    return wheel
+
+
+def test_a_dependency_declared_under_an_extra_is_optional(tmp_path: Path) -> None:
+    """An execution provider loaded on demand, its CUDA library from the [cuda] extra: a note
+    that it is optional, not a hard error."""
+    wheel = _runpath_wheel(tmp_path, 'Requires-Dist: nvidia-cublas-cu12; extra == "cuda"\n')
+    (note,) = [f for f in verify_wheel(wheel, static=True).findings if f.check == "linkage"]
+    assert note.severity is Severity.INFO and "[cuda]" in note.what, note.what
+
+
+def test_a_dependency_whose_marker_excludes_the_platform_is_undeclared(tmp_path: Path) -> None:
+    wheel = _runpath_wheel(tmp_path, 'Requires-Dist: nvidia-cublas-cu12; sys_platform == "win32"\n')
+    (error,) = [f for f in verify_wheel(wheel, static=True).findings if f.check == "linkage"]
+    assert error.severity is Severity.ERROR and "does not declare" in error.what

@@ -5,6 +5,7 @@ declared dependency's folder, or to a system library the wheel's platform tag al
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from release.findings import Finding, Severity
@@ -12,24 +13,26 @@ from release.loader import LoaderModel, SearchFolder, SystemPolicy
 from release.verify.checks._common import finding, not_run
 from release.verify.context import VerifyContext
 from release.verify.data import distribution_row, imported_by
+from release.verify.metadata import marker_environment
 from release.verify.wheel import BinaryFile, WheelModel
 
 NAME = "linkage"
 RUNS_PROGRAMS = False
 
-IN_WHEEL, EXTERNAL, UNDECLARED, SYSTEM, UNRESOLVED, IMPORTED = (
-    "wheel", "external", "undeclared", "system", "unresolved", "imported")
+IN_WHEEL, EXTERNAL, UNDECLARED, SYSTEM, UNRESOLVED, IMPORTED, OPTIONAL = (
+    "wheel", "external", "undeclared", "system", "unresolved", "imported", "optional")
 
 
 @dataclass(frozen=True)
 class Resolution:
     binary: str          # wheel path of the object that needs it
     needed: str          # the needed library's name
-    kind: str            # IN_WHEEL, EXTERNAL, UNDECLARED, SYSTEM, UNRESOLVED, IMPORTED
+    kind: str            # IN_WHEEL, EXTERNAL, UNDECLARED, SYSTEM, UNRESOLVED, IMPORTED, OPTIONAL
     target: str = ""     # installed path (wheel) or folder (external)
     distribution: str = ""
     via: str = ""        # the loader's word for the search-path source, or "system"
     inherited_from: str = ""  # the loading binary whose search path found it
+    extras: tuple[str, ...] = ()  # OPTIONAL: the extras that declare the distribution
 
 
 @dataclass(frozen=True)
@@ -38,21 +41,30 @@ class _Resolver:
     context: VerifyContext
     loader: LoaderModel
     policy: SystemPolicy
+    environment: Mapping[str, str] | None   # marker values of the wheel's tags
 
-    def lookup(self, folder: str, name: str) -> tuple[str, str, str, bool] | None:
+    def declared(self, distribution: str) -> tuple[str, tuple[str, ...]]:
+        """(EXTERNAL, ()) when Requires-Dist declares it for this wheel's platform, (OPTIONAL,
+        extras) when only extras do, (UNDECLARED, ()) otherwise."""
+        declaration = self.wheel.metadata.requires_distribution(distribution, self.environment)
+        if declaration.required:
+            return EXTERNAL, ()
+        return (OPTIONAL, declaration.extras) if declaration.extras else (UNDECLARED, ())
+
+    def lookup(self, folder: str, name: str
+               ) -> tuple[str, str, str, bool, tuple[str, ...]] | None:
         """(kind, target, distribution, certain) for ``name`` in ``folder``; certain is False
         when the folder is only known to belong to another distribution (a "*" row), which
         does not say the library is there."""
         path = f"{folder}/{name}" if folder else name
         if path in self.wheel.files:
-            return IN_WHEEL, path, "", True
+            return IN_WHEEL, path, "", True, ()
         if any(file.startswith(f"{folder}/") for file in self.wheel.files):
             return None  # the wheel's own folder: the loader just moves on
         row = distribution_row(self.context.distribution_dirs, folder, name)
         if row is not None and not self.loader.is_system(name, self.policy):
-            declared = self.wheel.metadata.requires_distribution(row.distribution)
-            return ((EXTERNAL if declared else UNDECLARED), folder, row.distribution,
-                    row.library != "*")
+            kind, extras = self.declared(row.distribution)
+            return kind, folder, row.distribution, row.library != "*", extras
         return None
 
     def resolve(self, binary: BinaryFile, name: str,
@@ -63,7 +75,7 @@ class _Resolver:
             if hit is None:
                 continue
             found = Resolution(binary.path, name, hit[0], hit[1], hit[2], place.via,
-                               place.inherited_from)
+                               place.inherited_from, hit[4])
             if hit[3]:
                 return found
             maybe = maybe or found  # the wheel's own copy further along still wins
@@ -73,9 +85,10 @@ class _Resolver:
         loaded = imported_by(self.context.imported_libraries, name)
         if loaded is not None:
             # found by name once `import <module>` has loaded it: fine if it is declared
-            declared = self.wheel.metadata.requires_distribution(loaded.distribution)
-            return Resolution(binary.path, name, IMPORTED if declared else UNDECLARED,
-                              distribution=loaded.distribution, via=f"import {loaded.module}")
+            kind, extras = self.declared(loaded.distribution)
+            return Resolution(binary.path, name, IMPORTED if kind == EXTERNAL else kind,
+                              distribution=loaded.distribution, via=f"import {loaded.module}",
+                              extras=extras)
         return maybe or Resolution(binary.path, name, UNRESOLVED)
 
     def inherited(self) -> dict[str, list[SearchFolder]]:
@@ -111,7 +124,8 @@ def resolve(wheel: WheelModel, context: VerifyContext) -> list[Resolution]:
         return cached
     if context.loader is None or context.policy is None:
         return []
-    resolver = _Resolver(wheel, context, context.loader, context.policy)
+    resolver = _Resolver(wheel, context, context.loader, context.policy,
+                         marker_environment(wheel.tags))
     inherited = resolver.inherited()
     result = [resolver.resolve(binary, name, inherited.get(binary.installed, []))
               for binary in wheel.binaries for name in binary.info.needed]
@@ -127,6 +141,7 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
     sonames = {binary.info.soname or binary.name: binary.path for binary in wheel.binaries}
     drivers: dict[str, list[Resolution]] = {}
     imported: dict[str, list[Resolution]] = {}
+    optional: dict[str, list[Resolution]] = {}
     for item in resolve(wheel, context):
         if item.kind == SYSTEM and item.via != "system":
             drivers.setdefault(item.via, []).append(item)
@@ -150,11 +165,23 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
                 distribution=item.distribution))
         elif item.kind == IMPORTED:
             imported.setdefault(item.via, []).append(item)
+        elif item.kind == OPTIONAL:
+            optional.setdefault(item.distribution, []).append(item)
         elif item.inherited_from:
             findings.append(finding(
                 NAME, Severity.WARNING, item.binary, f"needs {item.needed}, found only through "
                 f"the {item.via}", why="it fails when loaded by anything else",
                 fix=f"give this file its own {words.search_path}", needed=item.needed))
+    for distribution, items in sorted(optional.items()):
+        names = sorted({item.needed for item in items})
+        files = sorted({item.binary for item in items})
+        extras = ", ".join(f"[{extra}]" for extra in items[0].extras)
+        findings.append(finding(
+            NAME, Severity.INFO, files[0] if len(files) == 1 else "",
+            f"{len(files)} file(s) need {', '.join(names[:6])} from '{distribution}', which "
+            f"only the extra {extras} declares", why="they load only when the package is "
+            f"installed with {extras}; the package must load them on demand",
+            needed=names, files=files[:20], count=len(files), extras=list(items[0].extras)))
     for how, items in sorted(imported.items()):
         names = sorted({item.needed for item in items})
         files = sorted({item.binary for item in items})
