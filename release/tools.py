@@ -81,6 +81,12 @@ def pip_tool(requirement: str, executable: str, *, cache: Path | None = None) ->
     return binary
 
 
+def pip_site(requirement: str, *, cache: Path | None = None) -> Path:
+    """A folder of the tool cache with ``requirement`` (and its dependencies) installed by
+    pip, laid out like site-packages; provisioned once."""
+    return pip_tool(requirement, ".", cache=cache)
+
+
 def cmake_version(cmake: Path | str) -> tuple[int, int, int]:
     output = _cmd.run([str(cmake), "--version"], what="cmake --version")
     match = re.search(r"cmake version (\d+)\.(\d+)\.(\d+)", output)

@@ -41,7 +41,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="cap on load-matrix candidate pairs (default 400)")
     parser.add_argument("--workers", type=int, default=2, help="parallel workers (default 2)")
     parser.add_argument("--site", type=Path, action="append", default=[], metavar="DIR",
-                        help="a site-packages folder holding declared dependencies (repeat)")
+                        help="a site-packages folder holding declared dependencies (repeat); "
+                             "those it lacks are provisioned from the package index")
+    parser.add_argument("--offline", action="store_true",
+                        help="never provision declared dependencies: the load checks that "
+                             "need one not in --site are 'not run (environment)'")
     parser.add_argument("--build-path", action="append", default=[], metavar="DIR",
                         help="a build or source folder that must not appear in files (repeat)")
     parser.add_argument("--project", type=Path, default=None, metavar="DIR",
@@ -57,6 +61,7 @@ def options_from(arguments: argparse.Namespace) -> VerifyOptions:
     return VerifyOptions(heuristic_ownership=arguments.heuristic_ownership,
                          load_timeout=arguments.load_timeout, max_pairs=arguments.max_pairs,
                          workers=arguments.workers, sites=tuple(arguments.site),
+                         offline=arguments.offline,
                          build_paths=tuple(str(p) for p in arguments.build_path))
 
 

@@ -22,6 +22,7 @@ class VerifyOptions:
     max_pairs: int = 400                # cap on load-matrix pairs (each run in both orders)
     workers: int = 2                    # parallel readers / subprocesses
     sites: tuple[Path, ...] = ()        # extra site-packages folders holding dependencies
+    offline: bool = False               # never provision declared dependencies from the index
     build_paths: tuple[str, ...] = ()   # build/source folders that must not leak (errors)
     known_build_prefixes: bool = True   # also look for CI/container folders (warnings)
     cmake_timeout: float = 300.0

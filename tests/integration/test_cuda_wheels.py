@@ -14,6 +14,7 @@ from elftools.elf.elffile import ELFFile
 from packaging.requirements import Requirement
 
 from release import manifest
+from release.errors import EnvironmentFailure
 from release.pipeline import BuildOptions, VerifyMode, run
 from release.wheel import WheelName, parse_metadata
 from tests.conftest import ROOT, Venv, make_venv
@@ -144,3 +145,20 @@ def test_cu13_from_a_system_toolkit(tmp_path: Path) -> None:
         library = archive.read("edgert/lib/libedgert_backend_cuda.so")
     assert _dynamic(library)["DT_RUNPATH"] == ["$ORIGIN:$ORIGIN/../../nvidia/cu13/lib"]
     assert str(home).encode() not in library
+
+
+def test_standalone_verify_provisions_the_declared_runtime(cuda_wheel, tmp_path: Path) -> None:
+    """`python -m release verify WHEEL` exactly as the README shows it: the CUDA runtime the
+    wheel declares is provisioned from the index for the load checks; --offline makes those
+    checks 'not run (environment)' (exit 8), never a finding against the wheel."""
+    from tests.conftest import run_release
+    _, result = cuda_wheel
+    completed = run_release("verify", str(result.wheel), "--json")
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-2000:]
+    report = json.loads(completed.stdout)
+    assert report["ok"] and report["checks"]["load-matrix"] == "ran", report["checks"]
+    offline = run_release("verify", str(result.wheel), "--json", "--offline")
+    assert offline.returncode == EnvironmentFailure.exit_code, offline.stderr[-2000:]
+    report = json.loads(offline.stdout)
+    assert report["checks"]["load-matrix"] == "not run (environment)"
+    assert not [f for f in report["findings"] if f["severity"] == "error"], report["findings"]

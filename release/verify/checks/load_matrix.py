@@ -22,6 +22,7 @@ from release.loader import LoaderModel, LoadItem
 from release.verify.checks import ownership
 from release.verify.checks._common import finding, not_run
 from release.verify.context import VerifyContext
+from release.verify.dependencies import dependency_sites
 from release.verify.wheel import BinaryFile, WheelModel
 
 NAME = "load-matrix"
@@ -58,7 +59,7 @@ def _run(wheel: WheelModel, context: VerifyContext, loader: LoaderModel,
     """None when the process loaded everything, else (exit status, output tail)."""
     command = loader.load_command([LoadItem(wheel.root / binary.installed, binary.is_extension)
                                    for binary in files])
-    path = os.pathsep.join([str(wheel.root), *map(str, context.options.sites)])
+    path = os.pathsep.join([str(wheel.root), *map(str, dependency_sites(wheel, context))])
     try:
         _cmd.run(command, cwd=context.workdir,
                  env={"PYTHONPATH": path}, timeout=context.options.load_timeout,
@@ -95,7 +96,7 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
     if loader is None or not loader.can_load(wheel.platforms, context.host):
         return [not_run(NAME, f"the wheel is not for this host ({context.host.system}-"
                         f"{context.host.machine})")]
-    link_sites(wheel, context.options.sites)
+    link_sites(wheel, dependency_sites(wheel, context))
     context.workdir.mkdir(parents=True, exist_ok=True)
     candidates = _candidates(wheel, context, loader)
     pairs = [pair for first, second in combinations(candidates, 2)

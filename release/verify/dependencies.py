@@ -1,0 +1,58 @@
+"""The declared dependencies a wheel's libraries load from (a CUDA runtime wheel, the package
+whose import loads libtorch), made available to the checks that run programs: found in the
+``--site`` folders, else provisioned from the package index into the tool cache (unless
+``--offline``). A dependency that cannot be provided makes those checks "not run
+(environment)", never a finding against the wheel."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from packaging.utils import canonicalize_name
+
+from release import tools
+from release.errors import EnvironmentFailure
+from release.verify.checks import linkage
+from release.verify.context import VerifyContext
+from release.verify.metadata import marker_environment
+from release.verify.wheel import WheelModel
+
+_CACHE_KEY = "dependency-sites"
+
+
+def dependency_sites(wheel: WheelModel, context: VerifyContext) -> tuple[Path, ...]:
+    """The ``--site`` folders plus one provisioned folder per needed dependency they lack."""
+    cached = context.cache.get(_CACHE_KEY)
+    if isinstance(cached, tuple):
+        return cached
+    given = tuple(context.options.sites)
+    needed = sorted({item.distribution for item in linkage.resolve(wheel, context)
+                     if item.kind in (linkage.EXTERNAL, linkage.IMPORTED)})
+    environment = marker_environment(wheel.tags)
+    provisioned = []
+    for distribution in needed:
+        if any(_holds(site, distribution) for site in given):
+            continue
+        requirement = next((r for r in wheel.metadata.requires
+                            if canonicalize_name(r.name) == canonicalize_name(distribution)
+                            and (r.marker is None or environment is None
+                                 or r.marker.evaluate({**environment, "extra": ""}))), None)
+        if requirement is None:
+            continue
+        wanted = f"{requirement.name}{requirement.specifier}"
+        if context.options.offline:
+            raise EnvironmentFailure(
+                f"the wheel's libraries load {distribution} ({wanted}, declared in "
+                "Requires-Dist), which --offline keeps from being provisioned",
+                fix="pass --site DIR holding it, or drop --offline")
+        provisioned.append(tools.pip_site(wanted))
+    sites = given + tuple(provisioned)
+    context.cache[_CACHE_KEY] = sites
+    return sites
+
+
+def _holds(site: Path, distribution: str) -> bool:
+    """Whether ``site`` has ``distribution`` installed (its .dist-info folder)."""
+    wanted = canonicalize_name(distribution)
+    return any(canonicalize_name(entry.name.split("-", 1)[0]) == wanted
+               for entry in site.glob("*.dist-info"))
