@@ -144,3 +144,33 @@ def test_a_dependency_whose_marker_excludes_the_platform_is_undeclared(tmp_path:
     wheel = _runpath_wheel(tmp_path, 'Requires-Dist: nvidia-cublas-cu12; sys_platform == "win32"\n')
     (error,) = [f for f in verify_wheel(wheel, static=True).findings if f.check == "linkage"]
     assert error.severity is Severity.ERROR and "does not declare" in error.what
+
+
+def test_the_load_matrix_loads_what_users_load(tmp_path: Path) -> None:
+    """Two extension modules (never paired: RTLD_LOCAL cannot interpose) and a bundled library
+    one of them needs (loaded through it, not directly)."""
+    dep = _library(tmp_path, "libdep-1a2b3c4d.so", "int dep(void) { return 2; }\n")
+    first = tmp_path / "first.abi3.so"
+    (tmp_path / "first.c").write_text("int dep(void);\nint first(void) { return dep(); }\n"
+                                      "void *PyInit_first(void) { return 0; }\n")
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(first), str(tmp_path / "first.c"),
+                    str(dep), "-Wl,--enable-new-dtags", "-Wl,-rpath,$ORIGIN/../gpu_demo.libs"],
+                   check=True, capture_output=True)
+    second = _library(tmp_path, "second.abi3.so", "void *PyInit_second(void) { return 0; }\n")
+    files = {"gpu_demo/first.abi3.so": first.read_bytes(),
+             "gpu_demo/second.abi3.so": second.read_bytes(),
+             "gpu_demo.libs/libdep-1a2b3c4d.so": dep.read_bytes(),
+             f"{DIST}/METADATA": b"Metadata-Version: 2.1\nName: gpu-demo\nVersion: 1.0\n",
+             f"{DIST}/WHEEL": f"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: {TAG}\n".encode()}
+    record = "".join(f"{name},sha256={_digest(data)},{len(data)}\n"
+                     for name, data in files.items()) + f"{DIST}/RECORD,,\n"
+    wheel = tmp_path / f"gpu_demo-1.0-{TAG}.whl"
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+        archive.writestr(f"{DIST}/RECORD", record)
+    report = verify_wheel(wheel)
+    assert report.checks["load-matrix"] == "ran", report.render_text()
+    (summary,) = [f for f in report.findings if f.check == "load-matrix"]
+    assert summary.severity is Severity.INFO, report.render_text()
+    assert summary.what.startswith("3 load combinations run"), summary.what  # all + 2 alone

@@ -1,8 +1,11 @@
 """Load matrix: shipped libraries loaded together in fresh Python processes, as the import
-does. First all of them at once, then each collision candidate (libraries that register
+does. First everything a user can load directly at once (the extension modules, and the
+libraries nothing in the wheel loads: bundled runtime libraries come in through their
+dependents, as they do for users), then each collision candidate (libraries that register
 operators or backends, the extension modules, plugins) alone, then every pair of candidates
-that load alone, in both orders. A combination that aborts (for example "Re-registering
-<op>") or fails to load is an error carrying its stderr.
+that load alone, in both orders; two extension modules are never paired (they are loaded
+RTLD_LOCAL and cannot interpose on each other). A combination that aborts (for example
+"Re-registering <op>") or fails to load is an error carrying its stderr.
 
 Bounded: only candidate pairs run, ``workers`` at a time, each within ``load_timeout``
 seconds; past ``max_pairs`` the rest are reported as not run."""
@@ -19,7 +22,7 @@ from release import _cmd
 from release.errors import CommandError, ToolError
 from release.findings import Finding, Severity
 from release.loader import LoaderModel, LoadItem
-from release.verify.checks import ownership
+from release.verify.checks import linkage, ownership
 from release.verify.checks._common import finding, not_run
 from release.verify.context import VerifyContext
 from release.verify.dependencies import dependency_sites
@@ -43,6 +46,15 @@ def link_sites(wheel: WheelModel, sites: Sequence[Path]) -> None:
 
 def _loadable(wheel: WheelModel, loader: LoaderModel) -> list[BinaryFile]:
     return [binary for binary in wheel.binaries if loader.is_loadable_library(binary.info)]
+
+
+def _entry_points(wheel: WheelModel, context: VerifyContext,
+                  loader: LoaderModel) -> list[BinaryFile]:
+    """What a user loads directly: extension modules and libraries no shipped binary needs."""
+    loaded_by_others = {item.target for item in linkage.resolve(wheel, context)
+                        if item.kind == linkage.IN_WHEEL and item.target != item.binary}
+    return [binary for binary in _loadable(wheel, loader)
+            if binary.is_extension or binary.installed not in loaded_by_others]
 
 
 def _candidates(wheel: WheelModel, context: VerifyContext,
@@ -100,10 +112,12 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
     context.workdir.mkdir(parents=True, exist_ok=True)
     candidates = _candidates(wheel, context, loader)
     pairs = [pair for first, second in combinations(candidates, 2)
+             if not (first.is_extension and second.is_extension)
              for pair in ((first, second), (second, first))]
     cap = max(0, context.options.max_pairs) * 2
     singles: list[Sequence[BinaryFile]] = [[binary] for binary in candidates]
-    findings = _run_all(wheel, context, loader, [_loadable(wheel, loader), *singles])
+    findings = _run_all(wheel, context, loader, [_entry_points(wheel, context, loader),
+                                                 *singles])
     broken = {str(f.details["order"][0]) for f in findings if len(f.details["order"]) == 1}
     runnable = [pair for pair in pairs if not broken & {pair[0].path, pair[1].path}]
     findings += _run_all(wheel, context, loader, runnable[:cap])
