@@ -118,6 +118,7 @@ class WheelModel:
     findings: tuple[Finding, ...]           # problems found while reading
     # Shipped build-system files consumers read (*.cmake, *.pc): wheel path -> text
     configs: Mapping[str, str] = field(default_factory=dict)
+    digests: Mapping[str, str] = field(default_factory=dict)   # wheel path -> sha256 (RECORD form)
 
     def binary(self, installed: str) -> BinaryFile | None:
         return next((binary for binary in self.binaries if binary.installed == installed), None)
@@ -152,7 +153,8 @@ def open_wheel(archive: Path, destination: Path, *, extract_all: bool, prefixes:
         files=frozenset(installed_path(m.name) for m in members), metadata=metadata,
         tags=parse_wheel_tags(texts.get(f"{dist_info}/WHEEL", "")), binaries=binaries,
         build_record=record, leaks={s.name: s.leaks for s in streamed if s.leaks},
-        findings=tuple(findings), configs=_read_configs(archive, members, options))
+        findings=tuple(findings), configs=_read_configs(archive, members, options),
+        digests={s.name: s.sha256 for s in streamed})
 
 
 def _stream_all(archive: Path, members: list[Member], request: StreamRequest,

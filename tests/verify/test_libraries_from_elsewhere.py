@@ -174,3 +174,48 @@ def test_the_load_matrix_loads_what_users_load(tmp_path: Path) -> None:
     (summary,) = [f for f in report.findings if f.check == "load-matrix"]
     assert summary.severity is Severity.INFO, report.render_text()
     assert summary.what.startswith("3 load combinations run"), summary.what  # all + 2 alone
+
+
+def _platform_wheel(tmp_path: Path, files: dict[str, bytes]) -> Path:
+    files = {**files, f"{DIST}/METADATA": b"Metadata-Version: 2.1\nName: gpu-demo\nVersion: 1.0\n",
+             f"{DIST}/WHEEL": f"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: {TAG}\n".encode()}
+    record = "".join(f"{name},sha256={_digest(data)},{len(data)}\n"
+                     for name, data in files.items()) + f"{DIST}/RECORD,,\n"
+    wheel = tmp_path / f"gpu_demo-1.0-{TAG}.whl"
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+        archive.writestr(f"{DIST}/RECORD", record)
+    return wheel
+
+
+def test_duplicates_report_root_causes_not_noise(tmp_path: Path) -> None:
+    """Version nodes, PyInit_*, symbols only extension modules share, and std:: instances are
+    not clashes; byte-identical copies are one 'copies' finding; a real clash is one warning."""
+    (tmp_path / "v.map").write_text('DEMO_1.0 { global: shared_api; demo_*; '
+                                    'extern "C++" { std::*; }; local: *; };\n')
+    common = ('#include <string>\nextern "C" int shared_api(void) { return 1; }\n'
+              'namespace std { int demo_probe(int x) { return x + 1; } }\n')  # a strong std::
+    libraries = {}
+    for name in ("liba.so", "libb.so"):
+        (tmp_path / f"{name}.cpp").write_text(common + f'extern "C" int demo_{name[3]}(void)'
+                                              " { return 2; }\n")
+        subprocess.run(["c++", "-shared", "-fPIC", "-o", str(tmp_path / name),
+                        str(tmp_path / f"{name}.cpp"), f"-Wl,--version-script={tmp_path}/v.map"],
+                       check=True, capture_output=True)
+        libraries[f"gpu_demo/{name}"] = (tmp_path / name).read_bytes()
+    for name in ("one", "two"):
+        module = _library(tmp_path, f"{name}.abi3.so", "int helper(void) { return 1; }\n"
+                          f"void *PyInit_{name}(void) {{ return 0; }}\n")
+        libraries[f"gpu_demo/{name}.abi3.so"] = module.read_bytes()
+    copy = libraries["gpu_demo/liba.so"]
+    libraries["gpu_demo/vendored/liba.so"] = copy
+    report = verify_wheel(_platform_wheel(tmp_path, libraries), static=True)
+    duplicates = sorted((f.severity.value, f.what) for f in report.findings
+                        if f.check == "duplicates" and f.severity is not Severity.INFO)
+    assert len(duplicates) == 2, duplicates   # + one note on std:: (info, not listed here)
+    assert [f for f in report.findings if f.check == "duplicates" and "std::" in f.what]
+    assert {severity for severity, _ in duplicates} == {"warning"}
+    copies = [what for _, what in duplicates if "byte-identical copies" in what]
+    clashes = [what for _, what in duplicates if what.startswith("1 exported symbols")]
+    assert len(copies) == 1 and len(clashes) == 1, duplicates   # shared_api, nothing else
