@@ -107,7 +107,8 @@ class LinuxLoader:
                             why="the loader ignores DT_RPATH then; it is dead weight that "
                                 "confuses readers", fix="drop DT_RPATH")]
         if info.rpath:
-            return [Problem("warning", "uses DT_RPATH where DT_RUNPATH is meant",
+            # auditwheel writes DT_RPATH on purpose: a note, not a defect
+            return [Problem("info", "uses DT_RPATH, not DT_RUNPATH",
                             why="DT_RPATH is inherited by every library this file loads and "
                                 "overrides LD_LIBRARY_PATH",
                             fix="link with -Wl,--enable-new-dtags (CMake does by default)",
@@ -117,8 +118,11 @@ class LinuxLoader:
     def policy(self, platform_tags: Sequence[str]) -> SystemPolicy:
         policies = load_policies()
         found = [(policy, tag) for tag in platform_tags
-                 if (policy := policies.for_tag(tag)) is not None]
+                 if (policy := policies.for_tag(tag)) is not None and policy.libraries]
         if not found:
+            # A plain linux_<arch> tag (auditwheel's "linux" policy, which lists nothing)
+            # promises no glibc version, but every Linux still has the C/C++ runtime: the
+            # most permissive allow-list, with no symbol-version limit.
             permissive = min(policies.policies,
                              key=lambda p: p.priority if p.libraries else 999)
             return SystemPolicy(name="linux", libraries=permissive.libraries,

@@ -165,8 +165,10 @@ _PATH_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01
 # the system's own folders (assert() in a system header names /usr/include/...).
 _SOURCE_FILE = re.compile(rb"(?:/[A-Za-z0-9._+@-]+){2,}"
                           rb"\.(?:c|cc|cpp|cxx|cu|h|hh|hpp|hxx|inl|f|f90|pyx|m|mm)")
+# (/builddir/build/BUILD/: where a distribution's toolchain packages were built, e.g. the
+# static part of gcc-toolset's libstdc++ that manylinux links in)
 _SYSTEM_SOURCES = (b"/usr/", b"/opt/rh/", b"/opt/_internal/", b"/Library/", b"/Applications/",
-                   b"/System/")
+                   b"/System/", b"/builddir/build/BUILD/")
 SOURCE_FILE = "absolute source file"    # the Leak.prefix of a __FILE__-style source path
 _BINARY_MAGIC = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"\xca\xfe\xba\xbe",
                  b"MZ")

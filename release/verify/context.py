@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from release.loader import Host, LoaderModel, SystemPolicy
-from release.verify.data import DistributionDir, ImportedLibrary
+from release.verify.data import DistributionDir, ImportedLibrary, ToolkitLibrary
 from release.verify.options import VerifyOptions
 
 __all__ = ["Host", "VerifyContext"]
@@ -24,4 +24,5 @@ class VerifyContext:
     distribution_dirs: tuple[DistributionDir, ...]
     workdir: Path                                   # scratch folder for checks
     imported_libraries: tuple[ImportedLibrary, ...] = ()  # loaded by importing a package
+    toolkit_libraries: tuple[ToolkitLibrary, ...] = ()    # CUDA toolkit libraries, preloaded
     cache: dict[str, Any] = field(default_factory=dict)  # results checks share (ownership)

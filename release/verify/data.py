@@ -64,6 +64,26 @@ def imported_by(rows: tuple[ImportedLibrary, ...], library: str) -> ImportedLibr
 
 
 @dataclass(frozen=True)
+class ToolkitLibrary:
+    library: str                      # glob on the file name
+    distributions: tuple[str, ...]    # globs on the distribution names that provide it
+
+
+def load_toolkit_libraries() -> tuple[ToolkitLibrary, ...]:
+    path = _DATA / "distribution_dirs.json"
+    try:
+        return tuple(ToolkitLibrary(row["library"], tuple(row["distributions"]))
+                     for row in load_data_file(path).get("toolkit_libraries", ()))
+    except (KeyError, TypeError, AttributeError) as error:
+        raise ConfigurationError(f"malformed data file {path}: {error!r}",
+                                 fix="fix the row it names") from None
+
+
+def toolkit_library(rows: tuple[ToolkitLibrary, ...], library: str) -> ToolkitLibrary | None:
+    return next((row for row in rows if fnmatch.fnmatchcase(library, row.library)), None)
+
+
+@dataclass(frozen=True)
 class BuildPrefix:
     prefix: str
     where: str

@@ -4,6 +4,7 @@ Malformed content becomes findings, not exceptions."""
 from __future__ import annotations
 
 import csv
+import fnmatch
 import io
 import re
 from collections.abc import Mapping, Sequence
@@ -63,6 +64,18 @@ class Metadata:
             extras += [extra for extra in self._extras_in(str(marker))
                        if marker.evaluate({**environment, "extra": extra})]
         return Declaration(required=False, extras=tuple(dict.fromkeys(extras)))
+
+    def declares_matching(self, patterns: Sequence[str],
+                          environment: Mapping[str, str] | None) -> Declaration:
+        """The combined declaration of every required distribution whose name matches one of
+        ``patterns`` (globs on canonical names)."""
+        names = {canonicalize_name(r.name) for r in self.requires
+                 if any(fnmatch.fnmatchcase(canonicalize_name(r.name), p) for p in patterns)}
+        declarations = [self.requires_distribution(name, environment) for name in sorted(names)]
+        if any(d.required for d in declarations):
+            return Declaration(required=True)
+        return Declaration(required=False, extras=tuple(dict.fromkeys(
+            extra for d in declarations for extra in d.extras)))
 
     def _extras_in(self, marker: str) -> tuple[str, ...]:
         return tuple(dict.fromkeys([*self.provides_extras, *_EXTRA.findall(marker)]))

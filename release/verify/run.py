@@ -20,6 +20,7 @@ from release.verify.data import (
     load_build_prefixes,
     load_distribution_dirs,
     load_imported_libraries,
+    load_toolkit_libraries,
 )
 from release.verify.options import VerifyOptions
 from release.verify.report import Report
@@ -105,6 +106,7 @@ def run_verify(path: Path, *, static: bool = False, options: VerifyOptions | Non
                                 policy=loader.policy(wheel.platforms) if loader else None,
                                 distribution_dirs=load_distribution_dirs(),
                                 imported_libraries=load_imported_libraries(),
+                                toolkit_libraries=load_toolkit_libraries(),
                                 workdir=Path(scratch) / "work")
         context.workdir.mkdir()
         findings, status = run_checks(wheel, context, (*CHECKS, *extra_checks))

@@ -97,10 +97,11 @@ def test_search_path_hygiene() -> None:
                   requires=("nvidia-cuda-runtime-cu12",))
     found = {(f.file, f.severity, f.what.split(" ")[0] + " " + f.what.split(" ")[-1])
              for f in search_path.check(wheel, context())}
-    assert ("pkg/lib/liba.so", Severity.WARNING, "uses meant") in found       # DT_RPATH
-    assert ("pkg/lib/liba.so", Severity.ERROR, "search absolute") in found
+    assert ("pkg/lib/liba.so", Severity.INFO, "uses DT_RUNPATH") in found     # DT_RPATH: a note
+    # no build record: absolute and dangling entries are survivable (warnings), not errors
+    assert ("pkg/lib/liba.so", Severity.WARNING, "search absolute") in found
     assert ("pkg/lib/libb.so", Severity.WARNING, "searches own") in found     # foreign first
-    assert ("pkg/lib/libc.so", Severity.ERROR, "search wheel") in found       # dangling
+    assert ("pkg/lib/libc.so", Severity.WARNING, "search wheel") in found     # dangling
     assert ("pkg/lib/libc.so", Severity.ERROR, "has entry") in found          # empty entry
 
 

@@ -158,9 +158,12 @@ def test_the_unchanged_checks_find_toy_mistakes(tmp_path: Path) -> None:
     found = errors(report)
     assert ("linkage", "toy/_C.toy", "needs missing, which is not found after installation") \
         in found
-    assert ("search-path", "toy/_C.toy", "search path '/opt/toolchain/lib' is absolute") in found
+    # a third-party wheel (no build record): dead or absolute search paths are warnings
+    warned = {(f.check, f.file, f.what) for f in report.findings
+              if f.severity is Severity.WARNING}
+    assert ("search-path", "toy/_C.toy", "search path '/opt/toolchain/lib' is absolute") in warned
     assert ("search-path", "toy/lib/core", "search path '@here/../../..' leaves site-packages") \
-        in found
+        in warned
     fix = next(f.fix for f in report.findings if f.check == "linkage")
     assert "TOY_SEARCH" in fix and "@here-relative" in fix   # the platform's own words
     warnings = [(f.check, f.file) for f in report.findings if f.severity is Severity.WARNING]

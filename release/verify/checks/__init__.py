@@ -42,7 +42,6 @@ CHECKS: tuple[Check, ...] = (
     ownership,
     private_copies,
     duplicates,
-    identity,
     leaks,
     metadata_tags,
     load_matrix,

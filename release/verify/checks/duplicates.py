@@ -6,8 +6,11 @@ linkage: inline functions, templates), STB_GNU_UNIQUE ones (merged into one copy
 by design), version-node symbols (a version definition's own name: OPENSSL_1_1_0), module
 init functions (PyInit_*), and symbols only extension modules define (loaded RTLD_LOCAL, they
 do not interpose on each other). Reported apart: byte-identical copies of one library (one
-finding per set of copies, not their symbols) and std:: symbols (one note: every C++ module
-that instantiates them exports them)."""
+finding per set of copies; a copy counts as its original among the definers) and C++
+vague-linkage symbols (one note): std:: symbols, type information, vtables, guard variables
+and template instances, which every C++ module that uses them may define, the same by the
+one-definition rule. A third-party wheel's clashes beyond a few sets of libraries are one
+finding with the largest sets in its details: one export policy, one root cause."""
 
 from __future__ import annotations
 
@@ -23,7 +26,9 @@ BENIGN = frozenset({"_init", "_fini", "__bss_start", "_edata", "_end", "__end__"
                     "__data_start", "data_start", "_IO_stdin_used", "__dso_handle"})
 _STD = ("_ZNSt", "_ZNKSt", "_ZSt", "_ZTISt", "_ZTSSt", "_ZTVSt", "_ZTTSt", "_ZGVZNSt",
         "_ZNSa", "_ZNKSa", "_ZNSs", "_ZNKSs", "_ZNSi", "_ZNSo", "_ZNSd")
+_VAGUE = ("_ZTI", "_ZTS", "_ZTV", "_ZTT", "_ZGV", "_ZTH", "_ZTW")
 _SAMPLE = 10
+_GROUPS_SHOWN = 3   # a third-party wheel's clash groups reported one by one, at most
 
 
 def _loadable(wheel: WheelModel, context: VerifyContext) -> list[BinaryFile]:
@@ -53,9 +58,16 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
             continue
         if len({copy_of.get(path, path) for path in libraries}) < 2:
             continue  # only copies of one library: reported once as copies
-        (standard if name.startswith(_STD) else groups).setdefault(libraries, []).append(name)
+        libraries = tuple(sorted({copy_of.get(path, path) for path in libraries}))
+        (standard if _vague(name) else groups).setdefault(libraries, []).append(name)
     record = wheel.build_record
     components = {c.file for c in record.components} if record else set()
+    theirs = [(libraries, names) for libraries, names in groups.items()
+              if not all(path in components for path in libraries)]
+    if len(theirs) > _GROUPS_SHOWN:
+        findings.append(_summary(theirs))
+        groups = {libraries: names for libraries, names in groups.items()
+                  if all(path in components for path in libraries)}
     for libraries, names in sorted(groups.items()):
         ours = all(path in components for path in libraries)
         findings.append(finding(
@@ -69,12 +81,54 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
         names = sorted({name for group in standard.values() for name in group})
         exporters = sorted({path for group in standard for path in group})
         findings.append(finding(
-            NAME, Severity.INFO, "", f"{len(names)} std:: symbols are exported by more than one "
-            f"of {len(exporters)} libraries", why="every C++ module that instantiates them "
-            "exports them; one copy wins, and they are the same code",
+            NAME, Severity.INFO, "", f"{len(names)} C++ vague-linkage symbols (std::, type "
+            f"information, template instances) are exported by more than one of "
+            f"{len(exporters)} libraries", why="every C++ module that uses them may define "
+            "them; one copy wins, and the one-definition rule makes them the same",
             fix="export only the API (a version script or -fvisibility=hidden)",
             count=len(names), libraries=exporters[:_SAMPLE], sample=names[:_SAMPLE]))
     return findings
+
+
+def _vague(name: str) -> bool:
+    return name.startswith(_STD) or name.startswith(_VAGUE) or _template_instance(name)
+
+
+def _template_instance(name: str) -> bool:
+    """Whether an Itanium-mangled name has a template argument list (a source name directly
+    followed by 'I'): an instance every user of the template may define."""
+    if not name.startswith("_Z"):
+        return False
+    index, size = 2, len(name)
+    while index < size:
+        if name[index].isdigit():
+            end = index
+            while end < size and name[end].isdigit():
+                end += 1
+            length = int(name[index:end])
+            after = end + length
+            if after < size and name[after] == "I":
+                return True
+            index = max(after, end)
+        else:
+            index += 1
+    return False
+
+
+def _summary(groups: list[tuple[tuple[str, ...], list[str]]]) -> Finding:
+    largest = sorted(groups, key=lambda group: (-len(group[1]), group[0]))
+    symbols = sum(len(names) for _, names in groups)
+    libraries = sorted({path for paths, _ in groups for path in paths})
+    first_paths, first_names = largest[0]
+    return finding(
+        NAME, Severity.WARNING, "", f"{symbols} exported symbols are defined by more than one "
+        f"library, in {len(groups)} sets of {len(libraries)} libraries; the largest: "
+        + _what(len(first_names), "symbols", first_paths),
+        why="the loader binds every user to whichever loads first",
+        fix="export only each library's API (a version script or -fvisibility=hidden)",
+        count=symbols, library_count=len(libraries), libraries=libraries[:_SAMPLE],
+        groups=[{"libraries": list(paths[:_SAMPLE]), "count": len(names),
+                 "sample": sorted(names)[:_SAMPLE]} for paths, names in largest[:20]])
 
 
 def _what(count: int, kind: str, libraries: tuple[str, ...]) -> str:

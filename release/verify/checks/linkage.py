@@ -12,15 +12,15 @@ from release.findings import Finding, Severity
 from release.loader import LoaderModel, SearchFolder, SystemPolicy
 from release.verify.checks._common import finding, not_run
 from release.verify.context import VerifyContext
-from release.verify.data import distribution_row, imported_by
+from release.verify.data import distribution_row, imported_by, toolkit_library
 from release.verify.metadata import marker_environment
 from release.verify.wheel import BinaryFile, WheelModel
 
 NAME = "linkage"
 RUNS_PROGRAMS = False
 
-IN_WHEEL, EXTERNAL, UNDECLARED, SYSTEM, UNRESOLVED, IMPORTED, OPTIONAL = (
-    "wheel", "external", "undeclared", "system", "unresolved", "imported", "optional")
+IN_WHEEL, EXTERNAL, UNDECLARED, SYSTEM, UNRESOLVED, IMPORTED, OPTIONAL, TOOLKIT = (
+    "wheel", "external", "undeclared", "system", "unresolved", "imported", "optional", "toolkit")
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,19 @@ class _Resolver:
             return Resolution(binary.path, name, IMPORTED if kind == EXTERNAL else kind,
                               distribution=loaded.distribution, via=f"import {loaded.module}",
                               extras=extras)
-        return maybe or Resolution(binary.path, name, UNRESOLVED)
+        if maybe is not None:
+            return maybe
+        toolkit = toolkit_library(self.context.toolkit_libraries, name)
+        if toolkit is not None:
+            # no search path to it: the package preloads it (from a declared NVIDIA wheel)
+            # or a CUDA toolkit on the loader path provides it
+            declaration = self.wheel.metadata.declares_matching(toolkit.distributions,
+                                                                self.environment)
+            kind = (IMPORTED if declaration.required else OPTIONAL if declaration.extras
+                    else TOOLKIT)
+            return Resolution(binary.path, name, kind, distribution=", ".join(
+                toolkit.distributions), via="preload by the package", extras=declaration.extras)
+        return Resolution(binary.path, name, UNRESOLVED)
 
     def inherited(self) -> dict[str, list[SearchFolder]]:
         """For each binary, the folders passed down by the binaries that load it
@@ -142,6 +154,7 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
     drivers: dict[str, list[Resolution]] = {}
     imported: dict[str, list[Resolution]] = {}
     optional: dict[str, list[Resolution]] = {}
+    toolkit: dict[str, list[Resolution]] = {}
     for item in resolve(wheel, context):
         if item.kind == SYSTEM and item.via != "system":
             drivers.setdefault(item.via, []).append(item)
@@ -167,6 +180,8 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
             imported.setdefault(item.via, []).append(item)
         elif item.kind == OPTIONAL:
             optional.setdefault(item.distribution, []).append(item)
+        elif item.kind == TOOLKIT:
+            toolkit.setdefault(item.needed, []).append(item)
         elif item.inherited_from:
             findings.append(finding(
                 NAME, Severity.WARNING, item.binary, f"needs {item.needed}, found only through "
@@ -182,6 +197,16 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
             f"only the extra {extras} declares", why="they load only when the package is "
             f"installed with {extras}; the package must load them on demand",
             needed=names, files=files[:20], count=len(files), extras=list(items[0].extras)))
+    for needed, items in sorted(toolkit.items()):
+        files = sorted({item.binary for item in items})
+        findings.append(finding(
+            NAME, Severity.WARNING, files[0] if len(files) == 1 else "",
+            f"{len(files)} file(s) need {needed}, a CUDA toolkit library the wheel neither "
+            "ships nor declares, with no search path to it",
+            why="it loads only where a CUDA toolkit is on the loader path (or the package "
+            "preloads it from a wheel the user installed by hand)",
+            fix=f"declare the NVIDIA wheel that provides it ({items[0].distribution}), as an "
+            "extra if it is optional", needed=needed, files=files[:20], count=len(files)))
     for how, items in sorted(imported.items()):
         names = sorted({item.needed for item in items})
         files = sorted({item.binary for item in items})

@@ -16,7 +16,8 @@ NAME = "search-path"
 RUNS_PROGRAMS = False
 
 
-def _outside_finding(binary: BinaryFile, entry: Entry, words: LoaderWords) -> Finding | None:
+def _outside_finding(binary: BinaryFile, entry: Entry, words: LoaderWords,
+                     hygiene: Severity) -> Finding | None:
     """A finding for an entry that does not name a folder inside site-packages."""
     if entry.kind is EntryKind.EMPTY:
         return finding(NAME, Severity.ERROR, binary.path, "has an empty search-path entry",
@@ -24,13 +25,13 @@ def _outside_finding(binary: BinaryFile, entry: Entry, words: LoaderWords) -> Fi
                        fix="remove the stray separator")
     if entry.kind in (EntryKind.SYSTEM, EntryKind.ABSOLUTE):
         system = entry.kind is EntryKind.SYSTEM
-        return finding(NAME, Severity.WARNING if system else Severity.ERROR, binary.path,
+        return finding(NAME, Severity.WARNING if system else hygiene, binary.path,
                        f"search path '{entry.text}' is absolute", why="it names a folder of "
                        "the build machine, not the install location",
                        fix=f"use {words.relative_entry} entries ({words.how_to_set})",
                        entry=entry.text)
     if entry.kind is EntryKind.OUTSIDE:
-        return finding(NAME, Severity.ERROR, binary.path, f"search path '{entry.text}' leaves "
+        return finding(NAME, hygiene, binary.path, f"search path '{entry.text}' leaves "
                        "site-packages", why="it depends on where the interpreter is installed",
                        fix="point it inside the package or at a declared dependency")
     return None
@@ -38,9 +39,14 @@ def _outside_finding(binary: BinaryFile, entry: Entry, words: LoaderWords) -> Fi
 
 def _entry_finding(wheel: WheelModel, context: VerifyContext, binary: BinaryFile,
                    entry: Entry, words: LoaderWords) -> tuple[Finding | None, str]:
-    """A finding for one entry (or None) and its class: own, foreign or bad."""
+    """A finding for one entry (or None) and its class: own, foreign or bad.
+
+    A search path that does not resolve anything is a survivable defect (a warning; linkage
+    reports what fails to load), except in a wheel with a build record, whose search paths
+    the pipeline promises are relative and complete (an error: a broken promise)."""
+    hygiene = Severity.ERROR if wheel.build_record is not None else Severity.WARNING
     if entry.kind is not EntryKind.INSIDE:
-        return _outside_finding(binary, entry, words), "bad"
+        return _outside_finding(binary, entry, words, hygiene), "bad"
     folder = entry.folder
     prefix = f"{folder}/" if folder else ""
     if any(path.startswith(prefix) for path in wheel.files):
@@ -49,11 +55,11 @@ def _entry_finding(wheel: WheelModel, context: VerifyContext, binary: BinaryFile
     if distribution and wheel.metadata.requires_distribution(distribution):
         return None, "foreign"
     if distribution:
-        return finding(NAME, Severity.ERROR, binary.path, f"search path '{entry.text}' enters "
+        return finding(NAME, hygiene, binary.path, f"search path '{entry.text}' enters "
                        f"{folder}/ of '{distribution}', which the wheel does not declare",
                        fix=f"add '{distribution}' to Requires-Dist or drop the entry",
                        entry=entry.text, distribution=distribution), "bad"
-    return finding(NAME, Severity.ERROR, binary.path, f"search path '{entry.text}' names "
+    return finding(NAME, hygiene, binary.path, f"search path '{entry.text}' names "
                    f"{folder}/, which is not in the wheel", why="a missing folder is searched "
                    "for nothing and hides a packaging mistake",
                    fix="drop the entry or ship the folder", entry=entry.text), "bad"
@@ -64,20 +70,32 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
     if loader is None:
         return [not_run(NAME, "no loader model claims the wheel's platform tag")]
     findings: list[Finding] = []
+    problems: dict[tuple[str, str], list[tuple[str, Finding]]] = {}
     for binary in wheel.binaries:
-        findings += [from_problem(NAME, binary.path, problem)
-                     for problem in loader.search_path_problems(binary.info)]
+        for problem in loader.search_path_problems(binary.info):
+            problems.setdefault((problem.severity, problem.what), []).append(
+                (binary.path, from_problem(NAME, binary.path, problem)))
         entries = loader.entries(binary.info)
         classes = []
         for text in entries:
-            problem, kind = _entry_finding(wheel, context, binary,
-                                           loader.classify(text, binary.folder), loader.words)
+            found, kind = _entry_finding(wheel, context, binary,
+                                         loader.classify(text, binary.folder), loader.words)
             classes.append(kind)
-            if problem is not None:
-                findings.append(problem)
+            if found is not None:
+                findings.append(found)
         if "own" in classes and "foreign" in classes[:classes.index("own")]:
             findings.append(finding(
                 NAME, Severity.WARNING, binary.path, "searches a foreign folder before the "
                 "package's own", why="a library of the same name there shadows the shipped one",
                 fix="list the package's own folders first", entries=list(entries)))
+    for group in problems.values():   # one finding per kind of problem, with its files
+        first = group[0][1]
+        if len(group) == 1:
+            findings.append(first)
+            continue
+        files = [path for path, _ in group]
+        findings.append(Finding(check=NAME, severity=first.severity, file="",
+                                what=f"{len(files)} files: {first.what}",
+                                why=first.why, fix=first.fix,
+                                details={"count": len(files), "files": files[:20]}))
     return findings
