@@ -114,7 +114,9 @@ class _Resolver:
                     loaders.setdefault(hit.target, set()).add(binary.installed)
         result: dict[str, list[SearchFolder]] = {}
         for binary in self.wheel.binaries:
-            seen, pending, folders = set(), list(loaders.get(binary.installed, ())), []
+            # sorted: the first loader to pass a folder down is the same on every run
+            seen, folders = set(), []
+            pending = sorted(loaders.get(binary.installed, ()), reverse=True)
             while pending:
                 loader = pending.pop()
                 if loader in seen:
@@ -123,7 +125,7 @@ class _Resolver:
                 parent = self.wheel.binary(loader)
                 if parent is not None:
                     folders += self.loader.passes_down(parent.info, parent.folder, parent.path)
-                pending.extend(loaders.get(loader, ()))
+                pending.extend(sorted(loaders.get(loader, ()), reverse=True))
             result[binary.installed] = folders
         return result
 
