@@ -17,7 +17,6 @@ import os
 import shutil
 import sys
 import zipfile
-from dataclasses import asdict
 from pathlib import Path
 
 from platforms.linux.cross import CrossTarget, has_compilers, toolchain_arguments
@@ -29,6 +28,8 @@ from release.tools import COMPLETE_MARKER
 log = logging.getLogger("release")
 
 _CHECK_IMPORTS = "import ctypes, numpy; print(numpy.__version__)"
+_ROOT_CONTENT = ("arch", "debian_architecture", "packages", "python", "python_version", "site",
+                 "wheels", "wheel_platform")
 
 
 def find_emulator(target: CrossTarget) -> str | None:
@@ -37,9 +38,10 @@ def find_emulator(target: CrossTarget) -> str | None:
 
 
 def root_folder(target: CrossTarget, cache: Path) -> Path:
-    """Where the target's root folder lives in the tool cache."""
-    entry = json.dumps(asdict(target), sort_keys=True, default=str)
-    digest = hashlib.sha256(entry.encode()).hexdigest()[:12]
+    """Where the target's root folder lives in the tool cache: named after what goes into
+    it, so another entry gets another folder and every checkout shares one."""
+    content = {key: getattr(target, key) for key in _ROOT_CONTENT}
+    digest = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:12]
     return cache / "sysroots" / f"linux-{target.arch}-python{target.python_version}-{digest}"
 
 

@@ -38,7 +38,9 @@ def test_the_root_folder_is_named_after_its_entry(tmp_path: Path) -> None:
     assert root.name.startswith("linux-aarch64-python3.11-")
     assert emulation.root_folder(AARCH64, tmp_path) == root
     more = dataclasses.replace(AARCH64, packages=(*AARCH64.packages, "libuuid1"))
-    assert emulation.root_folder(more, tmp_path) != root, "another entry, another folder"
+    assert emulation.root_folder(more, tmp_path) != root, "other packages, another folder"
+    elsewhere = dataclasses.replace(AARCH64, toolchain=Path("/elsewhere/aarch64.cmake"))
+    assert emulation.root_folder(elsewhere, tmp_path) == root, "one folder for every checkout"
 
 
 def test_runner_of_a_complete_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
