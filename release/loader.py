@@ -4,14 +4,17 @@ verify's checks can use without knowing the binary format.
 Each platform module provides one ``LoaderModel``. It owns how a search-path entry is
 written for a (binary, folder) pair and how an entry resolves back, which folders a binary
 searches (including what a loading binary passes down), which libraries count as system
-libraries for a platform tag and what the tag promises, and how a binary is loaded in a load
-check. The checks in ``release/verify/checks/`` consume this model plus the format-neutral
-``BinaryInfo``; a new binary format is a reader plus a platform module."""
+libraries for a platform tag and what the tag promises (including its machine), how a binary
+is loaded in a load check, and how this host runs those binaries (a ``Runner``: natively, or
+through an emulator for another machine). The checks in ``release/verify/checks/`` consume
+this model plus the format-neutral ``BinaryInfo``; a new binary format is a reader plus a
+platform module."""
 
 from __future__ import annotations
 
 import enum
 import platform as host_platform
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,17 +24,45 @@ from release.binary.model import BinaryInfo, BinaryReader
 
 
 @dataclass(frozen=True)
+class Runner:
+    """How this host runs, and builds, programs for one machine: natively (no prefix, this
+    interpreter, the default compilers), or through an emulator that runs them in a root
+    folder holding that machine's C library, C++ runtime and Python."""
+
+    machine: str                            # "x86_64", "aarch64"...
+    prefix: tuple[str, ...] = ()            # before a program: ("qemu-aarch64", "-L", root)
+    python: str = sys.executable            # an interpreter of that machine
+    # configure a CMake project for that machine (a toolchain file); None: no compiler for it
+    cmake_arguments: tuple[str, ...] | None = ()
+
+    def command(self, program: str, *arguments: str) -> list[str]:
+        """``program`` run with ``arguments`` on this host."""
+        return [*self.prefix, program, *arguments]
+
+    def python_command(self, *arguments: str) -> list[str]:
+        return self.command(self.python, *arguments)
+
+
+@dataclass(frozen=True)
 class Host:
-    """The machine verify runs on (passed in, so other hosts are testable anywhere)."""
+    """The machine verify runs on (passed in, so other hosts are testable anywhere), with
+    the emulated machines it can run programs for besides its own."""
 
     system: str      # "linux", "darwin", "windows"
     machine: str     # "x86_64", "aarch64"...
+    emulated: tuple[Runner, ...] = ()
 
     @classmethod
-    def current(cls) -> Host:
+    def current(cls, *, emulated: Sequence[Runner] = ()) -> Host:
         machine = host_platform.machine().lower()
         return cls(host_platform.system().lower(), {"amd64": "x86_64", "arm64": "aarch64"}.get(
-            machine, machine))
+            machine, machine), tuple(emulated))
+
+    def runner(self, machine: str) -> Runner | None:
+        """How programs for ``machine`` run here: natively, emulated, or not at all (None)."""
+        if machine == self.machine:
+            return Runner(machine)
+        return next((runner for runner in self.emulated if runner.machine == machine), None)
 
 
 @dataclass(frozen=True)
@@ -86,6 +117,7 @@ class SystemPolicy:
 
     name: str                                  # e.g. the policy or deployment target
     libraries: frozenset[str]
+    machine: str = ""                          # the machine the tag promises ("": any)
     symbol_versions: Mapping[str, frozenset[str]] = field(default_factory=dict)
     fix: str = ""                              # how to meet the promise when a file breaks it
     source: str = ""                           # where the policy data came from
@@ -149,19 +181,26 @@ class LoaderModel(Protocol):
     def is_loadable_library(self, info: BinaryInfo) -> bool:
         """A shared library a process can load (not a program, not an object file)."""
 
-    def can_load(self, platform_tags: Sequence[str], host: Host) -> bool:
-        """Whether binaries of a wheel with these tags can be loaded on ``host``."""
+    def runner(self, platform_tags: Sequence[str], host: Host) -> Runner | None:
+        """How ``host`` runs the binaries of a wheel with these tags (natively or emulated);
+        None when it cannot, and then no check loads or runs them."""
 
-    def load_command(self, items: Sequence[LoadItem]) -> list[str]:
-        """A command that loads ``items`` in order in one fresh process and exits 0."""
+    def load_command(self, items: Sequence[LoadItem], runner: Runner) -> list[str]:
+        """A command that loads ``items`` in order in one fresh process started by
+        ``runner`` and exits 0."""
 
 
 class HasLoader(Protocol):
-    """The part of a platform verify needs: its loader model and binary reader."""
+    """The part of a platform verify needs: its loader model, binary reader and the
+    emulated machines this host can run its binaries for."""
 
     name: str
     loader: LoaderModel | None
     reader: BinaryReader | None
+
+    def emulated(self, *, cache: Path) -> tuple[Runner, ...]:
+        """Runners for other machines whose emulator and root folder this host already has
+        (in the tool ``cache``); never downloads."""
 
 
 def loader_for(platforms: Sequence[HasLoader],

@@ -31,6 +31,7 @@ from release.buildrecord import (
     ExtensionRecord,
 )
 from release.errors import ConfigurationError, ReleaseError, VerificationFailed
+from release.loader import Host
 from release.manifest import Component, Manifest, Target, Variant
 from release.metadata import core_metadata
 from release.options import BuildOptions, Stage, VerifyMode, default_cache_dir
@@ -393,12 +394,18 @@ def _verify(plan: Plan, state: _State) -> None:
     if plan.options.verify is VerifyMode.NONE:
         log.info("verify skipped (--verify none)")
         return
-    static = plan.options.verify is VerifyMode.STATIC or not plan.platform.can_run(plan.target)
+    runner = None if plan.options.verify is VerifyMode.STATIC else \
+        plan.platform.runner(plan.target, cache=plan.cache)
+    static = runner is None
+    if static and plan.options.verify is not VerifyMode.STATIC:
+        log.info("verify reads files only: this host cannot run %s binaries", plan.target.arch)
     options = VerifyOptions(sites=() if static else _dependency_sites(plan),
                             build_paths=(str(plan.build_dir), str(plan.manifest.root)))
+    emulated = (runner,) if runner is not None and runner.prefix else ()
     report = run_verify(state.wheel, static=static, options=options,
                         platforms=all_platforms(),
-                        extra_checks=provider_checks(plan.manifest.providers))
+                        extra_checks=provider_checks(plan.manifest.providers),
+                        host=Host.current(emulated=emulated))
     state.verify_report = report.to_json()
     if not report.ok:
         log.error("%s", report.render_text())

@@ -2,8 +2,8 @@
 
 The pipeline loop (release/pipeline.py) is written once; a platform supplies only what
 differs per operating system: how to compile for a target, how binaries are named and
-fixed up, which repair tool tags the wheel, whether this host can run what it built, and
-(for verify) its loader model and binary reader (release/loader.py)."""
+fixed up, which repair tool tags the wheel, how this host runs what it built (natively or
+emulated), and (for verify) its loader model and binary reader (release/loader.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import Protocol
 
 from release.binary.model import BinaryReader
 from release.errors import ConfigurationError
-from release.loader import LoaderModel
+from release.loader import LoaderModel, Runner
 from release.manifest import PLATFORMS, Target
 
 
@@ -71,8 +71,14 @@ class Platform(Protocol):
     def repair(self, request: RepairRequest) -> Path:
         """Runs the platform's repair tool; returns the repaired wheel (in request.out_dir)."""
 
-    def can_run(self, target: Target) -> bool:
-        """Whether binaries built for ``target`` run on this host (load checks, SDK probes)."""
+    def runner(self, target: Target, *, cache: Path) -> Runner | None:
+        """How this host runs binaries built for ``target`` (load checks, SDK probes):
+        natively, or through an emulator whose root folder it provisions into ``cache``;
+        None when it cannot (verify then reads files only)."""
+
+    def emulated(self, *, cache: Path) -> tuple[Runner, ...]:
+        """Runners for other machines whose emulator and root folder are already in place
+        (``runner`` provisions them); never downloads."""
 
 
 def get_platform(name: str) -> Platform:

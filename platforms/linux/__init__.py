@@ -1,6 +1,8 @@
 """Linux: ELF shared objects with $ORIGIN-relative DT_RUNPATH, repaired by auditwheel.
 
-The loader model verify uses is in ``loader.py``, the manylinux policies in ``policy.py``."""
+The loader model verify uses is in ``loader.py``, the manylinux policies in ``policy.py``.
+Targets of another architecture are cross-built (``cross.py``, ``cross.toml``) and run under
+qemu-user in a root folder of that machine's packages (``emulation.py``)."""
 
 from __future__ import annotations
 
@@ -10,11 +12,13 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
+from platforms.linux import cross, emulation
 from platforms.linux.loader import LOADER, origin_relative  # noqa: F401 (re-exported)
 from release import _cmd
 from release.binary import read_binary
 from release.binary.elf import ElfReader
 from release.errors import ToolError
+from release.loader import Runner
 from release.manifest import Target
 from release.platform import RepairRequest, SearchPath
 
@@ -36,18 +40,19 @@ class LinuxPlatform:
             raise ToolError(f"building {target.name} needs a Linux host",
                             fix="run on Linux, or in CI through cibuildwheel")
         if target.arch != self.host_arch():
-            raise ToolError(
-                f"cross-building {target.name} on a {self.host_arch()} host is not supported yet",
-                fix=f"build on a {target.arch} machine or pass --arch {self.host_arch()}")
+            cross.check_compilers(cross.cross_target(target.arch, self.host_arch()))
+            return
         for compiler in ("cc", "c++"):
             _cmd.find_tool(compiler, fix="install gcc and g++ (apt-get install build-essential)")
 
     def cmake_arguments(self, target: Target, *, ccache: bool) -> list[str]:
+        arguments = [] if target.arch == self.host_arch() else \
+            cross.cmake_arguments(cross.cross_target(target.arch, self.host_arch()))
         launcher = shutil.which("ccache")
         if launcher is None or not ccache:
-            return []
+            return arguments
         return [f"-DCMAKE_C_COMPILER_LAUNCHER={launcher}",
-                f"-DCMAKE_CXX_COMPILER_LAUNCHER={launcher}"]
+                f"-DCMAKE_CXX_COMPILER_LAUNCHER={launcher}", *arguments]
 
     def library_file(self, library: str) -> str:
         return f"lib{library}.so"
@@ -95,8 +100,20 @@ class LinuxPlatform:
                             f"{request.out_dir}", fix="empty the folder and retry")
         return produced[0]
 
-    def can_run(self, target: Target) -> bool:
-        return host_platform.system() == "Linux" and target.arch == self.host_arch()
+    def runner(self, target: Target, *, cache: Path) -> Runner | None:
+        if host_platform.system() != "Linux":
+            return None
+        if target.arch == self.host_arch():
+            return Runner(target.arch)
+        found = cross.cross_targets().get(target.arch)
+        return None if found is None else emulation.provision_runner(found, cache)
+
+    def emulated(self, *, cache: Path) -> tuple[Runner, ...]:
+        if host_platform.system() != "Linux":
+            return ()
+        return tuple(runner for arch, target in sorted(cross.cross_targets().items())
+                     if arch != self.host_arch()
+                     and (runner := emulation.existing_runner(target, cache)) is not None)
 
 
 PLATFORM = LinuxPlatform()

@@ -1,11 +1,11 @@
 """The Linux dynamic loader (ld.so) as verify's loader model: $ORIGIN-relative DT_RUNPATH
 and DT_RPATH entries, DT_RPATH inherited by what a binary loads (only while that binary has
-no DT_RUNPATH), the manylinux policies for system libraries, and ctypes for load checks."""
+no DT_RUNPATH), the manylinux policies for system libraries, and ctypes for load checks (run
+by this machine's Python, or by the emulated machine's Python for a wheel of another one)."""
 
 from __future__ import annotations
 
 import posixpath
-import sys
 from collections.abc import Mapping, Sequence
 
 from platforms.linux.policy import Policy, load_policies
@@ -17,6 +17,7 @@ from release.loader import (
     LoaderWords,
     LoadItem,
     Problem,
+    Runner,
     SearchFolder,
     SystemPolicy,
 )
@@ -59,6 +60,20 @@ def expand_origin(entry: str, folder: str) -> str | None:
 def tag_arch(platform_tag: str) -> str:
     """The architecture part of a Linux platform tag (manylinux_2_28_x86_64 -> x86_64)."""
     return "x86_64" if platform_tag.endswith("x86_64") else platform_tag.rsplit("_", 1)[-1]
+
+
+# A tag's architecture as the ELF reader names the machine (release/binary/elf.py); the
+# load checks and emulators use the tag's own word (aarch64).
+_ELF_MACHINES = {"x86_64": "x86_64", "aarch64": "aarch64", "i686": "x86", "armv7l": "arm",
+                 "ppc64le": "ppc64", "ppc64": "ppc64", "s390x": "s390", "riscv64": "riscv",
+                 "loongarch64": "loongarch"}
+
+
+def tags_arch(platform_tags: Sequence[str]) -> str:
+    """The one architecture the Linux tags among ``platform_tags`` name ("" for none or
+    several)."""
+    arches = {tag_arch(tag) for tag in platform_tags if tag.startswith(_TAG_PREFIXES)}
+    return arches.pop() if len(arches) == 1 else ""
 
 
 class LinuxLoader:
@@ -119,16 +134,17 @@ class LinuxLoader:
         policies = load_policies()
         found = [(policy, tag) for tag in platform_tags
                  if (policy := policies.for_tag(tag)) is not None and policy.libraries]
+        machine = _ELF_MACHINES.get(tags_arch(platform_tags), "")
         if not found:
             # A plain linux_<arch> tag (auditwheel's "linux" policy, which lists nothing)
             # promises no glibc version, but every Linux still has the C/C++ runtime: the
             # most permissive allow-list, with no symbol-version limit.
             permissive = min(policies.policies,
                              key=lambda p: p.priority if p.libraries else 999)
-            return SystemPolicy(name="linux", libraries=permissive.libraries,
+            return SystemPolicy(name="linux", libraries=permissive.libraries, machine=machine,
                                 source=policies.source, provided_by=DRIVER_LIBRARIES)
         policy, tag = max(found, key=lambda pair: pair[0].priority)
-        return _system_policy(policy, tag_arch(tag), policies.source)
+        return _system_policy(policy, tag_arch(tag), policies.source, machine)
 
     def is_system(self, name: str, policy: SystemPolicy) -> bool:
         return (name in policy.libraries or name in policy.provided_by
@@ -137,15 +153,16 @@ class LinuxLoader:
     def is_loadable_library(self, info: BinaryInfo) -> bool:
         return info.file_type == "shared" and info.section(".interp") is None
 
-    def can_load(self, platform_tags: Sequence[str], host: Host) -> bool:
-        if host.system != "linux":
-            return False
-        return any(self.claims_tag(tag) and tag.endswith("_" + host.machine)
-                   for tag in platform_tags)
+    def runner(self, platform_tags: Sequence[str], host: Host) -> Runner | None:
+        arch = tags_arch(platform_tags)
+        if host.system != "linux" or not arch:
+            return None
+        return host.runner(arch)
 
-    def load_command(self, items: Sequence[LoadItem]) -> list[str]:
-        return [sys.executable, "-c", _LOAD_SCRIPT,
-                *(("l:" if item.extension else "g:") + str(item.path) for item in items)]
+    def load_command(self, items: Sequence[LoadItem], runner: Runner) -> list[str]:
+        return runner.python_command(
+            "-c", _LOAD_SCRIPT,
+            *(("l:" if item.extension else "g:") + str(item.path) for item in items))
 
 
 # Installed with a GPU driver, never by a wheel (auditwheel leaves them out too): the user-mode
@@ -158,8 +175,8 @@ DRIVER_LIBRARIES: Mapping[str, str] = {
         "libnvidia-ptxjitcompiler.so.1", "libnvidia-nvvm.so.4")}
 
 
-def _system_policy(policy: Policy, arch: str, source: str) -> SystemPolicy:
-    return SystemPolicy(name=policy.name, libraries=policy.libraries,
+def _system_policy(policy: Policy, arch: str, source: str, machine: str) -> SystemPolicy:
+    return SystemPolicy(name=policy.name, libraries=policy.libraries, machine=machine,
                         symbol_versions=policy.symbol_versions.get(arch, {}),
                         fix="build in an older manylinux image or raise the platform tag",
                         source=source, provided_by=DRIVER_LIBRARIES)

@@ -1,6 +1,7 @@
 """The manylinux policies (auditwheel's own policy file when auditwheel is importable, else
 the copy beside this module), as frozen values: which system libraries a manylinux tag lets a
-wheel need, and the newest symbol versions per architecture."""
+wheel need, and the newest symbol versions per architecture (a policy applies only to the
+architectures it lists: the aarch64 limits start at glibc 2.17, the first aarch64 glibc)."""
 
 from __future__ import annotations
 
@@ -35,11 +36,14 @@ class PolicySet:
     policies: tuple[Policy, ...]
 
     def for_tag(self, platform: str) -> Policy | None:
-        """The policy a platform tag such as ``manylinux_2_28_x86_64`` promises."""
+        """The policy a platform tag such as ``manylinux_2_28_x86_64`` promises; None when
+        no policy of that name covers the tag's architecture (manylinux1 has no aarch64)."""
         for policy in self.policies:
             for name in (policy.name, *policy.aliases):
                 if platform.startswith(name + "_"):
-                    return policy
+                    arch = platform[len(name) + 1:]
+                    covered = not policy.symbol_versions or arch in policy.symbol_versions
+                    return policy if covered else None
         return None
 
 

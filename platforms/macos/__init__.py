@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from release.errors import ToolError
+from release.loader import Runner
 from release.manifest import Target
 from release.platform import RepairRequest, SearchPath
 
@@ -55,8 +56,11 @@ class MacOSPlatform:
     def repair(self, request: RepairRequest) -> Path:
         raise ToolError("macOS repair is not available yet", fix="build a linux target")
 
-    def can_run(self, target: Target) -> bool:
-        return False
+    def runner(self, target: Target, *, cache: Path) -> Runner | None:
+        return None
+
+    def emulated(self, *, cache: Path) -> tuple[Runner, ...]:
+        return ()
 
 
 PLATFORM = MacOSPlatform()

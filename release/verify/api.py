@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
 
-from release import manifest
+from release import manifest, tools
 from release.errors import ConfigurationError
 from release.loader import HasLoader, Host
 from release.platform import all_platforms
@@ -48,8 +48,13 @@ def verify_wheel(path: str | os.PathLike[str], *, static: bool = False,
                  host: Host | None = None) -> Report:
     """Verifies the wheel at ``path`` (a ``str`` or path-like). Raises WheelError only when it
     cannot be read safely; every other problem is a finding in the report. The findings
-    depend on the wheel and the options alone, never on the verifier's environment."""
-    return run_verify(Path(path), static=static, options=options,
-                      platforms=all_platforms() if platforms is None else platforms,
+    depend on the wheel and the options alone, never on the verifier's environment. Without
+    ``host``, this machine, with the emulated machines the platforms find in the tool cache."""
+    platforms = all_platforms() if platforms is None else platforms
+    if host is None:
+        cache = tools.cache_dir()
+        host = Host.current(emulated=[runner for platform in platforms
+                                      for runner in platform.emulated(cache=cache)])
+    return run_verify(Path(path), static=static, options=options, platforms=platforms,
                       extra_checks=(provider_checks_of(None if project is None else Path(project))
                                     if extra_checks is None else extra_checks), host=host)

@@ -12,6 +12,7 @@ from packaging.utils import canonicalize_name
 
 from release import tools
 from release.errors import EnvironmentFailure
+from release.loader import Runner
 from release.verify.checks import linkage
 from release.verify.context import VerifyContext
 from release.verify.metadata import marker_environment
@@ -20,8 +21,10 @@ from release.verify.wheel import WheelModel
 _CACHE_KEY = "dependency-sites"
 
 
-def dependency_sites(wheel: WheelModel, context: VerifyContext) -> tuple[Path, ...]:
-    """The ``--site`` folders plus one provisioned folder per needed dependency they lack."""
+def dependency_sites(wheel: WheelModel, context: VerifyContext,
+                     runner: Runner) -> tuple[Path, ...]:
+    """The ``--site`` folders plus one provisioned folder per needed dependency they lack.
+    Provisioning installs wheels for this machine, so it happens only for a native runner."""
     cached = context.cache.get(_CACHE_KEY)
     if isinstance(cached, tuple):
         return cached
@@ -45,6 +48,11 @@ def dependency_sites(wheel: WheelModel, context: VerifyContext) -> tuple[Path, .
                 f"the wheel's libraries load {distribution} ({wanted}, declared in "
                 "Requires-Dist), which --offline keeps from being provisioned",
                 fix="pass --site DIR holding it, or drop --offline")
+        if runner.prefix:
+            raise EnvironmentFailure(
+                f"the wheel's libraries load {distribution} ({wanted}), which verify cannot "
+                f"provision for an emulated {runner.machine} machine",
+                fix=f"pass --site DIR holding the {runner.machine} wheel of {wanted}")
         provisioned.append(tools.pip_site(wanted))
     sites = given + tuple(provisioned)
     context.cache[_CACHE_KEY] = sites

@@ -5,6 +5,7 @@ round trip between writing a search-path entry and resolving it back."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from packaging.tags import Tag
 from platforms.linux.loader import LOADER, origin_relative
 from release.binary import BinaryInfo, VersionRequirement
 from release.findings import Severity
-from release.loader import EntryKind, Host
+from release.loader import EntryKind, Host, LoadItem, Runner
 from release.verify import VerifyOptions
 from release.verify.archive import Member
 from release.verify.checks import linkage, metadata_tags, search_path
@@ -27,8 +28,9 @@ TAG = "manylinux_2_17_x86_64"
 
 
 def elf(path: str, *, needed: tuple[str, ...] = (), rpath: tuple[str, ...] = (),
-        runpath: tuple[str, ...] = (), versions: tuple[str, ...] = ()) -> BinaryFile:
-    info = BinaryInfo(format="elf", machine="x86_64", bits=64, little_endian=True,
+        runpath: tuple[str, ...] = (), versions: tuple[str, ...] = (),
+        machine: str = "x86_64") -> BinaryFile:
+    info = BinaryInfo(format="elf", machine=machine, bits=64, little_endian=True,
                       file_type="shared", size=0, needed=needed, rpath=rpath, runpath=runpath,
                       version_requirements=(VersionRequirement("libc.so.6", versions),))
     return BinaryFile(path, path, None, info, Path("x.whl"), Member(path, 0, 0, 0, 0, 0, 0))
@@ -137,8 +139,62 @@ def test_the_tag_promise_limits_symbol_versions() -> None:
     assert metadata_tags.check(newer, context("manylinux_2_35_x86_64")) == []
 
 
-def test_which_hosts_load_which_tags() -> None:
-    assert LOADER.can_load([TAG], Host("linux", "x86_64"))
-    assert not LOADER.can_load(["manylinux_2_17_aarch64"], Host("linux", "x86_64"))
-    assert not LOADER.can_load([TAG], Host("darwin", "x86_64"))
+QEMU = Runner("aarch64", prefix=("/usr/bin/qemu-aarch64", "-L", "/root64"),
+              python="/root64/usr/bin/python3.11", cmake_arguments=("-DCMAKE_TOOLCHAIN_FILE=t",))
+
+
+def test_which_hosts_run_which_tags() -> None:
+    native = LOADER.runner([TAG], Host("linux", "x86_64"))
+    assert native == Runner("x86_64") and native.python == sys.executable
+    assert LOADER.runner(["manylinux_2_17_aarch64"], Host("linux", "x86_64")) is None
+    assert LOADER.runner([TAG], Host("darwin", "x86_64")) is None
+    assert LOADER.runner(["manylinux_2_17_aarch64"], Host("linux", "x86_64", (QEMU,))) is QEMU
+    assert LOADER.runner(["manylinux_2_17_aarch64", TAG], Host("linux", "x86_64", (QEMU,))) \
+        is None, "a wheel tagged for two machines runs on neither"
+
+
+def test_load_commands_start_the_runners_python() -> None:
+    items = [LoadItem(Path("/w/pkg/lib/libcore.so"), extension=False),
+             LoadItem(Path("/w/pkg/_C.abi3.so"), extension=True)]
+    native = LOADER.load_command(items, Runner("x86_64"))
+    emulated = LOADER.load_command(items, QEMU)
+    assert native[:2] == [sys.executable, "-c"]
+    assert emulated[:5] == ["/usr/bin/qemu-aarch64", "-L", "/root64",
+                            "/root64/usr/bin/python3.11", "-c"]
+    assert native[-2:] == emulated[-2:] == ["g:/w/pkg/lib/libcore.so", "l:/w/pkg/_C.abi3.so"]
+
+
+def test_symbol_version_limits_are_per_architecture() -> None:
+    """manylinux_2_17 allows GLIBC_2.2.5 on x86_64 (its first glibc symbols), while aarch64
+    glibc starts at 2.17; GLIBCXX_3.4.21 is beyond manylinux2014 on both."""
+    tag = "manylinux_2_17_aarch64"
+    x86 = model(elf("pkg/_C.so", needed=("libc.so.6",), versions=("GLIBC_2.2.5",)))
+    assert metadata_tags.check(x86, context()) == []
+    arm = model(elf("pkg/_C.so", needed=("libc.so.6",), versions=("GLIBC_2.17", "GLIBC_2.34"),
+                    machine="aarch64"), tag=tag)
+    errors = metadata_tags.check(arm, context(tag))
+    assert [f.details["versions"] for f in errors] == [["GLIBC_2.34"]]
+    assert LOADER.policy([tag]).machine == "aarch64"
+    assert LOADER.policy([tag]).symbol_versions["GLIBC"] >= {"2.17", "2.18"}
+    assert "2.2.5" not in LOADER.policy([tag]).symbol_versions["GLIBC"]
+    newer = "manylinux_2_35_aarch64"
+    arm = model(elf("pkg/_C.so", needed=("libc.so.6",), versions=("GLIBC_2.34",),
+                    machine="aarch64"), tag=newer)
+    assert metadata_tags.check(arm, context(newer)) == []
+
+
+def test_a_policy_applies_only_to_the_architectures_it_lists() -> None:
+    assert LOADER.policy(["manylinux1_x86_64"]).name == "manylinux_2_5"
+    assert LOADER.policy(["manylinux1_aarch64"]).name == "linux", \
+        "manylinux1 was never defined for aarch64"
+
+
+def test_binaries_for_another_machine_than_the_tag_are_errors() -> None:
+    tag = "manylinux_2_35_aarch64"
+    wheel = model(elf("pkg/_C.so", needed=("libc.so.6",), versions=("GLIBC_2.17",)), tag=tag)
+    errors = metadata_tags.check(wheel, context(tag))
+    assert [(f.file, f.details["machine"], f.details["promised"]) for f in errors] == \
+        [("pkg/_C.so", "x86_64", "aarch64")]
+    assert errors[0].severity is Severity.ERROR
+    assert metadata_tags.check(model(elf("pkg/_C.so")), context()) == []
     assert LOADER.claims_tag("linux_x86_64") and not LOADER.claims_tag("win_amd64")

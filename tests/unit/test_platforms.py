@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import shutil
+import sysconfig
+from pathlib import Path
+
 import pytest
 
 from platforms.linux import PLATFORM as LINUX
-from platforms.linux import origin_relative
+from platforms.linux import cross, origin_relative
 from platforms.macos import PLATFORM as MACOS
 from platforms.macos import loader_relative
 from platforms.windows import PLATFORM as WINDOWS
@@ -45,10 +49,51 @@ def test_registry() -> None:
         get_platform("beos")
 
 
-def test_cross_arch_is_refused_with_a_fix() -> None:
-    other = "aarch64" if LINUX.host_arch() == "x86_64" else "x86_64"
-    with pytest.raises(ToolError, match="cross-building"):
-        LINUX.check_host(Target(name=f"linux-{other}", platform="linux", arch=other))
+AARCH64 = Target(name="linux-aarch64", platform="linux", arch="aarch64")
+
+
+def test_cross_arch_without_a_toolchain_is_refused_with_a_fix(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(LINUX, "host_arch", lambda: "x86_64")
+    with pytest.raises(ToolError, match="cross-building linux-riscv64 on a x86_64 host") as error:
+        LINUX.check_host(Target(name="linux-riscv64", platform="linux", arch="riscv64"))
+    assert error.value.fix == "build on a riscv64 machine or pass --arch x86_64"
+
+
+def test_cross_build_needs_the_cross_compiler(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(LINUX, "host_arch", lambda: "x86_64")
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with pytest.raises(ToolError, match="aarch64-linux-gnu-gcc") as error:
+        LINUX.check_host(AARCH64)
+    assert error.value.fix == "apt-get install g++-aarch64-linux-gnu"
+
+
+def test_cross_build_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
+    """aarch64 gets the toolchain file and this interpreter's headers (the stable ABI needs
+    no target interpreter); the native build's arguments stay what they were."""
+    monkeypatch.setattr(LINUX, "host_arch", lambda: "x86_64")
+    arguments = LINUX.cmake_arguments(AARCH64, ccache=False)
+    toolchain = Path(arguments[0].partition("=")[2])
+    assert arguments[0].startswith("-DCMAKE_TOOLCHAIN_FILE=") and toolchain.is_file()
+    assert toolchain.parent == Path(cross.__file__).parent
+    assert "CMAKE_SYSTEM_PROCESSOR aarch64" in toolchain.read_text()
+    assert arguments[1] == f"-DPython_INCLUDE_DIR={sysconfig.get_paths()['include']}"
+    native = Target(name="linux-x86_64", platform="linux", arch="x86_64")
+    assert LINUX.cmake_arguments(native, ccache=False) == []
+
+
+def test_cross_table_is_validated(tmp_path: Path) -> None:
+    target = cross.cross_targets()["aarch64"]
+    assert target.compilers == ("aarch64-linux-gnu-gcc", "aarch64-linux-gnu-g++")
+    assert target.debian_architecture == "arm64" and "python3.11-minimal" in target.packages
+    broken = tmp_path / "cross.toml"
+    broken.write_text('schema = 1\n[targets.aarch64]\ntriplet = "x"\n')
+    with pytest.raises(ConfigurationError, match="missing keys"):
+        cross.cross_targets(broken)
+    source = Path(cross.__file__).with_name("cross.toml").read_text()
+    broken.write_text(source.replace('triplet = "aarch64-linux-gnu"', "triplet = 3"))
+    with pytest.raises(ConfigurationError, match="targets.aarch64.triplet must be a string"):
+        cross.cross_targets(broken)
 
 
 def test_macos_refuses_until_supported() -> None:

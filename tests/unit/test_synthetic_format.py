@@ -26,6 +26,7 @@ from release.loader import (
     LoaderWords,
     LoadItem,
     Problem,
+    Runner,
     SearchFolder,
     SystemPolicy,
 )
@@ -100,10 +101,10 @@ class ToyLoader:
     def is_loadable_library(self, info: BinaryInfo) -> bool:
         return info.file_type == "shared"
 
-    def can_load(self, platform_tags: Sequence[str], host: Host) -> bool:
-        return False
+    def runner(self, platform_tags: Sequence[str], host: Host) -> Runner | None:
+        return None
 
-    def load_command(self, items: Sequence[LoadItem]) -> list[str]:
+    def load_command(self, items: Sequence[LoadItem], runner: Runner) -> list[str]:
         raise AssertionError("toy binaries are never loaded here")
 
 
@@ -111,6 +112,9 @@ class ToyPlatform:
     name = "toyos"
     loader = ToyLoader()
     reader = ToyReader()
+
+    def emulated(self, *, cache: Path) -> tuple[Runner, ...]:
+        return ()
 
 
 def toy(needed: Sequence[str] = (), search: Sequence[str] = (),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,11 +73,13 @@ def write_probe(folder: Path, *, package: str, package_dir: Path,
     (folder / "CMakeLists.txt").write_text("\n".join(lines) + "\n")
 
 
-def configure(cmake: Path, source: Path, build: Path, *, timeout: float) -> None:
+def configure(cmake: Path, source: Path, build: Path, *, timeout: float,
+              arguments: Sequence[str] = ()) -> None:
+    """Configures the probe; ``arguments`` select the machine (a cross toolchain file)."""
     query = build / ".cmake" / "api" / "v1" / "query" / "codemodel-v2"
     query.parent.mkdir(parents=True, exist_ok=True)
     query.touch()
-    _cmd.run([cmake, "-S", source, "-B", build, "-G", "Unix Makefiles"],
+    _cmd.run([cmake, "-S", source, "-B", build, "-G", "Unix Makefiles", *arguments],
              what=f"configure of the CMake probe with {cmake}", timeout=timeout,
              fix="read the CMake output in the finding")
 

@@ -7,6 +7,10 @@ that load alone, in both orders; two extension modules are never paired (they ar
 RTLD_LOCAL and cannot interpose on each other). A combination that aborts (for example
 "Re-registering <op>") or fails to load is an error carrying its stderr.
 
+Each process is started by the loader model's runner for the wheel's machine: this machine's
+Python, or, for a wheel of another machine, that machine's Python under an emulator, so a
+failure means the same thing wherever verify runs.
+
 Bounded: only candidate pairs run, ``workers`` at a time, each within ``load_timeout``
 seconds; past ``max_pairs`` the rest are reported as not run."""
 
@@ -21,7 +25,7 @@ from pathlib import Path
 from release import _cmd
 from release.errors import CommandError, ToolError
 from release.findings import Finding, Severity
-from release.loader import LoaderModel, LoadItem
+from release.loader import LoaderModel, LoadItem, Runner
 from release.verify.checks import linkage, ownership
 from release.verify.checks._common import finding, not_run
 from release.verify.context import VerifyContext
@@ -66,12 +70,13 @@ def _candidates(wheel: WheelModel, context: VerifyContext,
             if binary.path in registrars or binary.path in plugins or binary.is_extension]
 
 
-def _run(wheel: WheelModel, context: VerifyContext, loader: LoaderModel,
+def _run(wheel: WheelModel, context: VerifyContext, loader: LoaderModel, runner: Runner,
          files: Sequence[BinaryFile]) -> tuple[int, str] | None:
     """None when the process loaded everything, else (exit status, output tail)."""
     command = loader.load_command([LoadItem(wheel.root / binary.installed, binary.is_extension)
-                                   for binary in files])
-    path = os.pathsep.join([str(wheel.root), *map(str, dependency_sites(wheel, context))])
+                                   for binary in files], runner)
+    sites = dependency_sites(wheel, context, runner)
+    path = os.pathsep.join([str(wheel.root), *map(str, sites)])
     try:
         _cmd.run(command, cwd=context.workdir,
                  env={"PYTHONPATH": path}, timeout=context.options.load_timeout,
@@ -95,20 +100,22 @@ def _failure(files: Sequence[BinaryFile], result: tuple[int, str]) -> Finding:
         order=names, returncode=code, stderr=output)
 
 
-def _run_all(wheel: WheelModel, context: VerifyContext, loader: LoaderModel,
+def _run_all(wheel: WheelModel, context: VerifyContext, loader: LoaderModel, runner: Runner,
              jobs: Sequence[Sequence[BinaryFile]]) -> list[Finding]:
     with ThreadPoolExecutor(max(1, context.options.workers)) as pool:
-        results = list(pool.map(lambda files: _run(wheel, context, loader, files), jobs))
+        results = list(pool.map(lambda files: _run(wheel, context, loader, runner, files),
+                                jobs))
     return [_failure(files, result) for files, result in zip(jobs, results)
             if result is not None]
 
 
 def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
     loader = context.loader
-    if loader is None or not loader.can_load(wheel.platforms, context.host):
-        return [not_run(NAME, f"the wheel is not for this host ({context.host.system}-"
-                        f"{context.host.machine})")]
-    link_sites(wheel, dependency_sites(wheel, context))
+    runner = None if loader is None else loader.runner(wheel.platforms, context.host)
+    if loader is None or runner is None:
+        return [not_run(NAME, f"this host ({context.host.system}-{context.host.machine}) "
+                        "cannot run the wheel's binaries, natively or emulated")]
+    link_sites(wheel, dependency_sites(wheel, context, runner))
     context.workdir.mkdir(parents=True, exist_ok=True)
     candidates = _candidates(wheel, context, loader)
     pairs = [pair for first, second in combinations(candidates, 2)
@@ -116,11 +123,11 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
              for pair in ((first, second), (second, first))]
     cap = max(0, context.options.max_pairs) * 2
     singles: list[Sequence[BinaryFile]] = [[binary] for binary in candidates]
-    findings = _run_all(wheel, context, loader, [_entry_points(wheel, context, loader),
-                                                 *singles])
+    findings = _run_all(wheel, context, loader, runner, [_entry_points(wheel, context, loader),
+                                                         *singles])
     broken = {str(f.details["order"][0]) for f in findings if len(f.details["order"]) == 1}
     runnable = [pair for pair in pairs if not broken & {pair[0].path, pair[1].path}]
-    findings += _run_all(wheel, context, loader, runnable[:cap])
+    findings += _run_all(wheel, context, loader, runner, runnable[:cap])
     count = 1 + len(singles) + min(cap, len(runnable))
     findings.append(finding(NAME, Severity.INFO, "", f"{count} load combinations run, "
                             f"{len(candidates)} collision candidates",

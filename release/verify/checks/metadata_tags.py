@@ -1,7 +1,8 @@
-"""Metadata against the binaries: the platform tag promises no newer symbol versions than its
-policy allows (the loader model's SystemPolicy), and every distribution the linkage check
-resolved into is declared (and every run-time dependency the build record names is declared
-and really used)."""
+"""Metadata against the binaries: every binary is built for the machine the platform tag
+promises, and needs no newer symbol versions than its policy allows for that machine (the
+loader model's SystemPolicy), and every distribution the linkage check resolved into is
+declared (and every run-time dependency the build record names is declared and really
+used)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,14 @@ def _promise_findings(wheel: WheelModel, context: VerifyContext) -> list[Finding
         return []
     findings = []
     for binary in wheel.binaries:
+        if policy.machine and binary.info.machine != policy.machine:
+            findings.append(finding(
+                NAME, Severity.ERROR, binary.path, f"is built for {binary.info.machine} but "
+                f"the platform tag promises {policy.machine}", why="pip installs it on "
+                f"{policy.machine} systems, which cannot load it", fix="build the wheel with "
+                "--arch matching its binaries", machine=binary.info.machine,
+                promised=policy.machine))
+            continue
         too_new = policy.too_new(binary.info.required_versions)
         if too_new:
             findings.append(finding(

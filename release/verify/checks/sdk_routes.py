@@ -2,18 +2,19 @@
 is tested with (3.24) and a current one (a package may define different things by CMake
 version), keeps opt-in components out of the default set, and every declared component can be
 requested. For our wheel the shipped example consumer is built with both CMakes and its
-output compared byte for byte with the Python run."""
+output compared byte for byte with the Python run. A wheel for another machine is built with
+the runner's toolchain and run under its emulator, against that machine's Python."""
 
 from __future__ import annotations
 
 import shutil
-import sys
 
 from release import _cmd, tools
 from release.errors import CommandError, EnvironmentFailure, ReleaseError, ToolError
 from release.findings import Finding, Severity
+from release.loader import Runner
 from release.verify.checks._cmake_probe import Answer, Request, configure, read_answers, write_probe
-from release.verify.checks._common import finding
+from release.verify.checks._common import finding, not_run
 from release.verify.context import VerifyContext
 from release.verify.wheel import WheelModel
 
@@ -54,13 +55,15 @@ def _requests(wheel: WheelModel) -> list[Request]:
 
 
 def _route_answers(wheel: WheelModel, context: VerifyContext, route: tools.CMakeRoute,
-                   package: tuple[str, str], requests: list[Request]) -> dict[str, Answer]:
+                   package: tuple[str, str], requests: list[Request],
+                   runner: Runner) -> dict[str, Answer]:
     probe = context.workdir / "cmake-probe"
     write_probe(probe, package=package[1], package_dir=wheel.root / package[0],
                 requests=requests)
     build = context.workdir / f"cmake-probe-{route.name}"
     shutil.rmtree(build, ignore_errors=True)
-    configure(tools.cmake(route), probe, build, timeout=context.options.cmake_timeout)
+    configure(tools.cmake(route), probe, build, timeout=context.options.cmake_timeout,
+              arguments=runner.cmake_arguments or ())
     return read_answers(build, requests)
 
 
@@ -109,22 +112,29 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
     package = find_package_dir(wheel)
     if package is None:
         return [finding(NAME, Severity.INFO, "", "no CMake package (*Config.cmake) in the wheel")]
+    loader = context.loader
+    runner = None if loader is None else loader.runner(wheel.platforms, context.host)
+    if runner is None or runner.cmake_arguments is None:
+        return [not_run(NAME, f"this host ({context.host.system}-{context.host.machine}) "
+                        "cannot build and run programs for the wheel's machine")]
     requests = _requests(wheel)
     answers: dict[str, dict[str, Answer]] = {}
     for route in (tools.CMAKE_OLD, tools.CMAKE_NEW):
         try:
-            answers[route.name] = _route_answers(wheel, context, route, package, requests)
+            answers[route.name] = _route_answers(wheel, context, route, package, requests,
+                                                 runner)
         except (EnvironmentFailure, ToolError):
             raise  # this machine cannot provide CMake: "not run (environment)", not the wheel
         except ReleaseError as error:
             return [finding(NAME, Severity.ERROR, package[0], f"CMake {route.requirement} "
                             f"could not configure a consumer: {error.what}", fix=error.fix,
                             output=getattr(error, "output", ""))]
-    return _compare(wheel, package[1], answers, requests) + _example(wheel, context, package)
+    return (_compare(wheel, package[1], answers, requests)
+            + _example(wheel, context, package, runner))
 
 
-def _example(wheel: WheelModel, context: VerifyContext,
-             package: tuple[str, str]) -> list[Finding]:
+def _example(wheel: WheelModel, context: VerifyContext, package: tuple[str, str],
+             runner: Runner) -> list[Finding]:
     record = wheel.build_record
     if record is None or record.example is None:
         return []
@@ -136,7 +146,7 @@ def _example(wheel: WheelModel, context: VerifyContext,
     outputs: dict[str, dict[str, bytes]] = {}
     for route in (tools.CMAKE_OLD, tools.CMAKE_NEW):
         try:
-            outputs[route.name] = _run_consumer(wheel, context, route, package)
+            outputs[route.name] = _run_consumer(wheel, context, route, package, runner)
         except (EnvironmentFailure, ToolError):
             raise
         except ReleaseError as error:
@@ -155,7 +165,7 @@ def _example(wheel: WheelModel, context: VerifyContext,
                                 "with Python"))
         return findings
     program = str(wheel.root / record.example.program)
-    python_output = _cmd.run([sys.executable, "-m", record.example.python_module, program],
+    python_output = _cmd.run(runner.python_command("-m", record.example.python_module, program),
                              env={"PYTHONPATH": str(wheel.root)}, what="Python reference run",
                              stderr="separate",
                              timeout=context.options.load_timeout)
@@ -169,14 +179,15 @@ def _example(wheel: WheelModel, context: VerifyContext,
 
 
 def _run_consumer(wheel: WheelModel, context: VerifyContext, route: tools.CMakeRoute,
-                  package: tuple[str, str]) -> dict[str, bytes]:
-    """Configures, builds and runs every program of the consumer; program -> its output."""
+                  package: tuple[str, str], runner: Runner) -> dict[str, bytes]:
+    """Configures, builds (for the wheel's machine) and runs (natively or emulated) every
+    program of the consumer; program -> its output."""
     record = wheel.build_record
     assert record is not None and record.example is not None
     build = context.workdir / f"consumer-{route.name}"
     cmake = tools.cmake(route)
     source = wheel.root / record.example.consumer
-    _cmd.run([cmake, "-S", source, "-B", build,
+    _cmd.run([cmake, "-S", source, "-B", build, *(runner.cmake_arguments or ()),
               f"-D{package[1]}_DIR={wheel.root / package[0]}"], what="configure the consumer",
              timeout=context.options.cmake_timeout)
     _cmd.run([cmake, "--build", build], what="build the consumer",
@@ -186,7 +197,8 @@ def _run_consumer(wheel: WheelModel, context: VerifyContext, route: tools.CMakeR
     if not programs:
         raise CommandError("the consumer built no program", command=[str(cmake)], returncode=0,
                            output="")
-    return {program.name: _cmd.run([program, wheel.root / record.example.program],
+    return {program.name: _cmd.run(runner.command(str(program),
+                                                  str(wheel.root / record.example.program)),
                                    what=f"the example program {program.name}",
                                    timeout=context.options.load_timeout,
                                    stderr="separate").encode()
