@@ -169,6 +169,9 @@ _SOURCE_FILE = re.compile(rb"(?:/[A-Za-z0-9._+@-]+){2,}"
 # static part of gcc-toolset's libstdc++ that manylinux links in)
 _SYSTEM_SOURCES = (b"/usr/", b"/opt/rh/", b"/opt/_internal/", b"/Library/", b"/Applications/",
                    b"/System/", b"/builddir/build/BUILD/")
+_SOURCE_SUFFIXES = tuple(b"." + suffix for suffix in (
+    b"c", b"cc", b"cpp", b"cxx", b"cu", b"h", b"hh", b"hpp", b"hxx", b"inl", b"f", b"f90", b"pyx",
+    b"m", b"mm"))
 SOURCE_FILE = "absolute source file"    # the Leak.prefix of a __FILE__-style source path
 _BINARY_MAGIC = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"\xca\xfe\xba\xbe",
                  b"MZ")
@@ -178,7 +181,8 @@ _KEY = 3   # prefixes starting with '/' are looked up by their first bytes at ea
 class _LeakScanner:
     """Finds, in one pass over the path starts ('/' not preceded by a path character), the
     first occurrence of each prefix and, in binaries, of an absolute source file name.
-    Prefixes that do not start with '/' (D:\\a\\) are searched for directly."""
+    Prefixes that do not start with '/' (D:\\a\\) are searched for directly, except in ELF
+    and Mach-O files."""
 
     def __init__(self, prefixes: Sequence[str]) -> None:
         self.by_key: dict[bytes, list[tuple[str, bytes]]] = {}
@@ -197,6 +201,7 @@ class _LeakScanner:
         self.tail = b""
         self.started = False
         self.binary = False
+        self.posix = False
         self.found: dict[str, Leak] = {}
 
     def feed(self, chunk: bytes) -> None:
@@ -204,10 +209,13 @@ class _LeakScanner:
             return
         if not self.started:
             self.binary = chunk.startswith(_BINARY_MAGIC)
+            # ELF and Mach-O files come from POSIX builds: no drive-letter paths in them
+            self.posix = chunk.startswith(_BINARY_MAGIC[:-1])
         window = self.tail + chunk
-        for prefix, encoded in self.other:
-            if prefix not in self.found:
-                self._find(prefix, encoded, window)
+        if not self.posix:
+            for prefix, encoded in self.other:
+                if prefix not in self.found:
+                    self._find(prefix, encoded, window)
         self._path_starts(window)
         self.tail = window[-self.keep:]
         self.started = True
@@ -223,10 +231,12 @@ class _LeakScanner:
                     if prefix not in found and window.startswith(encoded, position):
                         found[prefix] = Leak(prefix, _sample(window, position))
                 if sources:
-                    text = window[position:position + _SAMPLE]
-                    end = text.find(b"\0")
-                    if end > 0 and _SOURCE_FILE.fullmatch(text, 0, end) and \
-                            not text.startswith(_SYSTEM_SOURCES) and b"XXXXXX" not in text[:end]:
+                    # cheap tests first: NUL-terminated and a source suffix, then the pattern
+                    end = window.find(b"\0", position, position + _SAMPLE)
+                    if end > 0 and window.endswith(_SOURCE_SUFFIXES, position, end) and \
+                            _SOURCE_FILE.fullmatch(window, position, end) and \
+                            not window.startswith(_SYSTEM_SOURCES, position) and \
+                            window.find(b"XXXXXX", position, end) < 0:
                         # (XXXXXX: a mkstemp template, not a file of the build)
                         found[SOURCE_FILE] = Leak(SOURCE_FILE, _sample(window, position))
                         sources = False

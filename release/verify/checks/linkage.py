@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from packaging.utils import canonicalize_name
+
 from release.findings import Finding, Severity
 from release.loader import LoaderModel, SearchFolder, SystemPolicy
 from release.verify.checks._common import finding, not_run
@@ -83,7 +85,13 @@ class _Resolver:
             return Resolution(binary.path, name, SYSTEM,
                               via=self.policy.provided_by.get(name, "system"))
         loaded = imported_by(self.context.imported_libraries, name)
-        if loaded is not None:
+        own = loaded is not None and canonicalize_name(loaded.distribution) == \
+            canonicalize_name(self.wheel.metadata.name)
+        if loaded is not None and own and self.loader.is_loadable_library(binary.info):
+            # the package's own library, loaded by its own import before this one
+            return Resolution(binary.path, name, IMPORTED, distribution=loaded.distribution,
+                              via=f"import {loaded.module}")
+        if loaded is not None and not own:
             # found by name once `import <module>` has loaded it: fine if it is declared
             kind, extras = self.declared(loaded.distribution)
             return Resolution(binary.path, name, IMPORTED if kind == EXTERNAL else kind,

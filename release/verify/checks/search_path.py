@@ -82,7 +82,8 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
                                          loader.classify(text, binary.folder), loader.words)
             classes.append(kind)
             if found is not None:
-                findings.append(found)
+                problems.setdefault((found.severity.value, found.what), []).append(
+                    (binary.path, found))
         if "own" in classes and "foreign" in classes[:classes.index("own")]:
             findings.append(finding(
                 NAME, Severity.WARNING, binary.path, "searches a foreign folder before the "
