@@ -19,6 +19,7 @@ class Report:
     static: bool
     findings: list[Finding] = field(default_factory=list)
     checks: dict[str, str] = field(default_factory=dict)   # check -> "ran" / "not run" / "failed"
+    binaries: dict[str, int] = field(default_factory=dict)  # format ("elf") -> files read
 
     @property
     def ok(self) -> bool:
@@ -32,6 +33,7 @@ class Report:
         return {"version": SCHEMA_VERSION, "wheel": self.wheel, "static": self.static,
                 "ok": self.ok, "checks": dict(self.checks),
                 "summary": {s.value: counts.get(s.value, 0) for s in Severity},
+                "binaries": dict(sorted(self.binaries.items())),
                 "findings": [f.to_json() for f in self.findings]}
 
     def render_text(self) -> str:
@@ -50,6 +52,9 @@ class Report:
             if isinstance(table, dict) and table and all(isinstance(row, dict)
                                                          for row in table.values()):
                 lines.extend(render_table(table))
+        if self.binaries:
+            read = ", ".join(f"{count} {kind}" for kind, count in sorted(self.binaries.items()))
+            lines.append(f"binaries read: {read}")
         verdict = "OK" if self.ok else "FAILED"
         lines.append(f"{self.wheel}: {verdict} ({self.count(Severity.ERROR)} errors, "
                      f"{self.count(Severity.WARNING)} warnings, {self.count(Severity.INFO)} "

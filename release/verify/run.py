@@ -7,6 +7,7 @@ the checks consult."""
 from __future__ import annotations
 
 import tempfile
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -111,4 +112,9 @@ def run_verify(path: Path, *, static: bool = False, options: VerifyOptions | Non
         context.workdir.mkdir()
         findings, status = run_checks(wheel, context, (*CHECKS, *extra_checks))
     findings += _unclaimed(wheel, platform)
-    return Report(wheel=path.name, static=static, findings=findings, checks=status)
+    read = Counter(binary.info.format for binary in wheel.binaries)
+    unreadable = sum(1 for f in wheel.findings if f.check == "binary")
+    if unreadable:
+        read["unreadable"] = unreadable
+    return Report(wheel=path.name, static=static, findings=findings, checks=status,
+                  binaries=dict(read))

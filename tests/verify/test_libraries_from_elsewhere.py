@@ -174,6 +174,7 @@ def test_the_load_matrix_loads_what_users_load(tmp_path: Path) -> None:
     (summary,) = [f for f in report.findings if f.check == "load-matrix"]
     assert summary.severity is Severity.INFO, report.render_text()
     assert summary.what.startswith("3 load combinations run"), summary.what  # all + 2 alone
+    assert report.to_json()["binaries"] == {"elf": 3}   # what was read, per format
 
 
 def _platform_wheel(tmp_path: Path, files: dict[str, bytes]) -> Path:
