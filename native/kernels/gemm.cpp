@@ -1,0 +1,245 @@
+// Blocking, packing and threading of the matrix products (gemm.hpp), and the portable
+// micro-kernel.
+//
+// The output of each product is cut into tiles of up to kTileRows × kTileColumns; a tile is
+// the unit of work on the thread pool, so each output element belongs to one thread. For
+// every kDepth-long slice of k a tile packs its slice of b into panels of the micro-kernel's
+// width and its slice of a into panels of its height (zero-padded at the edges), then runs
+// the micro-kernel over them: the sums of one slice continue from the previous slice's, so
+// each output still adds its products in increasing k.
+#include <algorithm>
+#include <cstring>
+#include <new>
+
+#include "common.hpp"
+#include "edgert/threadpool.h"
+#include "gemm.hpp"
+#include "isa.hpp"
+#include "linear.hpp"
+
+namespace edgert::kernels {
+namespace {
+
+// Sizes for caches of 32-64 KiB (L1) and 512 KiB-2 MiB (L2): a packed b panel of one
+// micro-kernel (kDepth × 32 floats) stays in L1, the tile's packed a (kTileRows × kDepth) in
+// L2. kTileRows is a multiple of every micro-kernel's height, kTileColumns of every width.
+constexpr int64_t kTileRows = 96;
+constexpr int64_t kTileColumns = 256;
+constexpr int64_t kDepth = 256;
+// Multiply-adds below which a chunk of tiles is not worth another thread.
+constexpr int64_t kParallelProducts = int64_t{1} << 18;
+
+// Portable micro-kernel (4×8) in GCC/Clang vector types: SSE2 on x86-64, NEON on aarch64.
+typedef float Float4 __attribute__((vector_size(16)));
+constexpr int kPortableRows = 4;
+
+Float4 load4(const float* data) {
+  Float4 value;
+  std::memcpy(&value, data, sizeof(value));
+  return value;
+}
+
+void store4(float* data, Float4 value) { std::memcpy(data, &value, sizeof(value)); }
+
+void portable_kernel(int64_t depth, const float* a, const float* b, float* c, int64_t ldc,
+                     bool accumulate) {
+  Float4 sums[kPortableRows][2];
+#pragma GCC unroll 4
+  for (int i = 0; i < kPortableRows; ++i) {
+    sums[i][0] = accumulate ? load4(c + i * ldc) : Float4{};
+    sums[i][1] = accumulate ? load4(c + i * ldc + 4) : Float4{};
+  }
+  for (int64_t p = 0; p < depth; ++p) {
+    const Float4 right0 = load4(b), right1 = load4(b + 4);
+#pragma GCC unroll 4
+    for (int i = 0; i < kPortableRows; ++i) {
+      const Float4 left = Float4{} + a[i];
+      sums[i][0] = sums[i][0] + left * right0;
+      sums[i][1] = sums[i][1] + left * right1;
+    }
+    a += kPortableRows;
+    b += 8;
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < kPortableRows; ++i) {
+    store4(c + i * ldc, sums[i][0]);
+    store4(c + i * ldc + 4, sums[i][1]);
+  }
+}
+
+MicroKernel select_micro_kernel() {
+  switch (kernel_isa()) {
+#if defined(__x86_64__)
+    case Isa::Avx512: return avx512_micro_kernel();
+    case Isa::Avx2: return avx2_micro_kernel();
+#endif
+    default: return {kPortableRows, 8, portable_kernel};
+  }
+}
+
+// 64-byte aligned scratch memory for the packed panels.
+class PackBuffer {
+ public:
+  explicit PackBuffer(int64_t floats)
+      : data_(static_cast<float*>(::operator new(static_cast<size_t>(floats) * sizeof(float),
+                                                 std::align_val_t(64)))) {}
+  ~PackBuffer() { ::operator delete(data_, std::align_val_t(64)); }
+  PackBuffer(const PackBuffer&) = delete;
+  PackBuffer& operator=(const PackBuffer&) = delete;
+  float* data() const { return data_; }
+
+ private:
+  float* data_;
+};
+
+struct Problem {
+  const std::vector<GemmOperands>& batch;
+  int64_t m, n, k;
+  RightLayout layout;
+  GemmEpilogue epilogue;
+  MicroKernel kernel;
+  int64_t row_tiles, column_tiles;
+};
+
+// One tile's region of one product, and the k slice being packed.
+struct Block {
+  const GemmOperands& operands;
+  int64_t row, rows, column, columns, depth_begin, depth;
+};
+
+// a rows [row, row + rows), k slice: panels of kernel.rows rows, p-major, zero-padded.
+void pack_left(const Problem& problem, const Block& block, float* packed) {
+  const int64_t height = problem.kernel.rows;
+  for (int64_t panel = 0; panel < block.rows; panel += height) {
+    float* out = packed + panel * block.depth;
+    for (int64_t i = 0; i < height; ++i) {
+      if (panel + i >= block.rows) {
+        for (int64_t p = 0; p < block.depth; ++p) out[p * height + i] = 0.0f;
+        continue;
+      }
+      const float* source = block.operands.a + (block.row + panel + i) * problem.k + block.depth_begin;
+      for (int64_t p = 0; p < block.depth; ++p) out[p * height + i] = source[p];
+    }
+  }
+}
+
+// b columns [column, column + columns), k slice: panels of kernel.columns, p-major.
+void pack_right(const Problem& problem, const Block& block, float* packed) {
+  const int64_t width = problem.kernel.columns;
+  for (int64_t panel = 0; panel < block.columns; panel += width) {
+    float* out = packed + panel * block.depth;
+    const int64_t valid = std::min(width, block.columns - panel);
+    const int64_t first = block.column + panel;
+    if (problem.layout == RightLayout::KByN) {
+      for (int64_t p = 0; p < block.depth; ++p) {
+        const float* source = block.operands.b + (block.depth_begin + p) * problem.n + first;
+        std::memcpy(out + p * width, source, static_cast<size_t>(valid) * sizeof(float));
+        std::fill(out + p * width + valid, out + (p + 1) * width, 0.0f);
+      }
+    } else {
+      for (int64_t j = 0; j < width; ++j) {
+        if (j >= valid) {
+          for (int64_t p = 0; p < block.depth; ++p) out[p * width + j] = 0.0f;
+          continue;
+        }
+        const float* source = block.operands.b + (first + j) * problem.k + block.depth_begin;
+        for (int64_t p = 0; p < block.depth; ++p) out[p * width + j] = source[p];
+      }
+    }
+  }
+}
+
+// A micro-kernel call on a partial edge: through a full-size scratch tile.
+void run_edge(const MicroKernel& kernel, const Block& block, const float* a, const float* b,
+              float* c, int64_t ldc, int64_t rows, int64_t columns) {
+  float scratch[32 * 32];
+  const bool accumulate = block.depth_begin > 0;
+  for (int64_t i = 0; i < rows && accumulate; ++i) {
+    std::memcpy(scratch + i * kernel.columns, c + i * ldc, static_cast<size_t>(columns) * sizeof(float));
+  }
+  kernel.run(block.depth, a, b, scratch, kernel.columns, accumulate);
+  for (int64_t i = 0; i < rows; ++i) {
+    std::memcpy(c + i * ldc, scratch + i * kernel.columns, static_cast<size_t>(columns) * sizeof(float));
+  }
+}
+
+void multiply_block(const Problem& problem, const Block& block, const float* a, const float* b) {
+  const MicroKernel& kernel = problem.kernel;
+  for (int64_t jr = 0; jr < block.columns; jr += kernel.columns) {
+    const int64_t columns = std::min<int64_t>(kernel.columns, block.columns - jr);
+    for (int64_t ir = 0; ir < block.rows; ir += kernel.rows) {
+      const int64_t rows = std::min<int64_t>(kernel.rows, block.rows - ir);
+      float* c = block.operands.c + (block.row + ir) * problem.n + block.column + jr;
+      const float* left = a + ir * block.depth;
+      const float* right = b + jr * block.depth;
+      if (rows == kernel.rows && columns == kernel.columns) {
+        kernel.run(block.depth, left, right, c, problem.n, block.depth_begin > 0);
+      } else {
+        run_edge(kernel, block, left, right, c, problem.n, rows, columns);
+      }
+    }
+  }
+}
+
+void finish_tile(const Problem& problem, const Block& block) {
+  const GemmEpilogue& epilogue = problem.epilogue;
+  for (int64_t i = 0; i < block.rows; ++i) {
+    float* c = block.operands.c + (block.row + i) * problem.n + block.column;
+    if (problem.k == 0) std::fill(c, c + block.columns, 0.0f);
+    if (epilogue.bias == nullptr && !epilogue.relu) continue;
+    for (int64_t j = 0; j < block.columns; ++j) {
+      float v = c[j];
+      if (epilogue.bias) v += epilogue.bias[block.column + j];
+      c[j] = epilogue.relu ? relu(v) : v;
+    }
+  }
+}
+
+Block tile_block(const Problem& problem, int64_t tile) {
+  const int64_t per_product = problem.row_tiles * problem.column_tiles;
+  const GemmOperands& operands = problem.batch[static_cast<size_t>(tile / per_product)];
+  const int64_t row = (tile % per_product % problem.row_tiles) * kTileRows;
+  const int64_t column = (tile % per_product) / problem.row_tiles * kTileColumns;
+  return Block{operands, row, std::min(kTileRows, problem.m - row), column,
+               std::min(kTileColumns, problem.n - column), 0, 0};
+}
+
+// The tiles [begin, end) on one thread. Tiles are numbered row tile first, so consecutive
+// tiles of one column share b: each k slice of b is packed once for all of them.
+void run_tiles(const Problem& problem, int64_t begin, int64_t end) {
+  const int64_t depth_capacity = std::max<int64_t>(std::min(problem.k, kDepth), 1);
+  PackBuffer left(kTileRows * depth_capacity);
+  PackBuffer right(kTileColumns * depth_capacity);
+  while (begin < end) {
+    // Tiles [begin, group_end) share one column of one product.
+    const int64_t group_end = std::min(end, (begin / problem.row_tiles + 1) * problem.row_tiles);
+    for (int64_t p = 0; p < problem.k; p += kDepth) {
+      for (int64_t tile = begin; tile < group_end; ++tile) {
+        Block block = tile_block(problem, tile);
+        block.depth_begin = p;
+        block.depth = std::min(kDepth, problem.k - p);
+        if (tile == begin) pack_right(problem, block, right.data());
+        pack_left(problem, block, left.data());
+        multiply_block(problem, block, left.data(), right.data());
+      }
+    }
+    for (int64_t tile = begin; tile < group_end; ++tile) finish_tile(problem, tile_block(problem, tile));
+    begin = group_end;
+  }
+}
+
+}  // namespace
+
+void gemm(const std::vector<GemmOperands>& batch, int64_t m, int64_t n, int64_t k,
+          RightLayout layout, const GemmEpilogue& epilogue) {
+  if (batch.empty() || m <= 0 || n <= 0) return;
+  const Problem problem{batch, m, n, k, layout, epilogue, select_micro_kernel(),
+                        (m + kTileRows - 1) / kTileRows, (n + kTileColumns - 1) / kTileColumns};
+  const int64_t tiles = static_cast<int64_t>(batch.size()) * problem.row_tiles * problem.column_tiles;
+  const int64_t products_per_tile =
+      std::min(m, kTileRows) * std::min(n, kTileColumns) * std::max<int64_t>(k, 1);
+  const int64_t grain = std::max<int64_t>(1, kParallelProducts / products_per_tile);
+  parallel_for(0, tiles, grain, [&](int64_t begin, int64_t end) { run_tiles(problem, begin, end); });
+}
+
+}  // namespace edgert::kernels
