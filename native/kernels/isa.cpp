@@ -4,8 +4,6 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "edgert/export.h"
-
 namespace edgert::kernels {
 namespace {
 
@@ -49,8 +47,3 @@ const char* isa_name(Isa isa) {
 }
 
 }  // namespace edgert::kernels
-
-// Which code path the kernels of this process run ("portable", "avx2" or "avx512").
-extern "C" EDGERT_COMPONENT_API const char* edgert_kernels_isa(void) {
-  return edgert::kernels::isa_name(edgert::kernels::kernel_isa());
-}
