@@ -9,16 +9,23 @@
 namespace edgert::kernels {
 namespace {
 
-// Lines of softmax whose elements are contiguous (axis -1): one row at a time.
+// Lines of softmax whose elements are contiguous (axis -1), a few rows at a time: their
+// in-order sums run side by side (sum_rows_in_order).
 void softmax_rows(const float* x, float* out, int64_t rows, int64_t length) {
+  constexpr int64_t kRows = 4;
   parallel_for(0, rows, std::max<int64_t>(1, kParallelGrain / length), [&](int64_t begin, int64_t end) {
-    for (int64_t row = begin; row < end; ++row) {
-      const float* xr = x + row * length;
-      float* orow = out + row * length;
-      const float maximum = max_of_floats(xr, length);
-      exp_of_differences(xr, &maximum, 0, orow, length);
-      const float sum = sum_in_order(orow, length);
-      binary_floats(BinaryOp::Div, orow, 1, &sum, 0, orow, length);
+    for (int64_t first = begin; first < end; first += kRows) {
+      const int64_t count = std::min(kRows, end - first);
+      for (int64_t row = first; row < first + count; ++row) {
+        const float maximum = max_of_floats(x + row * length, length);
+        exp_of_differences(x + row * length, &maximum, 0, out + row * length, length);
+      }
+      float sums[kRows];
+      sum_rows_in_order(out + first * length, length, count, length, sums);
+      for (int64_t i = 0; i < count; ++i) {
+        float* row = out + (first + i) * length;
+        binary_floats(BinaryOp::Div, row, 1, &sums[i], 0, row, length);
+      }
     }
   });
 }

@@ -28,8 +28,10 @@ float max_of_floats(const float* x, int64_t count);
 void exp_of_differences(const float* x, const float* shift, int64_t shift_step, float* out,
                         int64_t count);
 
-// ((x[0] + x[1]) + x[2]) + ... in float32, starting from +0.
-float sum_in_order(const float* x, int64_t count);
+// sums[r] = ((x_r[0] + x_r[1]) + x_r[2]) + ... in float32 from +0, for the `rows` rows
+// x_r = x + r * stride of `count` elements each. Rows are summed side by side, four at a
+// time, so their additions overlap; each row's own order is unchanged.
+void sum_rows_in_order(const float* x, int64_t stride, int64_t rows, int64_t count, float* sums);
 
 // e^x in float32 for x <= 0, the exponential of softmax (x - max never exceeds 0).
 // Cody-Waite reduction x = n·ln2 + r with |r| <= ln2/2, then Cephes' degree-5 polynomial
