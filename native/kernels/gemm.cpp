@@ -107,18 +107,32 @@ struct Block {
   int64_t row, rows, column, columns, depth_begin, depth;
 };
 
+// Copies rows × depth values of `source` (row stride source_stride) transposed into
+// `target`: target[p * target_stride + i] = source[i * source_stride + p]; in 8×8 blocks
+// when the kernel has a transpose and there are 8 rows.
+void copy_transposed(const MicroKernel& kernel, const float* source, int64_t source_stride,
+                     int64_t rows, int64_t depth, float* target, int64_t target_stride) {
+  int64_t p = 0;
+  if (kernel.transpose8 != nullptr && rows == 8) {
+    for (; p + 8 <= depth; p += 8) {
+      kernel.transpose8(source + p, source_stride, target + p * target_stride, target_stride);
+    }
+  }
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t q = p; q < depth; ++q) target[q * target_stride + i] = source[i * source_stride + q];
+  }
+}
+
 // a rows [row, row + rows), k slice: panels of kernel.rows rows, p-major, zero-padded.
 void pack_left(const Problem& problem, const Block& block, float* packed) {
   const int64_t height = problem.kernel.rows;
   for (int64_t panel = 0; panel < block.rows; panel += height) {
     float* out = packed + panel * block.depth;
-    for (int64_t i = 0; i < height; ++i) {
-      if (panel + i >= block.rows) {
-        for (int64_t p = 0; p < block.depth; ++p) out[p * height + i] = 0.0f;
-        continue;
-      }
-      const float* source = block.operands.a + (block.row + panel + i) * problem.k + block.depth_begin;
-      for (int64_t p = 0; p < block.depth; ++p) out[p * height + i] = source[p];
+    const int64_t valid = std::min(height, block.rows - panel);
+    const float* source = block.operands.a + (block.row + panel) * problem.k + block.depth_begin;
+    copy_transposed(problem.kernel, source, problem.k, valid, block.depth, out, height);
+    for (int64_t i = valid; i < height; ++i) {
+      for (int64_t p = 0; p < block.depth; ++p) out[p * height + i] = 0.0f;
     }
   }
 }
@@ -136,15 +150,15 @@ void pack_right(const Problem& problem, const Block& block, float* packed) {
         std::memcpy(out + p * width, source, static_cast<size_t>(valid) * sizeof(float));
         std::fill(out + p * width + valid, out + (p + 1) * width, 0.0f);
       }
-    } else {
-      for (int64_t j = 0; j < width; ++j) {
-        if (j >= valid) {
-          for (int64_t p = 0; p < block.depth; ++p) out[p * width + j] = 0.0f;
-          continue;
-        }
-        const float* source = block.operands.b + (first + j) * problem.k + block.depth_begin;
-        for (int64_t p = 0; p < block.depth; ++p) out[p * width + j] = source[p];
-      }
+      continue;
+    }
+    for (int64_t j = 0; j < valid; j += 8) {  // weight rows j.. become packed columns
+      const float* source = block.operands.b + (first + j) * problem.k + block.depth_begin;
+      copy_transposed(problem.kernel, source, problem.k, std::min<int64_t>(8, valid - j), block.depth,
+                      out + j, width);
+    }
+    for (int64_t j = valid; j < width; ++j) {
+      for (int64_t p = 0; p < block.depth; ++p) out[p * width + j] = 0.0f;
     }
   }
 }

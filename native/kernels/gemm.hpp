@@ -44,6 +44,10 @@ struct MicroKernel {
   int columns;
   void (*run)(int64_t depth, const float* a, const float* b, float* c, int64_t ldc,
               bool accumulate);
+  // Copies an 8×8 block transposed: target[c * target_stride + r] = source[r *
+  // source_stride + c]; packing uses it where panels are 8 wide. Null: element by element.
+  void (*transpose8)(const float* source, int64_t source_stride, float* target,
+                     int64_t target_stride) = nullptr;
 };
 
 #if defined(__x86_64__)

@@ -1,4 +1,5 @@
-// The x86-64 micro-kernels of gemm.cpp: AVX2 (6×16) and AVX-512 (8×32). Each is compiled
+// The x86-64 micro-kernels of gemm.cpp, AVX2 (6×16) and AVX-512 (8×32), and the AVX2 8×8
+// transpose their packing uses. Each is compiled
 // for its instruction set alone (target attribute) and called only when the processor has
 // it. Multiplies and adds stay separate instructions (-ffp-contract=off): FMA would round
 // differently from the portable path.
@@ -68,10 +69,35 @@ __attribute__((target("avx512f"))) void avx512_kernel(int64_t depth, const float
   }
 }
 
+__attribute__((target("avx2"))) void transpose8_avx2(const float* source, int64_t source_stride,
+                                                     float* target, int64_t target_stride) {
+  __m256 rows[8], pairs[8], quads[8];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) rows[i] = _mm256_loadu_ps(source + i * source_stride);
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    pairs[2 * i] = _mm256_unpacklo_ps(rows[2 * i], rows[2 * i + 1]);
+    pairs[2 * i + 1] = _mm256_unpackhi_ps(rows[2 * i], rows[2 * i + 1]);
+  }
+#pragma GCC unroll 2
+  for (int half = 0; half < 2; ++half) {
+    const __m256* in = pairs + 4 * half;
+    quads[4 * half] = _mm256_shuffle_ps(in[0], in[2], 0x44);
+    quads[4 * half + 1] = _mm256_shuffle_ps(in[0], in[2], 0xee);
+    quads[4 * half + 2] = _mm256_shuffle_ps(in[1], in[3], 0x44);
+    quads[4 * half + 3] = _mm256_shuffle_ps(in[1], in[3], 0xee);
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    _mm256_storeu_ps(target + i * target_stride, _mm256_permute2f128_ps(quads[i], quads[i + 4], 0x20));
+    _mm256_storeu_ps(target + (i + 4) * target_stride, _mm256_permute2f128_ps(quads[i], quads[i + 4], 0x31));
+  }
+}
+
 }  // namespace
 
-MicroKernel avx2_micro_kernel() { return {kAvx2Rows, 16, avx2_kernel}; }
-MicroKernel avx512_micro_kernel() { return {kAvx512Rows, 32, avx512_kernel}; }
+MicroKernel avx2_micro_kernel() { return {kAvx2Rows, 16, avx2_kernel, transpose8_avx2}; }
+MicroKernel avx512_micro_kernel() { return {kAvx512Rows, 32, avx512_kernel, transpose8_avx2}; }
 
 }  // namespace edgert::kernels
 #endif
