@@ -242,6 +242,71 @@ void run_tiles(const Problem& problem, int64_t begin, int64_t end) {
   }
 }
 
+// Products of one row (a vector times a weight, batch-1 inference): packing b would move as
+// much memory as the product reads, so b is read in place once, 8 columns by 8 k at a time,
+// each block transposed (linear's weight) into a small buffer first. (Measured: from two
+// rows on, packing is faster again.)
+
+// b[p0 + c][j0 + j] at block[c * 8 + j] for c < depth, j < columns; zero elsewhere.
+const float* right_block(const Problem& problem, const GemmOperands& operands, int64_t j0,
+                         int64_t columns, int64_t p0, int64_t depth, float* block) {
+  const bool full = columns == 8 && depth == 8;
+  if (problem.layout == RightLayout::KByN) {
+    if (full && problem.n >= 8) {  // rows of b are read where they are
+      for (int64_t c = 0; c < 8; ++c) std::memcpy(block + c * 8, operands.b + (p0 + c) * problem.n + j0, 32);
+      return block;
+    }
+  } else if (full && problem.kernel.transpose8 != nullptr) {
+    problem.kernel.transpose8(operands.b + j0 * problem.k + p0, problem.k, block, 8);
+    return block;
+  }
+  std::fill(block, block + 64, 0.0f);
+  for (int64_t c = 0; c < depth; ++c) {
+    for (int64_t j = 0; j < columns; ++j) {
+      block[c * 8 + j] = problem.layout == RightLayout::KByN ? operands.b[(p0 + c) * problem.n + j0 + j]
+                                                             : operands.b[(j0 + j) * problem.k + p0 + c];
+    }
+  }
+  return block;
+}
+
+// Output columns [j0, j0 + 8) of the row: the same sums, in the same order, as the
+// micro-kernels; then the epilogue.
+void multiply_row(const Problem& problem, const GemmOperands& operands, int64_t j0) {
+  const int64_t columns = std::min<int64_t>(8, problem.n - j0);
+  Float4 sums[2] = {};
+  alignas(64) float block[64];
+  for (int64_t p0 = 0; p0 < problem.k; p0 += 8) {
+    const int64_t depth = std::min<int64_t>(8, problem.k - p0);
+    const float* right = right_block(problem, operands, j0, columns, p0, depth, block);
+    for (int64_t c = 0; c < depth; ++c) {
+      const Float4 left = Float4{} + operands.a[p0 + c];
+      sums[0] = sums[0] + left * load4(right + c * 8);
+      sums[1] = sums[1] + left * load4(right + c * 8 + 4);
+    }
+  }
+  const GemmEpilogue& epilogue = problem.epilogue;
+  float values[8];
+  store4(values, sums[0]);
+  store4(values + 4, sums[1]);
+  for (int64_t j = 0; j < columns; ++j) {
+    float v = values[j];
+    if (epilogue.bias) v += epilogue.bias[j0 + j];
+    operands.c[j0 + j] = epilogue.relu ? relu(v) : v;
+  }
+}
+
+void gemm_one_row(const Problem& problem) {
+  const int64_t blocks = (problem.n + 7) / 8;
+  const int64_t total = static_cast<int64_t>(problem.batch.size()) * blocks;
+  const int64_t grain = std::max<int64_t>(1, kParallelProducts / (8 * std::max<int64_t>(problem.k, 1)));
+  parallel_for(0, total, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t index = begin; index < end; ++index) {
+      multiply_row(problem, problem.batch[static_cast<size_t>(index / blocks)], index % blocks * 8);
+    }
+  });
+}
+
 }  // namespace
 
 void gemm(const std::vector<GemmOperands>& batch, int64_t m, int64_t n, int64_t k,
@@ -249,6 +314,7 @@ void gemm(const std::vector<GemmOperands>& batch, int64_t m, int64_t n, int64_t 
   if (batch.empty() || m <= 0 || n <= 0) return;
   const Problem problem{batch, m, n, k, layout, epilogue, select_micro_kernel(),
                         (m + kTileRows - 1) / kTileRows, (n + kTileColumns - 1) / kTileColumns};
+  if (m == 1) return gemm_one_row(problem);
   const int64_t tiles = static_cast<int64_t>(batch.size()) * problem.row_tiles * problem.column_tiles;
   const int64_t products_per_tile =
       std::min(m, kTileRows) * std::min(n, kTileColumns) * std::max<int64_t>(k, 1);

@@ -3,7 +3,7 @@ linear and matmul add rounded products in increasing k from +0 (no FMA), softmax
 edgert's own exp and sums in index order. numpy repeats that arithmetic step by step, and
 every instruction set the kernels can choose (EDGERT_KERNELS_ISA) gives the same bytes.
 Shapes cross the blocking's edges: partial micro-kernel tiles, several row and column tiles,
-and k longer than one packed slice (256)."""
+k longer than one packed slice (256), and single rows (read without packing)."""
 
 from __future__ import annotations
 
@@ -82,7 +82,12 @@ def test_fused_linear_relu_is_the_same_arithmetic(edgert: ModuleType) -> None:
     np.testing.assert_array_equal(result, np.maximum(products_in_order(x, weight.T) + bias, 0))
 
 
-@pytest.mark.parametrize("shapes", [((2, 130, 300), (300, 70)), ((7, 5), (5, 270)), ((3,), (3, 9))])
+MATMUL_SHAPES = [
+    ((2, 130, 300), (300, 70)), ((7, 5), (5, 270)), ((3,), (3, 9)), ((1, 300), (300, 70)),
+]
+
+
+@pytest.mark.parametrize("shapes", MATMUL_SHAPES)
 def test_matmul_adds_products_in_order(edgert: ModuleType, shapes: tuple) -> None:
     a, b = values(shapes[0], 7), values(shapes[1], 8)
     (result,) = run_op(edgert, "edgert::matmul", [a, b], backends=[])
@@ -130,6 +135,7 @@ def run(op, arrays, attributes=None):
     return program.run(arrays)[0].tobytes()
 cases = [
     run("edgert::linear", [values((101, 300), 1), values((45, 300), 2), values((45,), 3)]),
+    run("edgert::linear", [values((1, 300), 1), values((45, 300), 2), values((45,), 3)]),
     run("edgert::matmul", [values((3, 50, 70), 4), values((70, 33), 5)]),
     run("edgert::softmax", [softmax_input()]),
     run("edgert::softmax", [softmax_input()], {"axis": 1}),
