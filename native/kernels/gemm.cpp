@@ -1,13 +1,15 @@
 // Blocking, packing and threading of the matrix products (gemm.hpp), and the portable
 // micro-kernel.
 //
-// The output of each product is cut into tiles of up to kTileRows × kTileColumns; a tile is
-// the unit of work on the thread pool, so each output element belongs to one thread. For
+// The output of each product is cut into tiles of up to kTileRows × kTileColumns; runs of
+// tiles are the units of work on the thread pool, so each output element belongs to one
+// thread. For
 // every kDepth-long slice of k a tile packs its slice of b into panels of the micro-kernel's
 // width and its slice of a into panels of its height (zero-padded at the edges), then runs
 // the micro-kernel over them: the sums of one slice continue from the previous slice's, so
 // each output still adds its products in increasing k.
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <new>
 
@@ -220,10 +222,15 @@ Block tile_block(const Problem& problem, int64_t tile) {
 
 // The tiles [begin, end) on one thread. Tiles are numbered row tile first, so consecutive
 // tiles of one column share b: each k slice of b is packed once for all of them.
-void run_tiles(const Problem& problem, int64_t begin, int64_t end) {
-  const int64_t depth_capacity = std::max<int64_t>(std::min(problem.k, kDepth), 1);
-  PackBuffer left(kTileRows * depth_capacity);
-  PackBuffer right(kTileColumns * depth_capacity);
+struct PackBuffers {
+  explicit PackBuffers(int64_t depth)
+      : left(kTileRows * std::max<int64_t>(depth, 1)), right(kTileColumns * std::max<int64_t>(depth, 1)) {}
+  PackBuffer left, right;
+};
+
+void run_tiles(const Problem& problem, PackBuffers& buffers, int64_t begin, int64_t end) {
+  float* const left = buffers.left.data();
+  float* const right = buffers.right.data();
   while (begin < end) {
     // Tiles [begin, group_end) share one column of one product.
     const int64_t group_end = std::min(end, (begin / problem.row_tiles + 1) * problem.row_tiles);
@@ -232,9 +239,9 @@ void run_tiles(const Problem& problem, int64_t begin, int64_t end) {
         Block block = tile_block(problem, tile);
         block.depth_begin = p;
         block.depth = std::min(kDepth, problem.k - p);
-        if (tile == begin) pack_right(problem, block, right.data());
-        pack_left(problem, block, left.data());
-        multiply_block(problem, block, left.data(), right.data());
+        if (tile == begin) pack_right(problem, block, right);
+        pack_left(problem, block, left);
+        multiply_block(problem, block, left, right);
       }
     }
     for (int64_t tile = begin; tile < group_end; ++tile) finish_tile(problem, tile_block(problem, tile));
@@ -318,8 +325,20 @@ void gemm(const std::vector<GemmOperands>& batch, int64_t m, int64_t n, int64_t 
   const int64_t tiles = static_cast<int64_t>(batch.size()) * problem.row_tiles * problem.column_tiles;
   const int64_t products_per_tile =
       std::min(m, kTileRows) * std::min(n, kTileColumns) * std::max<int64_t>(k, 1);
-  const int64_t grain = std::max<int64_t>(1, kParallelProducts / products_per_tile);
-  parallel_for(0, tiles, grain, [&](int64_t begin, int64_t end) { run_tiles(problem, begin, end); });
+  // Runs of consecutive tiles (about four per thread, at least kParallelProducts of work)
+  // are handed out one at a time to whichever thread is free: a thread that starts late or
+  // shares its core with other work takes fewer. Each tile still runs on one thread.
+  const int64_t threads = static_cast<int64_t>(edgert_threadpool_size());
+  const int64_t run = std::max((tiles + 4 * threads - 1) / (4 * threads),
+                               std::max<int64_t>(1, kParallelProducts / products_per_tile));
+  const int64_t runs = (tiles + run - 1) / run;
+  std::atomic<int64_t> next{0};
+  parallel_for(0, std::min(runs, threads), 1, [&](int64_t, int64_t) {
+    PackBuffers buffers(std::min(k, kDepth));
+    for (int64_t index = next++; index < runs; index = next++) {
+      run_tiles(problem, buffers, index * run, std::min(tiles, (index + 1) * run));
+    }
+  });
 }
 
 }  // namespace edgert::kernels
