@@ -7,9 +7,10 @@ of each side and the ratio edgert/numpy (targets: <= 1.5).
 edgert runs each operator inside a program, and a run copies its inputs in and its outputs
 out. To time the kernel alone, each operator is timed as a chain of LINKS + 1 nodes and as a
 single node, and the difference is divided by LINKS: the cost of one more node, copies
-excluded. numpy's side is the plain expression. OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are
-removed from the environment (the script runs itself again without them) so OpenBLAS picks
-the kernel it would pick for this processor; threadpoolctl reports which one it runs.
+excluded. numpy's side is the plain expression, evaluated LINKS times per timed sample.
+OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are removed from the environment (the script runs
+itself again without them) so OpenBLAS picks the kernel it would pick for this processor;
+threadpoolctl reports which one it runs.
 """
 
 from __future__ import annotations
@@ -107,6 +108,17 @@ def edgert_seconds(edgert: ModuleType, case: Case, arrays: list[np.ndarray],
     return max(long - short, 0.0) / LINKS
 
 
+def numpy_seconds(case: Case, arrays: list[np.ndarray], repetitions: int) -> float:
+    """Median time of ``case.reference``, each sample LINKS evaluations long like edgert's
+    chain (so both sides' samples are equally exposed to other work on the machine)."""
+
+    def evaluate() -> None:
+        for _ in range(LINKS):
+            case.reference(arrays)
+
+    return median_seconds(evaluate, repetitions) / LINKS
+
+
 def blas_description() -> str:
     found = [info for info in threadpoolctl.threadpool_info() if info["user_api"] == "blas"]
     if not found:
@@ -126,7 +138,7 @@ def measure(edgert: ModuleType, size: int, repetitions: int) -> list[tuple[str, 
             for case in CASES:
                 arrays = case.inputs(size)
                 ours = edgert_seconds(edgert, case, arrays, repetitions)
-                theirs = median_seconds(lambda c=case, a=arrays: c.reference(a), repetitions)
+                theirs = numpy_seconds(case, arrays, repetitions)
                 rows.append((case.name, threads, ours, theirs))
     edgert.set_threadpool_size(0)
     return rows
