@@ -158,12 +158,17 @@ __attribute__((target("avx2"))) void exp_avx2(const float* x, const float* shift
   exp_portable(x + i, shift + i * shift_step, shift_step, out + i, count - i);
 }
 
+// GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() as their unused merge operand, which
+// -Wmaybe-uninitialized reports at every use.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 // exp_nonpositive on sixteen lanes (AVX-512F): the same operations, in the same order.
 __attribute__((target("avx512f"))) __m512 exp16(__m512 x) {
   using namespace exp_constants;
   const __mmask16 is_nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
   const __mmask16 is_low = _mm512_cmp_ps_mask(x, _mm512_set1_ps(kLowest), _CMP_LT_OQ);
-  const __m512 in_range = _mm512_max_ps(x, _mm512_set1_ps(kLowest));
+  const __m512 in_range = _mm512_mask_blend_ps(is_low | is_nan, x, _mm512_set1_ps(kLowest));
   const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(in_range, _mm512_set1_ps(kLog2e)),
                                         _MM_FROUND_CUR_DIRECTION | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_sub_ps(in_range, _mm512_mul_ps(n, _mm512_set1_ps(kLn2High)));
@@ -192,15 +197,10 @@ __attribute__((target("avx512f"))) void exp_avx512(const float* x, const float* 
   exp_avx2(x + i, shift + i * shift_step, shift_step, out + i, count - i);
 }
 
-#endif
+#pragma GCC diagnostic pop
 
-bool use_avx2() {
-#if defined(__x86_64__)
-  return kernel_isa() != Isa::Portable;
-#else
-  return false;
+bool use_avx2() { return kernel_isa() != Isa::Portable; }
 #endif
-}
 
 template <BinaryOp Op>
 void binary_of(const float* a, int64_t a_step, const float* b, int64_t b_step, float* out,
