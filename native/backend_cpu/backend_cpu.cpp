@@ -1,6 +1,6 @@
 // The "cpu" delegate: claims chains edgert::linear → edgert::relu (→ linear → relu …) whose
 // intermediate values nothing else reads, and runs each pair in one pass with the bias and
-// the relu applied as the row is written. It uses the linear kernel's own arithmetic
+// the relu applied as each output tile is finished. It uses the linear kernel's own arithmetic
 // (edgert::kernels::linear), so results are bit-identical to the unfused kernels.
 #include <string>
 #include <vector>

@@ -45,6 +45,11 @@ set(CMAKE_LINK_LIBRARY_USING_EDGERT_KEEP_SUPPORTED TRUE)
 add_compile_options(
   "-ffile-prefix-map=${CMAKE_SOURCE_DIR}=edgert"
   "-ffile-prefix-map=${CMAKE_BINARY_DIR}=build")
+# Floating-point expressions are computed as written: no multiply and add fused into one FMA
+# (GCC's default for C++, Clang's within one expression), which would round differently on
+# processors that have FMA (aarch64, AVX-512 code paths) than on those that do not. The
+# kernels' documented arithmetic (docs/operators.md, docs/kernels.md) relies on it.
+add_compile_options("-ffp-contract=off")
 if(CMAKE_SYSTEM_NAME STREQUAL "Linux")
   add_link_options("LINKER:--enable-new-dtags")
 endif()

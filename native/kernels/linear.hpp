@@ -12,8 +12,8 @@ enum class Activation { None, Relu };
 
 // output = activation(input · weightᵀ + bias); input [..., K], weight [N, K], bias [N] or
 // null. Each output element is summed over k in order, then the bias is added, then the
-// activation applied. Rows are split across the thread pool; results do not depend on the
-// number of threads.
+// activation applied. Output tiles are split across the thread pool; results do not depend
+// on the number of threads or on the instruction set the kernels run (docs/kernels.md).
 EDGERT_COMPONENT_API edgert::Status linear(const edgert::Tensor& input,
                                            const edgert::Tensor& weight,
                                            const edgert::Tensor* bias, Activation activation,

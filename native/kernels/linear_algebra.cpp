@@ -1,9 +1,10 @@
 // matmul (batched, numpy semantics) and linear (x·Wᵀ + b).
 //
-// Every output element is accumulated over k in increasing order in one float, and the
-// thread pool splits only whole output rows, so results are identical for any thread count.
+// Both run on gemm (gemm.hpp): every output element is accumulated over k in increasing
+// order in one float by one thread, so results are identical for any thread count and
+// instruction set.
 #include "common.hpp"
-#include "edgert/threadpool.h"
+#include "gemm.hpp"
 #include "linear.hpp"
 
 namespace edgert::kernels {
@@ -34,48 +35,11 @@ Status linear(const Tensor& input, const Tensor& weight, const Tensor* bias, Act
     const Tensor x = input.contiguous();
     const Tensor w = weight.contiguous();
     const Tensor b = bias ? bias->contiguous() : Tensor();
-    const float* xd = x.data_as<float>();
-    const float* wd = w.data_as<float>();
-    const float* bd = bias ? b.data_as<float>() : nullptr;
-    float* od = out.data_as<float>();
-    const bool apply_relu = activation == Activation::Relu;
-    const int64_t work = std::max<int64_t>(1, features_in * features_out);
-    parallel_for(0, rows, std::max<int64_t>(1, kParallelGrain / work), [&](int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r) {
-        const float* xr = xd + r * features_in;
-        float* orow = od + r * features_out;
-        int64_t n = 0;
-        for (; n + 4 <= features_out; n += 4) {  // four independent sums in flight
-          const float* w0 = wd + n * features_in;
-          const float* w1 = w0 + features_in;
-          const float* w2 = w1 + features_in;
-          const float* w3 = w2 + features_in;
-          float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
-          for (int64_t k = 0; k < features_in; ++k) {
-            const float v = xr[k];
-            s0 += v * w0[k];
-            s1 += v * w1[k];
-            s2 += v * w2[k];
-            s3 += v * w3[k];
-          }
-          orow[n] = s0;
-          orow[n + 1] = s1;
-          orow[n + 2] = s2;
-          orow[n + 3] = s3;
-        }
-        for (; n < features_out; ++n) {
-          const float* wr = wd + n * features_in;
-          float s = 0.0f;
-          for (int64_t k = 0; k < features_in; ++k) s += xr[k] * wr[k];
-          orow[n] = s;
-        }
-        for (n = 0; n < features_out; ++n) {
-          float v = orow[n];
-          if (bd) v += bd[n];
-          orow[n] = apply_relu ? relu(v) : v;
-        }
-      }
-    });
+    GemmEpilogue epilogue;
+    epilogue.bias = bias ? b.data_as<float>() : nullptr;
+    epilogue.relu = activation == Activation::Relu;
+    gemm({{x.data_as<float>(), w.data_as<float>(), out.data_as<float>()}}, rows, features_out,
+         features_in, RightLayout::NByK, epilogue);
   }
   output = std::move(out);
   return Status::success();
@@ -127,26 +91,16 @@ Status matmul_kernel(KernelContext& context) {
     const float* ad = ca.data_as<float>();
     const float* bd = cb.data_as<float>();
     float* od = out.data_as<float>();
-    const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, k * n));
-    parallel_for(0, batches * m, grain, [&](int64_t begin, int64_t end) {
-      Broadcast rows = plan;  // offsets of whole batch entries, found by treating them as rows
-      rows.shape.push_back(1);
-      for (auto& strides : rows.strides) strides.push_back(0);
+    Broadcast entries = plan;  // offsets of whole batch entries, found by treating them as rows
+    entries.shape.push_back(1);
+    for (auto& strides : entries.strides) strides.push_back(0);
+    std::vector<GemmOperands> batch;
+    for (int64_t entry = 0; entry < batches; ++entry) {
       int64_t offsets[2];
-      for (int64_t row = begin; row < end; ++row) {
-        const int64_t batch = row / m, i = row % m;
-        row_offsets(rows, batch, offsets);
-        const float* arow = ad + offsets[0] * m * k + i * k;
-        const float* bmat = bd + offsets[1] * k * n;
-        float* orow = od + row * n;
-        for (int64_t j = 0; j < n; ++j) orow[j] = 0.0f;
-        for (int64_t p = 0; p < k; ++p) {
-          const float v = arow[p];
-          const float* brow = bmat + p * n;
-          for (int64_t j = 0; j < n; ++j) orow[j] += v * brow[j];
-        }
-      }
-    });
+      row_offsets(entries, entry, offsets);
+      batch.push_back({ad + offsets[0] * m * k, bd + offsets[1] * k * n, od + entry * m * n});
+    }
+    gemm(batch, m, n, k, RightLayout::KByN, GemmEpilogue{});
   }
   (*context.outputs)[0] = std::move(out);
   return Status::success();

@@ -1,13 +1,67 @@
-// softmax and layer_norm. Each reduction runs on one thread, in index order.
+// softmax and layer_norm. Each reduction runs on one thread, in index order (softmax's
+// maximum excepted: its order cannot change the result).
 #include <cmath>
 
 #include "common.hpp"
 #include "edgert/threadpool.h"
+#include "vector_math.hpp"
 
 namespace edgert::kernels {
 namespace {
 
-// softmax(x)_i = exp(x_i - max) / Σ_j exp(x_j - max) along `axis` (default -1).
+// Lines of softmax whose elements are contiguous (axis -1), a few rows at a time: their
+// in-order sums run side by side (sum_rows_in_order).
+void softmax_rows(const float* x, float* out, int64_t rows, int64_t length) {
+  constexpr int64_t kRows = 4;
+  parallel_for(0, rows, std::max<int64_t>(1, kParallelGrain / length), [&](int64_t begin, int64_t end) {
+    for (int64_t first = begin; first < end; first += kRows) {
+      const int64_t count = std::min(kRows, end - first);
+      for (int64_t row = first; row < first + count; ++row) {
+        const float maximum = max_of_floats(x + row * length, length);
+        exp_of_differences(x + row * length, &maximum, 0, out + row * length, length);
+      }
+      float sums[kRows];
+      sum_rows_in_order(out + first * length, length, count, length, sums);
+      for (int64_t i = 0; i < count; ++i) {
+        float* row = out + (first + i) * length;
+        binary_floats(BinaryOp::Div, row, 1, &sums[i], 0, row, length);
+      }
+    }
+  });
+}
+
+// Lines along another axis: `inner` neighbouring lines side by side, element j of line i at
+// j * inner + i, so each step runs across the lines (every line still reduced in order).
+void softmax_columns(const float* x, float* out, int64_t outer, int64_t length, int64_t inner) {
+  constexpr int64_t kLines = 256;  // lines handled together: their maxima and sums stay in L1
+  const int64_t groups = (inner + kLines - 1) / kLines;
+  const int64_t grain = std::max<int64_t>(1, kParallelGrain / (length * std::min(inner, kLines)));
+  parallel_for(0, outer * groups, grain, [&](int64_t begin, int64_t end) {
+    float maxima[kLines], sums[kLines];
+    for (int64_t group = begin; group < end; ++group) {
+      const int64_t first = (group % groups) * kLines;
+      const int64_t lines = std::min(kLines, inner - first);
+      const int64_t base = (group / groups) * length * inner + first;
+      std::copy(x + base, x + base + lines, maxima);
+      for (int64_t j = 1; j < length; ++j) {
+        binary_floats(BinaryOp::Max, maxima, 1, x + base + j * inner, 1, maxima, lines);
+      }
+      std::fill(sums, sums + lines, 0.0f);
+      for (int64_t j = 0; j < length; ++j) {
+        float* row = out + base + j * inner;
+        exp_of_differences(x + base + j * inner, maxima, 1, row, lines);
+        binary_floats(BinaryOp::Add, sums, 1, row, 1, sums, lines);
+      }
+      for (int64_t j = 0; j < length; ++j) {
+        float* row = out + base + j * inner;
+        binary_floats(BinaryOp::Div, row, 1, sums, 1, row, lines);
+      }
+    }
+  });
+}
+
+// softmax(x)_i = exp(x_i - max) / Σ_j exp(x_j - max) along `axis` (default -1), exp being
+// exp_nonpositive (vector_math.hpp) and the sum taken in index order.
 Status softmax_kernel(KernelContext& context) {
   EDGERT_RETURN_IF_ERROR(check_arity(context, 1, 1));
   const Tensor& input = *context.inputs[0];
@@ -23,22 +77,11 @@ Status softmax_kernel(KernelContext& context) {
   Tensor out(DType::Float32, shape);
   if (outer * length * inner > 0) {
     const Tensor x = input.contiguous();
-    const float* xd = x.data_as<float>();
-    float* od = out.data_as<float>();
-    parallel_for(0, outer * inner, std::max<int64_t>(1, kParallelGrain / length), [&](int64_t begin, int64_t end) {
-      for (int64_t line = begin; line < end; ++line) {
-        const int64_t base = (line / inner) * length * inner + line % inner;
-        float maximum = xd[base];
-        for (int64_t j = 1; j < length; ++j) maximum = std::max(maximum, xd[base + j * inner]);
-        float sum = 0.0f;
-        for (int64_t j = 0; j < length; ++j) {
-          const float e = std::exp(xd[base + j * inner] - maximum);
-          od[base + j * inner] = e;
-          sum += e;
-        }
-        for (int64_t j = 0; j < length; ++j) od[base + j * inner] /= sum;
-      }
-    });
+    if (inner == 1) {
+      softmax_rows(x.data_as<float>(), out.data_as<float>(), outer, length);
+    } else {
+      softmax_columns(x.data_as<float>(), out.data_as<float>(), outer, length, inner);
+    }
   }
   (*context.outputs)[0] = std::move(out);
   return Status::success();

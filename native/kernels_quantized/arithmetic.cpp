@@ -2,7 +2,10 @@
 // and embedding_byte.
 #include <algorithm>
 
+#include <vector>
+
 #include "edgert/threadpool.h"
+#include "integer_dot.hpp"
 #include "quantized.hpp"
 
 namespace edgert_quantized {
@@ -63,6 +66,90 @@ Status relu_kernel(KernelContext& context) {
   return Status::success();
 }
 
+struct LinearOperands {
+  const float* x;
+  const int8_t* weight;
+  const float* weight_scales;
+  const int32_t* weight_zero_points;
+  const float* bias;  // or null
+  float* out;
+  int64_t rows, features_in, features_out;
+};
+
+constexpr QuantRange kInt8{-128, 127};
+
+// Row r of x quantized with its own qparams; xq receives xq[r,k] - xz.
+template <class Integer>
+float quantize_row(const LinearOperands& op, int64_t r, Integer* xq) {
+  const float* xr = op.x + r * op.features_in;
+  float x_scale;
+  int32_t x_zero;
+  choose_qparams(xr, op.features_in, kInt8, x_scale, x_zero);
+  for (int64_t k = 0; k < op.features_in; ++k) {
+    xq[k] = static_cast<Integer>(quantize_value(xr[k], x_scale, x_zero, kInt8) - x_zero);
+  }
+  return x_scale;
+}
+
+// out[r, n] from the exact sum of row r and channel n (the same for any way it was summed).
+void finish_output(const LinearOperands& op, int64_t r, int64_t n, int64_t sum, float x_scale) {
+  float v = static_cast<float>(sum) * (x_scale * op.weight_scales[n]);
+  if (op.bias) v += op.bias[n];
+  op.out[r * op.features_out + n] = v;
+}
+
+int64_t row_grain(const LinearOperands& op) {
+  return std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, op.features_in * op.features_out));
+}
+
+// Every weight zero point in int8's range: both factors lie in [-255, 255], and K such
+// products (K <= 33025) stay within int32.
+bool fits_int16_dot(const LinearOperands& op) {
+  if (op.features_in > 33025) return false;
+  for (int64_t n = 0; n < op.features_out; ++n) {
+    if (op.weight_zero_points[n] < -128 || op.weight_zero_points[n] > 127) return false;
+  }
+  return true;
+}
+
+// The sums as int16 dot products (integer_dot.hpp), rows padded to kDotBlock with zeros.
+void linear_int16(const LinearOperands& op) {
+  const int64_t length = (op.features_in + kDotBlock - 1) / kDotBlock * kDotBlock;
+  std::vector<int16_t> weight(static_cast<size_t>(length * op.features_out), 0);
+  for (int64_t n = 0; n < op.features_out; ++n) {
+    for (int64_t k = 0; k < op.features_in; ++k) {
+      weight[static_cast<size_t>(n * length + k)] =
+          static_cast<int16_t>(op.weight[n * op.features_in + k] - op.weight_zero_points[n]);
+    }
+  }
+  edgert::parallel_for(0, op.rows, row_grain(op), [&](int64_t begin, int64_t end) {
+    std::vector<int16_t> xq(static_cast<size_t>(length), 0);
+    std::vector<int32_t> sums(static_cast<size_t>(op.features_out));
+    for (int64_t r = begin; r < end; ++r) {
+      const float x_scale = quantize_row(op, r, xq.data());
+      dot_rows(xq.data(), weight.data(), length, op.features_out, sums.data());
+      for (int64_t n = 0; n < op.features_out; ++n) finish_output(op, r, n, sums[static_cast<size_t>(n)], x_scale);
+    }
+  });
+}
+
+// Any int32 zero point: the sums in int64.
+void linear_int64(const LinearOperands& op) {
+  edgert::parallel_for(0, op.rows, row_grain(op), [&](int64_t begin, int64_t end) {
+    std::vector<int32_t> xq(static_cast<size_t>(op.features_in));
+    for (int64_t r = begin; r < end; ++r) {
+      const float x_scale = quantize_row(op, r, xq.data());
+      for (int64_t n = 0; n < op.features_out; ++n) {
+        const int8_t* wr = op.weight + n * op.features_in;
+        const int32_t zero = op.weight_zero_points[n];
+        int64_t sum = 0;
+        for (int64_t k = 0; k < op.features_in; ++k) sum += int64_t{xq[static_cast<size_t>(k)]} * (int64_t{wr[k]} - zero);
+        finish_output(op, r, n, sum, x_scale);
+      }
+    }
+  });
+}
+
 // Inputs: x float32 [..., K], weight int8 [N, K], weight_scales float32 [N],
 // weight_zero_points int32 [N], bias float32 [N] (optional). Output float32 [..., N].
 // Each row r of x (the last dimension) is quantized to int8 with its own asymmetric qparams
@@ -98,33 +185,11 @@ Status linear_kernel(KernelContext& context) {
   for (int64_t i = 0; i < cx.numel(); ++i) {
     if (!std::isfinite(cx.data_as<float>()[i])) return invalid(context, "input holds a non-finite value");
   }
-  const float* xd = cx.data_as<float>();
-  const int8_t* wd = cw.data_as<int8_t>();
-  const float* ws = scales.data_as<float>();
-  const int32_t* wz = zero_points.data_as<int32_t>();
-  const float* bd = bias ? bias_data.data_as<float>() : nullptr;
-  float* od = out.data_as<float>();
-  const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, features_in * features_out));
-  edgert::parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
-    std::vector<int32_t> xq(static_cast<size_t>(features_in));
-    for (int64_t r = begin; r < end; ++r) {
-      const float* xr = xd + r * features_in;
-      float x_scale;
-      int32_t x_zero;
-      choose_qparams(xr, features_in, QuantRange{-128, 127}, x_scale, x_zero);
-      for (int64_t k = 0; k < features_in; ++k) {
-        xq[static_cast<size_t>(k)] = quantize_value(xr[k], x_scale, x_zero, QuantRange{-128, 127}) - x_zero;
-      }
-      for (int64_t n = 0; n < features_out; ++n) {
-        const int8_t* wr = wd + n * features_in;
-        int64_t sum = 0;
-        for (int64_t k = 0; k < features_in; ++k) sum += int64_t{xq[static_cast<size_t>(k)]} * (int32_t{wr[k]} - wz[n]);
-        float v = static_cast<float>(sum) * (x_scale * ws[n]);
-        if (bd) v += bd[n];
-        od[r * features_out + n] = v;
-      }
-    }
-  });
+  const LinearOperands operands{cx.data_as<float>(), cw.data_as<int8_t>(), scales.data_as<float>(),
+                                zero_points.data_as<int32_t>(), bias ? bias_data.data_as<float>() : nullptr,
+                                out.data_as<float>(), rows, features_in, features_out};
+  if (fits_int16_dot(operands)) linear_int16(operands);
+  else linear_int64(operands);
   (*context.outputs)[0] = std::move(out);
   return Status::success();
 }

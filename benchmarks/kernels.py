@@ -1,0 +1,187 @@
+"""edgert's CPU kernels against numpy (OpenBLAS) in one process, on 512×512 float32: linear,
+matmul, softmax, add and relu, with one thread and with every thread; prints the median time
+of each side and the ratio edgert/numpy (targets: <= 1.5).
+
+    python benchmarks/kernels.py [--prefix build/linux-x86_64-cpu/install] [--size 512]
+
+edgert runs each operator inside a program, and a run copies its inputs in and its outputs
+out. To time the kernel alone, each operator is timed as a chain of LINKS + 1 nodes and as a
+single node, and the difference is divided by LINKS: the cost of one more node, copies
+excluded. numpy's side is the plain expression, evaluated LINKS times per timed sample.
+OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are removed from the environment (the script runs
+itself again without them) so OpenBLAS picks the kernel it would pick for this processor;
+threadpoolctl reports which one it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import threadpoolctl
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_PREFIX = ROOT / "build" / "linux-x86_64-cpu" / "install"
+OPENBLAS_OVERRIDES = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+LINKS = 8
+TARGET = 1.5
+
+
+@dataclass(frozen=True)
+class Case:
+    """One operator: how edgert chains it and the numpy expression it is compared with."""
+
+    name: str
+    op: str
+    inputs: Callable[[int], list[np.ndarray]]  # chained input first, then constants
+    reference: Callable[[list[np.ndarray]], np.ndarray]
+
+
+def _random(size: int, seed: int, scale: float = 1.0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal((size, size)) * scale).astype(np.float32)
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    shifted = np.exp(x - x.max(axis=-1, keepdims=True))
+    return shifted / shifted.sum(axis=-1, keepdims=True)
+
+
+# Weights scaled by 1/sqrt(K) keep a chain's values of the same size from link to link.
+CASES = [
+    Case("linear", "edgert::linear",
+         lambda n: [_random(n, 1), _random(n, 2, n ** -0.5), _random(n, 3)[0]],
+         lambda a: a[0] @ a[1].T + a[2]),
+    Case("matmul", "edgert::matmul",
+         lambda n: [_random(n, 4), _random(n, 5, n ** -0.5)],
+         lambda a: a[0] @ a[1]),
+    Case("softmax", "edgert::softmax", lambda n: [_random(n, 6)], lambda a: _softmax(a[0])),
+    Case("add", "edgert::add", lambda n: [_random(n, 7), _random(n, 8)], lambda a: a[0] + a[1]),
+    Case("relu", "edgert::relu", lambda n: [_random(n, 9)], lambda a: np.maximum(a[0], 0)),
+]
+
+
+def chain_program(edgert: ModuleType, case: Case, arrays: list[np.ndarray], links: int) -> object:
+    """A program applying ``case.op`` ``links`` times, each node reading the previous one's
+    output and the constant operands; the first input is the program's one input."""
+    from edgert.export import ProgramBuilder
+
+    builder = ProgramBuilder()
+    value = builder.input(arrays[0].dtype, arrays[0].shape)
+    constants = [builder.constant(array) for array in arrays[1:]]
+    for _ in range(links):
+        produced = builder.op(case.op, [value, *constants])
+        assert isinstance(produced, int)
+        value = produced
+    builder.output(value)
+    program = edgert.load(builder.to_bytes())
+    program.set_backends([])  # the plain kernels
+    return program
+
+
+def median_seconds(function: Callable[[], object], repetitions: int) -> float:
+    function()  # warm-up: first-touch page faults, lazy pool start
+    samples = []
+    for _ in range(repetitions):
+        start = time.perf_counter()
+        function()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def edgert_seconds(edgert: ModuleType, case: Case, arrays: list[np.ndarray],
+                   repetitions: int) -> float:
+    """Median time of one node of ``case``: (chain of LINKS + 1) - (one node), / LINKS."""
+    single = chain_program(edgert, case, arrays, 1)
+    chain = chain_program(edgert, case, arrays, LINKS + 1)
+    x = arrays[0]
+    short = median_seconds(lambda: single.run([x]), repetitions)  # type: ignore[attr-defined]
+    long = median_seconds(lambda: chain.run([x]), repetitions)  # type: ignore[attr-defined]
+    return max(long - short, 0.0) / LINKS
+
+
+def numpy_seconds(case: Case, arrays: list[np.ndarray], repetitions: int) -> float:
+    """Median time of ``case.reference``, each sample LINKS evaluations long like edgert's
+    chain (so both sides' samples are equally exposed to other work on the machine)."""
+
+    def evaluate() -> None:
+        for _ in range(LINKS):
+            case.reference(arrays)
+
+    return median_seconds(evaluate, repetitions) / LINKS
+
+
+def blas_description() -> str:
+    found = [info for info in threadpoolctl.threadpool_info() if info["user_api"] == "blas"]
+    if not found:
+        return "numpy BLAS: not reported by threadpoolctl"
+    return "; ".join(
+        f"numpy BLAS: {info['internal_api']} {info.get('version')}, kernel "
+        f"{info.get('architecture')}, {info['num_threads']} threads" for info in found)
+
+
+def measure(edgert: ModuleType, size: int, repetitions: int) -> list[tuple[str, int, float, float]]:
+    """(case, threads, edgert seconds, numpy seconds) for one thread and every thread."""
+    rows = []
+    all_threads = os.cpu_count() or 1
+    for threads in (1, all_threads):
+        edgert.set_threadpool_size(threads)
+        with threadpoolctl.threadpool_limits(limits=threads):
+            for case in CASES:
+                arrays = case.inputs(size)
+                ours = edgert_seconds(edgert, case, arrays, repetitions)
+                theirs = numpy_seconds(case, arrays, repetitions)
+                rows.append((case.name, threads, ours, theirs))
+    edgert.set_threadpool_size(0)
+    return rows
+
+
+def print_table(rows: list[tuple[str, int, float, float]]) -> bool:
+    print(f"{'operator':<9} {'threads':>7} {'edgert ms':>10} {'numpy ms':>9} {'ratio':>6}")
+    met = True
+    for name, threads, ours, theirs in rows:
+        ratio = ours / theirs
+        met = met and ratio <= TARGET
+        flag = "" if ratio <= TARGET else f"  (target <= {TARGET})"
+        print(f"{name:<9} {threads:>7} {ours * 1e3:>10.3f} {theirs * 1e3:>9.3f} "
+              f"{ratio:>6.2f}{flag}")
+    return met
+
+
+def rerun_without_openblas_overrides() -> None:
+    """OpenBLAS reads its overrides when numpy loads it: run this script again without them."""
+    if any(name in os.environ for name in OPENBLAS_OVERRIDES):
+        environment = {k: v for k, v in os.environ.items() if k not in OPENBLAS_OVERRIDES}
+        os.execve(sys.executable, [sys.executable, *sys.argv], environment)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--prefix", type=Path, default=DEFAULT_PREFIX,
+                        help="folder holding the edgert package to measure (an install tree)")
+    parser.add_argument("--size", type=int, default=512, help="rows and columns of each operand")
+    parser.add_argument("--repetitions", type=int, default=21, help="timed runs per measurement")
+    arguments = parser.parse_args()
+    rerun_without_openblas_overrides()
+    if arguments.prefix.is_dir():
+        sys.path.insert(0, str(arguments.prefix))
+    import edgert
+
+    print(f"edgert {edgert.__file__}")
+    print(f"{arguments.size}x{arguments.size} float32, median of {arguments.repetitions} runs; "
+          f"edgert: one node's time from a chain of {LINKS + 1} minus one node")
+    rows = measure(edgert, arguments.size, arguments.repetitions)
+    print(blas_description())
+    return 0 if print_table(rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
