@@ -1,7 +1,9 @@
 // The "cpu" delegate: claims chains edgert::linear → edgert::relu (→ linear → relu …) whose
 // intermediate values nothing else reads, and runs each pair in one pass with the bias and
-// the relu applied as each output tile is finished. It uses the linear kernel's own arithmetic
+// the relu applied as each output tile is finished. The fusion is decided once, when the
+// program is planned (prepare): each run walks a list of fused pairs, not the graph. It uses the linear kernel's own arithmetic
 // (edgert::kernels::linear), so results are bit-identical to the unfused kernels.
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -58,23 +60,55 @@ class CpuBackend final : public edgert::Backend {
     return count;
   }
 
-  edgert::Status run(const Graph& graph, size_t first, size_t count,
-                     std::vector<edgert::Tensor>& values) override {
+  edgert::Status prepare(const Graph& graph, size_t first, size_t count,
+                         std::unique_ptr<edgert::Prepared>& prepared) override {
+    auto fused = std::make_unique<FusedChain>();
     for (size_t index = first; index + 1 < first + count; index += 2) {
       const Node& linear = graph.nodes[index];
       const Node& relu = graph.nodes[index + 1];
-      const int32_t bias = linear.inputs.size() > 2 ? linear.inputs[2] : -1;
-      const edgert::Status status = edgert::kernels::linear(
-          values[static_cast<size_t>(linear.inputs[0])], values[static_cast<size_t>(linear.inputs[1])],
-          bias >= 0 ? &values[static_cast<size_t>(bias)] : nullptr, edgert::kernels::Activation::Relu,
-          values[static_cast<size_t>(relu.outputs[0])]);
-      if (!status.ok()) {
-        return edgert::Status(status.code(), "edgert::linear (node " + std::to_string(index) +
-                                                 ", fused with edgert::relu): " + status.message());
-      }
+      fused->pairs.push_back({index, static_cast<size_t>(linear.inputs[0]),
+                              static_cast<size_t>(linear.inputs[1]),
+                              linear.inputs.size() > 2 ? linear.inputs[2] : -1,
+                              static_cast<size_t>(relu.outputs[0])});
     }
+    prepared = std::move(fused);
     return edgert::Status::success();
   }
+
+  edgert::Status run(const Graph& graph, size_t first, size_t count,
+                     std::vector<edgert::Tensor>& values) override {
+    std::unique_ptr<edgert::Prepared> prepared;
+    EDGERT_RETURN_IF_ERROR(prepare(graph, first, count, prepared));
+    return prepared->run(values);
+  }
+
+ private:
+  // One linear → relu pair: the value ids it reads and writes, decided at prepare time.
+  struct Pair {
+    size_t node;
+    size_t input;
+    size_t weight;
+    int32_t bias;  // -1: none
+    size_t output;
+  };
+
+  struct FusedChain final : public edgert::Prepared {
+    std::vector<Pair> pairs;
+
+    edgert::Status run(std::vector<edgert::Tensor>& values) override {
+      for (const Pair& pair : pairs) {
+        const edgert::Status status = edgert::kernels::linear(
+            values[pair.input], values[pair.weight],
+            pair.bias >= 0 ? &values[static_cast<size_t>(pair.bias)] : nullptr,
+            edgert::kernels::Activation::Relu, values[pair.output]);
+        if (!status.ok()) {
+          return edgert::Status(status.code(), "edgert::linear (node " + std::to_string(pair.node) +
+                                                   ", fused with edgert::relu): " + status.message());
+        }
+      }
+      return edgert::Status::success();
+    }
+  };
 };
 
 CpuBackend cpu_backend;

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -38,7 +39,20 @@ EDGERT_API bool register_operator(const char* name, KernelFn kernel);
 EDGERT_API KernelFn find_operator(const std::string& name);  // null when not registered
 EDGERT_API std::vector<OperatorEntry> list_operators();     // sorted by name
 
-// A delegate: takes over runs of consecutive nodes and executes them its own way.
+// What a backend keeps for one claimed run of nodes of one program: made once when the
+// program is planned (fusion decisions, constants moved to a device, buffers, streams),
+// used by every run of that program, destroyed with it (or when it is planned again). The
+// program outlives it, so it may keep references into the program's graph.
+class EDGERT_API Prepared {
+ public:
+  virtual ~Prepared();
+  // Runs the prepared nodes; reads and writes `values` (indexed by value id).
+  virtual Status run(std::vector<Tensor>& values) = 0;
+};
+
+// A delegate: takes over runs of consecutive nodes and executes them its own way, with a
+// per-program lifecycle: claim and prepare once when a program is planned, run many times
+// through the Prepared object, release with the program.
 class EDGERT_API Backend {
  public:
   virtual ~Backend();
@@ -50,7 +64,11 @@ class EDGERT_API Backend {
   virtual int priority() const { return 0; }
   // How many nodes, starting at graph.nodes[first], this backend runs as one unit (0: none).
   virtual size_t claim(const Graph& graph, size_t first) const = 0;
-  // Runs graph.nodes[first, first + count); reads and writes `values` (indexed by value id).
+  // Prepares graph.nodes[first, first + count) for repeated runs. The default prepares
+  // nothing and calls run() each time, for backends with no per-program state.
+  virtual Status prepare(const Graph& graph, size_t first, size_t count,
+                         std::unique_ptr<Prepared>& prepared);
+  // Runs graph.nodes[first, first + count) without preparation; reads and writes `values`.
   virtual Status run(const Graph& graph, size_t first, size_t count,
                      std::vector<Tensor>& values) = 0;
 };

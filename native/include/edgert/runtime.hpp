@@ -52,6 +52,7 @@ class EDGERT_API Program {
     size_t first = 0;
     size_t count = 1;
     KernelFn kernel = nullptr;
+    std::shared_ptr<Prepared> prepared;  // the backend's state for these nodes
   };
 
   Graph graph_;

@@ -128,7 +128,16 @@ Status Program::plan() {
       step.count = std::min(claimed, node_count - first);
       break;
     }
-    if (step.backend == nullptr) {
+    if (step.backend != nullptr) {
+      std::unique_ptr<Prepared> prepared;
+      Status status = step.backend->prepare(graph_, step.first, step.count, prepared);
+      if (status.ok() && prepared == nullptr) status = Status(Code::Internal, "prepared nothing");
+      if (!status.ok()) {
+        return Status(status.code(), std::string(step.backend->name()) + ": preparing nodes " +
+                                         std::to_string(first) + "..: " + status.message());
+      }
+      step.prepared = std::move(prepared);
+    } else {
       const std::string& op = graph_.nodes[first].op;
       step.kernel = find_operator(op);
       if (step.kernel == nullptr) {
@@ -137,7 +146,7 @@ Status Program::plan() {
       }
     }
     first += step.count;
-    steps.push_back(step);
+    steps.push_back(std::move(step));
   }
   steps_ = std::move(steps);
   planned_ = true;

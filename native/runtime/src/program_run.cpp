@@ -55,7 +55,7 @@ Status Program::run_checked() {
       EDGERT_RETURN_IF_ERROR(run_kernel(graph_.nodes[step.first], step.kernel, values_));
       continue;
     }
-    Status status = step.backend->run(graph_, step.first, step.count, values_);
+    Status status = step.prepared->run(values_);
     if (!status.ok()) {
       return Status(status.code(), std::string(step.backend->name()) + ": " + status.message());
     }

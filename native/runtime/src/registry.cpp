@@ -97,6 +97,33 @@ Table<Backend*>& backends() {
 }  // namespace
 
 Backend::~Backend() = default;
+Prepared::~Prepared() = default;
+
+namespace {
+
+// The default preparation: nothing kept, the backend's run() each time.
+class Unprepared final : public Prepared {
+ public:
+  Unprepared(Backend& backend, const Graph& graph, size_t first, size_t count)
+      : backend_(backend), graph_(graph), first_(first), count_(count) {}
+  Status run(std::vector<Tensor>& values) override {
+    return backend_.run(graph_, first_, count_, values);
+  }
+
+ private:
+  Backend& backend_;
+  const Graph& graph_;
+  size_t first_;
+  size_t count_;
+};
+
+}  // namespace
+
+Status Backend::prepare(const Graph& graph, size_t first, size_t count,
+                        std::unique_ptr<Prepared>& prepared) {
+  prepared = std::make_unique<Unprepared>(*this, graph, first, count);
+  return Status::success();
+}
 
 bool register_operator(const char* name, KernelFn kernel) {
   operators().add("operator", name ? name : "", kernel, reinterpret_cast<const void*>(kernel));
