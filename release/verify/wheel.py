@@ -119,6 +119,15 @@ class WheelModel:
     # Shipped build-system files consumers read (*.cmake, *.pc): wheel path -> text
     configs: Mapping[str, str] = field(default_factory=dict)
     digests: Mapping[str, str] = field(default_factory=dict)   # wheel path -> sha256 (RECORD form)
+    # every folder that holds a file of the wheel ("" for the top), for O(1) lookups
+    folders: frozenset[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        folders = {""}
+        for path in self.files:
+            parts = path.split("/")[:-1]
+            folders.update("/".join(parts[:end]) for end in range(1, len(parts) + 1))
+        object.__setattr__(self, "folders", frozenset(folders))
 
     def binary(self, installed: str) -> BinaryFile | None:
         return next((binary for binary in self.binaries if binary.installed == installed), None)

@@ -61,7 +61,7 @@ class _Resolver:
         path = f"{folder}/{name}" if folder else name
         if path in self.wheel.files:
             return IN_WHEEL, path, "", True, ()
-        if any(file.startswith(f"{folder}/") for file in self.wheel.files):
+        if folder in self.wheel.folders:
             return None  # the wheel's own folder: the loader just moves on
         row = distribution_row(self.context.distribution_dirs, folder, name)
         if row is not None and not self.loader.is_system(name, self.policy):

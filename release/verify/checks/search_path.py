@@ -48,8 +48,7 @@ def _entry_finding(wheel: WheelModel, context: VerifyContext, binary: BinaryFile
     if entry.kind is not EntryKind.INSIDE:
         return _outside_finding(binary, entry, words, hygiene), "bad"
     folder = entry.folder
-    prefix = f"{folder}/" if folder else ""
-    if any(path.startswith(prefix) for path in wheel.files):
+    if folder in wheel.folders:
         return None, "own"
     distribution = distribution_folder(context.distribution_dirs, folder)
     if distribution and wheel.metadata.requires_distribution(distribution):
