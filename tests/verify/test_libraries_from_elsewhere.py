@@ -26,13 +26,11 @@ def _library(folder: Path, name: str, source: str, *links: str) -> Path:
     return output
 
 
-def test_the_nvidia_driver_library_is_a_note(tmp_path: Path) -> None:
-    _library(tmp_path, "libcuda.so.1", "int cuInit(unsigned flags) { return (int)flags; }\n")
-    (tmp_path / "libcuda.so").symlink_to("libcuda.so.1")
-    user = _library(tmp_path, "libgpu_user.so",
-                    "int cuInit(unsigned);\nint start(void) { return cuInit(0); }\n", "-lcuda")
-    files = {"gpu_demo/libgpu_user.so": user.read_bytes(),
-             f"{DIST}/METADATA": b"Metadata-Version: 2.1\nName: gpu-demo\nVersion: 1.0\n",
+def _platform_wheel(tmp_path: Path, files: dict[str, bytes], *, metadata: str = "",
+                    extras: str = "") -> Path:
+    """A manylinux wheel of ``files`` with METADATA lines ``metadata`` (Requires-Dist...)."""
+    files = {**files, f"{DIST}/METADATA": (f"Metadata-Version: 2.1\nName: gpu-demo\n"
+                                           f"Version: 1.0\n{extras}{metadata}").encode(),
              f"{DIST}/WHEEL": f"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: {TAG}\n".encode()}
     record = "".join(f"{name},sha256={_digest(data)},{len(data)}\n"
                      for name, data in files.items()) + f"{DIST}/RECORD,,\n"
@@ -41,6 +39,16 @@ def test_the_nvidia_driver_library_is_a_note(tmp_path: Path) -> None:
         for name, data in files.items():
             archive.writestr(name, data)
         archive.writestr(f"{DIST}/RECORD", record)
+    return wheel
+
+
+def test_the_nvidia_driver_library_is_a_note(tmp_path: Path) -> None:
+    _library(tmp_path, "libcuda.so.1", "int cuInit(unsigned flags) { return (int)flags; }\n")
+    (tmp_path / "libcuda.so").symlink_to("libcuda.so.1")
+    user = _library(tmp_path, "libgpu_user.so",
+                    "int cuInit(unsigned);\nint start(void) { return cuInit(0); }\n", "-lcuda")
+    files = {"gpu_demo/libgpu_user.so": user.read_bytes()}
+    wheel = _platform_wheel(tmp_path, files)
     report = verify_wheel(wheel, static=True)
     linkage = [f for f in report.findings if f.check == "linkage"]
     assert not [f for f in linkage if f.severity is not Severity.INFO], report.render_text()
@@ -53,17 +61,8 @@ def _extension_wheel(tmp_path: Path, requires: str) -> Path:
     _library(tmp_path, "libc10.so", "int c10_value(void) { return 10; }\n")
     extension = _library(tmp_path, "_ops.so", "int c10_value(void);\n"
                          "int ops(void) { return c10_value(); }\n", "-lc10")
-    metadata = f"Metadata-Version: 2.1\nName: gpu-demo\nVersion: 1.0\n{requires}"
-    files = {"gpu_demo/_ops.so": extension.read_bytes(),
-             f"{DIST}/METADATA": metadata.encode(),
-             f"{DIST}/WHEEL": f"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: {TAG}\n".encode()}
-    record = "".join(f"{name},sha256={_digest(data)},{len(data)}\n"
-                     for name, data in files.items()) + f"{DIST}/RECORD,,\n"
-    wheel = tmp_path / f"gpu_demo-1.0-{TAG}.whl"
-    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in files.items():
-            archive.writestr(name, data)
-        archive.writestr(f"{DIST}/RECORD", record)
+    files = {"gpu_demo/_ops.so": extension.read_bytes()}
+    wheel = _platform_wheel(tmp_path, files, metadata=requires)
     return wheel
 
 
@@ -93,16 +92,8 @@ def test_a_folder_of_another_distribution_does_not_claim_every_name(tmp_path: Pa
     subprocess.run(["cc", "-shared", "-fPIC", "-o", str(extension), str(source), f"-L{tmp_path}",
                     "-Wl,--no-as-needed", "-lfoo", "-Wl,--enable-new-dtags",
                     "-Wl,-rpath,$ORIGIN/../torch/lib:$ORIGIN"], check=True, capture_output=True)
-    files = {"gpu_demo/_ext.so": extension.read_bytes(), "gpu_demo/libfoo.so": foo.read_bytes(),
-             f"{DIST}/METADATA": b"Metadata-Version: 2.1\nName: gpu-demo\nVersion: 1.0\n",
-             f"{DIST}/WHEEL": f"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: {TAG}\n".encode()}
-    record = "".join(f"{name},sha256={_digest(data)},{len(data)}\n"
-                     for name, data in files.items()) + f"{DIST}/RECORD,,\n"
-    wheel = tmp_path / f"gpu_demo-1.0-{TAG}.whl"
-    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in files.items():
-            archive.writestr(name, data)
-        archive.writestr(f"{DIST}/RECORD", record)
+    files = {"gpu_demo/_ext.so": extension.read_bytes(), "gpu_demo/libfoo.so": foo.read_bytes()}
+    wheel = _platform_wheel(tmp_path, files)
     report = verify_wheel(wheel, static=True)
     assert not [f for f in report.findings if f.check == "linkage"], report.render_text()
 
@@ -117,18 +108,8 @@ def _runpath_wheel(tmp_path: Path, requires: str) -> Path:
     subprocess.run(["cc", "-shared", "-fPIC", "-o", str(extension), str(source), f"-L{tmp_path}",
                     "-Wl,--no-as-needed", "-lcublas", "-Wl,--enable-new-dtags",
                     "-Wl,-rpath,$ORIGIN/../nvidia/cublas/lib"], check=True, capture_output=True)
-    metadata = ("Metadata-Version: 2.1\nName: gpu-demo\nVersion: 1.0\nProvides-Extra: cuda\n"
-                + requires)
-    files = {"gpu_demo/_provider.so": extension.read_bytes(),
-             f"{DIST}/METADATA": metadata.encode(),
-             f"{DIST}/WHEEL": f"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: {TAG}\n".encode()}
-    record = "".join(f"{name},sha256={_digest(data)},{len(data)}\n"
-                     for name, data in files.items()) + f"{DIST}/RECORD,,\n"
-    wheel = tmp_path / f"gpu_demo-1.0-{TAG}.whl"
-    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in files.items():
-            archive.writestr(name, data)
-        archive.writestr(f"{DIST}/RECORD", record)
+    files = {"gpu_demo/_provider.so": extension.read_bytes()}
+    wheel = _platform_wheel(tmp_path, files, metadata=requires, extras="Provides-Extra: cuda\n")
     return wheel
 
 
@@ -159,35 +140,14 @@ def test_the_load_matrix_loads_what_users_load(tmp_path: Path) -> None:
     second = _library(tmp_path, "second.abi3.so", "void *PyInit_second(void) { return 0; }\n")
     files = {"gpu_demo/first.abi3.so": first.read_bytes(),
              "gpu_demo/second.abi3.so": second.read_bytes(),
-             "gpu_demo.libs/libdep-1a2b3c4d.so": dep.read_bytes(),
-             f"{DIST}/METADATA": b"Metadata-Version: 2.1\nName: gpu-demo\nVersion: 1.0\n",
-             f"{DIST}/WHEEL": f"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: {TAG}\n".encode()}
-    record = "".join(f"{name},sha256={_digest(data)},{len(data)}\n"
-                     for name, data in files.items()) + f"{DIST}/RECORD,,\n"
-    wheel = tmp_path / f"gpu_demo-1.0-{TAG}.whl"
-    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in files.items():
-            archive.writestr(name, data)
-        archive.writestr(f"{DIST}/RECORD", record)
+             "gpu_demo.libs/libdep-1a2b3c4d.so": dep.read_bytes()}
+    wheel = _platform_wheel(tmp_path, files)
     report = verify_wheel(wheel)
     assert report.checks["load-matrix"] == "ran", report.render_text()
     (summary,) = [f for f in report.findings if f.check == "load-matrix"]
     assert summary.severity is Severity.INFO, report.render_text()
     assert summary.what.startswith("3 load combinations run"), summary.what  # all + 2 alone
     assert report.to_json()["binaries"] == {"elf": 3}   # what was read, per format
-
-
-def _platform_wheel(tmp_path: Path, files: dict[str, bytes]) -> Path:
-    files = {**files, f"{DIST}/METADATA": b"Metadata-Version: 2.1\nName: gpu-demo\nVersion: 1.0\n",
-             f"{DIST}/WHEEL": f"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: {TAG}\n".encode()}
-    record = "".join(f"{name},sha256={_digest(data)},{len(data)}\n"
-                     for name, data in files.items()) + f"{DIST}/RECORD,,\n"
-    wheel = tmp_path / f"gpu_demo-1.0-{TAG}.whl"
-    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in files.items():
-            archive.writestr(name, data)
-        archive.writestr(f"{DIST}/RECORD", record)
-    return wheel
 
 
 def test_duplicates_report_root_causes_not_noise(tmp_path: Path) -> None:
