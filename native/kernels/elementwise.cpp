@@ -125,7 +125,7 @@ template <class T, template <class> class Op>
 Status run_binary(KernelContext& context, const Tensor& a, const Tensor& b) {
   Broadcast plan;
   EDGERT_RETURN_IF_ERROR(broadcast(context, {&a, &b}, plan));
-  Tensor out(a.dtype(), plan.shape);
+  Tensor out = Tensor::uninitialized(a.dtype(), plan.shape);  // every element is written
   Op<T> op;
   binary_map<T, Op>(plan, a.data_as<T>(), b.data_as<T>(), out.data_as<T>(), op);
   if (const char* message = op.error()) return invalid(context, message);
@@ -157,7 +157,7 @@ Tensor unary_map(const Tensor& input, Fn fn) {
   Broadcast plan;
   plan.shape = input.shape();
   plan.strides = {input.strides()};
-  Tensor out(input.dtype(), input.shape());
+  Tensor out = Tensor::uninitialized(input.dtype(), input.shape());  // every element is written
   const size_t rank = plan.shape.size();
   const int64_t inner = rank ? plan.shape[rank - 1] : 1;
   const int64_t rows = product(plan.shape, 0, rank ? rank - 1 : 0);
@@ -177,7 +177,7 @@ Tensor unary_map(const Tensor& input, Fn fn) {
 
 // relu of a contiguous float32 tensor: vectorized, over flat chunks.
 Tensor relu_contiguous(const Tensor& x) {
-  Tensor out(DType::Float32, x.shape());
+  Tensor out = Tensor::uninitialized(DType::Float32, x.shape());  // every element is written
   const float* in = x.data_as<float>();
   float* data = out.data_as<float>();
   parallel_for(0, x.numel(), kVectorGrain, [&](int64_t begin, int64_t end) {

@@ -32,6 +32,9 @@ class EDGERT_API Tensor {
   // A contiguous, zero-filled tensor that owns its storage. Throws std::length_error for a
   // shape over kMaxTensorBytes and std::bad_alloc when the memory cannot be had.
   Tensor(DType dtype, std::vector<int64_t> shape);
+  // The same, with unspecified contents: for a kernel that writes every element (saves a pass
+  // over the memory). Same exceptions.
+  static Tensor uninitialized(DType dtype, std::vector<int64_t> shape);
   // A view over memory owned by `keep_alive` (may be null for memory the caller keeps alive).
   static Tensor view(DType dtype, std::vector<int64_t> shape, std::vector<int64_t> strides,
                      void* data, std::shared_ptr<void> keep_alive);

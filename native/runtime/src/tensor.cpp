@@ -3,8 +3,11 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <new>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include "edgert/runtime.hpp"
 
@@ -13,11 +16,66 @@ namespace {
 
 constexpr size_t kAlignment = 64;
 
-std::shared_ptr<void> allocate_zeroed(size_t nbytes) {
-  void* memory = ::operator new(nbytes == 0 ? 1 : nbytes, std::align_val_t(kAlignment));
-  std::memset(memory, 0, nbytes);
-  return std::shared_ptr<void>(memory,
-                               [](void* p) { ::operator delete(p, std::align_val_t(kAlignment)); });
+// Large blocks are kept for reuse when released: a program's values are freed at the start
+// of each run and allocated again at the same sizes, and a block handed back to the system
+// costs a page fault per 4 KiB when it is touched again. Bounded (kCacheBytes idle in all),
+// exact sizes only, one lock; blocks are zeroed when handed out as they were when new.
+constexpr size_t kCacheMinimum = size_t{64} << 10;
+constexpr size_t kCacheBytes = size_t{64} << 20;
+constexpr size_t kCacheBlocks = 64;
+
+struct BlockCache {
+  std::mutex mutex;
+  std::vector<std::pair<size_t, void*>> blocks;  // (size, memory), most recent last
+  size_t bytes = 0;
+
+  void* take(size_t nbytes) {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (size_t i = blocks.size(); i-- > 0;) {
+      if (blocks[i].first == nbytes) {
+        void* memory = blocks[i].second;
+        blocks.erase(blocks.begin() + static_cast<std::ptrdiff_t>(i));
+        bytes -= nbytes;
+        return memory;
+      }
+    }
+    return nullptr;
+  }
+
+  void give(void* memory, size_t nbytes) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (nbytes <= kCacheBytes) {
+        while (!blocks.empty() && (bytes + nbytes > kCacheBytes || blocks.size() >= kCacheBlocks)) {
+          ::operator delete(blocks.front().second, std::align_val_t(kAlignment));
+          bytes -= blocks.front().first;
+          blocks.erase(blocks.begin());
+        }
+        blocks.emplace_back(nbytes, memory);
+        bytes += nbytes;
+        return;
+      }
+    }
+    ::operator delete(memory, std::align_val_t(kAlignment));
+  }
+};
+
+BlockCache& block_cache() {
+  static BlockCache* cache = new BlockCache();  // never destroyed: tensors may outlive statics
+  return *cache;
+}
+
+std::shared_ptr<void> allocate(size_t nbytes, bool zeroed) {
+  if (nbytes < kCacheMinimum) {
+    void* memory = ::operator new(nbytes == 0 ? 1 : nbytes, std::align_val_t(kAlignment));
+    if (zeroed) std::memset(memory, 0, nbytes);
+    return std::shared_ptr<void>(
+        memory, [](void* p) { ::operator delete(p, std::align_val_t(kAlignment)); });
+  }
+  void* memory = block_cache().take(nbytes);
+  if (memory == nullptr) memory = ::operator new(nbytes, std::align_val_t(kAlignment));
+  if (zeroed) std::memset(memory, 0, nbytes);
+  return std::shared_ptr<void>(memory, [nbytes](void* p) { block_cache().give(p, nbytes); });
 }
 
 int64_t product(const std::vector<int64_t>& shape) {
@@ -91,8 +149,22 @@ Tensor::Tensor(DType dtype, std::vector<int64_t> shape)
   if (!checked_element_count(shape_, dtype_size(dtype_), &count)) {
     throw std::length_error("a tensor of this shape would exceed 2^48 bytes");
   }
-  storage_ = allocate_zeroed(static_cast<size_t>(count) * dtype_size(dtype_));
+  storage_ = allocate(static_cast<size_t>(count) * dtype_size(dtype_), /*zeroed=*/true);
   data_ = storage_.get();
+}
+
+Tensor Tensor::uninitialized(DType dtype, std::vector<int64_t> shape) {
+  Tensor tensor;
+  tensor.dtype_ = dtype;
+  tensor.shape_ = std::move(shape);
+  tensor.strides_ = contiguous_strides(tensor.shape_);
+  int64_t count = 0;
+  if (!checked_element_count(tensor.shape_, dtype_size(dtype), &count)) {
+    throw std::length_error("a tensor of this shape would exceed 2^48 bytes");
+  }
+  tensor.storage_ = allocate(static_cast<size_t>(count) * dtype_size(dtype), /*zeroed=*/false);
+  tensor.data_ = tensor.storage_.get();
+  return tensor;
 }
 
 Tensor Tensor::view(DType dtype, std::vector<int64_t> shape, std::vector<int64_t> strides,
