@@ -4,6 +4,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#if !defined(_WIN32)
+#include <pthread.h>
+#endif
 #include <new>
 #include <stdexcept>
 #include <utility>
@@ -61,7 +64,16 @@ struct BlockCache {
 };
 
 BlockCache& block_cache() {
-  static BlockCache* cache = new BlockCache();  // never destroyed: tensors may outlive statics
+  // Never destroyed: tensors may outlive statics. A fork() while another thread holds the lock
+  // would leave the child's copy locked forever: the lock is taken around fork.
+  static BlockCache* cache = [] {
+    auto* made = new BlockCache();
+#if !defined(_WIN32)
+    pthread_atfork([] { block_cache().mutex.lock(); }, [] { block_cache().mutex.unlock(); },
+                   [] { block_cache().mutex.unlock(); });
+#endif
+    return made;
+  }();
   return *cache;
 }
 
