@@ -1,6 +1,11 @@
 // The "cuda" delegate: runs consecutive edgert::linear / add / relu / softmax nodes (f32) on
 // the GPU with the kernels of kernels.cu, fusing linear followed by relu.
 //
+// Per program (prepare, once): the fusion plan, the program's constants (weights, biases)
+// uploaded to the device, the list of values the rest of the program reads, and a stream of
+// its own. Per run: the inputs go up, intermediates stay on the device, only the values read
+// outside the delegated nodes come back. Programs run concurrently on their own streams.
+//
 // Loading this library never touches the GPU: libcudart finds the driver lazily, and the
 // first call to available() (not a static initializer) probes for a device and loads the
 // embedded fatbinary with cudaLibraryLoadData. Without a driver or GPU available() returns
@@ -10,6 +15,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -80,26 +86,21 @@ class CudaBackend final : public Backend {
     return count;
   }
 
+  Status prepare(const Graph& graph, size_t first, size_t count,
+                 std::unique_ptr<Prepared>& prepared) override;
+
   Status run(const Graph& graph, size_t first, size_t count, std::vector<Tensor>& values) override {
-    EDGERT_RETURN_IF_ERROR(available());
-    std::lock_guard<std::mutex> lock(mutex_);
-    DeviceValues device(values);
-    for (size_t i = first; i < first + count; ++i) {
-      const Node& node = graph.nodes[i];
-      const bool fuse = node.op == "edgert::linear" && i + 1 < first + count &&
-                        graph.nodes[i + 1].op == "edgert::relu" &&
-                        graph.nodes[i + 1].inputs.at(0) == node.outputs.at(0) &&
-                        used_only_by(graph, node.outputs[0], i + 1);
-      if (fuse) {
-        EDGERT_RETURN_IF_ERROR(run_linear(node, graph.nodes[i + 1].outputs.at(0), true, device));
-        ++i;
-      } else {
-        EDGERT_RETURN_IF_ERROR(run_node(node, device));
-      }
-    }
-    EDGERT_RETURN_IF_ERROR(check(cudaGetLastError(), "kernel launch"));
-    return device.download_produced();
+    std::unique_ptr<Prepared> prepared;
+    EDGERT_RETURN_IF_ERROR(prepare(graph, first, count, prepared));
+    return prepared->run(values);
   }
+
+  // One step of a prepared run: node `node`, fused with the relu after it when `fused`.
+  struct Step {
+    size_t node;
+    bool fused;
+  };
+  Status execute(const Graph& graph, const std::vector<Step>& steps, DeviceValues& device) const;
 
  private:
   Status initialize() const;
@@ -108,14 +109,91 @@ class CudaBackend final : public Backend {
   Status run_linear(const Node& node, int32_t output, bool relu, DeviceValues& device) const;
   Status run_add(const Node& node, DeviceValues& device) const;
   Status run_softmax(const Node& node, DeviceValues& device) const;
-  Status launch(Kernel kernel, long long threads, void** arguments) const;
+  Status launch(Kernel kernel, long long threads, void** arguments, cudaStream_t stream) const;
 
   mutable std::once_flag initialized_;
   mutable Status status_;
   mutable cudaLibrary_t library_ = nullptr;
   mutable cudaKernel_t kernels_[kKernelCount] = {};
-  std::mutex mutex_;
 };
+
+// A program's state on the device: its stream, its constants, the plan.
+class CudaPrepared final : public Prepared {
+ public:
+  CudaPrepared(const CudaBackend& backend, const Graph& graph) : backend_(backend), graph_(graph) {}
+  ~CudaPrepared() override {
+    for (auto& entry : constants_) cudaFree(entry.second.data);
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  }
+
+  Status run(std::vector<Tensor>& values) override {
+    EDGERT_RETURN_IF_ERROR(backend_.available());
+    DeviceValues device(values, stream_);
+    for (const auto& [id, tensor] : constants_) device.seed(id, tensor);
+    EDGERT_RETURN_IF_ERROR(backend_.execute(graph_, steps_, device));
+    EDGERT_RETURN_IF_ERROR(check(cudaGetLastError(), "kernel launch"));
+    return device.download(needed_);
+  }
+
+  const CudaBackend& backend_;
+  const Graph& graph_;
+  cudaStream_t stream_ = nullptr;
+  std::vector<CudaBackend::Step> steps_;
+  std::vector<int32_t> needed_;                         // produced here, read elsewhere
+  std::unordered_map<int32_t, DeviceTensor> constants_;  // uploaded once
+};
+
+Status CudaBackend::prepare(const Graph& graph, size_t first, size_t count,
+                            std::unique_ptr<Prepared>& prepared) {
+  EDGERT_RETURN_IF_ERROR(available());
+  auto state = std::make_unique<CudaPrepared>(*this, graph);
+  EDGERT_RETURN_IF_ERROR(check(cudaStreamCreateWithFlags(&state->stream_, cudaStreamNonBlocking),
+                               "cudaStreamCreateWithFlags"));
+  std::unordered_map<int32_t, size_t> reads_here;
+  for (size_t i = first; i < first + count; ++i) {
+    const Node& node = graph.nodes[i];
+    const bool fuse = node.op == "edgert::linear" && i + 1 < first + count &&
+                      graph.nodes[i + 1].op == "edgert::relu" &&
+                      graph.nodes[i + 1].inputs.at(0) == node.outputs.at(0) &&
+                      used_only_by(graph, node.outputs[0], i + 1);
+    state->steps_.push_back({i, fuse});
+    for (size_t j = i; j <= i + (fuse ? 1 : 0); ++j) {
+      for (int32_t input : graph.nodes[j].inputs) {
+        if (input < 0) continue;
+        ++reads_here[input];
+        const ValueInfo& info = graph.values.at(static_cast<size_t>(input));
+        if (info.is_constant && state->constants_.count(input) == 0) {
+          DeviceTensor& slot = state->constants_[input];
+          EDGERT_RETURN_IF_ERROR(DeviceValues::upload(info.constant, state->stream_, slot));
+        }
+      }
+    }
+    if (fuse) ++i;
+  }
+  for (size_t i = first; i < first + count; ++i) {
+    for (int32_t output : graph.nodes[i].outputs) {
+      if (output >= 0 && edgert::reader_count(graph, output) > reads_here[output]) {
+        state->needed_.push_back(output);  // a graph output, or read by a later node
+      }
+    }
+  }
+  EDGERT_RETURN_IF_ERROR(check(cudaStreamSynchronize(state->stream_), "upload the constants"));
+  prepared = std::move(state);
+  return Status::success();
+}
+
+Status CudaBackend::execute(const Graph& graph, const std::vector<Step>& steps,
+                            DeviceValues& device) const {
+  for (const Step& step : steps) {
+    const Node& node = graph.nodes[step.node];
+    if (step.fused) {
+      EDGERT_RETURN_IF_ERROR(run_linear(node, graph.nodes[step.node + 1].outputs.at(0), true, device));
+    } else {
+      EDGERT_RETURN_IF_ERROR(run_node(node, device));
+    }
+  }
+  return Status::success();
+}
 
 Status CudaBackend::initialize() const {
   int devices = 0;
@@ -160,11 +238,12 @@ bool CudaBackend::claims_node(const Graph& graph, const Node& node) const {
   return graph.values.at(static_cast<size_t>(node.outputs[0])).dtype == DType::Float32;
 }
 
-Status CudaBackend::launch(Kernel kernel, long long threads, void** arguments) const {
+Status CudaBackend::launch(Kernel kernel, long long threads, void** arguments,
+                           cudaStream_t stream) const {
   if (threads == 0) return Status::success();
   const void* function = reinterpret_cast<const void*>(kernels_[kernel]);
   return check(cudaLaunchKernel(function, dim3(blocks_for(threads)), dim3(kThreads), arguments, 0,
-                                nullptr),
+                                stream),
                kKernelNames[kernel]);
 }
 
@@ -180,7 +259,7 @@ Status CudaBackend::run_node(const Node& node, DeviceValues& device) const {
   float* y = output->data;
   long long count = input->numel();
   void* arguments[] = {&x, &y, &count};
-  return launch(kRelu, count, arguments);
+  return launch(kRelu, count, arguments, device.stream());
 }
 
 Status CudaBackend::run_linear(const Node& node, int32_t output_value, bool relu,
@@ -211,7 +290,7 @@ Status CudaBackend::run_linear(const Node& node, int32_t output_value, bool relu
   float* y = output->data;
   int apply_relu = relu ? 1 : 0;
   void* arguments[] = {&x, &w, &b, &y, &rows, &n_out, &k_in, &apply_relu};
-  return launch(kLinear, rows * n_out, arguments);
+  return launch(kLinear, rows * n_out, arguments, device.stream());
 }
 
 Status CudaBackend::run_add(const Node& node, DeviceValues& device) const {
@@ -234,7 +313,7 @@ Status CudaBackend::run_add(const Node& node, DeviceValues& device) const {
   const float *x = a->data, *z = b->data;
   float* y = output->data;
   void* arguments[] = {&x, &z, &y, &plan};
-  return launch(kAdd, plan.count, arguments);
+  return launch(kAdd, plan.count, arguments, device.stream());
 }
 
 Status CudaBackend::run_softmax(const Node& node, DeviceValues& device) const {
@@ -254,7 +333,7 @@ Status CudaBackend::run_softmax(const Node& node, DeviceValues& device) const {
   const float* x = input->data;
   float* y = output->data;
   void* arguments[] = {&x, &y, &outer, &length, &inner};
-  return launch(kSoftmax, length == 0 ? 0 : outer * inner, arguments);
+  return launch(kSoftmax, length == 0 ? 0 : outer * inner, arguments, device.stream());
 }
 
 CudaBackend cuda_backend;
@@ -266,4 +345,10 @@ EDGERT_REGISTER_BACKEND("cuda", edgert::cuda::cuda_backend);
 
 extern "C" EDGERT_COMPONENT_API const char* edgert_backend_cuda_component(void) {
   return "backend_cuda";
+}
+
+// Bytes copied host -> device (0) or device -> host (1) by this library since it was loaded:
+// a second run of a prepared program uploads its inputs only, never its weights.
+extern "C" EDGERT_COMPONENT_API unsigned long long edgert_backend_cuda_copied_bytes(int direction) {
+  return direction == 0 ? edgert::cuda::uploaded_bytes.load() : edgert::cuda::downloaded_bytes.load();
 }

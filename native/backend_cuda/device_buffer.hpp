@@ -1,10 +1,13 @@
-// Device memory for one delegated run: uploads the values a run reads, allocates the ones it
-// writes and copies the written values back to host tensors at the end. Frees everything on
-// destruction, so an error part-way never leaks device memory.
+// Device memory for one delegated run: uploads the values a run reads (except those seeded
+// from the program's prepared state: its constants, uploaded once), allocates the ones it
+// writes, and copies back only the written values something outside the run reads. Work is
+// queued on the program's own stream. Frees what it allocated on destruction, so an error
+// part-way never leaks device memory; seeded tensors belong to the prepared state.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <unordered_map>
@@ -55,10 +58,15 @@ inline void broadcast_strides(const std::vector<int64_t>& shape,
   }
 }
 
+// Bytes copied between host and device by this library, for tests and benchmarks.
+inline std::atomic<unsigned long long> uploaded_bytes{0};
+inline std::atomic<unsigned long long> downloaded_bytes{0};
+
 struct DeviceTensor {
   float* data = nullptr;
   std::vector<int64_t> shape;
-  bool produced = false;  // written by this run: copied back at the end
+  bool produced = false;  // written by this run
+  bool owned = true;      // false: seeded from the prepared state, not freed here
 
   long long numel() const {
     long long count = 1;
@@ -69,11 +77,33 @@ struct DeviceTensor {
 
 class DeviceValues {
  public:
-  explicit DeviceValues(std::vector<Tensor>& host) : host_(host) {}
+  DeviceValues(std::vector<Tensor>& host, cudaStream_t stream) : host_(host), stream_(stream) {}
   DeviceValues(const DeviceValues&) = delete;
   DeviceValues& operator=(const DeviceValues&) = delete;
   ~DeviceValues() {
-    for (auto& entry : tensors_) cudaFree(entry.second.data);
+    for (auto& entry : tensors_) {
+      if (entry.second.owned) cudaFree(entry.second.data);
+    }
+  }
+
+  // Uses `tensor` (kept by the caller, e.g. a constant uploaded at prepare time) for value `id`.
+  void seed(int32_t id, const DeviceTensor& tensor) {
+    DeviceTensor& slot = tensors_[id];
+    slot = tensor;
+    slot.owned = false;
+    slot.produced = false;
+  }
+
+  // Uploads `source` (contiguous float32) into a new device tensor on `stream`.
+  static Status upload(const Tensor& source, cudaStream_t stream, DeviceTensor& slot) {
+    const Tensor contiguous = source.contiguous();
+    slot.shape = contiguous.shape();
+    EDGERT_RETURN_IF_ERROR(allocate(slot));
+    // From pageable memory the copy is staged before the call returns: `contiguous` may go.
+    EDGERT_RETURN_IF_ERROR(check(cudaMemcpyAsync(slot.data, contiguous.data(), contiguous.nbytes(),
+                                                 cudaMemcpyHostToDevice, stream), "upload"));
+    uploaded_bytes += contiguous.nbytes();
+    return Status::success();
   }
 
   // The device copy of value `id`, uploaded from the host tensor on first use.
@@ -91,12 +121,8 @@ class DeviceValues {
       return Status(Code::InvalidArgument, "cuda backend: value " + std::to_string(id) +
                                                " is not float32");
     }
-    const Tensor contiguous = host_[id].contiguous();
     DeviceTensor& slot = tensors_[id];
-    slot.shape = contiguous.shape();
-    EDGERT_RETURN_IF_ERROR(allocate(slot));
-    EDGERT_RETURN_IF_ERROR(check(cudaMemcpy(slot.data, contiguous.data(), contiguous.nbytes(),
-                                            cudaMemcpyHostToDevice), "upload"));
+    EDGERT_RETURN_IF_ERROR(upload(host_[id], stream_, slot));
     tensor = &slot;
     return Status::success();
   }
@@ -104,8 +130,9 @@ class DeviceValues {
   // Allocates value `id` with `shape` as an output of this run.
   Status output(int32_t id, const std::vector<int64_t>& shape, DeviceTensor*& tensor) {
     DeviceTensor& slot = tensors_[id];
-    cudaFree(slot.data);
+    if (slot.owned) cudaFree(slot.data);
     slot.data = nullptr;
+    slot.owned = true;
     slot.shape = shape;
     slot.produced = true;
     EDGERT_RETURN_IF_ERROR(allocate(slot));
@@ -113,17 +140,23 @@ class DeviceValues {
     return Status::success();
   }
 
-  // Copies every value this run produced into a new host tensor.
-  Status download_produced() {
-    for (auto& entry : tensors_) {
-      if (!entry.second.produced) continue;
-      Tensor result(DType::Float32, entry.second.shape);
-      EDGERT_RETURN_IF_ERROR(check(cudaMemcpy(result.data(), entry.second.data, result.nbytes(),
-                                              cudaMemcpyDeviceToHost), "download"));
-      host_[static_cast<size_t>(entry.first)] = std::move(result);
+  // Copies the produced values listed in `needed` (read outside the run) into new host
+  // tensors, then waits for the stream; intermediates stay on the device.
+  Status download(const std::vector<int32_t>& needed) {
+    for (int32_t id : needed) {
+      auto found = tensors_.find(id);
+      if (found == tensors_.end() || !found->second.produced) continue;
+      Tensor result = Tensor::uninitialized(DType::Float32, found->second.shape);
+      EDGERT_RETURN_IF_ERROR(check(cudaMemcpyAsync(result.data(), found->second.data,
+                                                   result.nbytes(), cudaMemcpyDeviceToHost,
+                                                   stream_), "download"));
+      downloaded_bytes += result.nbytes();
+      host_[static_cast<size_t>(id)] = std::move(result);
     }
-    return Status::success();
+    return check(cudaStreamSynchronize(stream_), "synchronize");
   }
+
+  cudaStream_t stream() const { return stream_; }
 
  private:
   static Status allocate(DeviceTensor& tensor) {
@@ -132,6 +165,7 @@ class DeviceValues {
   }
 
   std::vector<Tensor>& host_;
+  cudaStream_t stream_;
   std::unordered_map<int32_t, DeviceTensor> tensors_;
 };
 
