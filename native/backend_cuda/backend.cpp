@@ -13,6 +13,9 @@
 // set_backends({"cuda"}) fails with that message.
 #include <cuda_runtime_api.h>
 
+#include <unistd.h>
+
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -73,8 +76,43 @@ class CudaBackend final : public Backend {
   int priority() const override { return 100; }  // ahead of "cpu" when a GPU is present
 
   Status available() const override {
-    std::call_once(initialized_, [this] { status_ = initialize(); });
+    std::call_once(initialized_, [this] {
+      status_ = initialize();
+      pid_ = getpid();
+    });
+    if (status_.ok() && getpid() != pid_) {
+      return Status(Code::Unavailable, "the CUDA runtime cannot be used in a forked child of the "
+                                       "process that initialized it (start workers with spawn)");
+    }
+    if (const char* sticky = sticky_.load()) return Status(Code::Unavailable, sticky);
     return status_;
+  }
+
+  // After an error that poisons the CUDA context (an illegal address, a failed launch), no
+  // later call can succeed: the delegate reports itself unavailable from then on.
+  void note_failure(cudaStream_t stream) const {
+    const cudaError_t error = cudaStreamQuery(stream);
+    switch (error) {
+      case cudaErrorIllegalAddress:
+      case cudaErrorLaunchFailure:
+      case cudaErrorHardwareStackError:
+      case cudaErrorIllegalInstruction:
+      case cudaErrorMisalignedAddress:
+      case cudaErrorInvalidAddressSpace:
+      case cudaErrorInvalidPc:
+      case cudaErrorECCUncorrectable: {
+        static std::string message;
+        static std::once_flag once;
+        std::call_once(once, [error] {
+          message = std::string("the CUDA context hit an unrecoverable error (") +
+                    cudaGetErrorString(error) + "); restart the process to use the GPU again";
+        });
+        sticky_.store(message.c_str());
+        break;
+      }
+      default:
+        break;
+    }
   }
 
   size_t claim(const Graph& graph, size_t first) const override {
@@ -113,6 +151,8 @@ class CudaBackend final : public Backend {
 
   mutable std::once_flag initialized_;
   mutable Status status_;
+  mutable pid_t pid_ = 0;
+  mutable std::atomic<const char*> sticky_{nullptr};
   mutable cudaLibrary_t library_ = nullptr;
   mutable cudaKernel_t kernels_[kKernelCount] = {};
 };
@@ -130,9 +170,11 @@ class CudaPrepared final : public Prepared {
     EDGERT_RETURN_IF_ERROR(backend_.available());
     DeviceValues device(values, stream_);
     for (const auto& [id, tensor] : constants_) device.seed(id, tensor);
-    EDGERT_RETURN_IF_ERROR(backend_.execute(graph_, steps_, device));
-    EDGERT_RETURN_IF_ERROR(check(cudaGetLastError(), "kernel launch"));
-    return device.download(needed_);
+    Status status = backend_.execute(graph_, steps_, device);
+    if (status.ok()) status = check(cudaGetLastError(), "kernel launch");
+    if (status.ok()) status = device.download(needed_);
+    if (!status.ok()) backend_.note_failure(stream_);
+    return status;
   }
 
   const CudaBackend& backend_;
