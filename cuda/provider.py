@@ -37,6 +37,11 @@ class CudaBuildVariant:
     def runtime(self) -> RuntimeDependency:
         return self.data.runtime
 
+    @property
+    def native_only(self) -> str:
+        return (f"the {self.name} toolchain from the package index is installed for the build "
+                "machine, and the runtime library it links is that machine's")
+
     def provision(self, *, environ: Mapping[str, str], cache: Path) -> Toolchain:
         return _Configured(provision(self.data, environ=environ, cache=cache), self.data)
 

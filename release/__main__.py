@@ -1,4 +1,4 @@
-"""Command line: ``python -m release build|repair|verify``.
+"""Command line: ``python -m release build|repair|verify|plan|check-set``.
 
 The only place that prints and exits: every ReleaseError becomes one line on stderr and
 its exit code."""
@@ -14,10 +14,12 @@ import sys
 from pathlib import Path
 
 from release import manifest as manifest_module
+from release import matrix
 from release import options as build_options
-from release.errors import EnvironmentFailure, ReleaseError
+from release.errors import EnvironmentFailure, ReleaseError, VerificationFailed
 from release.options import Stage, VerifyMode
 from release.pipeline import run as run_pipeline
+from release.release_set import check_release_set
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -59,7 +61,40 @@ def _parser() -> argparse.ArgumentParser:
 
     commands.add_parser("verify", help="prove a wheel's native layout (see --help)",
                         add_help=False)
+    _add_plan(commands)
+    _add_check_set(commands)
     return parser
+
+
+def _add_plan(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    plan = commands.add_parser(
+        "plan", help="the release matrix: every target x variant, and how each is built",
+        description="Prints every target x variant the manifest releases, the runner that "
+                    "builds it in the release workflow (or 'not buildable yet') and how this "
+                    "host would build it (native, cross+emulated, needs another host). "
+                    "--build builds every one this host can reach; --json is the workflow's "
+                    "input.")
+    plan.add_argument("--project", type=Path, default=Path("."), help="folder of pyproject.toml")
+    plan.add_argument("--json", action="store_true",
+                      help="the matrix and the workflow's jobs as JSON (docs/release.md)")
+    plan.add_argument("--build", action="store_true",
+                      help="build, repair and verify every entry this host can reach")
+    plan.add_argument("--out", type=Path, dest="out_dir", help="output folder (default: dist)")
+    plan.add_argument("-j", "--jobs", type=int, help="parallel compile jobs (default: cores)")
+    plan.add_argument("--cache-dir", type=Path, help="tool cache (default: "
+                      "~/.cache/edgert-release)")
+
+
+def _add_check_set(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    check = commands.add_parser(
+        "check-set", help="check a release's wheels and sdist as a whole before publishing",
+        description="Every buildable target x variant has one wheel, one version everywhere, "
+                    "CUDA requirements declared, claimed compute capabilities covered, "
+                    "verify --static on every wheel; what is not buildable yet is listed.")
+    check.add_argument("folder", type=Path, help="the folder holding the release's files")
+    check.add_argument("--project", type=Path, default=Path("."), help="folder of pyproject.toml")
+    check.add_argument("--expect-version", help="the version the release must have (the tag's)")
+    check.add_argument("--json", action="store_true")
 
 
 def _build(arguments: argparse.Namespace) -> int:
@@ -76,6 +111,40 @@ def _build(arguments: argparse.Namespace) -> int:
     elif result.wheel is not None:
         print(f"wheel: {result.wheel}")
     return 0
+
+
+def _plan(arguments: argparse.Namespace) -> int:
+    manifest = manifest_module.load(arguments.project.resolve())
+    entries = matrix.release_matrix(manifest)
+    if not arguments.build:
+        print(json.dumps(matrix.to_json(manifest, entries), indent=2) if arguments.json
+              else matrix.render_text(manifest, entries))
+        return 0
+    given = {"out_dir": arguments.out_dir, "jobs": arguments.jobs,
+             "cache_dir": arguments.cache_dir}
+
+    def options_for(entry: matrix.MatrixEntry) -> build_options.BuildOptions:
+        chosen = {**given, "arch": entry.target.arch, "variant": entry.variant.name}
+        return build_options.resolve(
+            platform=entry.target.platform, given=chosen, manifest_defaults=manifest.defaults,
+            environ=os.environ)
+
+    outcomes = matrix.build_reachable(manifest, entries, options_for)
+    if arguments.json:
+        print(json.dumps({"version": matrix.JSON_VERSION,
+                          "results": [outcome.to_json() for outcome in outcomes]}, indent=2))
+    else:
+        print("\n".join(f"{o.entry.name}: {o.status}" for o in outcomes))
+    failed = [o.error for o in outcomes if o.error is not None]
+    return failed[0].exit_code if failed else 0
+
+
+def _check_set(arguments: argparse.Namespace) -> int:
+    manifest = manifest_module.load(arguments.project.resolve())
+    report = check_release_set(arguments.folder, manifest,
+                               expect_version=arguments.expect_version)
+    print(json.dumps(report.to_json(), indent=2) if arguments.json else report.render_text())
+    return 0 if report.ok else VerificationFailed.exit_code
 
 
 def _repair(arguments: argparse.Namespace) -> int:
@@ -108,7 +177,8 @@ def _run(argv: list[str]) -> int:
             from release.verify import main as verify_main
             return verify_main(argv[position + 1:])
     arguments = _parser().parse_args(argv)
-    return _build(arguments) if arguments.command == "build" else _repair(arguments)
+    commands = {"build": _build, "repair": _repair, "plan": _plan, "check-set": _check_set}
+    return commands[arguments.command](arguments)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -63,8 +63,14 @@ def _options(manifest: Manifest, config_settings: dict[str, Any] | None, *,
         last_stage=Stage[_setting(config_settings, "until", "verify").upper()])
 
 
+@_clean_errors
 def get_requires_for_build_wheel(config_settings: dict[str, Any] | None = None) -> list[str]:
-    return []
+    """pip, for a variant that names a provider: it provisions its toolchain with
+    ``python -m pip`` in the configure stage, and ``python -m build`` (cibuildwheel's
+    frontend) creates its isolated environment without pip."""
+    manifest = manifest_module.load(Path.cwd())
+    variant = manifest.variant(_options(manifest, config_settings).variant)
+    return ["pip"] if variant.provider is not None else []
 
 
 def get_requires_for_build_sdist(config_settings: dict[str, Any] | None = None) -> list[str]:

@@ -47,6 +47,10 @@ class Variant:
     distribution: str | None = None   # distribution name; None: the project's own name
     provider: str | None = None       # package implementing it (release.variant); None: CPU
     config: Path | None = None        # the provider's data file (cuda/variants/cu12.toml)
+    platforms: tuple[str, ...] = ()   # released for targets of these platforms; empty: all
+
+    def ships_on(self, platform: str) -> bool:
+        return not self.platforms or platform in self.platforms
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,7 @@ class Target:
     name: str                         # "linux-x86_64"
     platform: str                     # "linux" | "macos" | "windows"
     arch: str
+    runner: str | None = None         # the CI machine that builds it natively (docs/release.md)
 
 
 @dataclass(frozen=True)
@@ -334,13 +339,18 @@ def _variant(name: str, table: _Table, root: Path) -> Variant:
     provider = table.string("provider")
     config = table.string("config")
     distribution = table.string("distribution")
+    platforms = table.strings("platforms")
     table.finish()
+    for platform in platforms:
+        if platform not in PLATFORMS:
+            raise ConfigurationError(f"{table.path}.platforms has '{platform}'",
+                                     fix=f"use: {', '.join(PLATFORMS)}")
     if (provider is None) != (config is None):
         raise ConfigurationError(f"{table.path} needs both provider and config, or neither",
                                  fix="a GPU variant names its provider package and data file; "
                                      "the CPU variant names neither")
     return Variant(name=name, distribution=distribution, provider=provider,
-                   config=root / config if config else None)
+                   config=root / config if config else None, platforms=platforms)
 
 
 def _defaults(table: _Table) -> dict[str, object]:
@@ -360,7 +370,7 @@ def _defaults(table: _Table) -> dict[str, object]:
 
 def _target(name: str, table: _Table) -> Target:
     target = Target(name=name, platform=table.choice("platform", PLATFORMS, _REQUIRED),
-                    arch=table.string("arch", _REQUIRED))
+                    arch=table.string("arch", _REQUIRED), runner=table.string("runner"))
     table.finish()
     return target
 

@@ -30,12 +30,20 @@ from release.buildrecord import (
     ExampleRecord,
     ExtensionRecord,
 )
-from release.errors import ConfigurationError, ReleaseError, VerificationFailed
+from release.errors import ConfigurationError, ReleaseError, ToolError, VerificationFailed
 from release.loader import Host
 from release.manifest import Component, Manifest, Target, Variant
 from release.metadata import core_metadata
 from release.options import BuildOptions, Stage, VerifyMode, default_cache_dir
-from release.platform import Platform, RepairRequest, SearchPath, all_platforms, get_platform
+from release.platform import (
+    BuildRoute,
+    Platform,
+    RepairRequest,
+    Route,
+    SearchPath,
+    all_platforms,
+    get_platform,
+)
 from release.variant import BuildVariant, load_variant
 from release.verify import VerifyOptions
 from release.verify.api import provider_checks
@@ -97,7 +105,11 @@ def make_plan(manifest: Manifest, options: BuildOptions, environ: Mapping[str, s
     declared = manifest.variant(options.variant)
     variant = build_variant(declared)
     platform = get_platform(target.platform)
+    check_released(declared, target)
     platform.check_host(target)
+    route = variant_route(platform, target, variant)
+    if not route.reachable:
+        raise ToolError(route.detail, fix=route.fix)
     build_dir = options.build_dir or manifest.root / "build" / f"{target.name}-{variant.name}"
     components = manifest.components_for(variant.name)
     distribution = declared.distribution or manifest.distribution
@@ -108,6 +120,27 @@ def make_plan(manifest: Manifest, options: BuildOptions, environ: Mapping[str, s
                 search_paths=search_paths(manifest, platform, variant, components),
                 record=build_record(manifest, platform, variant, target=target,
                                     distribution=distribution, components=components))
+
+
+def check_released(variant: Variant, target: Target) -> None:
+    """A variant is built only for the platforms the manifest releases it on."""
+    if not variant.ships_on(target.platform):
+        raise ConfigurationError(
+            f"variant '{variant.name}' is not released for {target.platform} targets",
+            fix=f"build it for one of: {', '.join(variant.platforms)} (the platforms of "
+                f"[tool.release.variants.{variant.name}])")
+
+
+def variant_route(platform: Platform, target: Target, variant: BuildVariant) -> BuildRoute:
+    """How this host builds ``variant`` for ``target``: the platform's route, unless the
+    variant cannot be cross-built and the route is a cross build."""
+    route = platform.build_route(target)
+    reason = variant.native_only
+    if route.route is not Route.CROSS or not reason:
+        return route
+    return BuildRoute(Route.ELSEWHERE, f"variant {variant.name} is not cross-built: {reason}",
+                      fix=f"build it natively, on {target.arch} hardware (the release "
+                          "workflow does, on the target's runner)")
 
 
 def _default_arch(manifest: Manifest, platform: str) -> str:

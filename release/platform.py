@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from release._compat import StrEnum
 from release.binary.model import BinaryReader
 from release.errors import ConfigurationError
 from release.loader import LoaderModel, Runner
@@ -38,6 +39,35 @@ class RepairRequest:
     exclude: tuple[str, ...]    # libraries provided by declared dependencies (e.g. libcudart)
 
 
+class Route(StrEnum):
+    """How a target is built: the words ``python -m release plan`` prints."""
+
+    NATIVE = "native"                        # compiled and run on a machine of the target
+    CROSS = "cross+emulated"                 # cross-compiled; its programs run under an emulator
+    ELSEWHERE = "needs another host"         # the platform builds it, but not on this host
+    NOT_BUILDABLE = "not buildable yet"      # the platform module cannot build it anywhere
+
+
+@dataclass(frozen=True)
+class BuildRoute:
+    """The answer of ``Platform.build_route``: the route, what it uses (or why there is
+    none), and what this host lacks for it ("" when nothing: the host can build it)."""
+
+    route: Route
+    detail: str
+    fix: str = ""
+
+    @property
+    def buildable(self) -> bool:
+        """Whether a machine chosen for the target (its release runner) can build it."""
+        return self.route is not Route.NOT_BUILDABLE
+
+    @property
+    def reachable(self) -> bool:
+        """Whether this host can build it now."""
+        return self.route in (Route.NATIVE, Route.CROSS) and not self.fix
+
+
 class Platform(Protocol):
     name: str
     loader: LoaderModel | None        # None: verify cannot yet read this platform's wheels
@@ -45,6 +75,11 @@ class Platform(Protocol):
 
     def check_host(self, target: Target) -> None:
         """Raises ToolError when this host cannot build ``target`` (with how to fix it)."""
+
+    def build_route(self, target: Target) -> BuildRoute:
+        """How this host builds ``target`` (natively, cross-built and run emulated, not
+        here, or not at all yet), from the same facts as ``check_host``; never raises for
+        a missing tool, never installs anything."""
 
     def cmake_arguments(self, target: Target, *, ccache: bool) -> list[str]:
         """Compiler/toolchain arguments for configuring native/ for ``target``."""

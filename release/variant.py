@@ -62,6 +62,12 @@ class BuildVariant(Protocol):
     def runtime(self) -> RuntimeDependency | None:
         """The run-time dependency from another distribution, if any."""
 
+    @property
+    def native_only(self) -> str | None:
+        """Why the variant is built only on a machine of the target's architecture (e.g. its
+        toolchain is installed for the build machine and links its libraries); None when it
+        can be cross-built."""
+
     def provision(self, *, environ: Mapping[str, str], cache: Path) -> Toolchain:
         """Installs or finds the variant's toolchain (may run pip; raises ToolError)."""
 
@@ -89,6 +95,7 @@ class CpuVariant:
 
     name: str = "cpu"
     runtime: RuntimeDependency | None = None
+    native_only: str | None = None
 
     def provision(self, *, environ: Mapping[str, str], cache: Path) -> Toolchain:
         return _NoToolchain()

@@ -20,7 +20,7 @@ from release.binary.elf import ElfReader
 from release.errors import ToolError
 from release.loader import Runner
 from release.manifest import Target
-from release.platform import RepairRequest, SearchPath
+from release.platform import BuildRoute, RepairRequest, Route, SearchPath
 
 __all__ = ["PLATFORM", "LinuxPlatform", "origin_relative"]
 
@@ -44,6 +44,22 @@ class LinuxPlatform:
             return
         for compiler in ("cc", "c++"):
             _cmd.find_tool(compiler, fix="install gcc and g++ (apt-get install build-essential)")
+
+    def build_route(self, target: Target) -> BuildRoute:
+        try:
+            self.check_host(target)
+        except ToolError as refusal:
+            cross_built = host_platform.system() == "Linux" and target.arch != self.host_arch() \
+                and target.arch in cross.cross_targets()
+            return BuildRoute(Route.CROSS if cross_built else Route.ELSEWHERE, refusal.what,
+                              fix=refusal.fix)
+        if target.arch == self.host_arch():
+            return BuildRoute(Route.NATIVE, f"this machine's gcc/g++ ({target.arch})")
+        found = cross.cross_target(target.arch, self.host_arch())
+        emulator = emulation.find_emulator(found)
+        runs = f"run under {os.path.basename(emulator)}" if emulator else \
+            f"not run (verify reads files only: apt-get install {found.emulator_package})"
+        return BuildRoute(Route.CROSS, f"{found.compilers[1]}; programs {runs}")
 
     def cmake_arguments(self, target: Target, *, ccache: bool) -> list[str]:
         arguments = [] if target.arch == self.host_arch() else \

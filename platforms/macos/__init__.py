@@ -12,7 +12,7 @@ from pathlib import Path
 from release.errors import ToolError
 from release.loader import Runner
 from release.manifest import Target
-from release.platform import RepairRequest, SearchPath
+from release.platform import BuildRoute, RepairRequest, Route, SearchPath
 
 _MINIMUM = {"arm64": "11_0", "x86_64": "10_13", "universal2": "10_13"}
 
@@ -28,9 +28,14 @@ class MacOSPlatform:
     reader = None
 
     def check_host(self, target: Target) -> None:
-        raise ToolError(f"building {target.name} wheels is not supported by this pipeline yet",
-                        fix="build the linux targets; macOS support is planned (zig cross "
-                            "builds and native builds on a Mac)")
+        route = self.build_route(target)
+        raise ToolError(f"building {target.name} wheels is not supported by this pipeline yet "
+                        f"({route.detail})", fix=route.fix)
+
+    def build_route(self, target: Target) -> BuildRoute:
+        return BuildRoute(Route.NOT_BUILDABLE, "the macOS platform module has no toolchain, "
+                          "fix-up or repair yet", fix="build the linux targets; macOS support "
+                          "is planned (zig cross builds and native builds on a Mac)")
 
     def cmake_arguments(self, target: Target, *, ccache: bool) -> list[str]:
         return [f"-DCMAKE_OSX_DEPLOYMENT_TARGET={_MINIMUM[target.arch].replace('_', '.')}"]

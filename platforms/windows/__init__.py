@@ -12,7 +12,7 @@ from pathlib import Path
 from release.errors import ToolError
 from release.loader import Runner
 from release.manifest import Target
-from release.platform import RepairRequest, SearchPath
+from release.platform import BuildRoute, RepairRequest, Route, SearchPath
 
 
 class WindowsPlatform:
@@ -21,8 +21,14 @@ class WindowsPlatform:
     reader = None
 
     def check_host(self, target: Target) -> None:
-        raise ToolError(f"building {target.name} wheels is not supported by this pipeline yet",
-                        fix="build the linux targets; Windows support is planned (zig and wine)")
+        route = self.build_route(target)
+        raise ToolError(f"building {target.name} wheels is not supported by this pipeline yet "
+                        f"({route.detail})", fix=route.fix)
+
+    def build_route(self, target: Target) -> BuildRoute:
+        return BuildRoute(Route.NOT_BUILDABLE, "the Windows platform module has no toolchain "
+                          "or repair yet", fix="build the linux targets; Windows support is "
+                          "planned (zig and wine)")
 
     def cmake_arguments(self, target: Target, *, ccache: bool) -> list[str]:
         return []

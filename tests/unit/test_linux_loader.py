@@ -198,3 +198,19 @@ def test_binaries_for_another_machine_than_the_tag_are_errors() -> None:
     assert errors[0].severity is Severity.ERROR
     assert metadata_tags.check(model(elf("pkg/_C.so")), context()) == []
     assert LOADER.claims_tag("linux_x86_64") and not LOADER.claims_tag("win_amd64")
+
+
+def test_without_auditwheel_the_policies_come_from_the_shipped_copy(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A clean environment (cibuildwheel's test step) has no auditwheel: verify reads the
+    policy copy beside the Linux platform module instead of failing."""
+    import importlib.util
+
+    from platforms.linux import policy
+
+    def no_auditwheel(name: str) -> None:
+        raise ModuleNotFoundError(f"No module named '{name.split('.')[0]}'")
+    monkeypatch.setattr(importlib.util, "find_spec", no_auditwheel)
+    source, path = policy._policy_file()
+    assert source == "platforms/linux" and path.name == "manylinux-policy.json"
+    assert path.is_file()

@@ -63,3 +63,15 @@ def test_an_unknown_provider_is_named() -> None:
     broken = manifest.parse(data, ROOT)
     with pytest.raises(ConfigurationError, match="no variant provider package 'rocm'"):
         make_plan(broken, BuildOptions(platform="linux", variant="cu12"), environ={})
+
+
+def test_a_gpu_variant_asks_the_build_frontend_for_pip(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`python -m build` (cibuildwheel's frontend) makes its isolated environment without
+    pip; a variant whose provider provisions its toolchain with pip asks for it."""
+    from release import backend
+    monkeypatch.chdir(ROOT)
+    monkeypatch.delenv("RELEASE_VARIANT", raising=False)
+    assert backend.get_requires_for_build_wheel() == []
+    assert backend.get_requires_for_build_wheel({"variant": "cu12"}) == ["pip"]
+    monkeypatch.setenv("RELEASE_VARIANT", "cu13")
+    assert backend.get_requires_for_build_wheel(None) == ["pip"]

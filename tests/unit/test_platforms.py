@@ -15,7 +15,7 @@ from platforms.macos import loader_relative
 from platforms.windows import PLATFORM as WINDOWS
 from release.errors import ConfigurationError, ToolError
 from release.manifest import Target
-from release.platform import get_platform
+from release.platform import Route, get_platform
 
 
 def test_origin_relative_paths() -> None:
@@ -99,3 +99,27 @@ def test_cross_table_is_validated(tmp_path: Path) -> None:
 def test_macos_refuses_until_supported() -> None:
     with pytest.raises(ToolError, match="not supported"):
         MACOS.check_host(Target(name="macos-arm64", platform="macos", arch="arm64"))
+
+
+def test_platforms_without_a_toolchain_are_not_buildable_anywhere() -> None:
+    for platform, target in ((MACOS, Target("macos-arm64", "macos", "arm64")),
+                             (WINDOWS, Target("windows-amd64", "windows", "amd64"))):
+        route = platform.build_route(target)
+        assert route.route is Route.NOT_BUILDABLE and not route.buildable
+        assert not route.reachable and "no toolchain" in route.detail
+        with pytest.raises(ToolError, match="not supported by this pipeline yet"):
+            platform.check_host(target)
+
+
+def test_linux_routes_follow_the_host_checks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(LINUX, "host_arch", lambda: "x86_64")
+    riscv = LINUX.build_route(Target(name="linux-riscv64", platform="linux", arch="riscv64"))
+    assert riscv.route is Route.ELSEWHERE and riscv.buildable and not riscv.reachable
+    assert riscv.fix == "build on a riscv64 machine or pass --arch x86_64"
+    monkeypatch.setattr(shutil, "which", lambda name: f"/usr/bin/{name}"
+                        if name.startswith("aarch64-") or name in ("cc", "c++") else None)
+    cross_route = LINUX.build_route(AARCH64)
+    assert cross_route.route is Route.CROSS and cross_route.reachable
+    assert "verify reads files only: apt-get install qemu-user" in cross_route.detail
+    native = LINUX.build_route(Target(name="linux-x86_64", platform="linux", arch="x86_64"))
+    assert native.route is Route.NATIVE and native.reachable

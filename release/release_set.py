@@ -1,0 +1,345 @@
+"""``python -m release check-set DIR``: the release as a whole, before anything is published.
+
+Each wheel was verified where it was built; this checks what no single build can see, and
+collects every finding before deciding (docs/release.md):
+
+  files         every file is one of the release's wheels or its sdist
+  version       one version everywhere (file names, METADATA, build records, the manifest,
+                and the tag's version when given)
+  matrix        every buildable target x variant of the release matrix has exactly one wheel,
+                nothing else is there, and what is not buildable yet is reported by name
+  tag           a wheel's platform tags are its target's architecture; a Linux wheel needs no
+                newer glibc than the manylinux image the release builds in
+  requirements  a variant's run-time dependency is declared (Requires-Dist)
+  claims        the build record claims the compute capabilities the variant declares, and
+                the provider's checks (device-code coverage) ran on the wheel
+  verify        ``python -m release verify --static`` on every wheel: its errors are the set's
+"""
+
+from __future__ import annotations
+
+import re
+import zipfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from email.message import Message
+from pathlib import Path
+from typing import Any
+
+from packaging.requirements import InvalidRequirement, Requirement
+
+from release._compat import tomllib
+from release.buildrecord import RECORD_FILE, BuildRecord
+from release.errors import ConfigurationError, ReleaseError, WheelError
+from release.findings import Finding, Severity
+from release.manifest import Manifest, Variant
+from release.matrix import MatrixEntry, release_matrix
+from release.pipeline import build_variant
+from release.variant import load_provider
+from release.verify.api import verify_wheel
+from release.verify.report import Report
+from release.wheel import WheelName, normalize_distribution, parse_metadata
+
+JSON_VERSION = 1
+_MEMBER_LIMIT = 1 << 20      # METADATA and the build record are small; refuse anything larger
+_LEGACY_POLICIES = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
+_POLICY = re.compile(r"^(?:manylinux_(\d+)_(\d+)|(manylinux1|manylinux2010|manylinux2014))")
+
+Verifier = Callable[[Path], Report]
+
+
+@dataclass(frozen=True)
+class WheelFacts:
+    """What the set checks read from one wheel: its name, METADATA and build record."""
+
+    path: Path
+    name: WheelName
+    metadata: Message
+    record: BuildRecord | None
+
+
+@dataclass(frozen=True)
+class SetReport:
+    folder: str
+    findings: list[Finding] = field(default_factory=list)
+    wheels: dict[str, str] = field(default_factory=dict)        # matrix entry -> wheel file
+    not_buildable: dict[str, str] = field(default_factory=dict)  # matrix entry -> reason
+
+    @property
+    def ok(self) -> bool:
+        return not any(f.severity is Severity.ERROR for f in self.findings)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": JSON_VERSION, "folder": self.folder, "ok": self.ok,
+                "wheels": dict(self.wheels), "not_buildable": dict(self.not_buildable),
+                "findings": [finding.to_json() for finding in self.findings]}
+
+    def render_text(self) -> str:
+        lines = [f"{name}: {wheel}" for name, wheel in self.wheels.items()]
+        lines += [f"{name}: not buildable yet ({reason})"
+                  for name, reason in self.not_buildable.items()]
+        for item in sorted(self.findings, key=lambda f: (f.severity is not Severity.ERROR,
+                                                         f.check, f.file)):
+            where = f" {item.file}:" if item.file else ""
+            lines.append(f"{item.severity.value:<7} [{item.check}]{where} {item.what}")
+            if item.fix:
+                lines.append(f"        fix: {item.fix}")
+        errors = sum(1 for f in self.findings if f.severity is Severity.ERROR)
+        wheels = f"{len(self.wheels)} wheel{'' if len(self.wheels) == 1 else 's'}"
+        lines.append(f"{self.folder}: {'OK' if self.ok else 'FAILED'} ({wheels}, "
+                     f"{len(self.not_buildable)} not buildable yet, {errors} errors)")
+        return "\n".join(lines)
+
+
+def _error(check: str, file: str, what: str, fix: str = "") -> Finding:
+    return Finding(check=check, severity=Severity.ERROR, file=file, what=what, fix=fix)
+
+
+def _member(archive: zipfile.ZipFile, name: str) -> bytes | None:
+    try:
+        info = archive.getinfo(name)
+    except KeyError:
+        return None
+    if info.file_size > _MEMBER_LIMIT:
+        raise zipfile.BadZipFile(f"{name} claims {info.file_size} bytes")
+    return archive.read(info)
+
+
+def read_wheel(path: Path, package: str) -> WheelFacts:
+    """The wheel's name, METADATA and build record (``<package>/_release.json``, None when
+    absent); a WheelError when it is not a readable wheel."""
+    name = WheelName.parse(path.name)
+    try:
+        with zipfile.ZipFile(path) as archive:
+            metadata = _member(archive, f"{name.dist_info}/METADATA")
+            record = _member(archive, f"{package}/{RECORD_FILE}")
+    except (zipfile.BadZipFile, OSError) as error:
+        raise WheelError(f"cannot read {path.name}: {error}", fix="rebuild it") from None
+    return WheelFacts(
+        path=path, name=name,
+        metadata=parse_metadata((metadata or b"").decode("utf-8", errors="replace")),
+        record=None if record is None else BuildRecord.from_json(
+            record, where=f"{path.name}:{package}/{RECORD_FILE}"))
+
+
+def manylinux_images(pyproject: Path) -> dict[str, str]:
+    """Architecture -> the manylinux image ``[tool.cibuildwheel]`` builds it in."""
+    data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    table = data.get("tool", {}).get("cibuildwheel", {})
+    prefix, suffix = "manylinux-", "-image"
+    return {key[len(prefix):-len(suffix)]: str(value) for key, value in table.items()
+            if key.startswith(prefix) and key.endswith(suffix)}
+
+
+def glibc_of(policy: str) -> tuple[int, int] | None:
+    """(2, 28) for ``manylinux_2_28`` or a tag ``manylinux_2_28_x86_64``; None otherwise."""
+    match = _POLICY.match(policy)
+    if match is None:
+        return None
+    if match.group(3):
+        return _LEGACY_POLICIES[match.group(3)]
+    return int(match.group(1)), int(match.group(2))
+
+
+def _files(folder: Path, wheels: Sequence[Path], manifest: Manifest) -> list[Finding]:
+    """Every file is a wheel or the project's one sdist."""
+    sdist = f"{normalize_distribution(manifest.distribution)}-"
+    findings = [_error("files", path.name, "is neither a wheel nor the sdist",
+                       fix="remove it: the publish step uploads everything in the folder")
+                for path in sorted(folder.iterdir())
+                if path.suffix != ".whl" and not path.name.endswith(".tar.gz")]
+    sdists = sorted(p.name for p in folder.glob("*.tar.gz"))
+    findings += [_error("files", name, "is not the sdist of "
+                        f"{manifest.distribution}", fix="remove it")
+                 for name in sdists if not name.startswith(sdist)]
+    if len([name for name in sdists if name.startswith(sdist)]) != 1:
+        findings.append(_error("files", "", f"expected one sdist of {manifest.distribution}, "
+                               f"found {len(sdists)}", fix="add the sdist job's artifact "
+                               "(python -m build --sdist)"))
+    if not wheels:
+        findings.append(_error("files", "", "the folder holds no wheel",
+                               fix="download the build jobs' artifacts into it"))
+    return findings
+
+
+def _versions(facts: WheelFacts, version: str) -> list[Finding]:
+    found = {"file name": facts.name.version,
+             "METADATA": facts.metadata.get("Version", "")}
+    if facts.record is not None:
+        found["build record"] = facts.record.version
+    return [_error("version", facts.path.name, f"{where} says version '{value or '?'}', the "
+                   f"release is {version}", fix="rebuild every wheel from the tagged commit")
+            for where, value in found.items() if value != version]
+
+
+def _sdist_versions(folder: Path, manifest: Manifest, version: str) -> list[Finding]:
+    prefix = f"{normalize_distribution(manifest.distribution)}-"
+    return [_error("version", path.name, f"the sdist's version is not {version}",
+                   fix="rebuild the sdist from the tagged commit")
+            for path in sorted(folder.glob(f"{prefix}*.tar.gz"))
+            if path.name != f"{prefix}{version}.tar.gz"]
+
+
+def _tags(facts: WheelFacts, entry: MatrixEntry, images: Mapping[str, str]) -> list[Finding]:
+    platforms = facts.name.platform.split(".")
+    arch = entry.target.arch
+    findings = [_error("tag", facts.path.name, f"platform tag {tag} is not for {arch}",
+                       fix=f"build {entry.target.name} on its runner")
+                for tag in platforms if not tag.endswith(f"_{arch}")]
+    if entry.target.platform != "linux":
+        return findings
+    glibc = [found for tag in platforms if (found := glibc_of(tag)) is not None]
+    if not glibc:
+        return [*findings, _error("tag", facts.path.name, f"{facts.name.platform} is not a "
+                                  "manylinux tag: the wheel was not repaired",
+                                  fix="build it through the pipeline's repair stage")]
+    ceiling = glibc_of(images.get(arch, ""))
+    if ceiling is not None and min(glibc) > ceiling:
+        findings.append(_error(
+            "tag", facts.path.name, f"needs glibc {'.'.join(map(str, min(glibc)))}, newer "
+            f"than the {images[arch]} image the release builds in",
+            fix="build it in cibuildwheel's container, not on the runner itself"))
+    return findings
+
+
+def _requirements(facts: WheelFacts, variant: Variant) -> list[Finding]:
+    runtime = build_variant(variant).runtime
+    if runtime is None:
+        return []
+    wanted = Requirement(runtime.requirement)
+    declared = []
+    for text in facts.metadata.get_all("Requires-Dist") or []:
+        try:
+            declared.append(Requirement(text))
+        except InvalidRequirement:
+            continue
+    if wanted in declared:
+        return []
+    return [_error("requirements", facts.path.name, f"Requires-Dist lacks '{wanted}', the "
+                   f"{variant.name} runtime the wheel's libraries load",
+                   fix="build the wheel through the pipeline (it appends the requirement)")]
+
+
+def _claims(facts: WheelFacts, variant: Variant, report: Report) -> list[Finding]:
+    declared = build_variant(variant).record()
+    if declared is None:
+        return []
+    recorded = None if facts.record is None else facts.record.cuda
+    findings = []
+    if recorded is None or (recorded.claims, recorded.ptx) != (declared.claims, declared.ptx):
+        claims = "none" if recorded is None else ", ".join(recorded.claims) or "none"
+        findings.append(_error("claims", facts.path.name, f"the build record claims {claims}; "
+                               f"variant {variant.name} declares "
+                               f"{', '.join(declared.claims)}",
+                               fix=f"rebuild from the variant's file {variant.config}"))
+    if variant.provider is None:
+        return findings
+    for check in load_provider(variant.provider).CHECKS:
+        name = str(getattr(check, "NAME", check))
+        if report.checks.get(name) != "ran":
+            findings.append(_error("claims", facts.path.name, f"verify's {name} check did not "
+                                   f"run ({report.checks.get(name, 'absent')})",
+                                   fix="verify the wheel with this project's providers"))
+    return findings
+
+
+def _verified(facts: WheelFacts, verify: Verifier) -> tuple[Report | None, list[Finding]]:
+    try:
+        report = verify(facts.path)
+    except ReleaseError as error:
+        return None, [_error("verify", facts.path.name, error.what, fix=error.fix)]
+    return report, [_error("verify", facts.path.name, f"[{f.check}] {_located(f)}", fix=f.fix)
+                    for f in report.findings if f.severity is Severity.ERROR]
+
+
+def _located(finding: Finding) -> str:
+    return f"{finding.file}: {finding.what}" if finding.file else finding.what
+
+
+def _entry_of(facts: WheelFacts, entries: Mapping[tuple[str, str], MatrixEntry]
+              ) -> tuple[MatrixEntry | None, list[Finding]]:
+    record = facts.record
+    if record is None:
+        return None, [_error("matrix", facts.path.name, "has no build record "
+                             "(edgert/_release.json): not built by this pipeline",
+                             fix="remove it, or build it with python -m release build")]
+    entry = entries.get((record.target, record.variant))
+    if entry is None:
+        return None, [_error("matrix", facts.path.name, f"{record.target} x {record.variant} "
+                             "is not in the manifest's release matrix",
+                             fix="remove it, or declare its target and variant")]
+    wanted = normalize_distribution(entry.distribution)
+    if normalize_distribution(facts.metadata.get("Name", "")) != wanted or \
+            facts.name.distribution.lower() != wanted:
+        return entry, [_error("matrix", facts.path.name, f"is not named {entry.distribution}, "
+                              f"the {entry.variant.name} variant's distribution",
+                              fix="rebuild it through the pipeline")]
+    return entry, []
+
+
+def _wheel_findings(facts: WheelFacts, entry: MatrixEntry, *, version: str,
+                    images: Mapping[str, str], verify: Verifier) -> list[Finding]:
+    report, findings = _verified(facts, verify)
+    findings += _versions(facts, version) + _tags(facts, entry, images)
+    findings += _requirements(facts, entry.variant)
+    if report is not None:
+        findings += _claims(facts, entry.variant, report)
+    return findings
+
+
+def _coverage(report: SetReport, entries: Sequence[MatrixEntry],
+              found: Mapping[str, list[str]]) -> None:
+    for entry in entries:
+        wheels = found.get(entry.name, [])
+        if not entry.route.buildable:
+            report.not_buildable[entry.name] = entry.route.detail
+            if wheels:
+                report.findings.append(Finding(
+                    "matrix", Severity.WARNING, wheels[0], f"{entry.name} is not buildable "
+                    "yet by this pipeline, but a wheel for it is here"))
+        elif len(wheels) != 1:
+            report.findings.append(_error(
+                "matrix", ", ".join(wheels), f"{entry.name}: expected one wheel, found "
+                f"{len(wheels)}", fix=f"run the build job for {entry.name} (on "
+                f"{entry.target.runner}) and keep only its wheel"))
+        else:
+            report.wheels[entry.name] = wheels[0]
+
+
+def check_release_set(folder: Path, manifest: Manifest, *, expect_version: str | None = None,
+                      verify: Verifier | None = None,
+                      entries: Sequence[MatrixEntry] | None = None) -> SetReport:
+    """Checks the distributions in ``folder`` against the release ``manifest`` describes;
+    ``verify`` defaults to verify --static with the project's providers."""
+    if not folder.is_dir():
+        raise ConfigurationError(f"check-set: {folder} is not a folder",
+                                 fix="pass the folder holding the release's wheels and sdist")
+    entries = release_matrix(manifest) if entries is None else entries
+    verify = verify or (lambda path: verify_wheel(path, static=True, project=manifest.root))
+    version = expect_version or manifest.version
+    report = SetReport(folder=str(folder))
+    wheels = sorted(folder.glob("*.whl"))
+    report.findings.extend(_files(folder, wheels, manifest))
+    report.findings.extend(_sdist_versions(folder, manifest, version))
+    if expect_version and expect_version != manifest.version:
+        report.findings.append(_error("version", "pyproject.toml", f"the manifest's version is "
+                                      f"{manifest.version}, the release is {expect_version}",
+                                      fix="set project.version and tag that commit"))
+    by_key = {(e.target.name, e.variant.name): e for e in entries}
+    images = manylinux_images(manifest.root / "pyproject.toml")
+    found: dict[str, list[str]] = {}
+    for path in wheels:
+        try:
+            facts = read_wheel(path, manifest.package)
+        except ReleaseError as error:
+            report.findings.append(_error("files", path.name, error.what, fix=error.fix))
+            continue
+        entry, problems = _entry_of(facts, by_key)
+        report.findings.extend(problems)
+        if entry is None:
+            continue
+        found.setdefault(entry.name, []).append(path.name)
+        report.findings.extend(_wheel_findings(facts, entry, version=version, images=images,
+                                               verify=verify))
+    _coverage(report, entries, found)
+    return report

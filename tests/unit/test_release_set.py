@@ -1,0 +1,248 @@
+"""check-set on synthetic release folders: wheels carrying the METADATA and build record the
+pipeline writes (no binaries), an sdist name, and a stand-in for verify --static. A complete
+set passes; each way a set can be wrong is one error naming the file; what is not buildable
+yet is listed, not required."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import tarfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from release import manifest, pipeline, release_set
+from release.__main__ import main as release_main
+from release.buildrecord import RECORD_FILE
+from release.errors import WheelError
+from release.findings import Finding, Severity
+from release.matrix import MatrixEntry, release_matrix
+from release.platform import get_platform
+from release.verify.report import Report
+from release.wheel import normalize_distribution, wheel_text, write_wheel
+from tests.conftest import ROOT
+
+MANIFEST = manifest.load(ROOT)
+ENTRIES = release_matrix(MANIFEST)
+BUILDABLE = [entry for entry in ENTRIES if entry.route.buildable]
+
+
+def write_synthetic_wheel(folder: Path, entry: MatrixEntry, *, version: str = "0.1.0",
+                          platform_tag: str | None = None,
+                          edit_metadata: Callable[[str], str] = lambda text: text,
+                          edit_record: Callable[[dict], dict] = lambda data: data) -> Path:
+    """A wheel as the pipeline lays it out for ``entry``, without the binaries."""
+    loaded = dataclasses.replace(MANIFEST, version=version,
+                                 project={**MANIFEST.project, "version": version})
+    platform = get_platform(entry.target.platform)
+    variant = pipeline.build_variant(entry.variant)
+    record = pipeline.build_record(
+        loaded, platform, variant, target=entry.target, distribution=entry.distribution,
+        components=loaded.components_for(entry.variant.name))
+    dist_info, files = pipeline.dist_info_files(loaded, entry.variant.name)
+    tag = platform_tag or f"manylinux_2_28_{entry.target.arch}"
+    files["METADATA"] = edit_metadata(files["METADATA"].decode()).encode()
+    files["WHEEL"] = wheel_text([f"cp39-abi3-{tag}"]).encode()
+    entries = {f"{dist_info}/{name}": (data, 0o644) for name, data in files.items()}
+    entries[f"edgert/{RECORD_FILE}"] = (json.dumps(edit_record(record.to_json())).encode(),
+                                        0o644)
+    path = folder / f"{normalize_distribution(entry.distribution)}-{version}-cp39-abi3-{tag}.whl"
+    write_wheel(path, entries, dist_info=dist_info, epoch=315532800)
+    return path
+
+
+def write_sdist(folder: Path, version: str = "0.1.0") -> Path:
+    path = folder / f"edgert-{version}.tar.gz"
+    with tarfile.open(path, "w:gz"):
+        pass
+    return path
+
+
+def passing_verify(path: Path) -> Report:
+    return Report(wheel=path.name, static=True, checks={"components": "ran", "coverage": "ran"})
+
+
+@pytest.fixture
+def complete_set(tmp_path: Path) -> Path:
+    for entry in BUILDABLE:
+        write_synthetic_wheel(tmp_path, entry)
+    write_sdist(tmp_path)
+    return tmp_path
+
+
+def entry(name: str) -> MatrixEntry:
+    return next(item for item in ENTRIES if item.name == name)
+
+
+def errors(folder: Path, **kwargs: object) -> list[Finding]:
+    kwargs.setdefault("verify", passing_verify)
+    report = release_set.check_release_set(folder, MANIFEST, **kwargs)  # type: ignore[arg-type]
+    return [f for f in report.findings if f.severity is Severity.ERROR]
+
+
+def only_error(folder: Path, **kwargs: object) -> Finding:
+    found = errors(folder, **kwargs)
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_a_complete_set_passes_and_lists_what_is_not_buildable(complete_set: Path) -> None:
+    report = release_set.check_release_set(complete_set, MANIFEST, verify=passing_verify,
+                                           expect_version="0.1.0")
+    assert report.ok, report.render_text()
+    assert set(report.wheels) == {e.name for e in BUILDABLE} and len(report.wheels) == 6
+    assert set(report.not_buildable) == {"macos-arm64-cpu", "macos-x86_64-cpu",
+                                         "macos-universal2-cpu", "windows-amd64-cpu"}
+    text = report.render_text()
+    assert "windows-amd64-cpu: not buildable yet (the Windows platform module" in text
+    assert text.splitlines()[-1].endswith("OK (6 wheels, 4 not buildable yet, 0 errors)")
+
+
+def test_a_missing_wheel_is_named(complete_set: Path) -> None:
+    next(complete_set.glob("edgert_cu13-*aarch64.whl")).unlink()
+    found = only_error(complete_set)
+    assert found.check == "matrix" and "linux-aarch64-cu13: expected one wheel, found 0" in \
+        found.what
+    assert "ubuntu-24.04-arm" in found.fix
+
+
+def test_two_wheels_for_one_entry_are_an_error(complete_set: Path) -> None:
+    write_synthetic_wheel(complete_set, entry("linux-x86_64-cpu"),
+                          platform_tag="manylinux_2_27_x86_64")
+    assert "linux-x86_64-cpu: expected one wheel, found 2" in only_error(complete_set).what
+
+
+def test_one_version_everywhere(complete_set: Path) -> None:
+    next(complete_set.glob("edgert-*x86_64.whl")).unlink()
+    write_synthetic_wheel(complete_set, entry("linux-x86_64-cpu"), version="0.1.1")
+    found = errors(complete_set)
+    assert {f.check for f in found} == {"version"}
+    assert {f.file for f in found} == {"edgert-0.1.1-cp39-abi3-manylinux_2_28_x86_64.whl"}
+    assert len(found) == 3   # file name, METADATA and build record each say 0.1.1
+
+
+def test_the_tag_s_version_must_be_the_manifest_s(complete_set: Path) -> None:
+    found = errors(complete_set, expect_version="0.2.0")
+    assert any(f.file == "pyproject.toml" and "release is 0.2.0" in f.what for f in found)
+    assert any(f.file == "edgert-0.1.0.tar.gz" for f in found)
+    assert len([f for f in found if f.file.endswith(".whl")]) == 6 * 3
+
+
+def test_a_wheel_newer_than_the_build_image_is_refused(complete_set: Path) -> None:
+    next(complete_set.glob("edgert-*x86_64.whl")).unlink()
+    write_synthetic_wheel(complete_set, entry("linux-x86_64-cpu"),
+                          platform_tag="manylinux_2_35_x86_64")
+    found = only_error(complete_set)
+    assert found.check == "tag" and "needs glibc 2.35, newer than the manylinux_2_28 image" \
+        in found.what
+
+
+def test_an_unrepaired_or_foreign_tag_is_refused(complete_set: Path) -> None:
+    next(complete_set.glob("edgert-*x86_64.whl")).unlink()
+    write_synthetic_wheel(complete_set, entry("linux-x86_64-cpu"), platform_tag="linux_x86_64")
+    assert "not a manylinux tag" in only_error(complete_set).what
+    next(complete_set.glob("edgert-*linux_x86_64.whl")).unlink()
+    write_synthetic_wheel(complete_set, entry("linux-x86_64-cpu"),
+                          platform_tag="manylinux_2_28_ppc64le")
+    assert "platform tag manylinux_2_28_ppc64le is not for x86_64" in \
+        only_error(complete_set).what
+
+
+def test_the_cuda_runtime_requirement_must_be_declared(complete_set: Path) -> None:
+    next(complete_set.glob("edgert_cu12-*x86_64.whl")).unlink()
+    write_synthetic_wheel(
+        complete_set, entry("linux-x86_64-cu12"),
+        edit_metadata=lambda text: "".join(line for line in text.splitlines(keepends=True)
+                                           if "nvidia-cuda-runtime" not in line))
+    found = only_error(complete_set)
+    assert found.check == "requirements" and "nvidia-cuda-runtime-cu12" in found.what
+
+
+def test_claims_must_be_the_variant_s_and_covered(complete_set: Path) -> None:
+    def fewer_claims(data: dict) -> dict:
+        data["cuda"]["claims"] = ["8.0"]
+        return data
+    next(complete_set.glob("edgert_cu13-*x86_64.whl")).unlink()
+    write_synthetic_wheel(complete_set, entry("linux-x86_64-cu13"), edit_record=fewer_claims)
+    found = only_error(complete_set)
+    assert found.check == "claims" and "claims 8.0; variant cu13 declares 7.5" in found.what
+
+    def no_coverage(path: Path) -> Report:
+        return Report(wheel=path.name, static=True, checks={"components": "ran"})
+    found = errors(complete_set, verify=no_coverage)
+    assert {f.check for f in found} == {"claims"}
+    assert len([f for f in found if "coverage check did not run (absent)" in f.what]) == 4
+
+
+def test_verify_errors_are_the_set_s(complete_set: Path) -> None:
+    def verify(path: Path) -> Report:
+        report = passing_verify(path)
+        if "aarch64" in path.name and path.name.startswith("edgert-"):
+            report.findings.append(Finding("linkage", Severity.ERROR, "edgert/lib/libedgert.so",
+                                           "libfoo.so.1 not found", fix="declare it"))
+            report.findings.append(Finding("leaks", Severity.WARNING, "", "a warning"))
+        return report
+    found = only_error(complete_set, verify=verify)
+    assert found.check == "verify" and found.file.startswith("edgert-0.1.0-cp39-abi3-manyl")
+    assert found.what == "[linkage] edgert/lib/libedgert.so: libfoo.so.1 not found"
+
+    def unreadable(path: Path) -> Report:
+        raise WheelError("duplicate entries", fix="rebuild it")
+    assert len(errors(complete_set, verify=unreadable)) == 6
+
+
+def test_stray_files_and_undeclared_wheels_are_errors(complete_set: Path) -> None:
+    (complete_set / "notes.txt").write_text("x")
+    riscv = dataclasses.replace(entry("linux-x86_64-cpu"), target=manifest.Target(
+        "linux-riscv64", "linux", "riscv64"))
+    write_synthetic_wheel(complete_set, riscv)
+    found = {f.file: f for f in errors(complete_set)}
+    assert "neither a wheel nor the sdist" in found["notes.txt"].what
+    assert "linux-riscv64 x cpu is not in the manifest's release matrix" in \
+        found["edgert-0.1.0-cp39-abi3-manylinux_2_28_riscv64.whl"].what
+
+
+def test_the_sdist_is_part_of_the_set(complete_set: Path) -> None:
+    (complete_set / "edgert-0.1.0.tar.gz").unlink()
+    assert "expected one sdist of edgert, found 0" in only_error(complete_set).what
+
+
+def test_a_wheel_without_a_build_record_was_not_built_by_the_pipeline(
+        complete_set: Path) -> None:
+    path = next(complete_set.glob("edgert-*x86_64.whl"))
+    write_wheel(path, {"edgert-0.1.0.dist-info/METADATA": (b"Name: edgert\n", 0o644)},
+                dist_info="edgert-0.1.0.dist-info", epoch=315532800)
+    found = errors(complete_set)
+    assert any("has no build record" in f.what for f in found)
+    assert any("linux-x86_64-cpu: expected one wheel, found 0" in f.what for f in found)
+
+
+def test_the_default_verify_is_static_with_the_project_s_providers(
+        complete_set: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[str, bool, object]] = []
+
+    def fake_verify_wheel(path: Path, *, static: bool, project: object) -> Report:
+        calls.append((Path(path).name, static, project))
+        return passing_verify(Path(path))
+    monkeypatch.setattr(release_set, "verify_wheel", fake_verify_wheel)
+    assert release_set.check_release_set(complete_set, MANIFEST).ok
+    assert len(calls) == 6 and all(static and project == ROOT for _, static, project in calls)
+
+
+def test_cli_exit_codes_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert release_main(["check-set", str(tmp_path), "--project", str(ROOT), "--json"]) == 7
+    report = json.loads(capsys.readouterr().out)
+    assert report["ok"] is False and len(report["not_buildable"]) == 4
+    assert {f["check"] for f in report["findings"]} == {"files", "matrix"}
+    assert release_main(["check-set", str(tmp_path / "absent"), "--project", str(ROOT)]) == 2
+    assert "is not a folder" in capsys.readouterr().err
+
+
+def test_glibc_of_policies_and_tags() -> None:
+    assert release_set.glibc_of("manylinux_2_28") == (2, 28)
+    assert release_set.glibc_of("manylinux2014_x86_64") == (2, 17)
+    assert release_set.glibc_of("quay.io/pypa/manylinux_2_28_x86_64:2025.01.01") is None
+    assert release_set.manylinux_images(ROOT / "pyproject.toml") == {
+        "x86_64": "manylinux_2_28", "aarch64": "manylinux_2_28"}
