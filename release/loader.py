@@ -15,7 +15,7 @@ from __future__ import annotations
 import enum
 import platform as host_platform
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -188,6 +188,19 @@ class LoaderModel(Protocol):
     def load_command(self, items: Sequence[LoadItem], runner: Runner) -> list[str]:
         """A command that loads ``items`` in order in one fresh process started by
         ``runner`` and exits 0."""
+
+
+def bind_to_wheel(loader: LoaderModel, folders: Collection[str]) -> LoaderModel:
+    """The model for one wheel whose installed folders (site-packages relative) are
+    ``folders``. A platform whose search depends on the wheel's layout rather than on a
+    search path in each binary (Windows: the folders a package adds with
+    os.add_dll_directory) provides ``for_wheel(folders) -> LoaderModel``; a model without it
+    (Linux: the search path is in each file) is used as it is."""
+    bind = getattr(loader, "for_wheel", None)
+    if bind is None:
+        return loader
+    bound: LoaderModel = bind(folders)
+    return bound
 
 
 class HasLoader(Protocol):

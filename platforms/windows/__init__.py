@@ -1,7 +1,8 @@
 """Windows: PE DLLs in <package>/lib found through os.add_dll_directory, repaired by
 delvewheel.
 
-Naming and tags are here; compiling (zig targeting x86_64-windows-gnu, run under wine) and
+Naming, tags, the PE reader (release/binary/pe.py) and the loader model verify uses
+(``loader.py``) are here; compiling (zig targeting x86_64-windows-gnu, run under wine) and
 repair arrive with the Windows wheel work. Until then check_host refuses with the reason."""
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from platforms.windows.loader import LOADER
+from release.binary.pe import PeReader
 from release.errors import ToolError
 from release.loader import Runner
 from release.manifest import Target
@@ -17,8 +20,8 @@ from release.platform import BuildRoute, RepairRequest, Route, SearchPath
 
 class WindowsPlatform:
     name = "windows"
-    loader = None   # PE reader and loader model: the Windows wheel work
-    reader = None
+    loader = LOADER
+    reader = PeReader()
 
     def check_host(self, target: Target) -> None:
         route = self.build_route(target)

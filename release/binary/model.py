@@ -3,7 +3,8 @@
 ELF fills every field today. The names are chosen so Mach-O and PE readers can fill the same
 type: ``needed`` is DT_NEEDED / LC_LOAD_DYLIB / the PE import table, ``soname`` is DT_SONAME /
 the install name (LC_ID_DYLIB), ``runpath`` is DT_RUNPATH / LC_RPATH, ``rpath`` is ELF's
-inherited DT_RPATH (empty elsewhere)."""
+inherited DT_RPATH (empty elsewhere). ``delay_needed`` (PE delay-load imports) are loaded on
+first use, not when the file loads; ``subsystem`` is PE's (windows_gui, windows_cui...)."""
 
 from __future__ import annotations
 
@@ -56,7 +57,7 @@ class VersionRequirement:
 
 @dataclass(frozen=True)
 class BinaryInfo:
-    format: str                 # "elf" (later "macho", "pe")
+    format: str                 # "elf", "pe" (later "macho")
     machine: str                # "x86_64", "aarch64", ...
     bits: int
     little_endian: bool
@@ -72,6 +73,8 @@ class BinaryInfo:
     symbols: tuple[Symbol, ...] = ()  # the static symbol table (.symtab), when asked for
     version_requirements: tuple[VersionRequirement, ...] = ()
     section_data: Mapping[str, bytes] = field(default_factory=dict)  # sections asked for
+    delay_needed: tuple[str, ...] = ()  # loaded on first use (PE delay-load imports)
+    subsystem: str = ""         # PE: the subsystem the image runs in ("windows_cui")
 
     def section(self, name: str) -> Section | None:
         return next((section for section in self.sections if section.name == name), None)

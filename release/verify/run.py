@@ -13,7 +13,7 @@ from pathlib import Path
 
 from release.errors import EnvironmentFailure, ReleaseError, ToolError
 from release.findings import Finding, Severity
-from release.loader import HasLoader, Host, loader_for
+from release.loader import HasLoader, Host, bind_to_wheel, loader_for
 from release.verify.checks import CHECKS, Check
 from release.verify.checks._common import not_run
 from release.verify.context import VerifyContext
@@ -76,6 +76,19 @@ def _unclaimed(wheel: WheelModel, platform: HasLoader | None) -> list[Finding]:
                              f"{', '.join(wheel.platforms) or 'missing'}",
                         why="installers put it on systems that cannot load its binaries",
                         fix="give the wheel the platform tag its binaries are built for")]
+    if platform is not None and platform.reader is not None:
+        # binaries of another platform's format (ELF files under a win_amd64 tag)
+        native = platform.reader.name
+        foreign = [name for name in formats if name != native]
+        if foreign:
+            alone = native not in formats
+            return [Finding(check="platform", severity=Severity.ERROR if alone else
+                            Severity.WARNING, file="",
+                            what=f"ships {', '.join(foreign)} binaries but its platform tag is "
+                                 f"{', '.join(wheel.platforms)}",
+                            why="installers put it on systems that cannot load those binaries",
+                            fix="give the wheel the platform tag its binaries are built for, "
+                                "or leave the other platform's files out")]
     if platform is not None or not tags:
         return []
     return [Finding(check="platform", severity=Severity.WARNING, file="",
@@ -102,6 +115,8 @@ def run_verify(path: Path, *, static: bool = False, options: VerifyOptions | Non
                            readers=readers)
         platform = loader_for(platforms, wheel.platforms)
         loader = platform.loader if platform is not None else None
+        if loader is not None:
+            loader = bind_to_wheel(loader, wheel.folders)
         context = VerifyContext(options=options, static=static, host=host or Host.current(),
                                 loader=loader,
                                 policy=loader.policy(wheel.platforms) if loader else None,
