@@ -119,7 +119,8 @@ class _Parser:
             dynamic_symbols=tuple(
                 model.Symbol(name, model.GLOBAL, model.DEFAULT, True, kind)
                 for name, kind in exports),
-            section_data={s.name: view.read(s.offset, s.raw_size, f"section {s.name}")
+            section_data={s.name: view.read(s.offset, min(s.virtual_size or s.raw_size,
+                                                          s.raw_size), f"section {s.name}")
                           for s in self.sections if s.name in wanted})
 
     def _section_table(self, offset: int, count: int, symbol_table: int,

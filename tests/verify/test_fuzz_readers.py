@@ -1,4 +1,4 @@
-"""Bounded fuzzing of the ELF reader and the wheel reader (hypothesis, a few seconds each):
+"""Bounded fuzzing of the ELF and PE readers and the wheel reader (hypothesis, a few seconds each):
 any input ends in a result or in BinaryFormatError / WheelError, never anything else."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from release.binary.model import BinaryInfo
 from release.errors import BinaryFormatError, WheelError
 from release.verify import verify_wheel
 from tests.verify import fuzz_properties
+from tests.verify.pe_images import pe_image
 
 _SEED = min((Path(p) for p in ("/lib/x86_64-linux-gnu/libz.so.1",
                                "/lib/x86_64-linux-gnu/libgcc_s.so.1") if Path(p).exists()),
@@ -47,6 +48,37 @@ def test_elf_reader_mutations(edits: list[tuple[int, int]], cut: int) -> None:
 @given(st.binary(min_size=0, max_size=512))
 def test_elf_reader_garbage(tail: bytes) -> None:
     _read_or_refuse(b"\x7fELF\x02\x01\x01" + tail)
+
+
+_PE_SEED = pe_image(imports=["KERNEL32.dll", "python311.dll"], delayed=["nvcuda.dll"],
+                    exports=["PyInit_demo", "helper"], long_section="edgert_reg")
+
+
+@_BUDGET
+@given(st.lists(st.tuples(st.integers(0, len(_PE_SEED) - 1), st.integers(0, 255)),
+                max_size=16), st.integers(0, len(_PE_SEED)))
+def test_pe_reader_mutations(edits: list[tuple[int, int]], cut: int) -> None:
+    data = bytearray(_PE_SEED)
+    for position, value in edits:
+        data[position] = value
+    _read_or_refuse(bytes(data[: max(cut, 16)]))
+
+
+@_BUDGET
+@given(st.lists(st.tuples(st.integers(0x3C, 0x400), st.integers(0, 255)), min_size=1,
+                max_size=12))
+def test_pe_reader_header_mutations(edits: list[tuple[int, int]]) -> None:
+    """Edits aimed at the headers, section table and data directories."""
+    data = bytearray(_PE_SEED)
+    for position, value in edits:
+        data[position] = value
+    _read_or_refuse(bytes(data))
+
+
+@_BUDGET
+@given(st.binary(min_size=0, max_size=512))
+def test_pe_reader_garbage(tail: bytes) -> None:
+    _read_or_refuse(b"MZ" + tail)
 
 
 def _wheel_bytes() -> bytes:

@@ -1,0 +1,94 @@
+"""The Windows loader model (platforms/windows/loader.py): which tags it claims, which DLLs
+count as system DLLs (in any case), which folders a DLL's imports are searched in once the
+model knows the wheel's layout, and that it runs no load checks."""
+
+from __future__ import annotations
+
+import pytest
+
+from platforms import windows
+from platforms.windows.loader import LOADER, WindowsLoader, added_folders, system_dlls
+from release.binary.model import BinaryInfo
+from release.binary.pe import PeReader
+from release.loader import EntryKind, Host, SearchFolder, bind_to_wheel
+
+
+def pe(file_type: str = "shared") -> BinaryInfo:
+    return BinaryInfo(format="pe", machine="x86_64", bits=64, little_endian=True,
+                      file_type=file_type, size=0)
+
+
+def test_the_platform_module_wires_the_reader_and_the_model() -> None:
+    assert windows.PLATFORM.loader is LOADER
+    assert isinstance(windows.PLATFORM.reader, PeReader)
+
+
+@pytest.mark.parametrize("tag,claimed", [("win_amd64", True), ("win_arm64", True),
+                                         ("win32", True), ("manylinux_2_28_x86_64", False),
+                                         ("macosx_11_0_arm64", False), ("any", False)])
+def test_claims_the_windows_tags(tag: str, claimed: bool) -> None:
+    assert LOADER.claims_tag(tag) is claimed
+
+
+@pytest.mark.parametrize("tags,machine", [(["win_amd64"], "x86_64"), (["win_arm64"], "aarch64"),
+                                          (["win32"], "x86"), (["win32", "win_amd64"], "")])
+def test_the_policy_promises_the_tags_machine(tags: list[str], machine: str) -> None:
+    policy = LOADER.policy(tags)
+    assert policy.machine == machine and "kernel32.dll" in policy.libraries
+    assert "os.add_dll_directory" in policy.fix
+
+
+@pytest.mark.parametrize("name", [
+    "KERNEL32.dll", "kernel32.DLL", "USER32.dll", "api-ms-win-crt-runtime-l1-1-0.dll",
+    "API-MS-WIN-CORE-SYNCH-L1-2-0.DLL", "ext-ms-win-ntuser-window-l1-1-0.dll", "ucrtbase.dll",
+    "VCRUNTIME140.dll", "VCRUNTIME140_1.dll", "python3.dll", "python311.dll", "python39.dll",
+    "ws2_32.dll", "bcrypt.dll", "ADVAPI32.dll", "msvcrt.dll"])
+def test_system_dlls_in_any_case(name: str) -> None:
+    assert LOADER.is_system(name, LOADER.policy(["win_amd64"]))
+
+
+@pytest.mark.parametrize("name", [
+    "msvcp140.dll", "MSVCP140_1.dll", "vcomp140.dll", "concrt140.dll", "libopenblas.dll",
+    "python.dll", "zlib1.dll", "libgcc_s_seh-1.dll", "libwinpthread-1.dll"])
+def test_not_system(name: str) -> None:
+    """msvcp140, OpenMP and the mingw runtime: CPython does not install them."""
+    assert not LOADER.is_system(name, LOADER.policy(["win_amd64"]))
+
+
+def test_the_allow_list_documents_itself() -> None:
+    dlls = system_dlls()
+    assert "msvcp140" in dlls.about and "vcruntime140.dll" in dlls.libraries
+    assert all(name == name.lower() for name in dlls.libraries)
+
+
+def test_added_folders_from_the_wheels_layout() -> None:
+    folders = {"", "numpy", "numpy/_core", "numpy.libs", "numpy-2.0.dist-info", "pkg",
+               "pkg/lib", "pkg/lib/deep", "other/lib"}
+    assert added_folders(folders) == ("pkg/lib", "numpy.libs")   # other/lib: not top-level
+
+
+def test_search_folders_own_folder_first_then_added_ones() -> None:
+    bound = bind_to_wheel(LOADER, {"", "numpy", "numpy/_core", "numpy.libs"})
+    assert isinstance(bound, WindowsLoader)
+    assert bound.search_folders(pe(), "numpy/_core", [SearchFolder("x", "inherited")]) == [
+        SearchFolder("numpy/_core", "the DLL's own folder"),
+        SearchFolder("numpy.libs", "os.add_dll_directory")]
+    # a DLL in numpy.libs finds its neighbours once, through its own folder
+    assert [f.folder for f in bound.search_folders(pe(), "numpy.libs", [])] == ["numpy.libs"]
+    assert bound.passes_down(pe(), "numpy/_core", "numpy/_core/x.pyd") == []
+
+
+def test_a_model_without_for_wheel_is_used_as_it_is() -> None:
+    from platforms.linux.loader import LOADER as LINUX
+    assert bind_to_wheel(LINUX, {"", "pkg"}) is LINUX
+
+
+def test_entries_classify_and_loading() -> None:
+    assert LOADER.entries(pe()) == () and LOADER.search_path_problems(pe()) == []
+    assert LOADER.search_entry("pkg/_C.pyd", "pkg.libs") == "pkg.libs"
+    assert LOADER.classify("pkg.libs", "pkg").kind is EntryKind.INSIDE
+    assert LOADER.classify("../x", "").kind is EntryKind.OUTSIDE
+    assert LOADER.classify("C:/tools", "").kind is EntryKind.ABSOLUTE
+    assert LOADER.is_loadable_library(pe()) and not LOADER.is_loadable_library(pe("executable"))
+    assert LOADER.runner(["win_amd64"], Host("windows", "x86_64")) is None
+    assert LOADER.runner(["win_amd64"], Host("linux", "x86_64")) is None
