@@ -8,7 +8,8 @@ libraries for a platform tag and what the tag promises (including its machine), 
 is loaded in a load check, and how this host runs those binaries (a ``Runner``: natively, or
 through an emulator for another machine). The checks in ``release/verify/checks/`` consume
 this model plus the format-neutral ``BinaryInfo``; a new binary format is a reader plus a
-platform module."""
+platform module. A model whose search depends on the wheel's layout rather than on each
+file (Windows) may also offer ``for_wheel`` (see ``bind_to_wheel``)."""
 
 from __future__ import annotations
 

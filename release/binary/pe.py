@@ -31,7 +31,7 @@ IMAGE_FILE_EXECUTABLE_IMAGE, IMAGE_FILE_DLL = 0x0002, 0x2000
 DIRECTORY_EXPORT, DIRECTORY_IMPORT, DIRECTORY_DELAY_IMPORT = 0, 1, 13
 
 _MAX_SECTIONS = 96 * 1024     # the field is 16 bits; the bound only keeps errors readable
-_MAX_NAME = 4096              # longest DLL or export name read
+_MAX_NAME = 65536             # longest DLL or export name read
 _HEADER_REACH = 64 * 1024 * 1024  # e_lfanew beyond this is corrupt, whatever the file size
 
 
