@@ -3,7 +3,9 @@
 ELF fills every field today. The names are chosen so Mach-O and PE readers can fill the same
 type: ``needed`` is DT_NEEDED / LC_LOAD_DYLIB / the PE import table, ``soname`` is DT_SONAME /
 the install name (LC_ID_DYLIB), ``runpath`` is DT_RUNPATH / LC_RPATH, ``rpath`` is ELF's
-inherited DT_RPATH (empty elsewhere)."""
+inherited DT_RPATH (empty elsewhere). Mach-O also fills ``needed_paths`` (the install names as
+written), ``architectures`` (the slices of a fat file) and ``signed`` (release/binary/macho.py
+says how)."""
 
 from __future__ import annotations
 
@@ -56,11 +58,12 @@ class VersionRequirement:
 
 @dataclass(frozen=True)
 class BinaryInfo:
-    format: str                 # "elf" (later "macho", "pe")
-    machine: str                # "x86_64", "aarch64", ...
+    format: str                 # "elf", "macho" (later "pe")
+    machine: str                # "x86_64", "aarch64", "arm64", "universal2" (a fat file)...
     bits: int
     little_endian: bool
-    file_type: str              # "shared", "executable", "relocatable", "core", "other"
+    # "shared", "executable", "relocatable", "core", "other"; Mach-O also "bundle" (MH_BUNDLE)
+    file_type: str
     size: int                   # bytes in the file
     needed: tuple[str, ...] = ()
     soname: str = ""
@@ -72,6 +75,12 @@ class BinaryInfo:
     symbols: tuple[Symbol, ...] = ()  # the static symbol table (.symtab), when asked for
     version_requirements: tuple[VersionRequirement, ...] = ()
     section_data: Mapping[str, bytes] = field(default_factory=dict)  # sections asked for
+    # Where the format writes a needed library as a path (Mach-O install names such as
+    # "@rpath/libz.1.dylib"), every one as written; ``needed`` then holds what the loader
+    # searches its folders for. Empty for formats that name libraries only (ELF).
+    needed_paths: tuple[str, ...] = ()
+    architectures: tuple[str, ...] = ()   # each slice's machine, for a fat (universal) file
+    signed: bool | None = None            # carries a code signature (None: not a notion there)
 
     def section(self, name: str) -> Section | None:
         return next((section for section in self.sections if section.name == name), None)
