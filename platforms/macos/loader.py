@@ -93,7 +93,8 @@ def _allowed(limit: tuple[int, int]) -> frozenset[str]:
             if (major, minor) > limit:
                 break
             versions.add(f"{major}.{minor}")
-            versions.update(f"{major}.{minor}.{patch}" for patch in range(1, 16))
+            if (major, minor) < limit:   # X.Y.Z is newer than a tag's X.Y
+                versions.update(f"{major}.{minor}.{patch}" for patch in range(1, 16))
     return frozenset(versions)
 
 

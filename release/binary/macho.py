@@ -22,8 +22,9 @@ What it fills in ``BinaryInfo`` (see model.py):
 * ``signed``: whether every slice carries LC_CODE_SIGNATURE (its contents are not checked).
 * ``sections``: "<segment>,<section>" with file offsets (zero-fill sections have size 0).
 
-A fat file is read slice by slice; ``architectures`` lists each slice's machine, ``machine``
-is "universal2" for exactly arm64 + x86_64 and the slices joined by "+" otherwise, and the
+A fat file is read slice by slice; ``architectures`` lists each slice's machine (empty for a
+thin file), ``machine`` is the slices' one machine, "universal2" for exactly arm64 + x86_64,
+or the machines joined by "+", and the
 lists (needed, search path, symbols, sections) are the union of the slices in slice order.
 Section offsets are file offsets into the fat file.
 
@@ -123,7 +124,7 @@ class MachOReader:
             slices = [_read_slice(data, where, 0, view.size, sections, static_symbols)]
         else:
             raise view.fail("not a Mach-O file (bad magic)")
-        return _combine(slices, view.size)
+        return _combine(slices, view.size, fat=magic in _FAT)
 
 
 def _fat_slices(view: ByteView, wide: bool) -> list[tuple[int, int]]:
@@ -316,16 +317,15 @@ def _unique(items: list[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(items))
 
 
-def _combine(slices: list[_Slice], size: int) -> model.BinaryInfo:
+def _combine(slices: list[_Slice], size: int, *, fat: bool) -> model.BinaryInfo:
     first = slices[0]
     machines = [piece.machine for piece in slices]
-    architectures: tuple[str, ...] = ()
-    if len(slices) == 1:
+    architectures = tuple(machines) if fat else ()
+    if len(set(machines)) == 1:
         machine = first.machine
     else:
         distinct = sorted(set(machines))
         machine = "universal2" if distinct == ["arm64", "x86_64"] else "+".join(distinct)
-        architectures = tuple(machines)
     paths = _unique([path for piece in slices for path in piece.needed_paths])
     minimums = [model.VersionRequirement(OS_PREFIX, (requirement_version(piece.machine,
                                                                          piece.minos),))
