@@ -164,11 +164,9 @@ class MacOSLoader:
                 why="in a wheel the executable is the Python interpreter, outside the package",
                 fix="use @loader_path/ or @rpath/ install names",
                 details={"install_names": executable}))
-        arm64 = info.machine == "arm64" or "arm64" in info.architectures
-        if info.signed is False and arm64 and info.file_type in ("shared", "bundle",
-                                                                "executable"):
+        if "arm64" in info.unsigned and info.file_type in ("shared", "bundle", "executable"):
             problems.append(Problem(
-                "error", "has no code signature",
+                "error", "has no code signature for arm64",
                 why="macOS on Apple silicon refuses to load unsigned arm64 code",
                 fix="sign it (codesign -s - FILE; the linker signs ad hoc by default, "
                     "install_name_tool re-signs)"))

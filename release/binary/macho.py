@@ -19,7 +19,8 @@ What it fills in ``BinaryInfo`` (see model.py):
   LC_VERSION_MIN_MACOSX) as one requirement of the library "macOS", version
   "macOS-<arch>_<version>" (arch with '-' for '_': "macOS-x86-64_10.9"), so a platform
   policy can bound it like any required version.
-* ``signed``: whether every slice carries LC_CODE_SIGNATURE (its contents are not checked).
+* ``unsigned``: the machines of the slices without LC_CODE_SIGNATURE (the signature's
+  contents are not checked).
 * ``sections``: "<segment>,<section>" with file offsets (zero-fill sections have size 0).
 
 A fat file is read slice by slice; ``architectures`` lists each slice's machine (empty for a
@@ -351,4 +352,5 @@ def _combine(slices: list[_Slice], size: int, *, fat: bool) -> model.BinaryInfo:
         dynamic_symbols=tuple(dynamic),
         symbols=tuple(symbol for piece in slices for symbol in piece.symbols),
         version_requirements=tuple(minimums), section_data=data,
-        architectures=architectures, signed=all(piece.signed for piece in slices))
+        architectures=architectures,
+        unsigned=_unique([piece.machine for piece in slices if not piece.signed]))

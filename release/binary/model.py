@@ -4,7 +4,7 @@ ELF fills every field today. The names are chosen so Mach-O and PE readers can f
 type: ``needed`` is DT_NEEDED / LC_LOAD_DYLIB / the PE import table, ``soname`` is DT_SONAME /
 the install name (LC_ID_DYLIB), ``runpath`` is DT_RUNPATH / LC_RPATH, ``rpath`` is ELF's
 inherited DT_RPATH (empty elsewhere). Mach-O also fills ``needed_paths`` (the install names as
-written), ``architectures`` (the slices of a fat file) and ``signed`` (release/binary/macho.py
+written), ``architectures`` (the slices of a fat file) and ``unsigned`` (release/binary/macho.py
 says how)."""
 
 from __future__ import annotations
@@ -80,7 +80,8 @@ class BinaryInfo:
     # searches its folders for. Empty for formats that name libraries only (ELF).
     needed_paths: tuple[str, ...] = ()
     architectures: tuple[str, ...] = ()   # each slice's machine, for a fat (universal) file
-    signed: bool | None = None            # carries a code signature (None: not a notion there)
+    # the machines (slices) without a code signature, where the format signs code (Mach-O)
+    unsigned: tuple[str, ...] = ()
 
     def section(self, name: str) -> Section | None:
         return next((section for section in self.sections if section.name == name), None)

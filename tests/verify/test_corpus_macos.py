@@ -1,5 +1,6 @@
-"""verify on other people's macOS wheels: real arm64 wheels from the package index (numpy,
-delocated with its OpenBLAS in numpy/.dylibs; pillow, with about twenty bundled libraries),
+"""verify on other people's macOS wheels: real wheels from the package index (numpy arm64,
+delocated with its OpenBLAS in numpy/.dylibs; pillow arm64, with about twenty bundled
+libraries; markupsafe universal2, a fat extension module),
 read by the Mach-O reader and resolved by the dyld loader model. Each has an
 expected-findings file in tests/fixtures/corpus-macos/ whose every warning and error was
 reviewed by hand, the number of binaries read and how many needed libraries resolve into the
@@ -92,5 +93,5 @@ def test_bundled_libraries_resolve_into_the_wheel(case: str) -> None:
                                 distribution_dirs=load_distribution_dirs(),
                                 workdir=Path(scratch) / "work")
         kinds = [item.kind for item in linkage.resolve(wheel, context)]
-    assert set(kinds) == {linkage.IN_WHEEL, linkage.SYSTEM}
+    assert set(kinds) <= {linkage.IN_WHEEL, linkage.SYSTEM}
     assert kinds.count(linkage.IN_WHEEL) == _expected(case)["in_wheel"]

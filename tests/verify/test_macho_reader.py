@@ -35,7 +35,7 @@ def test_reads_a_thin_library() -> None:
                            "sub/libopt.dylib", "/usr/lib/libc++.1.dylib")
     assert info.runpath == ("@loader_path", "@loader_path/../lib") and info.rpath == ()
     assert info.required_versions == ("macOS-arm64_12.3",)
-    assert info.signed is True and info.architectures == ()
+    assert info.unsigned == () and info.architectures == ()
     assert info.section("__TEXT,__text") is not None
 
 
@@ -51,7 +51,7 @@ def test_symbols_lose_the_leading_underscore() -> None:
 def test_an_extension_module_is_a_bundle_exporting_pyinit() -> None:
     info = read_binary_data(macho(arch="x86_64", kind="bundle", exports=["PyInit__demo"],
                                   minos=(10, 9), old_minos=True, signed=False), where="x")
-    assert (info.machine, info.file_type, info.signed) == ("x86_64", "bundle", False)
+    assert (info.machine, info.file_type, info.unsigned) == ("x86_64", "bundle", ("x86_64",))
     assert info.required_versions == ("macOS-x86-64_10.9",)   # LC_VERSION_MIN_MACOSX
     assert any(s.name == "PyInit__demo" and s.exported for s in info.dynamic_symbols)
 

@@ -93,7 +93,7 @@ def test_build_machine_paths_and_broken_promises_are_found(tmp_path: Path) -> No
             "installation") in whats
     assert ("error", "search-path", "loads a library by an absolute path outside the "
             "system") in whats
-    assert ("error", "search-path", "has no code signature") in whats
+    assert ("error", "search-path", "has no code signature for arm64") in whats
     assert ("warning", "search-path", "search path '/Users/me/build/lib' is absolute") in whats
     assert ("warning", "search-path", "search path '@executable_path/../lib' leaves "
             "site-packages") in whats
@@ -120,6 +120,20 @@ def test_universal2_deployment_targets_per_slice(tmp_path: Path) -> None:
          "promises universal2"),
         ("error", "metadata", "demo/libu.dylib", "needs macOS-x86-64_10.15, newer than the "
          "macosx_10_9 tag allows")]
+
+
+def test_only_an_unsigned_arm64_slice_is_an_error(tmp_path: Path) -> None:
+    tag = "cp311-cp311-macosx_10_9_universal2"
+    intel_unsigned = fat([("x86_64", macho(arch="x86_64", minos=(10, 9), signed=False)),
+                          ("arm64", macho())])
+    assert _problems(verify_wheel(_wheel(tmp_path, {"demo/liba.dylib": intel_unsigned}, tag),
+                                  static=True)) == []
+    arm_unsigned = fat([("x86_64", macho(arch="x86_64", minos=(10, 9))),
+                        ("arm64", macho(signed=False))])
+    assert read_binary_data(arm_unsigned, where="x").unsigned == ("arm64",)
+    assert _problems(verify_wheel(_wheel(tmp_path, {"demo/liba.dylib": arm_unsigned}, tag),
+                                  static=True)) == [
+        ("error", "search-path", "demo/liba.dylib", "has no code signature for arm64")]
 
 
 def test_rpath_passed_down_by_the_loader_is_a_warning(tmp_path: Path) -> None:
