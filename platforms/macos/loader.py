@@ -8,6 +8,8 @@
   looks for that one name there) after the LC_RPATH folders.
 * "@loader_path" in an LC_RPATH entry is the folder of the binary carrying the entry.
 * "@executable_path" is the interpreter's folder: outside the wheel, never resolved.
+* Code signatures: an arm64 slice must carry one, and a signature must match the bytes it
+  signs (the reader checks the page hashes); macOS kills a process loading such code.
 * Absolute names under /usr/lib and /System are the system (an allow-list: dyld's shared
   cache provides them); any other absolute install name or LC_RPATH entry is a folder of the
   build machine (a leak; delocate copies such libraries into <package>/.dylibs).
@@ -170,6 +172,16 @@ class MacOSLoader:
                 why="macOS on Apple silicon refuses to load unsigned arm64 code",
                 fix="sign it (codesign -s - FILE; the linker signs ad hoc by default, "
                     "install_name_tool re-signs)"))
+        broken = info.bad_signatures
+        if broken:
+            arm64 = "arm64" in broken
+            problems.append(Problem(
+                "error" if arm64 else "warning",
+                f"has a code signature that does not match its contents ({', '.join(broken)})",
+                why="the file changed after it was signed (install_name_tool, strip); macOS "
+                    + ("kills the process that loads it on Apple silicon" if arm64 else
+                       "may refuse to load it"),
+                fix="sign it again after the last change (codesign -f -s - FILE)"))
         return problems
 
     def policy(self, platform_tags: Sequence[str]) -> SystemPolicy:

@@ -19,8 +19,10 @@ What it fills in ``BinaryInfo`` (see model.py):
   LC_VERSION_MIN_MACOSX) as one requirement of the library "macOS", version
   "macOS-<arch>_<version>" (arch with '-' for '_': "macOS-x86-64_10.9"), so a platform
   policy can bound it like any required version.
-* ``unsigned``: the machines of the slices without LC_CODE_SIGNATURE (the signature's
-  contents are not checked).
+* ``unsigned``: the machines of the slices without LC_CODE_SIGNATURE; ``bad_signatures``:
+  those whose code directory's page hashes do not match the slice's bytes (a file changed
+  after signing, e.g. by install_name_tool without re-signing), or whose signature cannot be
+  read. The signature's certificates and special slots are not checked.
 * ``sections``: "<segment>,<section>" with file offsets (zero-fill sections have size 0).
 
 A fat file is read slice by slice; ``architectures`` lists each slice's machine (empty for a
@@ -34,6 +36,7 @@ and the structure."""
 
 from __future__ import annotations
 
+import hashlib
 import posixpath
 from collections.abc import Collection
 from dataclasses import dataclass, field
@@ -41,6 +44,7 @@ from typing import cast
 
 from release.binary import model
 from release.binary._view import Buffer, ByteView
+from release.errors import BinaryFormatError
 
 MH_MAGIC, MH_MAGIC_64 = 0xFEEDFACE, 0xFEEDFACF
 FAT_MAGIC, FAT_MAGIC_64 = 0xCAFEBABE, 0xCAFEBABF
@@ -68,6 +72,10 @@ N_UNDF, N_SECT = 0x0, 0xE
 N_WEAK_REF, N_WEAK_DEF = 0x40, 0x80
 S_ZEROFILL, S_GB_ZEROFILL, S_THREAD_LOCAL_ZEROFILL = 0x1, 0xC, 0x12
 S_THREAD_LOCAL_REGULAR = 0x11
+
+CSMAGIC_EMBEDDED_SIGNATURE, CSMAGIC_CODEDIRECTORY = 0xFADE0CC0, 0xFADE0C02
+CSSLOT_CODEDIRECTORY, CSSLOT_ALTERNATE = 0, 0x1000
+_HASHES = {1: "sha1", 2: "sha256", 3: "sha256", 4: "sha384"}   # 3: SHA-256 cut to 20 bytes
 
 OS_PREFIX = "macOS"   # the library name and version prefix of a minimum-OS requirement
 
@@ -102,6 +110,7 @@ class _Slice:
     rpaths: list[str] = field(default_factory=list)
     minos: str = ""
     signed: bool = False
+    signature_matches: bool = True
     sections: list[model.Section] = field(default_factory=list)
     dynamic: list[model.Symbol] = field(default_factory=list)
     symbols: list[model.Symbol] = field(default_factory=list)
@@ -205,6 +214,7 @@ class _SliceParser:
                 dataoff, datasize = self.view.unpack("II", body + 8, "code signature")
                 self._check(dataoff, datasize, "code signature")
                 result.signed = True
+                result.signature_matches = self._signature_matches(dataoff, datasize)
             elif cmd in (LC_SEGMENT, LC_SEGMENT_64):
                 result.sections += self._sections(body, size, cmd == LC_SEGMENT_64)
             elif cmd == LC_SYMTAB:
@@ -220,6 +230,45 @@ class _SliceParser:
             result.dynamic, result.symbols = self._symbols(symtab, result.sections,
                                                            static_symbols)
         return result
+
+    def _signature_matches(self, offset: int, size: int) -> bool:
+        """Whether the code directory's page hashes match the slice's bytes (False also for
+        a signature too damaged to read: dyld refuses both)."""
+        try:
+            return self._page_hashes_match(offset, size)
+        except BinaryFormatError:
+            return False
+
+    def _page_hashes_match(self, offset: int, size: int) -> bool:
+        blob = ByteView(self.view.read(self.start + offset, size, "code signature"),
+                        where=self.view.where, byte_order=">")
+        magic, _length, count = blob.unpack("III", 0, "signature blob")
+        if magic != CSMAGIC_EMBEDDED_SIGNATURE or count > 64:
+            return False
+        directories = [entry for slot, entry in blob.table("II", 12, count, 8, "signature index")
+                       if slot in (CSSLOT_CODEDIRECTORY, CSSLOT_ALTERNATE)
+                       or CSSLOT_ALTERNATE < slot < CSSLOT_ALTERNATE + 5]
+        if not directories:
+            return False
+        for start in directories:
+            (magic, _length, _version, _flags, hash_offset, _ident, _special, slots, limit,
+             hash_size, hash_type, _platform, page_log) = blob.unpack(
+                "IIIIIIIIIBBBB", start, "code directory")
+            algorithm = _HASHES.get(hash_type)
+            if magic != CSMAGIC_CODEDIRECTORY or algorithm is None or \
+                    limit > self.length or not 0 <= page_log < 32:
+                return False
+            page = 1 << page_log if page_log else limit
+            if slots != (limit + page - 1) // page if page else slots != 0:
+                return False
+            stored = blob.read(start + hash_offset, slots * hash_size, "code hashes")
+            for index in range(slots):
+                first = index * page
+                piece = self.view.read(self.start + first, min(page, limit - first), "page")
+                digest = hashlib.new(algorithm, piece).digest()[:hash_size]
+                if digest != stored[index * hash_size:(index + 1) * hash_size]:
+                    return False
+        return True
 
     def _string(self, body: int, size: int, offset: int) -> str:
         """An lc_str: a NUL-terminated string inside its load command."""
@@ -353,4 +402,6 @@ def _combine(slices: list[_Slice], size: int, *, fat: bool) -> model.BinaryInfo:
         symbols=tuple(symbol for piece in slices for symbol in piece.symbols),
         version_requirements=tuple(minimums), section_data=data,
         architectures=architectures,
-        unsigned=_unique([piece.machine for piece in slices if not piece.signed]))
+        unsigned=_unique([piece.machine for piece in slices if not piece.signed]),
+        bad_signatures=_unique([piece.machine for piece in slices
+                                if piece.signed and not piece.signature_matches]))

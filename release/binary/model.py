@@ -82,6 +82,7 @@ class BinaryInfo:
     architectures: tuple[str, ...] = ()   # each slice's machine, for a fat (universal) file
     # the machines (slices) without a code signature, where the format signs code (Mach-O)
     unsigned: tuple[str, ...] = ()
+    bad_signatures: tuple[str, ...] = ()  # ... whose signature does not match their bytes
 
     def section(self, name: str) -> Section | None:
         return next((section for section in self.sections if section.name == name), None)

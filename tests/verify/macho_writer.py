@@ -4,6 +4,7 @@ them; the bytes only need to be what a linker would write for these structures."
 
 from __future__ import annotations
 
+import hashlib
 import struct
 from collections.abc import Sequence
 
@@ -70,7 +71,7 @@ def macho(*, arch: str = "arm64", kind: str = "dylib", install_name: str = "",
     symoff = text_offset + len(text)
     stroff = symoff + len(table)
     sigoff = stroff + len(strings)
-    signature = b"\xfa\xde\x0c\xc0" + b"\0" * 12
+    signature_size = len(signature_for(b"\0" * sigoff))
     segment = struct.pack("<II16sQQQQiiII", LC_SEGMENT_64, 152, b"__TEXT", 0, 0x4000, 0,
                           sigoff, 5, 5, 1, 0)
     segment += struct.pack("<16s16sQQIIIIIIII", b"__text", b"__TEXT", 0x1000, len(text),
@@ -79,13 +80,27 @@ def macho(*, arch: str = "arm64", kind: str = "dylib", install_name: str = "",
     commands.append(struct.pack("<IIIIII", LC_SYMTAB, 24, symoff, len(symbols), stroff,
                                 len(strings)))
     if signed:
-        commands.append(struct.pack("<IIII", LC_CODE_SIGNATURE, 16, sigoff, len(signature)))
+        commands.append(struct.pack("<IIII", LC_CODE_SIGNATURE, 16, sigoff, signature_size))
     body = b"".join(commands)
     header = struct.pack("<IiiIIIII", 0xFEEDFACF, CPU[arch], 0, FILE_TYPES[kind],
                          len(commands), len(body), 0x85, 0)
     data = header + body
     data += b"\0" * (text_offset - len(data)) + text + table + strings
-    return data + (signature if signed else b"")
+    return data + (signature_for(data) if signed else b"")
+
+
+def signature_for(code: bytes, page_log: int = 12) -> bytes:
+    """An ad hoc signature: a superblob with one SHA-256 code directory over ``code``."""
+    page = 1 << page_log
+    hashes = b"".join(hashlib.sha256(code[start:start + page]).digest()
+                      for start in range(0, len(code), page))
+    ident = b"demo\0"
+    header = 44
+    directory_length = header + len(ident) + len(hashes)
+    directory = struct.pack(">IIIIIIIIIBBBBI", 0xFADE0C02, directory_length, 0x20001, 2,
+                            header + len(ident), header, 0, len(hashes) // 32, len(code), 32,
+                            2, 0, page_log, 0) + ident + hashes
+    return struct.pack(">IIIII", 0xFADE0CC0, 20 + len(directory), 1, 0, 20) + directory
 
 
 def fat(slices: Sequence[tuple[str, bytes]]) -> bytes:

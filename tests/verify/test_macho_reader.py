@@ -35,7 +35,7 @@ def test_reads_a_thin_library() -> None:
                            "sub/libopt.dylib", "/usr/lib/libc++.1.dylib")
     assert info.runpath == ("@loader_path", "@loader_path/../lib") and info.rpath == ()
     assert info.required_versions == ("macOS-arm64_12.3",)
-    assert info.unsigned == () and info.architectures == ()
+    assert info.unsigned == () and info.bad_signatures == () and info.architectures == ()
     assert info.section("__TEXT,__text") is not None
 
 

@@ -136,6 +136,18 @@ def test_only_an_unsigned_arm64_slice_is_an_error(tmp_path: Path) -> None:
         ("error", "search-path", "demo/liba.dylib", "has no code signature for arm64")]
 
 
+def test_a_file_changed_after_signing_is_found(tmp_path: Path) -> None:
+    signed = bytearray(macho(exports=["demo"]))
+    text = read_binary_data(bytes(signed), where="x").section("__TEXT,__text")
+    assert text is not None
+    signed[text.offset] ^= 0xFF          # patched after signing, not signed again
+    assert read_binary_data(bytes(signed), where="x").bad_signatures == ("arm64",)
+    assert _problems(verify_wheel(_wheel(tmp_path, {"demo/liba.dylib": bytes(signed)}),
+                                  static=True)) == [
+        ("error", "search-path", "demo/liba.dylib", "has a code signature that does not match "
+         "its contents (arm64)")]
+
+
 def test_rpath_passed_down_by_the_loader_is_a_warning(tmp_path: Path) -> None:
     files = {
         "demo/_ext.cpython-311-darwin.so": macho(kind="bundle", exports=["PyInit__ext"],
