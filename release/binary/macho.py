@@ -347,7 +347,9 @@ class _SliceParser:
 
 
 def _name(raw: bytes) -> str:
-    return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
+    """A segment or section name (printable: it may appear in a one-line error)."""
+    text = raw.split(b"\0", 1)[0].decode("utf-8", "replace")
+    return "".join(char if char.isprintable() else "?" for char in text)
 
 
 def searched_name(install_name: str) -> str:

@@ -95,6 +95,16 @@ def test_truncated_files_are_refused_in_one_line(cut: int) -> None:
     assert refused.value.what.startswith("cut.dylib: ") and "\n" not in refused.value.what
 
 
+def test_an_error_naming_a_corrupt_section_stays_one_line() -> None:
+    data = bytearray(_LIBRARY)
+    name = data.find(b"__text\0")
+    data[name + 4] = ord("\n")                                   # "__te\nt"
+    data[name + 40:name + 48] = (10**6).to_bytes(8, "little")    # its size: past the end
+    with pytest.raises(BinaryFormatError, match=r"section __TEXT,__te\?t") as refused:
+        read_binary_data(bytes(data), where="x")
+    assert "\n" not in refused.value.what
+
+
 def test_a_fat_slice_past_the_end_is_refused() -> None:
     data = bytearray(fat([("arm64", macho())]))
     data[16:20] = (10**6).to_bytes(4, "big")      # the slice's offset
