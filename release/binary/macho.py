@@ -3,12 +3,13 @@ order; the load commands a loader acts on and the symbol table.
 
 What it fills in ``BinaryInfo`` (see model.py):
 
-* ``needed``: each LC_LOAD_DYLIB / LC_LOAD_WEAK_DYLIB / LC_REEXPORT_DYLIB /
-  LC_LOAD_UPWARD_DYLIB / LC_LAZY_LOAD_DYLIB as the loader searches for it: "@rpath/REST"
+* ``needed``: each LC_LOAD_DYLIB / LC_REEXPORT_DYLIB / LC_LOAD_UPWARD_DYLIB /
+  LC_LAZY_LOAD_DYLIB as the loader searches for it (not LC_LOAD_WEAK_DYLIB: dyld carries on
+  without a weak library, so it is no requirement): "@rpath/REST"
   becomes REST (searched in the LC_RPATH folders), a name relative to the loading image
   ("@<token>/sub/libx.dylib") becomes "libx.dylib" (searched in the folder it names, see
   platforms/macos/loader.py); absolute names and @executable_path names stay as written.
-  ``needed_paths`` keeps every install name as written.
+  ``needed_paths`` keeps every install name as written, weak ones included.
 * ``soname``: the install name (LC_ID_DYLIB); ``runpath``: the LC_RPATH entries.
 * ``dynamic_symbols``: the external symbols of LC_SYMTAB (defined exports and undefined
   imports), without the leading underscore the C compilers add ("_PyInit_x" -> "PyInit_x",
@@ -106,6 +107,7 @@ class _Slice:
     little: bool
     file_type: str
     needed_paths: list[str] = field(default_factory=list)
+    weak: list[str] = field(default_factory=list)   # LC_LOAD_WEAK_DYLIB: may be missing
     soname: str = ""
     rpaths: list[str] = field(default_factory=list)
     minos: str = ""
@@ -201,6 +203,8 @@ class _SliceParser:
                     result.soname = name
                 else:
                     result.needed_paths.append(name)
+                    if cmd == LC_LOAD_WEAK_DYLIB:
+                        result.weak.append(name)
             elif cmd == LC_RPATH:
                 result.rpaths.append(self._string(
                     body, size, self.view.unpack("I", body + 8, "rpath")[0]))
@@ -379,6 +383,8 @@ def _combine(slices: list[_Slice], size: int, *, fat: bool) -> model.BinaryInfo:
         distinct = sorted(set(machines))
         machine = "universal2" if distinct == ["arm64", "x86_64"] else "+".join(distinct)
     paths = _unique([path for piece in slices for path in piece.needed_paths])
+    weak = {path for piece in slices for path in piece.weak}
+    required = [path for path in paths if path not in weak]
     minimums = [model.VersionRequirement(OS_PREFIX, (requirement_version(piece.machine,
                                                                          piece.minos),))
                 for piece in slices if piece.minos]
@@ -396,7 +402,7 @@ def _combine(slices: list[_Slice], size: int, *, fat: bool) -> model.BinaryInfo:
     return model.BinaryInfo(
         format="macho", machine=machine, bits=max(piece.bits for piece in slices),
         little_endian=first.little, file_type=first.file_type, size=size,
-        needed=_unique([searched_name(path) for path in paths]), needed_paths=paths,
+        needed=_unique([searched_name(path) for path in required]), needed_paths=paths,
         soname=first.soname, runpath=_unique([entry for piece in slices
                                               for entry in piece.rpaths]),
         sections=tuple(section for piece in slices for section in piece.sections),

@@ -32,7 +32,7 @@ def test_reads_a_thin_library() -> None:
                                  "/usr/lib/libSystem.B.dylib", "@rpath/sub/libopt.dylib",
                                  "/usr/lib/libc++.1.dylib")
     assert info.needed == ("libdep.dylib", "libz.1.dylib", "/usr/lib/libSystem.B.dylib",
-                           "sub/libopt.dylib", "/usr/lib/libc++.1.dylib")
+                           "/usr/lib/libc++.1.dylib")   # not the weak @rpath/sub/libopt.dylib
     assert info.runpath == ("@loader_path", "@loader_path/../lib") and info.rpath == ()
     assert info.required_versions == ("macOS-arm64_12.3",)
     assert info.unsigned == () and info.bad_signatures == () and info.architectures == ()

@@ -57,6 +57,7 @@ def test_a_delocated_wheel_resolves_everything(tmp_path: Path) -> None:
     files = {
         "demo/_ext.cpython-311-darwin.so": macho(
             kind="bundle", exports=["PyInit__ext"], rpaths=["@loader_path/lib"],
+            weak=["@rpath/liboptional.dylib"],   # absent: dyld carries on without it
             loads=["@rpath/libcore.dylib", "@loader_path/.dylibs/libz.1.dylib", SYSTEM,
                    "/usr/lib/libc++.1.dylib", "/System/Library/Frameworks/Accelerate."
                    "framework/Versions/A/Accelerate"]),
