@@ -4,7 +4,8 @@
 
 Targets: record (RECORD parser), metadata (METADATA/WHEEL parsers), wheel (mutated wheel
 archives through the whole static verify), names (crafted member names through a full
-verify, with a canary folder that must stay empty), elf (mutated ELF files). Each input is
+verify, with a canary folder that must stay empty), elf (mutated ELF files), macho (mutated
+fat and thin Mach-O files from tests/verify/macho_writer.py). Each input is
 random mutation of a valid seed; the properties are those of tests/verify/fuzz_properties.py.
 Prints executions, executions per second and every failing input (saved under --out)."""
 
@@ -24,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from release.binary import read_binary_data  # noqa: E402
 from release.errors import BinaryFormatError  # noqa: E402
-from tests.verify import fuzz_properties  # noqa: E402
+from tests.verify import fuzz_properties, macho_writer  # noqa: E402
 
 _RECORD = "demo/a.py,sha256=AAAA,12\ndemo-1.0.dist-info/RECORD,,\n"
 _METADATA = "Metadata-Version: 2.1\nName: demo\nVersion: 1.0\nRequires-Dist: numpy>=1\n"
@@ -79,10 +80,24 @@ def _elf(rng: random.Random, work: Path) -> bytes:
     return data
 
 
+def _macho(rng: random.Random, work: Path) -> bytes:
+    library = macho_writer.macho(install_name="@rpath/liba.dylib", rpaths=["@loader_path"],
+                                 loads=["@rpath/libb.dylib", "/usr/lib/libSystem.B.dylib"],
+                                 exports=["a", "PyInit_a"], imports=["malloc"])
+    seed = rng.choice([library, macho_writer.fat([("x86_64", macho_writer.macho(
+        arch="x86_64", minos=(10, 9))), ("arm64", library)])])
+    data = _mutate(seed, rng)
+    try:
+        read_binary_data(data, where="fuzz")
+    except BinaryFormatError as error:
+        assert error.what.startswith("fuzz") and "\n" not in error.what
+    return data
+
+
 TARGETS: dict[str, Callable[[random.Random, Path], bytes]] = {
     "record": _text_target(_RECORD, fuzz_properties.record_property),
     "metadata": _text_target(_METADATA, fuzz_properties.metadata_property),
-    "wheel": _wheel, "names": _names, "elf": _elf}
+    "wheel": _wheel, "names": _names, "elf": _elf, "macho": _macho}
 
 
 def main() -> int:

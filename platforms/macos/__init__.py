@@ -1,14 +1,17 @@
 """macOS: Mach-O dylibs with @loader_path-relative LC_RPATH, repaired by delocate.
 
-Naming, tags and search-path rules are here; compiling (zig from Linux, clang on a Mac) and
-repair arrive with the macOS wheel work. Until then check_host refuses with the reason."""
+Naming, tags and search-path rules are here, and what verify needs: the Mach-O reader
+(release/binary/macho.py) and the dyld loader model (``loader.py``). Compiling (zig from
+Linux, clang on a Mac) and repair arrive with the macOS wheel work; until then check_host
+refuses with the reason."""
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Sequence
 from pathlib import Path
 
+from platforms.macos.loader import LOADER, loader_relative
+from release.binary.macho import MachOReader
 from release.errors import ToolError
 from release.loader import Runner
 from release.manifest import Target
@@ -17,15 +20,13 @@ from release.platform import BuildRoute, RepairRequest, Route, SearchPath
 _MINIMUM = {"arm64": "11_0", "x86_64": "10_13", "universal2": "10_13"}
 
 
-def loader_relative(binary: str, folder: str) -> str:
-    relative = posixpath.relpath(folder or ".", posixpath.dirname(binary) or ".")
-    return "@loader_path" if relative == "." else f"@loader_path/{relative}"
+__all__ = ["PLATFORM", "MacOSPlatform", "loader_relative"]
 
 
 class MacOSPlatform:
     name = "macos"
-    loader = None   # Mach-O reader and loader model: the macOS wheel work
-    reader = None
+    loader = LOADER
+    reader = MachOReader()
 
     def check_host(self, target: Target) -> None:
         route = self.build_route(target)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from release.binary._view import Buffer
 from release.binary.elf import ElfReader
+from release.binary.macho import MachOReader
 from release.binary.model import (
     BinaryInfo,
     BinaryReader,
@@ -21,7 +22,7 @@ from release.errors import BinaryFormatError
 __all__ = ["BinaryInfo", "BinaryReader", "READERS", "Section", "Symbol", "VersionRequirement",
            "is_binary", "read_binary", "read_binary_data"]
 
-READERS: tuple[BinaryReader, ...] = (ElfReader(), PeReader())
+READERS: tuple[BinaryReader, ...] = (ElfReader(), PeReader(), MachOReader())
 
 
 def is_binary(head: bytes, readers: Sequence[BinaryReader] = READERS) -> bool:
@@ -40,7 +41,7 @@ def read_binary_data(data: Buffer, *, where: str, sections: Collection[str] = ()
             return reader.read(data, where=where, sections=sections,
                                static_symbols=static_symbols)
     raise BinaryFormatError(f"{where}: not a binary format this tool reads",
-                            fix="pass an ELF or PE file")
+                            fix="pass an ELF, PE or Mach-O file")
 
 
 def read_binary(path: Path, *, sections: Collection[str] = (), static_symbols: bool = False,
@@ -49,7 +50,8 @@ def read_binary(path: Path, *, sections: Collection[str] = (), static_symbols: b
     try:
         with path.open("rb") as handle:
             if path.stat().st_size == 0:
-                raise BinaryFormatError(f"{path}: empty file", fix="pass an ELF or PE file")
+                raise BinaryFormatError(f"{path}: empty file",
+                                        fix="pass an ELF, PE or Mach-O file")
             with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
                 return read_binary_data(data, where=str(path), sections=sections,
                                         static_symbols=static_symbols, readers=readers)

@@ -4,7 +4,9 @@ ELF fills every field today. The names are chosen so Mach-O and PE readers can f
 type: ``needed`` is DT_NEEDED / LC_LOAD_DYLIB / the PE import table, ``soname`` is DT_SONAME /
 the install name (LC_ID_DYLIB), ``runpath`` is DT_RUNPATH / LC_RPATH, ``rpath`` is ELF's
 inherited DT_RPATH (empty elsewhere). ``delay_needed`` (PE delay-load imports) are loaded on
-first use, not when the file loads; ``subsystem`` is PE's (windows_gui, windows_cui...)."""
+first use, not when the file loads; ``subsystem`` is PE's (windows_gui, windows_cui...).
+Mach-O also fills ``needed_paths`` (the install names as written), ``architectures`` (the
+slices of a fat file) and ``unsigned`` (release/binary/macho.py says how)."""
 
 from __future__ import annotations
 
@@ -57,11 +59,12 @@ class VersionRequirement:
 
 @dataclass(frozen=True)
 class BinaryInfo:
-    format: str                 # "elf", "pe" (later "macho")
-    machine: str                # "x86_64", "aarch64", ...
+    format: str                 # "elf", "pe", "macho"
+    machine: str                # "x86_64", "aarch64", "arm64", "universal2" (a fat file)...
     bits: int
     little_endian: bool
-    file_type: str              # "shared", "executable", "relocatable", "core", "other"
+    # "shared", "executable", "relocatable", "core", "other"; Mach-O also "bundle" (MH_BUNDLE)
+    file_type: str
     size: int                   # bytes in the file
     needed: tuple[str, ...] = ()
     soname: str = ""
@@ -75,6 +78,14 @@ class BinaryInfo:
     section_data: Mapping[str, bytes] = field(default_factory=dict)  # sections asked for
     delay_needed: tuple[str, ...] = ()  # loaded on first use (PE delay-load imports)
     subsystem: str = ""         # PE: the subsystem the image runs in ("windows_cui")
+    # Where the format writes a needed library as a path (Mach-O install names such as
+    # "@rpath/libz.1.dylib"), every one as written; ``needed`` then holds what the loader
+    # searches its folders for. Empty for formats that name libraries only (ELF).
+    needed_paths: tuple[str, ...] = ()
+    architectures: tuple[str, ...] = ()   # each slice's machine, for a fat (universal) file
+    # the machines (slices) without a code signature, where the format signs code (Mach-O)
+    unsigned: tuple[str, ...] = ()
+    bad_signatures: tuple[str, ...] = ()  # ... whose signature does not match their bytes
 
     def section(self, name: str) -> Section | None:
         return next((section for section in self.sections if section.name == name), None)
