@@ -215,3 +215,16 @@ def test_policy_and_no_runner() -> None:
 def test_loadable_libraries(kind: str, loadable: bool) -> None:
     info = read_binary_data(macho(kind=kind), where="x")
     assert LOADER.is_loadable_library(info) is loadable
+
+
+def test_a_universal2_file_serves_a_thin_wheel(tmp_path: Path) -> None:
+    """A fat file carries a slice for the thin wheel's machine: no mismatch."""
+    both = fat([("x86_64", macho(arch="x86_64", minos=(10, 9), loads=[SYSTEM])),
+                ("arm64", macho(minos=(11, 0), loads=[SYSTEM]))])
+    assert _problems(verify_wheel(_wheel(tmp_path, {"demo/libu.dylib": both}),
+                                  static=True)) == []
+    intel_only = macho(arch="x86_64", minos=(10, 9), loads=[SYSTEM])
+    found = _problems(verify_wheel(_wheel(tmp_path, {"demo/libu.dylib": intel_only}),
+                                   static=True))
+    assert ("error", "metadata", "demo/libu.dylib", "is built for x86_64 but the platform tag "
+            "promises arm64") in found

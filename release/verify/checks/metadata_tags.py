@@ -22,7 +22,9 @@ def _promise_findings(wheel: WheelModel, context: VerifyContext) -> list[Finding
         return []
     findings = []
     for binary in wheel.binaries:
-        if policy.machine and binary.info.machine != policy.machine:
+        # a fat file serves every machine it has a slice for (universal2 in an arm64 wheel)
+        if policy.machine and binary.info.machine != policy.machine and \
+                policy.machine not in binary.info.architectures:
             findings.append(finding(
                 NAME, Severity.ERROR, binary.path, f"is built for {binary.info.machine} but "
                 f"the platform tag promises {policy.machine}", why="pip installs it on "
