@@ -7,9 +7,7 @@ positive until reviewed) and on a lost expected one. Downloaded once into the to
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -19,48 +17,20 @@ import pytest
 from release import tools
 from release.verify import verify_wheel
 from tests.conftest import ROOT
+from tests.verify import corpus
 
 pytestmark = pytest.mark.index
 
-EXPECTED = ROOT / "tests" / "fixtures" / "corpus"
-CASES = sorted(path.stem for path in EXPECTED.glob("*.json"))
-_SAMPLE = re.compile(r"'/tmp/pip-build-env-[^']*'|e\.g\. .*$")
+CORPUS = "corpus"
 
 
 def _wheel(case: str) -> Path:
-    expected = json.loads((EXPECTED / f"{case}.json").read_text())
-    folder = tools.cache_dir() / "wheels" / "corpus"
-    path = folder / expected["wheel"]
-    if not path.exists():
-        folder.mkdir(parents=True, exist_ok=True)
-        completed = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-             "--only-binary=:all:", "--dest", str(folder), expected["requirement"]],
-            capture_output=True, text=True, check=False)
-        assert completed.returncode == 0, f"cannot download {expected['requirement']}: " \
-            f"{completed.stderr.strip()[-500:]}"
-    if not path.exists():
-        pytest.skip(f"this interpreter ({sys.version_info[:2]}, {sys.platform}) gets another "
-                    f"wheel of {expected['requirement']} than the reviewed {expected['wheel']}")
-    return path
+    return corpus.wheel(CORPUS, case)
 
 
-def _key(row: dict[str, str]) -> tuple[str, str, str, str]:
-    return row["severity"], row["check"], row["file"], _SAMPLE.sub("", row["what"]).strip() \
-        .rstrip(",")
-
-
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", corpus.cases(CORPUS))
 def test_findings_match_the_reviewed_expectations(case: str) -> None:
-    expected = json.loads((EXPECTED / f"{case}.json").read_text())
-    report = verify_wheel(_wheel(case), static=True)
-    actual = sorted(_key(f.to_json()) for f in report.findings if f.severity.value != "info")
-    wanted = sorted(_key(row) for row in expected["findings"])
-    new = [row for row in actual if row not in wanted]
-    lost = [row for row in wanted if row not in actual]
-    assert not new and not lost, (f"new (unreviewed) findings: {new}\n"
-                                  f"expected findings no longer found: {lost}")
-    assert all(row["review"] for row in expected["findings"])
+    corpus.assert_matches(verify_wheel(_wheel(case), static=True), corpus.expected(CORPUS, case))
 
 
 def test_findings_do_not_depend_on_the_process_or_the_user(tmp_path: Path) -> None:
