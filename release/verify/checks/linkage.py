@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from packaging.utils import canonicalize_name
 
@@ -161,13 +162,12 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
     words = context.loader.words
     findings = []
     sonames = {binary.info.soname or binary.name: binary.path for binary in wheel.binaries}
-    drivers: dict[str, list[Resolution]] = {}
-    imported: dict[str, list[Resolution]] = {}
-    optional: dict[str, list[Resolution]] = {}
-    toolkit: dict[str, list[Resolution]] = {}
+    # notes and warnings about libraries the wheel may need without shipping them: one
+    # finding per group (kind, and the driver / import / distribution / library it is about)
+    groups: dict[tuple[str, str], list[Resolution]] = {}
     for item in resolve(wheel, context):
         if item.kind == SYSTEM and item.via != "system":
-            drivers.setdefault(item.via, []).append(item)
+            groups.setdefault((SYSTEM, item.via), []).append(item)
         if item.kind == UNRESOLVED:
             findings.append(finding(
                 NAME, Severity.ERROR, item.binary, f"needs {item.needed}, which is not found "
@@ -186,53 +186,53 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
                 why="a clean install will not have it",
                 fix=f"add '{item.distribution}' to Requires-Dist", needed=item.needed,
                 distribution=item.distribution))
-        elif item.kind == IMPORTED:
-            imported.setdefault(item.via, []).append(item)
-        elif item.kind == OPTIONAL:
-            optional.setdefault(item.distribution, []).append(item)
-        elif item.kind == TOOLKIT:
-            toolkit.setdefault(item.needed, []).append(item)
+        elif item.kind in (IMPORTED, OPTIONAL, TOOLKIT):
+            about = {IMPORTED: item.via, OPTIONAL: item.distribution, TOOLKIT: item.needed}
+            groups.setdefault((item.kind, about[item.kind]), []).append(item)
         elif item.inherited_from:
             findings.append(finding(
                 NAME, Severity.WARNING, item.binary, f"needs {item.needed}, found only through "
                 f"the {item.via}", why="it fails when loaded by anything else",
                 fix=f"give this file its own {words.search_path}", needed=item.needed))
-    for distribution, items in sorted(optional.items()):
-        names = sorted({item.needed for item in items})
-        files = sorted({item.binary for item in items})
+    for kind in (OPTIONAL, TOOLKIT, IMPORTED, SYSTEM):
+        for key, items in sorted((k[1], v) for k, v in groups.items() if k[0] == kind):
+            findings.append(_group_finding(kind, key, items))
+    return findings
+
+
+def _group_finding(kind: str, key: str, items: list[Resolution]) -> Finding:
+    """One finding for the files that need libraries of one driver (SYSTEM), one package's
+    import (IMPORTED), one extra-only distribution (OPTIONAL) or one CUDA toolkit library
+    (TOOLKIT)."""
+    names = sorted({item.needed for item in items})
+    files = sorted({item.binary for item in items})
+    first = files[0] if len(files) == 1 else ""
+    many = f"{len(files)} file(s) need"
+    shown = ", ".join(names[:6])
+    common: dict[str, Any] = {"files": files[:20], "count": len(files)}
+    if kind == OPTIONAL:
         extras = ", ".join(f"[{extra}]" for extra in items[0].extras)
-        findings.append(finding(
-            NAME, Severity.INFO, files[0] if len(files) == 1 else "",
-            f"{len(files)} file(s) need {', '.join(names[:6])} from '{distribution}', which "
-            f"only the extra {extras} declares", why="they load only when the package is "
-            f"installed with {extras}; the package must load them on demand",
-            needed=names, files=files[:20], count=len(files), extras=list(items[0].extras)))
-    for needed, items in sorted(toolkit.items()):
-        files = sorted({item.binary for item in items})
-        findings.append(finding(
-            NAME, Severity.WARNING, files[0] if len(files) == 1 else "",
-            f"{len(files)} file(s) need {needed}, a CUDA toolkit library the wheel neither "
-            "ships nor declares, with no search path to it",
+        return finding(
+            NAME, Severity.INFO, first, f"{many} {shown} from '{key}', which only the extra "
+            f"{extras} declares", why=f"they load only when the package is installed with "
+            f"{extras}; the package must load them on demand", needed=names,
+            extras=list(items[0].extras), **common)
+    if kind == TOOLKIT:
+        return finding(
+            NAME, Severity.WARNING, first, f"{many} {key}, a CUDA toolkit library the wheel "
+            "neither ships nor declares, with no search path to it",
             why="it loads only where a CUDA toolkit is on the loader path (or the package "
             "preloads it from a wheel the user installed by hand)",
             fix=f"declare the NVIDIA wheel that provides it ({items[0].distribution}), as an "
-            "extra if it is optional", needed=needed, files=files[:20], count=len(files)))
-    for how, items in sorted(imported.items()):
-        names = sorted({item.needed for item in items})
-        files = sorted({item.binary for item in items})
-        findings.append(finding(
-            NAME, Severity.INFO, files[0] if len(files) == 1 else "",
-            f"{len(files)} file(s) need {', '.join(names[:6])}"
-            + (f" and {len(names) - 6} more" if len(names) > 6 else "")
-            + f" from the declared '{items[0].distribution}', found by name after `{how}`",
+            "extra if it is optional", needed=key, **common)
+    if kind == IMPORTED:
+        more = f" and {len(names) - 6} more" if len(names) > 6 else ""
+        return finding(
+            NAME, Severity.INFO, first, f"{many} {shown}{more} from the declared "
+            f"'{items[0].distribution}', found by name after `{key}`",
             why="they load only after that import (the package imports it first)",
-            needed=names, files=files[:20], count=len(files)))
-    for provider, items in sorted(drivers.items()):
-        names = sorted({item.needed for item in items})
-        files = sorted({item.binary for item in items})
-        findings.append(finding(
-            NAME, Severity.INFO, files[0] if len(files) == 1 else "",
-            f"{len(files)} file(s) need {', '.join(names)}, installed by {provider} (no wheel "
-            "may ship it)", why="they load only on a machine with that driver",
-            needed=names, files=files[:20], count=len(files)))
-    return findings
+            needed=names, **common)
+    return finding(
+        NAME, Severity.INFO, first, f"{many} {', '.join(names)}, installed by {key} (no wheel "
+        "may ship it)", why="they load only on a machine with that driver", needed=names,
+        **common)
