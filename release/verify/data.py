@@ -5,14 +5,17 @@ platform's loader model: platforms/linux/policy.py for manylinux.)"""
 from __future__ import annotations
 
 import fnmatch
+import functools
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from release.errors import ConfigurationError
 
 _DATA = Path(__file__).with_name("data")
+_Row = TypeVar("_Row")
 
 
 @dataclass(frozen=True)
@@ -31,14 +34,28 @@ def load_data_file(path: Path) -> Any:
                                  fix="reinstall the release tooling") from None
 
 
-def load_distribution_dirs() -> tuple[DistributionDir, ...]:
-    path = _DATA / "distribution_dirs.json"
+def _rows(file: str, key: str, make: Callable[[dict[str, Any]], _Row], *,
+          optional: bool = False) -> tuple[_Row, ...]:
+    """The rows under ``key`` of a data file in release/verify/data/, each made into a value;
+    a malformed row is a ConfigurationError naming the file."""
+    path = _DATA / file
     try:
-        return tuple(DistributionDir(row["dir"], row["library"], row["distribution"])
-                     for row in load_data_file(path)["dirs"])
-    except (KeyError, TypeError) as error:
+        rows = _data(file).get(key, ()) if optional else _data(file)[key]
+        return tuple(make(row) for row in rows)
+    except (KeyError, TypeError, AttributeError) as error:
         raise ConfigurationError(f"malformed data file {path}: {error!r}",
                                  fix="fix the row it names") from None
+
+
+@functools.cache
+def _data(file: str) -> Any:
+    """A data file of the tooling, read once per process (they never change while it runs)."""
+    return load_data_file(_DATA / file)
+
+
+def load_distribution_dirs() -> tuple[DistributionDir, ...]:
+    return _rows("distribution_dirs.json", "dirs",
+                 lambda row: DistributionDir(row["dir"], row["library"], row["distribution"]))
 
 
 @dataclass(frozen=True)
@@ -49,18 +66,9 @@ class ImportedLibrary:
 
 
 def load_imported_libraries() -> tuple[ImportedLibrary, ...]:
-    path = _DATA / "distribution_dirs.json"
-    try:
-        return tuple(ImportedLibrary(row["library"], row["distribution"], row["module"])
-                     for row in load_data_file(path).get("loaded_by_import", ()))
-    except (KeyError, TypeError, AttributeError) as error:
-        raise ConfigurationError(f"malformed data file {path}: {error!r}",
-                                 fix="fix the row it names") from None
-
-
-def imported_by(rows: tuple[ImportedLibrary, ...], library: str) -> ImportedLibrary | None:
-    """The package whose import loads ``library`` into the process, if any."""
-    return next((row for row in rows if fnmatch.fnmatchcase(library, row.library)), None)
+    return _rows("distribution_dirs.json", "loaded_by_import",
+                 lambda row: ImportedLibrary(row["library"], row["distribution"], row["module"]),
+                 optional=True)
 
 
 @dataclass(frozen=True)
@@ -70,16 +78,22 @@ class ToolkitLibrary:
 
 
 def load_toolkit_libraries() -> tuple[ToolkitLibrary, ...]:
-    path = _DATA / "distribution_dirs.json"
-    try:
-        return tuple(ToolkitLibrary(row["library"], tuple(row["distributions"]))
-                     for row in load_data_file(path).get("toolkit_libraries", ()))
-    except (KeyError, TypeError, AttributeError) as error:
-        raise ConfigurationError(f"malformed data file {path}: {error!r}",
-                                 fix="fix the row it names") from None
+    return _rows("distribution_dirs.json", "toolkit_libraries",
+                 lambda row: ToolkitLibrary(row["library"], tuple(row["distributions"])),
+                 optional=True)
 
 
-def toolkit_library(rows: tuple[ToolkitLibrary, ...], library: str) -> ToolkitLibrary | None:
+class _Library(Protocol):
+    @property
+    def library(self) -> str: ...
+
+
+_Matching = TypeVar("_Matching", bound=_Library)
+
+
+def matching(rows: tuple[_Matching, ...], library: str) -> _Matching | None:
+    """The first row whose ``library`` glob matches the file name ``library``, if any (the
+    package whose import loads it, the CUDA toolkit library it is)."""
     return next((row for row in rows if fnmatch.fnmatchcase(library, row.library)), None)
 
 
@@ -91,13 +105,8 @@ class BuildPrefix:
 
 def load_build_prefixes() -> tuple[BuildPrefix, ...]:
     """Folders that exist only on build machines (CI workspaces, container mounts)."""
-    path = _DATA / "build_prefixes.json"
-    try:
-        return tuple(BuildPrefix(row["prefix"], row["where"])
-                     for row in load_data_file(path)["prefixes"])
-    except (KeyError, TypeError) as error:
-        raise ConfigurationError(f"malformed data file {path}: {error!r}",
-                                 fix="fix the row it names") from None
+    return _rows("build_prefixes.json", "prefixes",
+                 lambda row: BuildPrefix(row["prefix"], row["where"]))
 
 
 def distribution_row(dirs: tuple[DistributionDir, ...], folder: str,

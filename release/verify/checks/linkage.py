@@ -15,7 +15,7 @@ from release.findings import Finding, Severity
 from release.loader import LoaderModel, SearchFolder, SystemPolicy
 from release.verify.checks._common import finding, not_run
 from release.verify.context import VerifyContext
-from release.verify.data import distribution_row, imported_by, toolkit_library
+from release.verify.data import distribution_row, matching
 from release.verify.metadata import marker_environment
 from release.verify.wheel import BinaryFile, WheelModel
 
@@ -85,7 +85,7 @@ class _Resolver:
         if self.loader.is_system(name, self.policy):
             return Resolution(binary.path, name, SYSTEM,
                               via=self.policy.provided_by.get(name, "system"))
-        loaded = imported_by(self.context.imported_libraries, name)
+        loaded = matching(self.context.imported_libraries, name)
         own = loaded is not None and canonicalize_name(loaded.distribution) == \
             canonicalize_name(self.wheel.metadata.name)
         if loaded is not None and own and self.loader.is_loadable_library(binary.info):
@@ -100,7 +100,7 @@ class _Resolver:
                               extras=extras)
         if maybe is not None:
             return maybe
-        toolkit = toolkit_library(self.context.toolkit_libraries, name)
+        toolkit = matching(self.context.toolkit_libraries, name)
         if toolkit is not None:
             # no search path to it: the package preloads it (from a declared NVIDIA wheel)
             # or a CUDA toolkit on the loader path provides it
