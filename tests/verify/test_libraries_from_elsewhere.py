@@ -6,14 +6,12 @@ found" errors; an error only when the dependency is not declared."""
 from __future__ import annotations
 
 import subprocess
-import zipfile
 from pathlib import Path
 
 from release.findings import Severity
 from release.verify import verify_wheel
-from tests.verify.test_wheel_safety import _digest
+from tests.verify.test_wheel_safety import make_wheel
 
-DIST = "gpu_demo-1.0.dist-info"
 TAG = "cp311-abi3-manylinux_2_17_x86_64"
 
 
@@ -29,17 +27,8 @@ def _library(folder: Path, name: str, source: str, *links: str) -> Path:
 def _platform_wheel(tmp_path: Path, files: dict[str, bytes], *, metadata: str = "",
                     extras: str = "") -> Path:
     """A manylinux wheel of ``files`` with METADATA lines ``metadata`` (Requires-Dist...)."""
-    files = {**files, f"{DIST}/METADATA": (f"Metadata-Version: 2.1\nName: gpu-demo\n"
-                                           f"Version: 1.0\n{extras}{metadata}").encode(),
-             f"{DIST}/WHEEL": f"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: {TAG}\n".encode()}
-    record = "".join(f"{name},sha256={_digest(data)},{len(data)}\n"
-                     for name, data in files.items()) + f"{DIST}/RECORD,,\n"
-    wheel = tmp_path / f"gpu_demo-1.0-{TAG}.whl"
-    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in files.items():
-            archive.writestr(name, data)
-        archive.writestr(f"{DIST}/RECORD", record)
-    return wheel
+    return make_wheel(tmp_path / f"gpu_demo-1.0-{TAG}.whl", files, tag=TAG, name="gpu_demo",
+                      metadata=extras + metadata)
 
 
 def test_the_nvidia_driver_library_is_a_note(tmp_path: Path) -> None:

@@ -6,10 +6,6 @@ files, and the loader model's own rules."""
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import io
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -22,30 +18,14 @@ from release.manifest import Target
 from release.platform import Route
 from release.verify import verify_wheel
 from tests.verify.macho_writer import fat, macho
+from tests.verify.test_wheel_safety import make_wheel
 
 SYSTEM = "/usr/lib/libSystem.B.dylib"
 
 
-def _digest(data: bytes) -> str:
-    return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).decode().rstrip("=")
-
-
 def _wheel(folder: Path, files: dict[str, bytes], tag: str = "cp311-cp311-macosx_11_0_arm64",
            name: str = "demo") -> Path:
-    dist = f"{name}-1.0.dist-info"
-    members = {**files,
-               f"{dist}/METADATA": b"Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n",
-               f"{dist}/WHEEL": f"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: {tag}\n"
-               .encode()}
-    rows = [f"{path},sha256={_digest(data)},{len(data)}" for path, data in members.items()]
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for path, data in members.items():
-            archive.writestr(path, data)
-        archive.writestr(f"{dist}/RECORD", "\n".join([*rows, f"{dist}/RECORD,,"]) + "\n")
-    path = folder / f"{name}-1.0-{tag}.whl"
-    path.write_bytes(buffer.getvalue())
-    return path
+    return make_wheel(folder / f"{name}-1.0-{tag}.whl", files, tag=tag, name=name)
 
 
 def _problems(report: object) -> list[tuple[str, str, str, str]]:

@@ -23,16 +23,23 @@ def _digest(data: bytes) -> str:
     return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
 
 
-def make_wheel(path: Path, files: dict[str, bytes], *, record: str | None = None) -> Path:
-    files = {f"{DIST}/METADATA": b"Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n",
-             f"{DIST}/WHEEL": b"Wheel-Version: 1.0\nTag: py3-none-any\n", **files}
+def make_wheel(path: Path, files: dict[str, bytes], *, record: str | None = None,
+               tag: str = "py3-none-any", name: str = "demo", metadata: str = "") -> Path:
+    """A wheel of ``files`` plus METADATA (Name ``name``, then the ``metadata`` lines), WHEEL
+    (``tag``) and a correct RECORD unless ``record`` is given; the tests' one wheel writer."""
+    dist = f"{name}-1.0.dist-info"
+    wheel = (f"Wheel-Version: 1.0\nTag: {tag}\n" if tag.endswith("-any") else
+             f"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: {tag}\n")
+    files = {f"{dist}/METADATA": (f"Metadata-Version: 2.1\nName: {name.replace('_', '-')}\n"
+                                  f"Version: 1.0\n{metadata}").encode(),
+             f"{dist}/WHEEL": wheel.encode(), **files}
     if record is None:
-        record = "".join(f"{name},sha256={_digest(data)},{len(data)}\n"
-                         for name, data in files.items()) + f"{DIST}/RECORD,,\n"
+        record = "".join(f"{entry},sha256={_digest(data)},{len(data)}\n"
+                         for entry, data in files.items()) + f"{dist}/RECORD,,\n"
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in files.items():
-            archive.writestr(name, data)
-        archive.writestr(f"{DIST}/RECORD", record)
+        for entry, data in files.items():
+            archive.writestr(entry, data)
+        archive.writestr(f"{dist}/RECORD", record)
     return path
 
 
