@@ -215,7 +215,8 @@ def _configure_arguments(plan: Plan, toolchain_arguments: list[str]) -> list[str
         f"-DEDGERT_OPT_IN_COMPONENTS={';'.join(opt_in)}",
         f"-DEDGERT_REGISTRATION_ONLY_COMPONENTS={';'.join(registering)}",
         f"-DPython_EXECUTABLE={sys.executable}",
-        *plan.platform.cmake_arguments(plan.target, ccache=plan.options.ccache),
+        *plan.platform.cmake_arguments(plan.target, ccache=plan.options.ccache,
+                                        cache=plan.cache, build_dir=plan.build_dir),
         *_search_path_arguments(plan),
         *toolchain_arguments,
     ]

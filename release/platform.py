@@ -81,8 +81,11 @@ class Platform(Protocol):
         here, or not at all yet), from the same facts as ``check_host``; never raises for
         a missing tool, never installs anything."""
 
-    def cmake_arguments(self, target: Target, *, ccache: bool) -> list[str]:
-        """Compiler/toolchain arguments for configuring native/ for ``target``."""
+    def cmake_arguments(self, target: Target, *, ccache: bool, cache: Path,
+                        build_dir: Path) -> list[str]:
+        """Compiler/toolchain arguments for configuring native/ for ``target``. Called in the
+        configure stage: it may provision a toolchain into the tool ``cache`` and write
+        toolchain files into ``build_dir``."""
 
     def library_file(self, library: str) -> str:
         """File name of a shared library: "edgert_kernels" -> "libedgert_kernels.so"."""

@@ -5,9 +5,14 @@
 // Safe from any thread (one parallel region or resize at a time) and across fork(): the
 // fork handlers hold the pool still while the process forks, and the child drops the
 // parent's pool (its worker threads do not exist there) and builds a new one on first use.
-// The default size is the number of CPUs this process may run on (its affinity mask).
-#include <pthread.h>
+// The default size is the number of CPUs this process may run on (its affinity mask on
+// Linux; the processor count elsewhere). Windows has no fork(): no handlers there.
+#if defined(__linux__)
 #include <sched.h>
+#endif
+#if !defined(_WIN32)
+#include <pthread.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -43,12 +48,14 @@ size_t threads_from_environment() {
 }
 
 size_t usable_cpus() {
+#if defined(__linux__)
   cpu_set_t mask;
   CPU_ZERO(&mask);
   if (sched_getaffinity(0, sizeof(mask), &mask) == 0) {
     int count = CPU_COUNT(&mask);
     if (count > 0) return static_cast<size_t>(count);
   }
+#endif
   unsigned cores = std::thread::hardware_concurrency();
   return cores > 0 ? cores : 1;
 }
@@ -199,9 +206,11 @@ void after_fork_in_child() {
 Pool& pool() {
   std::lock_guard<std::mutex> hold(creation);
   if (instance == nullptr) {
+#if !defined(_WIN32)
     static const bool registered =
         pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child) == 0;
     (void)registered;
+#endif
     instance = new Pool();
   }
   return *instance;

@@ -61,7 +61,8 @@ class LinuxPlatform:
             f"not run (verify reads files only: apt-get install {found.emulator_package})"
         return BuildRoute(Route.CROSS, f"{found.compilers[1]}; programs {runs}")
 
-    def cmake_arguments(self, target: Target, *, ccache: bool) -> list[str]:
+    def cmake_arguments(self, target: Target, *, ccache: bool, cache: Path,
+                        build_dir: Path) -> list[str]:
         arguments = [] if target.arch == self.host_arch() else \
             cross.cmake_arguments(cross.cross_target(target.arch, self.host_arch()))
         launcher = shutil.which("ccache")

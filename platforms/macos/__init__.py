@@ -38,7 +38,8 @@ class MacOSPlatform:
                           "fix-up or repair yet", fix="build the linux targets; macOS support "
                           "is planned (zig cross builds and native builds on a Mac)")
 
-    def cmake_arguments(self, target: Target, *, ccache: bool) -> list[str]:
+    def cmake_arguments(self, target: Target, *, ccache: bool, cache: Path,
+                        build_dir: Path) -> list[str]:
         return [f"-DCMAKE_OSX_DEPLOYMENT_TARGET={_MINIMUM[target.arch].replace('_', '.')}"]
 
     def library_file(self, library: str) -> str:

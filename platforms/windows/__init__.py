@@ -33,7 +33,8 @@ class WindowsPlatform:
                           "or repair yet", fix="build the linux targets; Windows support is "
                           "planned (zig and wine)")
 
-    def cmake_arguments(self, target: Target, *, ccache: bool) -> list[str]:
+    def cmake_arguments(self, target: Target, *, ccache: bool, cache: Path,
+                        build_dir: Path) -> list[str]:
         return []
 
     def library_file(self, library: str) -> str:

@@ -72,14 +72,14 @@ def test_cross_build_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
     """aarch64 gets the toolchain file and this interpreter's headers (the stable ABI needs
     no target interpreter); the native build's arguments stay what they were."""
     monkeypatch.setattr(LINUX, "host_arch", lambda: "x86_64")
-    arguments = LINUX.cmake_arguments(AARCH64, ccache=False)
+    arguments = LINUX.cmake_arguments(AARCH64, ccache=False, cache=Path('/c'), build_dir=Path('/b'))
     toolchain = Path(arguments[0].partition("=")[2])
     assert arguments[0].startswith("-DCMAKE_TOOLCHAIN_FILE=") and toolchain.is_file()
     assert toolchain.parent == Path(cross.__file__).parent
     assert "CMAKE_SYSTEM_PROCESSOR aarch64" in toolchain.read_text()
     assert arguments[1] == f"-DPython_INCLUDE_DIR={sysconfig.get_paths()['include']}"
     native = Target(name="linux-x86_64", platform="linux", arch="x86_64")
-    assert LINUX.cmake_arguments(native, ccache=False) == []
+    assert LINUX.cmake_arguments(native, ccache=False, cache=Path('/c'), build_dir=Path('/b')) == []
 
 
 def test_cross_table_is_validated(tmp_path: Path) -> None:

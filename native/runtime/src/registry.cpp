@@ -1,6 +1,10 @@
 // The operator and backend registries: thread-safe tables keyed by name. Registering a name
 // twice is a packaging error (two copies of one component in a process): it aborts.
+#if defined(_WIN32)
+#include <windows.h>
+#else
 #include <dlfcn.h>
+#endif
 
 #include <cstdio>
 #include <cstdlib>
@@ -58,12 +62,27 @@ class Table {
   }
 
  private:
+  // The file of the library that holds ``address`` (the registering function), for the
+  // duplicate-registration message.
   static std::string owner_of(const void* address) {
+#if defined(_WIN32)
+    HMODULE module = nullptr;
+    char name[1024];
+    if (address != nullptr &&
+        GetModuleHandleExA(GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS |
+                               GET_MODULE_HANDLE_EX_FLAG_UNCHANGED_REFCOUNT,
+                           static_cast<LPCSTR>(address), &module) != 0) {
+      DWORD length = GetModuleFileNameA(module, name, sizeof(name));
+      if (length > 0 && length < sizeof(name)) return std::string(name, length);
+    }
+    return "";
+#else
     Dl_info info{};
     if (address != nullptr && dladdr(address, &info) != 0 && info.dli_fname != nullptr) {
       return info.dli_fname;
     }
     return "";
+#endif
   }
 
   [[noreturn]] static void abort_duplicate(const char* kind, const std::string& name,

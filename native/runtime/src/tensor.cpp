@@ -5,7 +5,9 @@
 #include <cstring>
 #include <mutex>
 #if !defined(_WIN32)
+#if !defined(_WIN32)
 #include <pthread.h>
+#endif
 #endif
 #include <new>
 #include <stdexcept>
