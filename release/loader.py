@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Protocol
 
 from release.binary.model import BinaryInfo, BinaryReader
+from release.errors import ToolError
 
 
 @dataclass(frozen=True)
@@ -32,16 +33,31 @@ class Runner:
 
     machine: str                            # "x86_64", "aarch64"...
     prefix: tuple[str, ...] = ()            # before a program: ("qemu-aarch64", "-L", root)
-    python: str = sys.executable            # an interpreter of that machine
+    python: str = sys.executable            # an interpreter of that machine ("": none)
     # configure a CMake project for that machine (a toolchain file); None: no compiler for it
     cmake_arguments: tuple[str, ...] | None = ()
+    system: str = ""                        # the programs' operating system ("": this host's)
+    # programs the platform provisioned for its loader model to run there: name -> path
+    helpers: tuple[tuple[str, str], ...] = ()
 
     def command(self, program: str, *arguments: str) -> list[str]:
         """``program`` run with ``arguments`` on this host."""
         return [*self.prefix, program, *arguments]
 
     def python_command(self, *arguments: str) -> list[str]:
+        if not self.python:
+            raise ToolError(f"no Python interpreter runs {self.system or 'here'} "
+                            f"{self.machine} programs on this host",
+                            fix="run this check on a machine of the wheel's platform")
         return self.command(self.python, *arguments)
+
+    def helper(self, name: str) -> str:
+        """The path of the provisioned helper program ``name``."""
+        for known, path in self.helpers:
+            if known == name:
+                return path
+        raise ToolError(f"the {self.system or 'host'} {self.machine} runner has no helper "
+                        f"'{name}'", fix="provision it in the platform's runner()")
 
 
 @dataclass(frozen=True)
@@ -59,11 +75,14 @@ class Host:
         return cls(host_platform.system().lower(), {"amd64": "x86_64", "arm64": "aarch64"}.get(
             machine, machine), tuple(emulated))
 
-    def runner(self, machine: str) -> Runner | None:
-        """How programs for ``machine`` run here: natively, emulated, or not at all (None)."""
-        if machine == self.machine:
+    def runner(self, machine: str, system: str = "") -> Runner | None:
+        """How programs for ``machine`` (of operating system ``system``; "": this host's)
+        run here: natively, emulated, or not at all (None)."""
+        system = "" if system == self.system else system
+        if machine == self.machine and not system:
             return Runner(machine)
-        return next((runner for runner in self.emulated if runner.machine == machine), None)
+        return next((runner for runner in self.emulated
+                     if runner.machine == machine and runner.system == system), None)
 
 
 @dataclass(frozen=True)
@@ -145,6 +164,14 @@ def _number(version: str) -> tuple[int, ...]:
 class LoadItem:
     path: Path
     extension: bool           # an extension module (loaded as the interpreter imports it)
+    installed: str = ""       # the path relative to site-packages ("": not known)
+
+    @property
+    def site(self) -> Path | None:
+        """The site-packages folder the item is installed in (None: not known)."""
+        if not self.installed:
+            return None
+        return self.path.parents[len(self.installed.split("/")) - 1]
 
 
 class LoaderModel(Protocol):
@@ -191,16 +218,18 @@ class LoaderModel(Protocol):
         ``runner`` and exits 0."""
 
 
-def bind_to_wheel(loader: LoaderModel, folders: Collection[str]) -> LoaderModel:
+def bind_to_wheel(loader: LoaderModel, folders: Collection[str],
+                  init_modules: Mapping[str, str]) -> LoaderModel:
     """The model for one wheel whose installed folders (site-packages relative) are
-    ``folders``. A platform whose search depends on the wheel's layout rather than on a
+    ``folders`` and whose top-level packages run ``init_modules`` ("<pkg>/__init__.py" ->
+    source) when imported. A platform whose search depends on the wheel rather than on a
     search path in each binary (Windows: the folders a package adds with
-    os.add_dll_directory) provides ``for_wheel(folders) -> LoaderModel``; a model without it
-    (Linux: the search path is in each file) is used as it is."""
+    os.add_dll_directory) provides ``for_wheel(folders, init_modules) -> LoaderModel``; a
+    model without it (Linux: the search path is in each file) is used as it is."""
     bind = getattr(loader, "for_wheel", None)
     if bind is None:
         return loader
-    bound: LoaderModel = bind(folders)
+    bound: LoaderModel = bind(folders, init_modules)
     return bound
 
 
@@ -213,8 +242,10 @@ class HasLoader(Protocol):
     reader: BinaryReader | None
 
     def emulated(self, *, cache: Path) -> tuple[Runner, ...]:
-        """Runners for other machines whose emulator and root folder this host already has
-        (in the tool ``cache``); never downloads."""
+        """Runners for the machines (and systems) this host runs programs for besides its
+        own, whose emulator is installed: a root folder that must be downloaded is used only
+        when already in the tool ``cache`` (``runner`` provisions it); what is made locally
+        (a wine prefix and its helpers) is made on first use."""
 
 
 def loader_for(platforms: Sequence[HasLoader],

@@ -115,8 +115,10 @@ class Platform(Protocol):
         None when it cannot (verify then reads files only)."""
 
     def emulated(self, *, cache: Path) -> tuple[Runner, ...]:
-        """Runners for other machines whose emulator and root folder are already in place
-        (``runner`` provisions them); never downloads."""
+        """Runners for the machines (and systems) this host runs programs for besides its
+        own, whose emulator is installed: a root folder that must be downloaded is used only
+        when already in the tool ``cache`` (``runner`` provisions it); what is made locally
+        (a wine prefix and its helpers) is made on first use."""
 
 
 def get_platform(name: str) -> Platform:

@@ -85,6 +85,12 @@ function(edgert_add_component component)
     LIBRARY_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/lib"
     RUNTIME_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/lib"
     BUILD_WITH_INSTALL_RPATH ON)
+  if(WIN32)
+    # A DLL is named as on Linux without "lib" (edgert_kernels.dll), whichever compiler built
+    # it: the names are the SDK's interface. Its import library is <name>.lib, the name MSVC
+    # users link (a GNU-built COFF import library serves MSVC's linker too).
+    set_target_properties(${target} PROPERTIES PREFIX "" IMPORT_PREFIX "" IMPORT_SUFFIX ".lib")
+  endif()
   edgert_export_only_api(${target})
   target_include_directories(${target} PUBLIC
     "$<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>"
@@ -120,8 +126,12 @@ function(edgert_add_component component)
       endif()
     endforeach()
     set_property(GLOBAL APPEND PROPERTY EDGERT_SDK_COMPONENTS "${component}")
-    set_property(GLOBAL PROPERTY EDGERT_COMPONENT_${component}_LIBRARY
-      "${CMAKE_SHARED_LIBRARY_PREFIX}${ARG_LIBRARY}${CMAKE_SHARED_LIBRARY_SUFFIX}")
+    if(WIN32)
+      set(file "${ARG_LIBRARY}.dll")   # no prefix on Windows (above)
+    else()
+      set(file "${CMAKE_SHARED_LIBRARY_PREFIX}${ARG_LIBRARY}${CMAKE_SHARED_LIBRARY_SUFFIX}")
+    endif()
+    set_property(GLOBAL PROPERTY EDGERT_COMPONENT_${component}_LIBRARY "${file}")
     set_property(GLOBAL PROPERTY EDGERT_COMPONENT_${component}_OUTPUT_NAME "${ARG_LIBRARY}")
     set_property(GLOBAL PROPERTY EDGERT_COMPONENT_${component}_DEPENDS "${dependencies}")
   endif()
@@ -129,6 +139,15 @@ endfunction()
 
 # Marks a component whose library only registers things (operators, backends): consumers
 # must keep it on the link line even under --as-needed. Call after edgert_add_component.
+#
+# On Windows a DLL is imported only when one of its symbols is used, whatever the link line
+# says: whoever links a registration library also asks for its marker function
+# (edgert_<component>_component), which keeps the import.
 function(edgert_component_registers component)
   set_property(GLOBAL PROPERTY EDGERT_COMPONENT_${component}_KEEP TRUE)
+  if(MSVC)
+    target_link_options(edgert_${component} INTERFACE "LINKER:/INCLUDE:edgert_${component}_component")
+  elseif(WIN32)
+    target_link_options(edgert_${component} INTERFACE "LINKER:-u,edgert_${component}_component")
+  endif()
 endfunction()

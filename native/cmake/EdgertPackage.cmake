@@ -134,6 +134,13 @@ function(edgert_install_package)
     install(DIRECTORY "${generated}/pkgconfig/"
       DESTINATION "${EDGERT_INSTALL_LIBDIR}/pkgconfig" COMPONENT sdk)
   endif()
-  install(DIRECTORY "${PROJECT_SOURCE_DIR}/include/edgert"
-    DESTINATION "${EDGERT_INSTALL_INCLUDEDIR}" COMPONENT sdk)
+  if(WIN32)
+    # Windows' SDK is the C API: MSVC cannot use a C++ API built by a GNU-ABI compiler, so
+    # the C++ headers are not shipped there (docs/windows.md).
+    install(DIRECTORY "${PROJECT_SOURCE_DIR}/include/edgert"
+      DESTINATION "${EDGERT_INSTALL_INCLUDEDIR}" COMPONENT sdk FILES_MATCHING PATTERN "*.h")
+  else()
+    install(DIRECTORY "${PROJECT_SOURCE_DIR}/include/edgert"
+      DESTINATION "${EDGERT_INSTALL_INCLUDEDIR}" COMPONENT sdk)
+  endif()
 endfunction()

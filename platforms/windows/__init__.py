@@ -1,21 +1,72 @@
-"""Windows: PE DLLs in <package>/lib found through os.add_dll_directory, repaired by
-delvewheel.
+"""Windows: PE DLLs in <package>/lib, found through os.add_dll_directory.
 
-Naming, tags, the PE reader (release/binary/pe.py) and the loader model verify uses
-(``loader.py``) are here; compiling (zig targeting x86_64-windows-gnu, run under wine) and
-repair arrive with the Windows wheel work. Until then check_host refuses with the reason."""
+On Linux the wheel is cross-built with zig targeting ``x86_64-windows-gnu`` (UCRT, like
+CPython; libc++ linked statically into each DLL, so no C++ runtime DLL ships) and its programs
+run under wine (``wine.py``). The stable-ABI extension links an import library of
+``python3.dll`` made from ``python3.def`` and is compiled with this interpreter's headers and a
+Windows ``pyconfig.h``. On a Windows machine the same stages use the compiler CMake finds
+there (MSVC on the release runners) and FindPython's ``python3.lib``.
+
+PE files carry no search path, so the fix-up stage has nothing to rewrite; the repair stage
+checks that every DLL a shipped file imports is either shipped or a Windows system DLL (the
+wheel bundles nothing from outside, so delvewheel has nothing to graft) and never renames
+the project's own DLLs: their names are the SDK's interface. The PE reader
+(release/binary/pe.py) and the loader model verify uses (``loader.py``) complete it."""
 
 from __future__ import annotations
 
+import logging
+import os
+import platform as host_platform
+import shutil
+import sysconfig
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from platforms.windows import wine
 from platforms.windows.loader import LOADER
+from release import _cmd, zig
 from release.binary.pe import PeReader
-from release.errors import ToolError
+from release.errors import BinaryFormatError, ReleaseError, ToolError
 from release.loader import Runner
 from release.manifest import Target
 from release.platform import BuildRoute, RepairRequest, Route, SearchPath
+
+TARGET = zig.ZigTarget(triple="x86_64-windows-gnu", system="Windows", processor="AMD64")
+PYCONFIG = Path(__file__).with_name("pyconfig.h")
+_ARCHES = {"amd64": "x86_64"}
+log = logging.getLogger("release")
+
+
+def toolchain_folder(cache: Path) -> Path:
+    """The zig toolchain for x86_64 Windows, shared by builds and SDK consumers."""
+    return cache / "toolchains" / TARGET.triple
+
+
+def python_folder(build_dir: Path, cache: Path) -> tuple[Path, Path]:
+    """Headers (this interpreter's, with the Windows pyconfig.h) and the import library of
+    python3.dll, made in ``build_dir`` for the extension; rewritten only when they change."""
+    folder = build_dir / "python-windows"
+    include = folder / "include"
+    source = Path(sysconfig.get_paths()["include"])
+    if not (source / "Python.h").is_file():
+        raise ToolError(f"this Python has no C headers ({source}/Python.h is missing)",
+                        fix="install the interpreter's development files (apt-get install "
+                            "python3-dev) or use a python.org / pyenv build")
+    stamp = folder / "source.txt"
+    wanted = f"{source}\n{PYCONFIG.read_text(encoding='utf-8')}"
+    library = folder / "python3.lib"
+    if not stamp.is_file() or stamp.read_text(encoding="utf-8") != wanted \
+            or not library.is_file():
+        shutil.rmtree(folder, ignore_errors=True)
+        shutil.copytree(source, include)
+        shutil.copyfile(PYCONFIG, include / "pyconfig.h")
+        _cmd.run([toolchain_folder(cache) / "dlltool", "-d", Path(__file__).with_name(
+            "python3.def"), "-l", library, "-m", "i386:x86-64"],
+            what="make the python3.dll import library")
+        stamp.write_text(wanted, encoding="utf-8")
+    return include, library
 
 
 class WindowsPlatform:
@@ -24,18 +75,43 @@ class WindowsPlatform:
     reader = PeReader()
 
     def check_host(self, target: Target) -> None:
-        route = self.build_route(target)
-        raise ToolError(f"building {target.name} wheels is not supported by this pipeline yet "
-                        f"({route.detail})", fix=route.fix)
+        if target.arch not in _ARCHES:
+            raise ToolError(f"building {target.name} is not supported: only amd64 Windows "
+                            "wheels are built", fix="declare arch = \"amd64\"")
+        if os.name == "nt" or host_platform.system() in ("Linux", "Darwin"):
+            return
+        raise ToolError(f"building {target.name} needs Windows, Linux or macOS",
+                        fix="build on one of those")
 
     def build_route(self, target: Target) -> BuildRoute:
-        return BuildRoute(Route.NOT_BUILDABLE, "the Windows platform module has no toolchain "
-                          "or repair yet", fix="build the linux targets; Windows support is "
-                          "planned (zig and wine)")
+        try:
+            self.check_host(target)
+        except ToolError as refusal:
+            return BuildRoute(Route.NOT_BUILDABLE if target.arch not in _ARCHES
+                              else Route.ELSEWHERE, refusal.what, fix=refusal.fix)
+        if os.name == "nt":
+            return BuildRoute(Route.NATIVE, "the compiler CMake finds (MSVC)")
+        found = wine.find_wine() if host_platform.system() == "Linux" else None
+        runs = f"run under {os.path.basename(found)}" if found else \
+            f"not run (verify reads files only: apt-get install {wine.WINE_PACKAGE})"
+        return BuildRoute(Route.CROSS, f"zig {TARGET.triple} ({zig.REQUIREMENT}, from the "
+                          f"package index); programs {runs}")
 
     def cmake_arguments(self, target: Target, *, ccache: bool, cache: Path,
                         build_dir: Path) -> list[str]:
-        return []
+        if os.name == "nt":
+            return []
+        toolchain = zig.write_toolchain(TARGET, toolchain_folder(cache), cache=cache)
+        include, library = python_folder(build_dir, cache)
+        arguments = [f"-DCMAKE_TOOLCHAIN_FILE={toolchain}", f"-DPython_INCLUDE_DIR={include}",
+                     f"-DEDGERT_PYTHON_SABI_LIBRARY={library}",
+                     # the fuzz targets use POSIX-only allocation hooks: Linux only
+                     "-DEDGERT_BUILD_FUZZERS=OFF"]
+        launcher = shutil.which("ccache")
+        if launcher is not None and ccache:
+            arguments[:0] = [f"-DCMAKE_C_COMPILER_LAUNCHER={launcher}",
+                             f"-DCMAKE_CXX_COMPILER_LAUNCHER={launcher}"]
+        return arguments
 
     def library_file(self, library: str) -> str:
         return f"{library}.dll"
@@ -56,13 +132,54 @@ class WindowsPlatform:
         return []  # PE has no run-time search path; the package adds its lib/ at import
 
     def repair(self, request: RepairRequest) -> Path:
-        raise ToolError("Windows repair is not available yet", fix="build a linux target")
+        """Checks that the wheel needs no DLL from outside it (what delvewheel would bundle)
+        and passes it on unchanged: nothing is renamed, copied or patched."""
+        with zipfile.ZipFile(request.wheel) as archive:
+            names = archive.namelist()
+            shipped = {name.rsplit("/", 1)[-1].lower() for name in names}
+            policy = LOADER.policy(["win_amd64"])
+            for name in names:
+                if not name.lower().endswith((".dll", ".pyd", ".exe")):
+                    continue
+                try:
+                    info = self.reader.read(archive.read(name), where=name)
+                except BinaryFormatError as error:
+                    raise ToolError(f"{name} is not a readable PE file: {error.what}",
+                                    fix="rebuild the wheel") from None
+                for needed in (*info.needed, *info.delay_needed):
+                    if needed.lower() not in shipped and not LOADER.is_system(needed, policy):
+                        raise ToolError(
+                            f"{name} needs {needed}, which is neither shipped in the wheel "
+                            "nor a Windows system DLL",
+                            fix=f"link {needed} statically, or ship it in the package's lib "
+                                "folder (delvewheel repair --add-path DIR bundles it on a "
+                                "machine that has it)")
+        out = request.out_dir / request.wheel.name
+        shutil.copyfile(request.wheel, out)
+        return out
 
     def runner(self, target: Target, *, cache: Path) -> Runner | None:
-        return None
+        if os.name == "nt":
+            return Runner(_ARCHES.get(target.arch, target.arch))
+        if host_platform.system() != "Linux" or target.arch not in _ARCHES:
+            return None
+        toolchain = zig.write_toolchain(TARGET, toolchain_folder(cache), cache=cache)
+        return wine.provision_runner(toolchain, cache)
 
     def emulated(self, *, cache: Path) -> tuple[Runner, ...]:
-        return ()
+        """The wine runner when wine is installed (its prefix and helpers made on first use:
+        zig comes from the package index once); none when that fails (said in the log)."""
+        if host_platform.system() != "Linux" or wine.find_wine() is None:
+            return ()
+        found = wine.existing_runner(toolchain_folder(cache) / "toolchain.cmake", cache)
+        if found is None:
+            try:
+                found = self.runner(Target("windows-amd64", "windows", "amd64"), cache=cache)
+            except ReleaseError as error:
+                log.warning("Windows programs are not run: %s (fix: %s)", error.what, error.fix)
+        return () if found is None else (found,)
 
 
 PLATFORM = WindowsPlatform()
+
+__all__ = ["PLATFORM", "WindowsPlatform"]

@@ -5,26 +5,30 @@ CPython (3.8 and later) loads an extension module with ``LoadLibraryExW`` and
 found in the loading DLL's own folder, in the folders the process added with
 ``os.add_dll_directory``, and in System32. PATH and the current folder are not searched.
 PE files carry no search path of their own: the package adds its folders when it is
-imported. This model takes those folders from the wheel's layout (``for_wheel``):
+imported. This model reads those folders from the wheel (``for_wheel``): the calls of
+``os.add_dll_directory`` in the top-level packages' ``__init__.py``, evaluated without running
+them (``dll_directories``: path expressions built from ``__file__``, as this pipeline's
+packages and delvewheel's patch write them). A call whose argument cannot be evaluated falls
+back to the conventional folders (``<package>/lib``, delvewheel's ``<name>.libs``); a wheel
+whose packages add no folder gets none, so DLLs it keeps outside the loading file's folder
+are reported missing, as Windows would.
 
-* ``<package>/lib``: where this pipeline's wheels install their DLLs; the package's
-  ``__init__.py`` adds it.
-* ``<name>.libs`` at the top of site-packages: where delvewheel puts the DLLs it bundles
-  (with mangled names) and the folder its patch of ``__init__.py`` adds.
-
-System DLLs are an allow-list (``system-dlls.json``), compared in lower case. No load check
-runs yet: this host cannot load PE files (``runner`` is None)."""
+System DLLs are an allow-list (``system-dlls.json``), compared in lower case. Load checks run
+where the host runs Windows programs: on Windows, or under wine (``platforms/windows/wine.py``)
+with a helper that loads each file as CPython does."""
 
 from __future__ import annotations
 
+import ast
 import fnmatch
 import json
 import posixpath
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from platforms.windows.wine import windows_path
 from release.binary.model import BinaryInfo
 from release.loader import (
     Entry,
@@ -61,12 +65,118 @@ def system_dlls() -> SystemDlls:
 
 
 def added_folders(folders: Collection[str]) -> tuple[str, ...]:
-    """The folders of a wheel (site-packages relative) its packages add with
+    """The conventional folders of a wheel (site-packages relative) its packages add with
     os.add_dll_directory: ``<name>.libs`` (delvewheel) and ``<package>/lib``."""
     top = sorted(folder for folder in folders if folder and "/" not in folder)
     libs = [folder for folder in top if folder.endswith(".libs")]
     own = [f"{folder}/lib" for folder in top if f"{folder}/lib" in folders]
     return (*own, *libs)
+
+
+class _Unknown(Exception):
+    """An expression ``dll_directories`` cannot evaluate without running the code."""
+
+
+_PATH_FUNCTIONS = {"abspath", "realpath", "normpath", "str", "fspath", "Path", "PurePath",
+                   "WindowsPath", "PureWindowsPath", "resolve", "absolute"}
+
+
+class _PathEvaluator:
+    """Evaluates a path expression of one module to a site-packages relative path."""
+
+    def __init__(self, tree: ast.Module, module_file: str) -> None:
+        self.module_file = module_file
+        self.names: dict[str, list[ast.expr]] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        self.names.setdefault(target.id, []).append(node.value)
+            elif isinstance(node, (ast.NamedExpr, ast.AnnAssign)) and \
+                    isinstance(node.target, ast.Name) and node.value is not None:
+                self.names.setdefault(node.target.id, []).append(node.value)
+
+    def value(self, node: ast.expr, depth: int = 0) -> str:
+        if depth > 20:
+            raise _Unknown
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        if isinstance(node, ast.Name):
+            if node.id == "__file__":
+                return self.module_file
+            for bound in self.names.get(node.id, ()):
+                try:
+                    return self.value(bound, depth + 1)
+                except _Unknown:
+                    continue
+            raise _Unknown
+        if isinstance(node, ast.Attribute):
+            if node.attr in ("pardir", "curdir"):
+                return ".." if node.attr == "pardir" else "."
+            if node.attr == "parent":
+                return posixpath.dirname(self.value(node.value, depth + 1))
+            raise _Unknown
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+            return posixpath.join(self.value(node.left, depth + 1),
+                                  self.value(node.right, depth + 1))
+        if isinstance(node, ast.Call) and not node.keywords:
+            return self.call(node, depth)
+        raise _Unknown
+
+    def call(self, node: ast.Call, depth: int) -> str:
+        function = node.func
+        name = function.attr if isinstance(function, ast.Attribute) else \
+            function.id if isinstance(function, ast.Name) else ""
+        arguments = [self.value(argument, depth + 1) for argument in node.args]
+        if isinstance(function, ast.Attribute) and name in ("resolve", "absolute") \
+                and not arguments:
+            return self.value(function.value, depth + 1)
+        if name == "join" and arguments:
+            return posixpath.join(*arguments)
+        if name == "dirname" and len(arguments) == 1:
+            return posixpath.dirname(arguments[0])
+        if name in _PATH_FUNCTIONS and len(arguments) == 1:
+            return arguments[0]
+        raise _Unknown
+
+
+@dataclass(frozen=True)
+class DllDirectories:
+    """What a wheel's packages add with os.add_dll_directory when imported."""
+
+    folders: tuple[str, ...]      # site-packages relative, in the order they are added
+    unknown: tuple[str, ...]      # the modules with a call that could not be evaluated
+
+
+def dll_directories(init_modules: Mapping[str, str]) -> DllDirectories:
+    """Reads the ``os.add_dll_directory`` calls of the top-level packages' ``__init__.py``
+    ("<pkg>/__init__.py" -> source) without running them."""
+    folders: list[str] = []
+    unknown: list[str] = []
+    for module_file, source in sorted(init_modules.items()):
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError):
+            continue  # not importable either; other checks see it
+        evaluator = _PathEvaluator(tree, module_file)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call) or len(node.args) != 1:
+                continue
+            function = node.func
+            name = function.attr if isinstance(function, ast.Attribute) else \
+                function.id if isinstance(function, ast.Name) else ""
+            if name != "add_dll_directory":
+                continue
+            try:
+                folder = posixpath.normpath(evaluator.value(node.args[0]))
+            except _Unknown:
+                unknown.append(module_file)
+                continue
+            if folder == ".":
+                folder = ""
+            if not folder.startswith("../") and folder != ".." and folder not in folders:
+                folders.append(folder)
+    return DllDirectories(tuple(folders), tuple(unknown))
 
 
 class WindowsLoader:
@@ -79,8 +189,13 @@ class WindowsLoader:
     def __init__(self, added: Sequence[str] = ()) -> None:
         self.added = tuple(added)
 
-    def for_wheel(self, folders: Collection[str]) -> WindowsLoader:
-        return WindowsLoader(added_folders(folders))
+    def for_wheel(self, folders: Collection[str],
+                  init_modules: Mapping[str, str]) -> WindowsLoader:
+        found = dll_directories(init_modules)
+        added = found.folders
+        if found.unknown:  # a call we cannot evaluate: assume the conventional folders
+            added = (*added, *(f for f in added_folders(folders) if f not in added))
+        return WindowsLoader(tuple(folder for folder in added if folder in folders))
 
     def claims_tag(self, platform_tag: str) -> bool:
         return platform_tag in _MACHINES
@@ -132,10 +247,50 @@ class WindowsLoader:
         return info.format == "pe" and info.file_type == "shared"
 
     def runner(self, platform_tags: Sequence[str], host: Host) -> Runner | None:
-        return None  # no PE loader on this host (wine is not modelled yet)
+        machines = {_MACHINES[tag] for tag in platform_tags if tag in _MACHINES}
+        if len(machines) != 1:
+            return None
+        return host.runner(machines.pop(), "windows")
 
     def load_command(self, items: Sequence[LoadItem], runner: Runner) -> list[str]:
-        raise NotImplementedError("no load check runs for Windows wheels (runner is None)")
+        """Adds the folders the wheel's packages add (``for_wheel``), then loads each item
+        as CPython does: with Python where the runner has one (on Windows), else with the
+        ``load-dlls`` helper (under wine)."""
+        sites = {item.site for item in items if item.site is not None}
+        folders = [site / folder for site in sorted(sites) for folder in self.added]
+        if runner.python:
+            return runner.python_command("-c", _LOAD_SCRIPT, *map(str, folders), "--",
+                                         *(("e:" if item.extension else "l:") + str(item.path)
+                                           for item in items))
+        path = _path_for(runner)
+        arguments: list[str] = []
+        for folder in folders:
+            arguments += ["--add-dll-directory", path(folder)]
+        for item in items:
+            arguments += ["--extension" if item.extension else "--library", path(item.path)]
+        return runner.command(runner.helper("load-dlls"), *arguments)
+
+
+# Run by a Windows Python: os.add_dll_directory for each folder, then each file loaded with
+# LOAD_LIBRARY_SEARCH_DEFAULT_DIRS | LOAD_LIBRARY_SEARCH_DLL_LOAD_DIR (ctypes' default, the
+# flags of CPython's extension loader); an extension must export PyInit_<name>.
+_LOAD_SCRIPT = """
+import ctypes, os, sys
+arguments = sys.argv[1:]
+split = arguments.index("--")
+handles = [os.add_dll_directory(folder) for folder in arguments[:split]]
+for item in arguments[split + 1:]:
+    kind, path = item[:2], item[2:]
+    library = ctypes.WinDLL(path)
+    if kind == "e:":
+        getattr(library, "PyInit_" + os.path.basename(path).split(".")[0])
+"""
+
+
+def _path_for(runner: Runner) -> Callable[[Path], str]:
+    """How the runner's programs name a path of this host: as it is on Windows, on wine's
+    drive Z: otherwise."""
+    return str if not runner.prefix else windows_path
 
 
 LOADER = WindowsLoader()

@@ -116,7 +116,7 @@ def run_verify(path: Path, *, static: bool = False, options: VerifyOptions | Non
         platform = loader_for(platforms, wheel.platforms)
         loader = platform.loader if platform is not None else None
         if loader is not None:
-            loader = bind_to_wheel(loader, wheel.folders)
+            loader = bind_to_wheel(loader, wheel.folders, wheel.init_modules)
         context = VerifyContext(options=options, static=static, host=host or Host.current(),
                                 loader=loader,
                                 policy=loader.policy(wheel.platforms) if loader else None,

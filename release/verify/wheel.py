@@ -46,7 +46,10 @@ from release.verify.metadata import (
 )
 from release.verify.options import Limits, VerifyOptions
 
-REGISTRATION_SECTION = "edgert_reg"
+# Where edgert's registry (native/include/edgert/registry.hpp) keeps its registration records,
+# in each format's spelling: ELF; PE (section names of images have at most 8 characters);
+# Mach-O (segment,section, as the Mach-O reader names sections).
+REGISTRATION_SECTIONS = ("edgert_reg", ".edgreg", "__DATA,edgert_reg")
 _TEXT_LIMIT = 16 << 20
 
 
@@ -119,6 +122,8 @@ class WheelModel:
     # Shipped build-system files consumers read (*.cmake, *.pc): wheel path -> text
     configs: Mapping[str, str] = field(default_factory=dict)
     digests: Mapping[str, str] = field(default_factory=dict)   # wheel path -> sha256 (RECORD form)
+    # The Python that runs when a top-level package is imported: "<pkg>/__init__.py" -> text
+    init_modules: Mapping[str, str] = field(default_factory=dict)
     # every folder that holds a file of the wheel ("" for the top), for O(1) lookups
     folders: frozenset[str] = field(init=False, repr=False, compare=False)
 
@@ -163,7 +168,8 @@ def open_wheel(archive: Path, destination: Path, *, extract_all: bool, prefixes:
         tags=parse_wheel_tags(texts.get(f"{dist_info}/WHEEL", "")), binaries=binaries,
         build_record=record, leaks={s.name: s.leaks for s in streamed if s.leaks},
         findings=tuple(findings), configs=_read_configs(archive, members, options),
-        digests={s.name: s.sha256 for s in streamed})
+        digests={s.name: s.sha256 for s in streamed},
+        init_modules=_read_init_modules(archive, members, options))
 
 
 def _stream_all(archive: Path, members: list[Member], request: StreamRequest,
@@ -200,10 +206,10 @@ def _read_binary(archive: Path, entry: Member, member: StreamedMember,
         return None
     try:
         if member.data is not None:
-            info = read_binary_data(member.data, where=name, sections=(REGISTRATION_SECTION,),
+            info = read_binary_data(member.data, where=name, sections=REGISTRATION_SECTIONS,
                                     readers=readers)
         elif member.written is not None:
-            info = read_binary(member.written, sections=(REGISTRATION_SECTION,),
+            info = read_binary(member.written, sections=REGISTRATION_SECTIONS,
                                readers=readers)
         else:
             return None
@@ -228,6 +234,13 @@ def _read_configs(archive: Path, members: list[Member],
                   options: VerifyOptions) -> dict[str, str]:
     return {m.name: read_member(archive, m, options.limits).decode("utf-8", "replace")
             for m in members if m.name.endswith(CONFIG_SUFFIXES)
+            and m.declared_size <= _TEXT_LIMIT}
+
+
+def _read_init_modules(archive: Path, members: list[Member],
+                       options: VerifyOptions) -> dict[str, str]:
+    return {m.name: read_member(archive, m, options.limits).decode("utf-8", "replace")
+            for m in members if m.name.count("/") == 1 and m.name.endswith("/__init__.py")
             and m.declared_size <= _TEXT_LIMIT}
 
 

@@ -21,6 +21,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+if os.name == "nt":
+    # Windows finds the components' DLLs (edgert/lib) only in folders the process adds, before
+    # the extension is imported (Python >= 3.8 searches neither PATH nor the package folder).
+    _dll_directory = os.add_dll_directory(os.path.join(os.path.dirname(__file__), "lib"))
+
 import numpy as np
 
 from edgert._errors import (

@@ -47,14 +47,23 @@ class Answer:
 
 def libraries_in(fragment: str) -> list[str]:
     """Shared library file names a link-line fragment names: a path, or one wrapped in linker
-    flags (``-Wl,--push-state,--no-as-needed,/x/libfoo.so,--pop-state``, ``-lfoo``)."""
+    flags (``-Wl,--push-state,--no-as-needed,/x/libfoo.so,--pop-state``, ``-lfoo``). A
+    Windows import library (``foo.lib``, ``libfoo.dll.a``) stands for its DLL (``foo.dll``,
+    ``libfoo.dll``): the file the program loads."""
     names = []
     for token in re.split(r"[\s,]+", fragment.strip().strip('"')):
         token = token.strip('"')
+        name = Path(token).name
         if token.startswith("-l") and len(token) > 2 and "/" not in token:
             names.append(f"lib{token[2:]}.so")
-        elif not token.startswith("-") and re.search(r"\.so(?:\.[0-9]+)*$", token):
-            names.append(Path(token).name)
+        elif token.startswith("-"):
+            continue
+        elif re.search(r"\.so(?:\.[0-9]+)*$|\.dylib$", token):
+            names.append(name)
+        elif name.lower().endswith(".dll.a"):
+            names.append(name[:-2])
+        elif name.lower().endswith(".lib"):
+            names.append(name[:-4] + ".dll")
     return names
 
 

@@ -73,8 +73,8 @@ def _candidates(wheel: WheelModel, context: VerifyContext,
 def _run(wheel: WheelModel, context: VerifyContext, loader: LoaderModel, runner: Runner,
          files: Sequence[BinaryFile]) -> tuple[int, str] | None:
     """None when the process loaded everything, else (exit status, output tail)."""
-    command = loader.load_command([LoadItem(wheel.root / binary.installed, binary.is_extension)
-                                   for binary in files], runner)
+    command = loader.load_command([LoadItem(wheel.root / binary.installed, binary.is_extension,
+                                            binary.installed) for binary in files], runner)
     sites = dependency_sites(wheel, context, runner)
     path = os.pathsep.join([str(wheel.root), *map(str, sites)])
     try:

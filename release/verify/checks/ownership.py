@@ -15,7 +15,7 @@ from pathlib import Path
 from release.findings import Finding, Severity
 from release.verify.checks._common import finding
 from release.verify.context import VerifyContext
-from release.verify.wheel import REGISTRATION_SECTION, BinaryFile, WheelModel
+from release.verify.wheel import REGISTRATION_SECTIONS, BinaryFile, WheelModel
 
 NAME = "ownership"
 RUNS_PROGRAMS = False
@@ -44,7 +44,9 @@ def records(data: bytes) -> list[str]:
 def _exact(wheel: WheelModel) -> Ownership:
     owners: dict[str, list[str]] = {}
     for binary in wheel.binaries:
-        for record in records(binary.info.section_data.get(REGISTRATION_SECTION, b"")):
+        data = b"\0".join(binary.info.section_data.get(name, b"")
+                          for name in REGISTRATION_SECTIONS)
+        for record in records(data):
             owners.setdefault(record, []).append(binary.path)
     return Ownership("exact", owners)
 

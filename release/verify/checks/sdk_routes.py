@@ -159,10 +159,19 @@ def _example(wheel: WheelModel, context: VerifyContext, package: tuple[str, str]
             findings.append(finding(NAME, Severity.ERROR, consumer, f"the example program "
                                     f"'{program}' prints different output with CMake 3.24 and "
                                     ">= 3.28", program=program))
-    if not record.example.python_module:
-        findings.append(finding(NAME, Severity.INFO, consumer, "no Python reference command in "
-                                "the build record ('example.python'): C++ output not compared "
-                                "with Python"))
+    if not record.example.python_module or not runner.python:
+        reference = sorted(outputs["new"].items())
+        for program, output in reference[1:]:
+            if output != reference[0][1]:
+                findings.append(finding(NAME, Severity.ERROR, consumer, f"the example programs "
+                                        f"'{reference[0][0]}' and '{program}' print different "
+                                        "bytes", why="users of the SDK's two languages must get "
+                                        "identical results", program=program))
+        why = ("no Python reference command in the build record ('example.python')"
+               if runner.python else f"no Python interpreter for {runner.system or 'this'} "
+               f"{runner.machine} programs here")
+        findings.append(finding(NAME, Severity.INFO, consumer, f"{why}: the example programs' "
+                                "output was not compared with Python's"))
         return findings
     program = str(wheel.root / record.example.program)
     python_output = _cmd.run(runner.python_command("-m", record.example.python_module, program),

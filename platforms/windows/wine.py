@@ -1,0 +1,160 @@
+"""Running Windows programs on this Linux host with wine (Debian: ``apt-get install wine64``).
+
+A runner needs three things, provisioned once into the tool cache:
+
+* a wine prefix (``<cache>/wine/<wine version>``: ~10 s and ~700 MB to create), used with
+  ``WINEDEBUG=-all`` and Mono and Gecko switched off, so no dialog or download happens;
+* ``load-dlls.exe`` (``load_dlls.c``), which loads DLLs and extension modules the way CPython
+  does, and beside it a stand-in ``python3.dll`` exporting the stable ABI's names
+  (``python3.def``): the load checks' program, since no Windows Python is at hand;
+* the zig toolchain file for ``x86_64-windows-gnu``, so SDK consumers build for the wheel.
+
+Paths given to Windows programs are written as wine sees the Linux root: drive ``Z:``."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import shutil
+from functools import cache as _memoized
+from pathlib import Path, PurePosixPath
+
+from release import _cmd, zig
+from release.errors import CommandError, EnvironmentFailure
+from release.loader import Runner
+from release.tools import COMPLETE_MARKER
+
+log = logging.getLogger("release")
+
+HERE = Path(__file__).parent
+LOAD_DLLS_SOURCE = HERE / "load_dlls.c"
+PYTHON3_DEF = HERE / "python3.def"
+WINE_PACKAGE = "wine64"
+# Mono and Gecko would be offered (a download and a dialog) when a prefix is made.
+_ENVIRONMENT = ("WINEDEBUG=-all", "WINEDLLOVERRIDES=mscoree,mshtml=")
+
+
+def find_wine() -> str | None:
+    """The wine program: ``wine`` on PATH, else Debian's ``wine64`` loader."""
+    for candidate in ("wine", "wine64", "/usr/lib/wine/wine64"):
+        found = shutil.which(candidate)
+        if found:
+            return found
+    return None
+
+
+def windows_path(path: Path | str) -> str:
+    """``/tmp/x/y.dll`` as a Windows program under wine names it: ``Z:\\tmp\\x\\y.dll``."""
+    return "Z:" + str(PurePosixPath(path)).replace("/", "\\")
+
+
+@_memoized
+def _wine_version(wine: str) -> str:
+    output = _cmd.run([wine, "--version"], what="wine --version", stderr="separate").strip()
+    return output.split()[0] if output else "wine"
+
+
+def _prefix_command(wine: str, prefix: Path) -> tuple[str, ...]:
+    return ("env", f"WINEPREFIX={prefix}", *_ENVIRONMENT, wine)
+
+
+def _helpers_folder(cache: Path) -> Path:
+    digest = hashlib.sha256(LOAD_DLLS_SOURCE.read_bytes() + PYTHON3_DEF.read_bytes()
+                            + zig.REQUIREMENT.encode()).hexdigest()[:12]
+    return cache / "windows-helpers" / digest
+
+
+def stand_in_source(def_text: str) -> str:
+    """C source of a DLL exporting every name of a .def file: functions that trap if ever
+    called, data objects of 256 zero bytes. Enough to resolve an extension's imports."""
+    lines = ["/* python3.dll stand-in for load checks: exports only (platforms/windows/wine.py) */"]
+    exporting = False
+    for line in def_text.splitlines():
+        words = line.split(";", 1)[0].split()
+        if words == ["EXPORTS"]:
+            exporting = True
+        elif exporting and len(words) == 2 and words[1] == "DATA":
+            lines.append(f"__declspec(dllexport) char {words[0]}[256];")
+        elif exporting and len(words) == 1:
+            lines.append(f"__declspec(dllexport) void {words[0]}(void) {{ __builtin_trap(); }}")
+    return "\n".join(lines) + "\n"
+
+
+def _build_helpers(folder: Path, toolchain_folder: Path) -> None:
+    partial = folder.with_name(folder.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    try:
+        cc = str(toolchain_folder / "cc")
+        (partial / "python3.c").write_text(
+            stand_in_source(PYTHON3_DEF.read_text(encoding="ascii")), encoding="ascii")
+        _cmd.run([cc, "-shared", "-O1", "-o", partial / "python3.dll", partial / "python3.c"],
+                 what="build the python3.dll stand-in")
+        _cmd.run([cc, "-O2", "-o", partial / "load-dlls.exe", LOAD_DLLS_SOURCE, "-lshell32"],
+                 what="build load-dlls.exe")
+        (partial / COMPLETE_MARKER).write_text("load-dlls.exe python3.dll\n")
+        shutil.rmtree(folder, ignore_errors=True)
+        partial.rename(folder)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+
+
+def _make_prefix(wine: str, prefix: Path) -> None:
+    shutil.rmtree(prefix, ignore_errors=True)
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    log.info("creating a wine prefix in %s (once; ~10 s)", prefix)
+    try:
+        _cmd.run([*_prefix_command(wine, prefix), "wineboot", "--init"],
+                 what="wineboot --init", timeout=300)
+        _cmd.run(["env", f"WINEPREFIX={prefix}", "wineserver", "-w"], what="wineserver -w",
+                 timeout=300)
+    except CommandError as error:
+        shutil.rmtree(prefix, ignore_errors=True)
+        raise EnvironmentFailure(f"wine could not create a prefix in {prefix}: {error.what}",
+                                 fix=f"check the wine installation (apt-get install "
+                                     f"{WINE_PACKAGE}) and the disk space") from None
+    (prefix / COMPLETE_MARKER).write_text("wine prefix\n")
+
+
+def prefix_folder(wine: str, cache: Path) -> Path:
+    return cache / "wine" / _wine_version(wine)
+
+
+def _runner(wine: str, prefix: Path, helpers: Path, toolchain: Path) -> Runner:
+    return Runner(machine="x86_64", system="windows", prefix=_prefix_command(wine, prefix),
+                  python="", cmake_arguments=(f"-DCMAKE_TOOLCHAIN_FILE={toolchain}",),
+                  helpers=(("load-dlls", str(helpers / "load-dlls.exe")),))
+
+
+def provision_runner(toolchain: Path, cache: Path) -> Runner | None:
+    """A runner for x86_64 Windows programs under wine, provisioning its prefix and helpers
+    (once); None when wine is not installed."""
+    wine = find_wine()
+    if wine is None:
+        log.info("no wine on PATH: Windows binaries are checked without running them (fix: "
+                 "apt-get install %s)", WINE_PACKAGE)
+        return None
+    prefix = prefix_folder(wine, cache)
+    if not (prefix / COMPLETE_MARKER).is_file():
+        _make_prefix(wine, prefix)
+    helpers = _helpers_folder(cache)
+    if not (helpers / COMPLETE_MARKER).is_file():
+        _build_helpers(helpers, toolchain.parent)
+    return _runner(wine, prefix, helpers, toolchain)
+
+
+def existing_runner(toolchain: Path, cache: Path) -> Runner | None:
+    """The runner when wine, its prefix, the helpers and the toolchain are in place; never
+    provisions anything."""
+    wine = find_wine()
+    if wine is None or not toolchain.is_file():
+        return None
+    prefix = prefix_folder(wine, cache)
+    helpers = _helpers_folder(cache)
+    if not (prefix / COMPLETE_MARKER).is_file() or not (helpers / COMPLETE_MARKER).is_file():
+        return None
+    return _runner(wine, prefix, helpers, toolchain)
+
+
+__all__ = ["existing_runner", "find_wine", "provision_runner", "stand_in_source",
+           "windows_path"]
