@@ -168,13 +168,15 @@ def dll_directories(init_modules: Mapping[str, str]) -> DllDirectories:
             if name != "add_dll_directory":
                 continue
             try:
-                folder = posixpath.normpath(evaluator.value(node.args[0]))
+                text = evaluator.value(node.args[0]).replace("\\", "/")
             except _Unknown:
                 unknown.append(module_file)
                 continue
-            if folder == ".":
-                folder = ""
-            if not folder.startswith("../") and folder != ".." and folder not in folders:
+            if posixpath.isabs(text) or text[1:2] == ":":
+                continue  # a folder of the machine, not of the wheel
+            folder = posixpath.normpath(text)
+            folder = "" if folder == "." else folder
+            if folder != ".." and not folder.startswith("../") and folder not in folders:
                 folders.append(folder)
     return DllDirectories(tuple(folders), tuple(unknown))
 

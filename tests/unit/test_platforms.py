@@ -101,9 +101,27 @@ def test_macos_refuses_until_supported() -> None:
         MACOS.check_host(Target(name="macos-arm64", platform="macos", arch="arm64"))
 
 
+def test_windows_is_cross_built_here_and_run_under_wine_when_installed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from platforms.windows import host_platform as windows_host
+    from platforms.windows import wine
+    amd64 = Target("windows-amd64", "windows", "amd64")
+    monkeypatch.setattr(windows_host, "system", lambda: "Linux")
+    monkeypatch.setattr(wine, "find_wine", lambda: "/usr/bin/wine")
+    route = WINDOWS.build_route(amd64)
+    assert route.route is Route.CROSS and route.reachable
+    assert "zig x86_64-windows-gnu" in route.detail and "run under wine" in route.detail
+    monkeypatch.setattr(wine, "find_wine", lambda: None)
+    without = WINDOWS.build_route(amd64)
+    assert without.reachable and "apt-get install wine64" in without.detail
+    arm = WINDOWS.build_route(Target("windows-arm64", "windows", "arm64"))
+    assert arm.route is Route.NOT_BUILDABLE and "only amd64" in arm.detail
+    with pytest.raises(ToolError, match="only amd64 Windows wheels"):
+        WINDOWS.check_host(Target("windows-arm64", "windows", "arm64"))
+
+
 def test_platforms_without_a_toolchain_are_not_buildable_anywhere() -> None:
-    for platform, target in ((MACOS, Target("macos-arm64", "macos", "arm64")),
-                             (WINDOWS, Target("windows-amd64", "windows", "amd64"))):
+    for platform, target in ((MACOS, Target("macos-arm64", "macos", "arm64")),):
         route = platform.build_route(target)
         assert route.route is Route.NOT_BUILDABLE and not route.buildable
         assert not route.reachable and "no toolchain" in route.detail

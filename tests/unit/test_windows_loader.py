@@ -1,16 +1,39 @@
 """The Windows loader model (platforms/windows/loader.py): which tags it claims, which DLLs
 count as system DLLs (in any case), which folders a DLL's imports are searched in once the
-model knows the wheel's layout, and that it runs no load checks."""
+model reads the folders the wheel's packages add (their os.add_dll_directory calls, evaluated
+without running them), and how it loads files: with Python on Windows, with the load-dlls
+helper under wine."""
 
 from __future__ import annotations
 
 import pytest
 
 from platforms import windows
-from platforms.windows.loader import LOADER, WindowsLoader, added_folders, system_dlls
+from pathlib import Path
+
+from platforms.windows.loader import (
+    LOADER,
+    WindowsLoader,
+    added_folders,
+    dll_directories,
+    system_dlls,
+)
 from release.binary.model import BinaryInfo
 from release.binary.pe import PeReader
-from release.loader import EntryKind, Host, SearchFolder, bind_to_wheel
+from release.errors import ToolError
+from release.loader import EntryKind, Host, LoadItem, Runner, SearchFolder, bind_to_wheel
+
+# What delvewheel 1.11 writes at the top of a package's __init__.py (numpy 2.4.6 for Windows).
+DELVEWHEEL_PATCH = """
+def _delvewheel_patch_1_11_2():
+    import os
+    if os.path.isdir(libs_dir := os.path.abspath(os.path.join(os.path.dirname(__file__), \
+os.pardir, 'numpy.libs'))):
+        os.add_dll_directory(libs_dir)
+
+
+_delvewheel_patch_1_11_2()
+"""
 
 
 def pe(file_type: str = "shared") -> BinaryInfo:
@@ -67,8 +90,36 @@ def test_added_folders_from_the_wheels_layout() -> None:
     assert added_folders(folders) == ("pkg/lib", "numpy.libs")   # other/lib: not top-level
 
 
+@pytest.mark.parametrize("source,folders", [
+    (DELVEWHEEL_PATCH, ("numpy.libs",)),
+    ('import os\nif os.name == "nt":\n    _d = os.add_dll_directory(os.path.join('
+     'os.path.dirname(__file__), "lib"))\n', ("numpy/lib",)),
+    ("from pathlib import Path\nimport os\n"
+     "os.add_dll_directory(str(Path(__file__).resolve().parent / 'bin'))\n", ("numpy/bin",)),
+    ("import os\nos.add_dll_directory(os.path.dirname(__file__))\n", ("numpy",)),
+    ("import os\nos.add_dll_directory('/opt/x/../../..')\n", ()),   # leaves site-packages
+    ("import os\n", ()),
+    ("def broken(:\n", ()),
+])
+def test_dll_directories_are_read_without_running_the_code(source: str,
+                                                             folders: tuple[str, ...]) -> None:
+    found = dll_directories({"numpy/__init__.py": source})
+    assert found.folders == folders and found.unknown == ()
+
+
+def test_an_unevaluable_call_falls_back_to_the_conventional_folders() -> None:
+    source = "import os\nos.add_dll_directory(find_the_folder())\n"
+    assert dll_directories({"pkg/__init__.py": source}).unknown == ("pkg/__init__.py",)
+    bound = bind_to_wheel(LOADER, {"", "pkg", "pkg/lib", "pkg.libs"}, {"pkg/__init__.py": source})
+    assert isinstance(bound, WindowsLoader) and bound.added == ("pkg/lib", "pkg.libs")
+    # no call at all: no folder is added, whatever the layout suggests
+    nothing = bind_to_wheel(LOADER, {"", "pkg", "pkg/lib"}, {"pkg/__init__.py": "x = 1\n"})
+    assert isinstance(nothing, WindowsLoader) and nothing.added == ()
+
+
 def test_search_folders_own_folder_first_then_added_ones() -> None:
-    bound = bind_to_wheel(LOADER, {"", "numpy", "numpy/_core", "numpy.libs"})
+    bound = bind_to_wheel(LOADER, {"", "numpy", "numpy/_core", "numpy.libs"},
+                          {"numpy/__init__.py": DELVEWHEEL_PATCH})
     assert isinstance(bound, WindowsLoader)
     assert bound.search_folders(pe(), "numpy/_core", [SearchFolder("x", "inherited")]) == [
         SearchFolder("numpy/_core", "the DLL's own folder"),
@@ -80,7 +131,7 @@ def test_search_folders_own_folder_first_then_added_ones() -> None:
 
 def test_a_model_without_for_wheel_is_used_as_it_is() -> None:
     from platforms.linux.loader import LOADER as LINUX
-    assert bind_to_wheel(LINUX, {"", "pkg"}) is LINUX
+    assert bind_to_wheel(LINUX, {"", "pkg"}, {}) is LINUX
 
 
 def test_entries_classify_and_loading() -> None:
@@ -90,5 +141,28 @@ def test_entries_classify_and_loading() -> None:
     assert LOADER.classify("../x", "").kind is EntryKind.OUTSIDE
     assert LOADER.classify("C:/tools", "").kind is EntryKind.ABSOLUTE
     assert LOADER.is_loadable_library(pe()) and not LOADER.is_loadable_library(pe("executable"))
-    assert LOADER.runner(["win_amd64"], Host("windows", "x86_64")) is None
+    assert LOADER.runner(["win_amd64"], Host("windows", "x86_64")) == Runner("x86_64")
     assert LOADER.runner(["win_amd64"], Host("linux", "x86_64")) is None
+    under_wine = Runner("x86_64", prefix=("env", "WINEPREFIX=/p", "wine"), python="",
+                        system="windows", helpers=(("load-dlls", "/h/load-dlls.exe"),))
+    assert LOADER.runner(["win_amd64"], Host("linux", "x86_64", (under_wine,))) is under_wine
+    assert LOADER.runner(["win_arm64"], Host("linux", "x86_64", (under_wine,))) is None
+
+
+def test_load_commands_add_the_wheel_s_folders_then_load_in_order() -> None:
+    bound = bind_to_wheel(LOADER, {"", "edgert", "edgert/lib"},
+                          {"edgert/__init__.py": "import os\nos.add_dll_directory("
+                           "os.path.join(os.path.dirname(__file__), 'lib'))\n"})
+    items = [LoadItem(Path("/s/edgert/_C.pyd"), True, "edgert/_C.pyd"),
+             LoadItem(Path("/s/edgert/lib/k.dll"), False, "edgert/lib/k.dll")]
+    wine = Runner("x86_64", prefix=("env", "wine"), python="", system="windows",
+                  helpers=(("load-dlls", "/h/load-dlls.exe"),))
+    assert bound.load_command(items, wine) == [
+        "env", "wine", "/h/load-dlls.exe", "--add-dll-directory", "Z:\\s\\edgert\\lib",
+        "--extension", "Z:\\s\\edgert\\_C.pyd", "--library", "Z:\\s\\edgert\\lib\\k.dll"]
+    native = bound.load_command(items, Runner("x86_64", python="python.exe"))
+    assert native[:2] == ["python.exe", "-c"] and "os.add_dll_directory" in native[2]
+    assert native[3:] == ["/s/edgert/lib", "--", "e:/s/edgert/_C.pyd", "l:/s/edgert/lib/k.dll"]
+    with pytest.raises(ToolError, match="no helper 'load-dlls'"):
+        bound.load_command(items, Runner("x86_64", prefix=("wine",), python="",
+                                         system="windows"))

@@ -1,0 +1,229 @@
+"""The win_amd64 wheel, cross-built here with zig and run for real under wine: its tag, its
+layout (DLLs without prefix in edgert/lib with their import libraries, the C API only, an
+extension linking python3.dll), verify's full report with the load checks under wine, the C
+example built against the wheel's SDK with the zig toolchain printing exactly what Linux
+prints, and each way a Windows wheel goes wrong caught by verify: a package that does not add
+its DLL folder, a DLL needing a DLL nobody ships, a renamed component DLL.
+
+Needs Debian's wine64 (.ci/run installs it); zig comes from the package index, its cache and
+the wine prefix live in the tool cache."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from platforms.windows import PLATFORM as WINDOWS
+from platforms.windows import TARGET as ZIG_TARGET
+from platforms.windows import toolchain_folder, wine
+from release import manifest, tools, zig
+from release import wheel as wheel_module
+from release.binary.pe import PeReader
+from release.errors import ToolError
+from release.loader import Runner
+from release.manifest import Target
+from release.pipeline import BuildOptions, VerifyMode, run
+from release.platform import RepairRequest
+from release.verify import VerifyOptions
+from release.verify.api import verify_wheel
+from release.verify.report import Report
+from tests.conftest import ROOT, BuiltWheel, run_release
+
+TARGET = Target(name="windows-amd64", platform="windows", arch="amd64")
+MODELS = ("mlp", "mlp_quantized")
+COMPONENT_DLLS = {"edgert.dll", "edgert_threadpool.dll", "edgert_kernels.dll",
+                  "edgert_kernels_quantized.dll", "edgert_backend_cpu.dll",
+                  "edgert_export_plugin.dll"}
+
+pytestmark = pytest.mark.index   # zig comes from the package index
+
+
+@dataclass(frozen=True)
+class WindowsWheel:
+    path: Path
+    result: dict
+    runner: Runner
+
+
+@pytest.fixture(scope="module")
+def windows_runner() -> Runner:
+    if wine.find_wine() is None:
+        pytest.skip(f"no wine: apt-get install {wine.WINE_PACKAGE} (.ci/run installs it)")
+    runner = WINDOWS.runner(TARGET, cache=tools.cache_dir())
+    assert runner is not None and runner.system == "windows" and runner.cmake_arguments
+    return runner
+
+
+@pytest.fixture(scope="module")
+def windows_wheel(windows_runner: Runner, tmp_path_factory: pytest.TempPathFactory
+                  ) -> WindowsWheel:
+    """The repaired, fully verified (under wine) win_amd64 CPU wheel."""
+    out = tmp_path_factory.mktemp("dist-windows")
+    result = run(manifest.load(ROOT), BuildOptions(platform="windows", arch="amd64",
+                                                   out_dir=out, verify=VerifyMode.FULL,
+                                                   cache_dir=tools.cache_dir()))
+    assert result.wheel is not None
+    return WindowsWheel(result.wheel, result.to_json(), windows_runner)
+
+
+def unpack(wheel: Path, folder: Path) -> Path:
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(folder)
+    return folder
+
+
+def run_checked(command: list[str], *, cwd: str | None = None) -> str:
+    completed = subprocess.run(command, capture_output=True, text=True, check=False, cwd=cwd,
+                               env={**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", "")})
+    assert completed.returncode == 0, f"{command}:\n{completed.stdout}\n{completed.stderr}"
+    return str(completed.stdout)
+
+
+def mutated(wheel: Path, folder: Path, change: Callable[[dict[str, tuple[bytes, int]]], None]
+            ) -> Path:
+    """A copy of ``wheel`` with ``change`` applied to its entries and a matching RECORD."""
+    entries = wheel_module.read_entries(wheel)
+    change(entries)
+    out = folder / wheel.name
+    wheel_module.write_wheel(out, entries, dist_info=wheel_module.dist_info_of(entries),
+                             epoch=315532800)   # 1980-01-01, the oldest a zip holds
+    return out
+
+
+def errors(report: Report) -> list[tuple[str, str, str]]:
+    return [(f.check, f.file, f.what) for f in report.findings if f.severity == "error"]
+
+
+def test_tag_layout_and_full_verify_under_wine(windows_wheel: WindowsWheel) -> None:
+    name = wheel_module.WheelName.parse(windows_wheel.path.name)
+    assert (name.python, name.abi, name.platform) == ("cp39", "abi3", "win_amd64")
+    with zipfile.ZipFile(windows_wheel.path) as archive:
+        names = set(archive.namelist())
+        binaries = {entry: PeReader().read(archive.read(entry), where=entry)
+                    for entry in names if entry.endswith((".dll", ".pyd"))}
+    assert {entry.rsplit("/", 1)[1] for entry in binaries if entry.startswith("edgert/lib/")} \
+        == COMPONENT_DLLS
+    # every DLL comes with its import library (what C and MSVC users link)
+    assert {f"edgert/lib/{dll[:-4]}.lib" for dll in COMPONENT_DLLS} <= names
+    assert {info.machine for info in binaries.values()} == {"x86_64"}
+    extension = binaries["edgert/_C.pyd"]
+    assert "python3.dll" in extension.needed        # the stable ABI, not python3X.dll
+    assert {"edgert.dll", "edgert_kernels.dll", "edgert_backend_cpu.dll"} <= set(extension.needed)
+    # the C API only: no C++ header, no pkg-config file
+    assert "edgert/include/edgert/edgert.h" in names
+    assert not [entry for entry in names if entry.endswith((".hpp", ".pc"))]
+    report = windows_wheel.result["verify"]
+    assert report["ok"] and report["summary"]["error"] == 0 and not report["static"]
+    assert set(report["checks"].values()) == {"ran"}, report["checks"]
+    loads = [f["what"] for f in report["findings"] if f["check"] == "load-matrix"]
+    assert any("load combinations run" in what for what in loads), loads
+
+
+def test_verify_command_runs_the_load_checks_under_wine(windows_wheel: WindowsWheel) -> None:
+    completed = run_release("verify", "--json", str(windows_wheel.path))
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr
+    assert '"load-matrix": "ran"' in completed.stdout
+
+
+@pytest.fixture(scope="module")
+def linux_outputs(cpu_wheel: BuiltWheel, tmp_path_factory: pytest.TempPathFactory
+                  ) -> dict[str, str]:
+    """``python -m edgert.run_program`` of each shipped model, from this machine's wheel."""
+    site = unpack(cpu_wheel.path, tmp_path_factory.mktemp("linux-site"))
+    outputs = {}
+    for model in MODELS:
+        completed = subprocess.run(
+            [sys.executable, "-m", "edgert.run_program",
+             str(site / "edgert" / "models" / f"{model}.edgert")],
+            capture_output=True, text=True, check=True, cwd="/",
+            env={**os.environ, "PYTHONPATH": str(site)})
+        outputs[model] = completed.stdout
+    return outputs
+
+
+def test_c_example_against_the_sdk_prints_what_linux_prints(
+        windows_wheel: WindowsWheel, linux_outputs: dict[str, str], tmp_path: Path) -> None:
+    """The shipped consumer configured through CMAKE_PREFIX_PATH with the zig toolchain
+    (only its C program: the Windows SDK is the C API), its DLLs copied beside it by the
+    consumer's own rule, run under wine: byte for byte the Linux wheel's Python output."""
+    runner = windows_wheel.runner
+    assert runner.cmake_arguments is not None
+    site = unpack(windows_wheel.path, tmp_path / "site")
+    build = tmp_path / "build"
+    cmake = str(tools.cmake())
+    run_checked([cmake, "-S", str(site / "edgert/examples/consumer"), "-B", str(build),
+                 "-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={tools.ninja()}",
+                 "-DCMAKE_BUILD_TYPE=Release", *runner.cmake_arguments,
+                 f"-DCMAKE_PREFIX_PATH={site / 'edgert'}"])
+    run_checked([cmake, "--build", str(build)])
+    assert sorted(path.name for path in build.glob("*.exe")) == ["run_program_c.exe"]
+    assert {path.name for path in build.glob("*.dll")} >= {"edgert.dll", "edgert_kernels.dll"}
+    for model in MODELS:
+        output = run_checked(runner.command(
+            str(build / "run_program_c.exe"),
+            wine.windows_path(site / "edgert" / "models" / f"{model}.edgert")), cwd=str(tmp_path))
+        assert output.replace("\r\n", "\n") == linux_outputs[model], model
+
+
+def test_a_package_that_does_not_add_its_dll_folder_is_caught(
+        windows_wheel: WindowsWheel, tmp_path: Path) -> None:
+    def drop_the_call(entries: dict[str, tuple[bytes, int]]) -> None:
+        data, mode = entries["edgert/__init__.py"]
+        text = data.decode()
+        assert "os.add_dll_directory(" in text
+        entries["edgert/__init__.py"] = (text.replace("os.add_dll_directory(", "print(")
+                                         .encode(), mode)
+    broken = mutated(windows_wheel.path, tmp_path, drop_the_call)
+    static = verify_wheel(broken, static=True)
+    assert ("linkage", "edgert/_C.pyd") in {(check, file) for check, file, _ in errors(static)}
+    full = verify_wheel(broken, options=VerifyOptions(offline=True))
+    failed = [what for check, _, what in errors(full) if check == "load-matrix"]
+    assert failed and all("loading failed" in what for what in failed), errors(full)
+
+
+def _dll_needing_an_unshipped_dll(folder: Path) -> bytes:
+    """A DLL importing helper.dll, which is built beside it but never shipped."""
+    tools_folder = toolchain_folder(tools.cache_dir())
+    zig.write_toolchain(ZIG_TARGET, tools_folder, cache=tools.cache_dir())
+    (folder / "helper.c").write_text("__declspec(dllexport) int helper(void) { return 1; }\n")
+    (folder / "extra.c").write_text("__declspec(dllimport) int helper(void);\n"
+                                    "__declspec(dllexport) int extra(void) { return helper(); }\n")
+    cc = str(tools_folder / "cc")
+    run_checked([cc, "-shared", "-o", str(folder / "helper.dll"), str(folder / "helper.c"),
+                 f"-Wl,--out-implib,{folder / 'helper.lib'}"])
+    run_checked([cc, "-shared", "-o", str(folder / "extra.dll"), str(folder / "extra.c"),
+                 str(folder / "helper.lib")])
+    return (folder / "extra.dll").read_bytes()
+
+
+def test_a_dll_needing_a_dll_nobody_ships_is_caught(windows_wheel: WindowsWheel,
+                                                    tmp_path: Path) -> None:
+    extra = _dll_needing_an_unshipped_dll(tmp_path)
+    (tmp_path / "out").mkdir()
+    broken = mutated(windows_wheel.path, tmp_path / "out", lambda entries: entries.__setitem__(
+        "edgert/lib/extra.dll", (extra, 0o755)))
+    report = verify_wheel(broken, static=True)
+    assert any(check == "linkage" and file == "edgert/lib/extra.dll" and "helper.dll" in what
+               for check, file, what in errors(report)), errors(report)
+    # and the repair stage refuses to pass such a wheel on
+    (tmp_path / "repaired").mkdir()
+    with pytest.raises(ToolError, match="needs helper.dll, which is neither shipped"):
+        WINDOWS.repair(RepairRequest(broken, tmp_path / "repaired", keep=(), exclude=()))
+    assert not list((tmp_path / "repaired").iterdir())
+
+
+def test_a_renamed_component_dll_is_caught(windows_wheel: WindowsWheel, tmp_path: Path) -> None:
+    def rename(entries: dict[str, tuple[bytes, int]]) -> None:
+        entries["edgert/lib/libedgert_kernels.dll"] = entries.pop("edgert/lib/edgert_kernels.dll")
+    report = verify_wheel(mutated(windows_wheel.path, tmp_path, rename), static=True)
+    found = errors(report)
+    assert any(check == "linkage" and "edgert_kernels.dll" in what for check, _, what in found)
+    assert ("components", "edgert/lib/edgert_kernels.dll",
+            "component 'kernels' is missing from the wheel") in found, found
