@@ -60,9 +60,20 @@ def _write_if_changed(path: Path, text: str, *, executable: bool = False) -> Non
     os.replace(partial, path)
 
 
+# On Windows the wrappers are batch files (CMake and Ninja run them through cmd.exe).
+WRAPPER_SUFFIX = ".cmd" if os.name == "nt" else ""
+
+
 def wrapper_text(zig_path: Path, cache: Path, tool: str, target: ZigTarget) -> str:
     subcommand, takes_target = _TOOLS[tool]
     words = [str(zig_path), subcommand, *(("-target", target.triple) if takes_target else ())]
+    if WRAPPER_SUFFIX:
+        return ("@echo off\r\n"
+                f"if not defined ZIG_GLOBAL_CACHE_DIR set \"ZIG_GLOBAL_CACHE_DIR="
+                f"{cache_folder(cache)}\"\r\n"
+                f"if not defined ZIG_LOCAL_CACHE_DIR set \"ZIG_LOCAL_CACHE_DIR="
+                f"{cache_folder(cache)}\"\r\n"
+                + " ".join(f'"{word}"' for word in words) + " %*\r\n")
     folder = shlex.quote(str(cache_folder(cache)))
     return ("#!/bin/sh\n"
             f"# {tool} for {target.triple}: zig from the package index ({REQUIREMENT})\n"
@@ -72,15 +83,23 @@ def wrapper_text(zig_path: Path, cache: Path, tool: str, target: ZigTarget) -> s
             f"exec {shlex.join(words)} \"$@\"\n")
 
 
+def tool_path(folder: Path, tool: str) -> Path:
+    """The wrapper of ``tool`` (cc, c++, ar, ranlib, rc, dlltool) in a toolchain folder."""
+    return folder / (tool + WRAPPER_SUFFIX)
+
+
 def toolchain_text(folder: Path, target: ZigTarget) -> str:
+    def tool(name: str) -> str:
+        return tool_path(folder, name).as_posix()
+
     lines = [f"# CMake toolchain: {target.triple} built with zig (release/zig.py)",
              f"set(CMAKE_SYSTEM_NAME {target.system})",
              f"set(CMAKE_SYSTEM_PROCESSOR {target.processor})",
-             f'set(CMAKE_C_COMPILER "{folder / "cc"}")',
-             f'set(CMAKE_CXX_COMPILER "{folder / "c++"}")',
-             f'set(CMAKE_AR "{folder / "ar"}" CACHE FILEPATH "zig ar")',
-             f'set(CMAKE_RANLIB "{folder / "ranlib"}" CACHE FILEPATH "zig ranlib")',
-             f'set(CMAKE_RC_COMPILER "{folder / "rc"}")',
+             f'set(CMAKE_C_COMPILER "{tool("cc")}")',
+             f'set(CMAKE_CXX_COMPILER "{tool("c++")}")',
+             f'set(CMAKE_AR "{tool("ar")}" CACHE FILEPATH "zig ar")',
+             f'set(CMAKE_RANLIB "{tool("ranlib")}" CACHE FILEPATH "zig ranlib")',
+             f'set(CMAKE_RC_COMPILER "{tool("rc")}")',
              *(f"set({name} {value})" for name, value in target.settings.items()),
              # Libraries and headers come from zig's own target libc; programs are the host's.
              "set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)"]
@@ -93,7 +112,7 @@ def write_toolchain(target: ZigTarget, folder: Path, *, cache: Path) -> Path:
     zig_path = zig(cache=cache)
     folder.mkdir(parents=True, exist_ok=True)
     for tool in _TOOLS:
-        _write_if_changed(folder / tool, wrapper_text(zig_path, cache, tool, target),
+        _write_if_changed(tool_path(folder, tool), wrapper_text(zig_path, cache, tool, target),
                           executable=True)
     toolchain = folder / "toolchain.cmake"
     _write_if_changed(toolchain, toolchain_text(folder, target))

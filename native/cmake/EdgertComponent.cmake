@@ -52,6 +52,10 @@ add_compile_options(
 add_compile_options("-ffp-contract=off")
 if(CMAKE_SYSTEM_NAME STREQUAL "Linux")
   add_link_options("LINKER:--enable-new-dtags")
+elseif(WIN32 AND NOT MSVC)
+  # No PDB and no debug directory: a PDB's GUID differs per build folder, so without this two
+  # builds of the same sources would differ (and each DLL would double in size).
+  add_link_options("-s")
 endif()
 
 # Each shared library exports exactly its API (cmake/edgert.map): no libstdc++ instantiation

@@ -1,11 +1,11 @@
 """Windows: PE DLLs in <package>/lib, found through os.add_dll_directory.
 
-On Linux the wheel is cross-built with zig targeting ``x86_64-windows-gnu`` (UCRT, like
-CPython; libc++ linked statically into each DLL, so no C++ runtime DLL ships) and its programs
-run under wine (``wine.py``). The stable-ABI extension links an import library of
-``python3.dll`` made from ``python3.def`` and is compiled with this interpreter's headers and a
-Windows ``pyconfig.h``. On a Windows machine the same stages use the compiler CMake finds
-there (MSVC on the release runners) and FindPython's ``python3.lib``.
+The wheel is built with zig targeting ``x86_64-windows-gnu`` (UCRT, like CPython; libc++
+linked statically into each DLL, so no C++ runtime DLL ships): cross-built on Linux, where its
+programs run under wine (``wine.py``), and with the same zig on a Windows machine (MSVC cannot
+compile the kernels' GCC/Clang vector code). The stable-ABI extension links an import library
+of ``python3.dll`` made from ``python3.def`` and is compiled with this interpreter's headers
+and a Windows ``pyconfig.h``.
 
 PE files carry no search path, so the fix-up stage has nothing to rewrite; the repair stage
 checks that every DLL a shipped file imports is either shipped or a Windows system DLL (the
@@ -62,7 +62,7 @@ def python_folder(build_dir: Path, cache: Path) -> tuple[Path, Path]:
         shutil.rmtree(folder, ignore_errors=True)
         shutil.copytree(source, include)
         shutil.copyfile(PYCONFIG, include / "pyconfig.h")
-        _cmd.run([toolchain_folder(cache) / "dlltool", "-d", Path(__file__).with_name(
+        _cmd.run([zig.tool_path(toolchain_folder(cache), "dlltool"), "-d", Path(__file__).with_name(
             "python3.def"), "-l", library, "-m", "i386:x86-64"],
             what="make the python3.dll import library")
         stamp.write_text(wanted, encoding="utf-8")
@@ -90,7 +90,8 @@ class WindowsPlatform:
             return BuildRoute(Route.NOT_BUILDABLE if target.arch not in _ARCHES
                               else Route.ELSEWHERE, refusal.what, fix=refusal.fix)
         if os.name == "nt":
-            return BuildRoute(Route.NATIVE, "the compiler CMake finds (MSVC)")
+            return BuildRoute(Route.NATIVE, f"zig {TARGET.triple} ({zig.REQUIREMENT}, from the "
+                              "package index: MSVC cannot compile the kernels' vector code)")
         found = wine.find_wine() if host_platform.system() == "Linux" else None
         runs = f"run under {os.path.basename(found)}" if found else \
             f"not run (verify reads files only: apt-get install {wine.WINE_PACKAGE})"
@@ -99,8 +100,6 @@ class WindowsPlatform:
 
     def cmake_arguments(self, target: Target, *, ccache: bool, cache: Path,
                         build_dir: Path) -> list[str]:
-        if os.name == "nt":
-            return []
         toolchain = zig.write_toolchain(TARGET, toolchain_folder(cache), cache=cache)
         include, library = python_folder(build_dir, cache)
         arguments = [f"-DCMAKE_TOOLCHAIN_FILE={toolchain}", f"-DPython_INCLUDE_DIR={include}",

@@ -85,7 +85,7 @@ def _build_helpers(folder: Path, toolchain_folder: Path) -> None:
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
     try:
-        cc = str(toolchain_folder / "cc")
+        cc = str(zig.tool_path(toolchain_folder, "cc"))
         (partial / "python3.c").write_text(
             stand_in_source(PYTHON3_DEF.read_text(encoding="ascii")), encoding="ascii")
         _cmd.run([cc, "-shared", "-O1", "-o", partial / "python3.dll", partial / "python3.c"],

@@ -113,6 +113,10 @@ def test_tag_layout_and_full_verify_under_wine(windows_wheel: WindowsWheel) -> N
     # every DLL comes with its import library (what C and MSVC users link)
     assert {f"edgert/lib/{dll[:-4]}.lib" for dll in COMPONENT_DLLS} <= names
     assert {info.machine for info in binaries.values()} == {"x86_64"}
+    # no PDB next to them or named in them (a PDB's GUID would differ per build folder)
+    assert not [entry for entry in names if entry.endswith(".pdb")]
+    with zipfile.ZipFile(windows_wheel.path) as archive:
+        assert not [entry for entry in binaries if b".pdb" in archive.read(entry)]
     extension = binaries["edgert/_C.pyd"]
     assert "python3.dll" in extension.needed        # the stable ABI, not python3X.dll
     assert {"edgert.dll", "edgert_kernels.dll", "edgert_backend_cpu.dll"} <= set(extension.needed)
@@ -148,13 +152,20 @@ def linux_outputs(cpu_wheel: BuiltWheel, tmp_path_factory: pytest.TempPathFactor
     return outputs
 
 
-def test_c_example_against_the_sdk_prints_what_linux_prints(
-        windows_wheel: WindowsWheel, linux_outputs: dict[str, str], tmp_path: Path) -> None:
-    """The shipped consumer configured through CMAKE_PREFIX_PATH with the zig toolchain
-    (only its C program: the Windows SDK is the C API), its DLLs copied beside it by the
-    consumer's own rule, run under wine: byte for byte the Linux wheel's Python output."""
+@dataclass(frozen=True)
+class Consumer:
+    site: Path        # the unpacked wheel
+    build: Path       # the shipped consumer, built against it with the zig toolchain
+
+
+@pytest.fixture(scope="module")
+def consumer(windows_wheel: WindowsWheel, tmp_path_factory: pytest.TempPathFactory
+             ) -> Consumer:
+    """The shipped consumer configured through CMAKE_PREFIX_PATH with the zig toolchain (only
+    its C program: the Windows SDK is the C API), its DLLs copied beside it by its own rule."""
     runner = windows_wheel.runner
     assert runner.cmake_arguments is not None
+    tmp_path = tmp_path_factory.mktemp("windows-consumer")
     site = unpack(windows_wheel.path, tmp_path / "site")
     build = tmp_path / "build"
     cmake = str(tools.cmake())
@@ -163,13 +174,45 @@ def test_c_example_against_the_sdk_prints_what_linux_prints(
                  "-DCMAKE_BUILD_TYPE=Release", *runner.cmake_arguments,
                  f"-DCMAKE_PREFIX_PATH={site / 'edgert'}"])
     run_checked([cmake, "--build", str(build)])
+    return Consumer(site, build)
+
+
+def test_c_example_against_the_sdk_prints_what_linux_prints(
+        windows_wheel: WindowsWheel, consumer: Consumer, linux_outputs: dict[str, str]) -> None:
+    """Run under wine: byte for byte the Linux wheel's Python output."""
+    build, site = consumer.build, consumer.site
     assert sorted(path.name for path in build.glob("*.exe")) == ["run_program_c.exe"]
     assert {path.name for path in build.glob("*.dll")} >= {"edgert.dll", "edgert_kernels.dll"}
     for model in MODELS:
-        output = run_checked(runner.command(
+        output = run_checked(windows_wheel.runner.command(
             str(build / "run_program_c.exe"),
-            wine.windows_path(site / "edgert" / "models" / f"{model}.edgert")), cwd=str(tmp_path))
+            wine.windows_path(site / "edgert" / "models" / f"{model}.edgert")), cwd=str(build))
         assert output.replace("\r\n", "\n") == linux_outputs[model], model
+
+
+def test_an_exception_unwinding_through_another_dll_is_the_c_api_s_typed_error(
+        windows_wheel: WindowsWheel, consumer: Consumer, tmp_path: Path) -> None:
+    """Each DLL carries its own copy of libc++ (zig links it statically). A 2^20 x 2^20 float32
+    matmul (4 TiB): std::bad_alloc is thrown by the runtime's allocation, unwound through
+    the kernels DLL's frames and caught back in the runtime, which turns it into
+    EDGERT_OUT_OF_MEMORY: the same message as on Linux, and no crash."""
+    import numpy as np
+    model, column, row = tmp_path / "outer.edgert", tmp_path / "a.raw", tmp_path / "b.raw"
+    write = ("import sys, numpy as np\nfrom edgert.export import ProgramBuilder\n"
+             "b = ProgramBuilder()\n"
+             "b.output(b.op('edgert::matmul', [b.input(np.float32, [1 << 20, 1]), "
+             "b.input(np.float32, [1, 1 << 20])]))\nb.save(sys.argv[1])\n")
+    subprocess.run([sys.executable, "-c", write, str(model)], check=True,
+                   env={**os.environ, "PYTHONPATH": str(consumer.site)})
+    np.ones(1 << 20, np.float32).tofile(column)
+    np.ones(1 << 20, np.float32).tofile(row)
+    completed = subprocess.run(windows_wheel.runner.command(
+        str(consumer.build / "run_program_c.exe"), wine.windows_path(model),
+        wine.windows_path(column), wine.windows_path(row), "--backends", ""),
+        capture_output=True, text=True, check=False, cwd=str(tmp_path))
+    assert completed.returncode == 1, (completed.returncode, completed.stderr)
+    assert completed.stderr.strip() == "error: out of memory while running the program", \
+        completed.stderr
 
 
 def test_a_package_that_does_not_add_its_dll_folder_is_caught(
