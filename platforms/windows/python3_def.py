@@ -37,7 +37,7 @@ def def_text(abi3info: Any) -> str:
 
 
 def main() -> int:
-    import abi3info  # provisioned by the caller: pip install abi3info
+    import abi3info  # type: ignore[import-not-found]  # provisioned by the caller: pip install abi3info
 
     DEF_FILE.write_text(def_text(abi3info), encoding="ascii")
     return 0

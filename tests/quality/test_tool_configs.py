@@ -109,3 +109,18 @@ def test_actionlint_passes_on_the_release_workflow() -> None:
     completed = subprocess.run([actionlint(), "-no-color", str(WORKFLOW)], cwd=ROOT,
                                capture_output=True, text=True, check=False)
     assert completed.returncode == 0, completed.stdout + completed.stderr
+
+
+@pytest.mark.index
+def test_the_python3_def_is_what_abi3info_gives() -> None:
+    """platforms/windows/python3.def is generated from abi3info (CPython's stable-ABI list);
+    regenerating it from the pinned version gives the committed file."""
+    from platforms.windows import python3_def
+    site = tools.pip_site(python3_def.REQUIREMENT)
+    completed = subprocess.run(
+        [sys.executable, "-c", "import sys, abi3info\n"
+         "from platforms.windows.python3_def import def_text\n"
+         "sys.stdout.write(def_text(abi3info))"],
+        capture_output=True, text=True, check=True, cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(site)])})
+    assert completed.stdout == python3_def.DEF_FILE.read_text(encoding="ascii")

@@ -6,11 +6,11 @@ helper under wine."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from platforms import windows
-from pathlib import Path
-
 from platforms.windows.loader import (
     LOADER,
     WindowsLoader,
