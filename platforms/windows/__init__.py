@@ -104,7 +104,8 @@ class WindowsPlatform:
         include, library = python_folder(build_dir, cache)
         arguments = [f"-DCMAKE_TOOLCHAIN_FILE={toolchain}", f"-DPython_INCLUDE_DIR={include}",
                      f"-DEDGERT_PYTHON_SABI_LIBRARY={library}",
-                     # the fuzz targets use POSIX-only allocation hooks: Linux only
+                     # the fuzz targets replace operator new for the whole process, which an
+                     # executable cannot do for the DLLs it loads: they are built on Linux
                      "-DEDGERT_BUILD_FUZZERS=OFF"]
         launcher = shutil.which("ccache")
         if launcher is not None and ccache:
