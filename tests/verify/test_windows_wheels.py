@@ -34,6 +34,13 @@ def problems(report: Report) -> list[tuple[str, str, str]]:
                   if f.severity in (Severity.ERROR, Severity.WARNING))
 
 
+# How delvewheel's patch and this pipeline's package add their DLL folders.
+DELVEWHEEL_INIT = ("def _delvewheel_patch():\n    import os\n    if os.path.isdir(libs_dir := "
+                   "os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, "
+                   "'demo.libs'))):\n        os.add_dll_directory(libs_dir)\n_delvewheel_patch()\n")
+OWN_INIT = "import os\nos.add_dll_directory(os.path.join(os.path.dirname(__file__), 'lib'))\n"
+
+
 def extension(*needed: str) -> bytes:
     return pe_image(imports=[*needed, *SYSTEM], exports=["PyInit__core"])
 
@@ -44,7 +51,7 @@ def test_a_delvewheel_layout_resolves(tmp_path: Path) -> None:
         "demo.libs/libhelper-0a1b2c.dll": pe_image(imports=["msvcp140-9f8e.dll", "KERNEL32.dll"],
                                                    exports=["helper_run"]),
         "demo.libs/msvcp140-9f8e.dll": pe_image(imports=SYSTEM[:3], exports=["msvcp_run"]),
-    }), static=True)
+    }, init=DELVEWHEEL_INIT), static=True)
     assert problems(report) == []
     assert report.binaries == {"pe": 3}
     assert report.checks["linkage"] == "ran"
@@ -54,8 +61,19 @@ def test_our_layout_resolves_through_package_lib(tmp_path: Path) -> None:
     report = verify_wheel(windows_wheel(tmp_path, {
         "demo/_core.pyd": extension("edgert.dll"),
         "demo/lib/edgert.dll": pe_image(imports=SYSTEM[:3], exports=["edgert_run"]),
-    }), static=True)
+    }, init=OWN_INIT), static=True)
     assert problems(report) == []
+
+
+def test_a_folder_the_package_does_not_add_is_not_searched(tmp_path: Path) -> None:
+    """The same layouts with an __init__.py that adds nothing: Windows would not find the DLLs
+    (Python 3.8+ searches neither PATH nor the package folder), and neither does verify."""
+    report = verify_wheel(windows_wheel(tmp_path, {
+        "demo/_core.pyd": extension("edgert.dll"),
+        "demo/lib/edgert.dll": pe_image(imports=SYSTEM[:3], exports=["edgert_run"]),
+    }, init="import os\n"), static=True)
+    assert problems(report) == [("linkage", "demo/_core.pyd",
+                                 "needs edgert.dll, which is not found after installation")]
 
 
 def test_missing_and_non_system_dlls_are_errors(tmp_path: Path) -> None:
