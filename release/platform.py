@@ -119,6 +119,31 @@ class Platform(Protocol):
         (``runner`` provisions them); never downloads."""
 
 
+class MergedBuild(Protocol):
+    """Optional, for a platform whose fat targets are merged from thin builds (macOS
+    universal2): the pipeline configures, builds and installs each part in a folder of the
+    target's build folder, then hands the install trees to ``merge``."""
+
+    def parts(self, target: Target) -> tuple[Target, ...]:
+        """The thin targets ``target`` is merged from; ``(target,)`` when it is thin."""
+
+    def merge(self, installs: Sequence[Path], into: Path) -> list[str]:
+        """Merges the parts' install trees into ``into``; returns the files it merged."""
+
+
+def build_parts(platform: Platform, target: Target) -> tuple[Target, ...]:
+    """The targets the pipeline builds for ``target``: its parts where the platform merges
+    fat targets from thin builds, else the target itself."""
+    parts = getattr(platform, "parts", None)
+    return (target,) if parts is None else tuple(parts(target))
+
+
+def merge_parts(platform: Platform, installs: Sequence[Path], into: Path) -> list[str]:
+    """``MergedBuild.merge`` of a platform that declares parts."""
+    merged: list[str] = getattr(platform, "merge")(installs, into)  # noqa: B009
+    return merged
+
+
 def get_platform(name: str) -> Platform:
     """Imports ``platforms.<name>`` and returns its PLATFORM object."""
     try:
