@@ -70,11 +70,15 @@ def deployment_target(arch: str) -> str:
 
 def zig_target(arch: str) -> zig.ZigTarget:
     """The zig toolchain of a thin architecture. CMake on a Linux host sets no run-time path
-    flag for Darwin (its Darwin rules ask ``sw_vers``), so the toolchain names it."""
+    flag for Darwin (its Darwin rules ask ``sw_vers``), so the toolchain names it. zig's C++
+    runtime is compiled with debug information and its linker writes a debug map (the
+    object files' build paths) into every binary: ``-Wl,-S`` leaves it out."""
     version = DEPLOYMENT_TARGETS[arch]
     settings = {"CMAKE_OSX_DEPLOYMENT_TARGET": f'"{version}"',
                 "CMAKE_SHARED_LIBRARY_RUNTIME_C_FLAG": '"-Wl,-rpath,"',
-                "CMAKE_SHARED_LIBRARY_RUNTIME_CXX_FLAG": '"-Wl,-rpath,"'}
+                "CMAKE_SHARED_LIBRARY_RUNTIME_CXX_FLAG": '"-Wl,-rpath,"',
+                **{f"CMAKE_{kind}_LINKER_FLAGS_INIT": '"-Wl,-S"'
+                   for kind in ("SHARED", "MODULE", "EXE")}}
     name_tool = _find_tool("install-name-tool")
     if name_tool is not None:
         settings["CMAKE_INSTALL_NAME_TOOL"] = f'"{name_tool}"'
@@ -228,9 +232,10 @@ def _python_include() -> str:
 
 
 def wanted_install_name(info: BinaryInfo, binary: str) -> str | None:
-    """The install name a shipped dylib must carry, "@rpath/<file>"; None for a file that
-    has none (an executable, a bundle)."""
-    if info.file_type != "shared":
+    """The install name a shipped library must carry, "@rpath/<file>"; None for other files
+    (an executable, the extension module: nothing links against it, and cross-built it is
+    a dylib named after its file)."""
+    if info.file_type != "shared" or not binary.endswith(".dylib"):
         return None
     return f"@rpath/{posixpath.basename(binary)}"
 
