@@ -79,9 +79,16 @@ def zig_target(arch: str) -> zig.ZigTarget:
                 "CMAKE_SHARED_LIBRARY_RUNTIME_CXX_FLAG": '"-Wl,-rpath,"',
                 **{f"CMAKE_{kind}_LINKER_FLAGS_INIT": '"-Wl,-S"'
                    for kind in ("SHARED", "MODULE", "EXE")}}
+    # install() rewrites LC_RPATH with it; install(RUNTIME_DEPENDENCY_SET) (edgert_install)
+    # reads load commands with otool, which CMake looks for only on a Mac host.
     name_tool = _find_tool("install-name-tool")
     if name_tool is not None:
         settings["CMAKE_INSTALL_NAME_TOOL"] = f'"{name_tool}"'
+    otool = _find_tool("otool")
+    if otool is not None:
+        settings.update({"CMAKE_GET_RUNTIME_DEPENDENCIES_PLATFORM": "macos+macho",
+                         "CMAKE_GET_RUNTIME_DEPENDENCIES_TOOL": "otool",
+                         "CMAKE_GET_RUNTIME_DEPENDENCIES_COMMAND": f'"{otool}"'})
     return zig.ZigTarget(triple=f"{_ZIG_ARCH[arch]}-macos.{version}", system="Darwin",
                          processor=arch, settings=settings)
 
