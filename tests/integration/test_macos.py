@@ -34,8 +34,8 @@ from release.binary.macho import is_macho
 from release.buildrecord import RECORD_FILE
 from release.errors import VerificationFailed, WheelError
 from release.manifest import Target
-from release.platform import RepairRequest
 from release.pipeline import BuildOptions, VerifyMode, build_variant, run, search_paths
+from release.platform import RepairRequest
 from release.verify import verify_wheel
 from tests.conftest import ROOT, run_release
 
