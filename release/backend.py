@@ -55,6 +55,11 @@ def _options(manifest: Manifest, config_settings: dict[str, Any] | None, *,
     given: dict[str, object] = {key: _setting(config_settings, key, "")
                                 for key in ("variant", "verify")}
     given = {key: value for key, value in given.items() if value}
+    if platform == "macos" and "RELEASE_ARCH" not in os.environ:
+        from platforms.macos import requested_arch  # cibuildwheel's ARCHFLAGS
+        arch = requested_arch(os.environ)
+        if arch is not None:
+            given["arch"] = arch
     if out_dir is not None:
         given["out_dir"] = out_dir
     return build_options.resolve(

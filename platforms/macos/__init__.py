@@ -24,8 +24,9 @@ import platform as host_platform
 import posixpath
 import shutil
 import stat
+import sysconfig
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -162,7 +163,12 @@ class MacOSPlatform:
 
     def cmake_arguments(self, target: Target, *, ccache: bool, cache: Path,
                         build_dir: Path) -> list[str]:
-        (arch,) = thin_arches(target.arch)   # a universal target is built as its parts
+        arches = thin_arches(target.arch)
+        if len(arches) != 1:
+            raise ConfigurationError(f"{target.name} is configured as its parts "
+                                     f"({', '.join(arches)}), not as one build",
+                                     fix="configure each part (MacOSPlatform.parts)")
+        arch = arches[0]
         version = DEPLOYMENT_TARGETS[arch]
         if _on_a_mac():
             arguments = [f"-DCMAKE_OSX_ARCHITECTURES={arch}",
@@ -206,6 +212,7 @@ class MacOSPlatform:
                          fix="read the tool's message above")
                 changed.append(entry.binary)
                 info = read_binary(path)
+                info = _sign_again(path, info)
             check_fixed(info, entry)
         return changed
 
@@ -222,6 +229,29 @@ class MacOSPlatform:
         return ()
 
 
+def _sign_again(path: Path, info: BinaryInfo) -> BinaryInfo:
+    """On a Mac, signs ad hoc an arm64 slice an edit left unsigned or invalid (LLVM's
+    install-name-tool signs again by itself; Apple's older ones do not)."""
+    codesign = shutil.which("codesign") if _on_a_mac() else None
+    if codesign is None or not ("arm64" in info.unsigned or "arm64" in info.bad_signatures):
+        return info
+    _cmd.run([codesign, "--force", "--sign", "-", path], what=f"codesign {path.name}",
+             fix="read codesign's message above")
+    return read_binary(path)
+
+
+def requested_arch(environ: Mapping[str, str]) -> str | None:
+    """The target a PEP 517 build on a Mac was asked for: cibuildwheel (and pip's users) say
+    it with ARCHFLAGS ("-arch arm64 -arch x86_64" for universal2); None when unsaid."""
+    words = environ.get("ARCHFLAGS", "").split()
+    arches = {word for flag, word in zip(words, words[1:]) if flag == "-arch"}
+    if arches == set(UNIVERSAL["universal2"]):
+        return "universal2"
+    if len(arches) == 1 and (arch := arches.pop()) in DEPLOYMENT_TARGETS:
+        return arch
+    return None
+
+
 def zig_triple(arch: str) -> str:
     return f"{_ZIG_ARCH[arch]}-macos.{DEPLOYMENT_TARGETS[arch]}"
 
@@ -234,7 +264,6 @@ def toolchain_arguments(arch: str, folder: Path, *, cache: Path) -> list[str]:
 
 
 def _python_include() -> str:
-    import sysconfig
     return sysconfig.get_paths()["include"]
 
 

@@ -172,3 +172,11 @@ def test_the_universal_merge_copies_what_is_the_same_and_refuses_the_rest(
     (second / "pkg/extra.txt").write_bytes(b"")
     with pytest.raises(ToolError, match=r"installed different files \(pkg/extra.txt in only"):
         MACOS.merge([first, second], tmp_path / "merged")
+
+
+def test_the_arch_a_mac_build_is_asked_for_comes_from_archflags() -> None:
+    assert macos.requested_arch({"ARCHFLAGS": "-arch arm64 -arch x86_64"}) == "universal2"
+    assert macos.requested_arch({"ARCHFLAGS": "-arch x86_64"}) == "x86_64"
+    assert macos.requested_arch({"ARCHFLAGS": "-arch arm64"}) == "arm64"
+    assert macos.requested_arch({"ARCHFLAGS": "-arch ppc"}) is None
+    assert macos.requested_arch({}) is None
