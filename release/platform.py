@@ -8,10 +8,10 @@ emulated), and (for verify) its loader model and binary reader (release/loader.p
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, cast
 
 from release._compat import StrEnum
 from release.binary.model import BinaryReader
@@ -142,6 +142,13 @@ def merge_parts(platform: Platform, installs: Sequence[Path], into: Path) -> lis
     """``MergedBuild.merge`` of a platform that declares parts."""
     merged: list[str] = getattr(platform, "merge")(installs, into)  # noqa: B009
     return merged
+
+
+def requested_arch(platform: Platform, environ: Mapping[str, str]) -> str | None:
+    """The architecture a PEP 517 build was asked for in the environment, where the platform
+    reads one (macOS: cibuildwheel's ARCHFLAGS, ``requested_arch``); None otherwise."""
+    read = getattr(platform, "requested_arch", None)
+    return None if read is None else cast("str | None", read(environ))
 
 
 def get_platform(name: str) -> Platform:

@@ -155,6 +155,10 @@ class MacOSPlatform:
         return tuple(replace(target, name=f"{target.platform}-{arch}", arch=arch)
                      for arch in arches)
 
+    def requested_arch(self, environ: Mapping[str, str]) -> str | None:
+        """The target a PEP 517 build on a Mac was asked for (``requested_arch``)."""
+        return requested_arch(environ)
+
     def merge(self, installs: Sequence[Path], into: Path) -> list[str]:
         """Merges the parts' install trees into ``into``: every file that is Mach-O in each
         tree becomes one fat file (lipo); any other file must be identical in every tree.

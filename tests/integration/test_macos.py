@@ -45,6 +45,8 @@ ARCHES = ("arm64", "x86_64", "universal2")
 EPOCH = 315532800
 TAGS = {"arm64": "macosx_11_0_arm64", "x86_64": "macosx_10_13_x86_64",
         "universal2": "macosx_10_13_universal2"}
+EXTENSION = "edgert/_C.abi3.so"
+KERNELS = "edgert/lib/libedgert_kernels.dylib"
 REGISTERING = ("libedgert_kernels.dylib", "libedgert_kernels_quantized.dylib",
                "libedgert_backend_cpu.dylib")
 
@@ -153,6 +155,29 @@ def test_universal2_is_the_thin_builds_merged(mac_wheels: MacWheels) -> None:
             assert fat[name] == thin[name], name
 
 
+@pytest.mark.parametrize("arch", ["arm64", "universal2"])
+def test_the_fix_up_rewrites_what_differs_and_keeps_arm64_signed(mac_wheels: MacWheels,
+                                                                  tmp_path: Path,
+                                                                  arch: str) -> None:
+    loaded = manifest.load(ROOT)
+    decided = search_paths(loaded, MACOS, build_variant(loaded.variant("cpu")),
+                           loaded.components_for("cpu"))
+    with zipfile.ZipFile(mac_wheels.paths[arch]) as archive:
+        archive.extractall(tmp_path)
+    assert MACOS.fix_up(tmp_path, decided) == []          # the build already has them
+    edit = _name_tool("-delete_rpath", "@loader_path", "-add_rpath", "/Users/runner/build/lib",
+                      "-id", "libedgert_kernels.dylib")
+    edit(tmp_path / KERNELS)
+    _name_tool("-delete_rpath", "@loader_path/lib")(tmp_path / EXTENSION)
+    assert MACOS.fix_up(tmp_path, decided) == [EXTENSION, KERNELS]
+    kernels, extension = read_binary(tmp_path / KERNELS), read_binary(tmp_path / EXTENSION)
+    assert (kernels.soname, kernels.runpath) == ("@rpath/libedgert_kernels.dylib",
+                                                 ("@loader_path",))
+    assert extension.runpath == ("@loader_path/lib",)
+    for info in (kernels, extension):
+        assert info.bad_signatures == () and "arm64" not in info.unsigned
+
+
 # ------------------------------------------------------------ the SDK, cross-built
 
 @pytest.mark.parametrize("arch", ["arm64", "x86_64"])
@@ -222,10 +247,6 @@ def _flip_arm64_code_byte(path: Path) -> None:
     data = bytearray(path.read_bytes())
     data[texts[slice_index].offset + 64] ^= 0x01
     path.write_bytes(bytes(data))
-
-
-EXTENSION = "edgert/_C.abi3.so"
-KERNELS = "edgert/lib/libedgert_kernels.dylib"
 
 
 def test_an_install_name_naming_a_build_folder_is_caught(mac_wheels: MacWheels,

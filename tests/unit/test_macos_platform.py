@@ -15,7 +15,7 @@ from platforms.macos import PLATFORM as MACOS
 from release.binary.model import BinaryInfo
 from release.errors import ToolError, WheelError
 from release.manifest import Target
-from release.platform import Route, SearchPath, build_parts
+from release.platform import Route, SearchPath, build_parts, requested_arch
 from tests.verify.macho_writer import macho
 from tests.verify.test_wheel_safety import make_wheel
 
@@ -180,3 +180,16 @@ def test_the_arch_a_mac_build_is_asked_for_comes_from_archflags() -> None:
     assert macos.requested_arch({"ARCHFLAGS": "-arch arm64"}) == "arm64"
     assert macos.requested_arch({"ARCHFLAGS": "-arch ppc"}) is None
     assert macos.requested_arch({}) is None
+    assert requested_arch(MACOS, {"ARCHFLAGS": "-arch x86_64"}) == "x86_64"
+
+
+def test_the_backend_builds_what_archflags_ask_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    from release import backend, manifest
+    from tests.conftest import ROOT
+    monkeypatch.setattr(backend.sys, "platform", "darwin")
+    monkeypatch.delenv("RELEASE_ARCH", raising=False)
+    monkeypatch.setenv("ARCHFLAGS", "-arch arm64 -arch x86_64")
+    options = backend._options(manifest.load(ROOT), None)
+    assert (options.platform, options.arch) == ("macos", "universal2")
+    monkeypatch.setenv("RELEASE_ARCH", "arm64")          # the pipeline's own setting wins
+    assert backend._options(manifest.load(ROOT), None).arch == "arm64"
