@@ -53,7 +53,7 @@ edgert_status guarded(Body&& body) noexcept {
     return fail(EDGERT_ERROR_UNAVAILABLE, std::string("system resource: ") + error.what());
   } catch (const std::exception& error) {
     return fail(EDGERT_ERROR_INTERNAL, error.what());
-  } catch (...) {  // another library's copy of the C++ runtime threw it (caught_exception.hpp)
+  } catch (...) {  // another library's std:: exception, or a type no handler names
     const edgert::Status status = edgert::caught_exception_status(edgert::Code::InvalidArgument, "");
     return fail(static_cast<edgert_status>(status.code()), status.message());
   }

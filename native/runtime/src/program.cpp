@@ -70,7 +70,7 @@ Status Program::load_bytes(const void* data, size_t size, std::unique_ptr<Progra
     return Status(Code::InvalidProgram, std::string("a tensor size is too large: ") + error.what());
   } catch (const std::bad_alloc&) {
     return Status(Code::OutOfMemory, "out of memory while loading the program");
-  } catch (...) {  // thrown by another library's copy of the C++ runtime (caught_exception.hpp)
+  } catch (...) {  // another library's std:: exception (caught_exception.hpp), or any other
     return caught_exception_status(Code::InvalidProgram, "while loading the program");
   }
 }

@@ -34,7 +34,7 @@ Status Program::run() {
     return Status(Code::InvalidArgument, std::string("a tensor size is too large: ") + error.what());
   } catch (const std::bad_alloc&) {
     return Status(Code::OutOfMemory, "out of memory while running the program");
-  } catch (...) {  // thrown by another library's copy of the C++ runtime (caught_exception.hpp)
+  } catch (...) {  // another library's std:: exception (caught_exception.hpp), or any other
     return caught_exception_status(Code::InvalidArgument, "while running the program");
   }
 }
