@@ -23,9 +23,10 @@ from typing import Any, TypeVar, cast
 from release import manifest as manifest_module
 from release import options as build_options
 from release.errors import ReleaseError
-from release.manifest import Manifest
+from release.manifest import PLATFORMS, Manifest
 from release.options import BuildOptions, Stage
 from release.pipeline import run as run_pipeline
+from release.platform import get_platform, requested_arch
 
 _Hook = TypeVar("_Hook", bound=Callable[..., Any])
 
@@ -55,6 +56,10 @@ def _options(manifest: Manifest, config_settings: dict[str, Any] | None, *,
     given: dict[str, object] = {key: _setting(config_settings, key, "")
                                 for key in ("variant", "verify")}
     given = {key: value for key, value in given.items() if value}
+    if platform in PLATFORMS and "RELEASE_ARCH" not in os.environ:
+        arch = requested_arch(get_platform(platform), os.environ)   # macOS: ARCHFLAGS
+        if arch is not None:
+            given["arch"] = arch
     if out_dir is not None:
         given["out_dir"] = out_dir
     return build_options.resolve(

@@ -42,7 +42,9 @@ from release.platform import (
     Route,
     SearchPath,
     all_platforms,
+    build_parts,
     get_platform,
+    merge_parts,
 )
 from release.variant import BuildVariant, load_variant
 from release.verify import VerifyOptions
@@ -203,20 +205,36 @@ def _search_path_arguments(plan: Plan) -> list[str]:
             for entry in plan.search_paths]
 
 
-def _configure_arguments(plan: Plan, toolchain_arguments: list[str]) -> list[str]:
+@dataclass(frozen=True)
+class _Part:
+    """One CMake build of the run: the target itself, or one thin part of a fat target
+    (built in a folder of the target's build folder, named after its architecture)."""
+
+    target: Target
+    build_dir: Path
+
+
+def _parts(plan: Plan) -> list[_Part]:
+    parts = build_parts(plan.platform, plan.target)
+    if parts == (plan.target,):
+        return [_Part(plan.target, plan.build_dir)]
+    return [_Part(part, plan.build_dir / part.arch) for part in parts]
+
+
+def _configure_arguments(plan: Plan, part: _Part, toolchain_arguments: list[str]) -> list[str]:
     opt_in = [c.cmake_component or c.name for c in plan.manifest.components if c.opt_in]
     registering = [c.cmake_component for c in plan.manifest.components
                    if c.registers and c.cmake_component]
     arguments = [
         "-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={tools.ninja(cache=plan.cache)}",
         "-DCMAKE_BUILD_TYPE=Release",
-        f"-DCMAKE_INSTALL_PREFIX={plan.build_dir / 'install'}",
+        f"-DCMAKE_INSTALL_PREFIX={part.build_dir / 'install'}",
         f"-DEDGERT_PACKAGE_DIR={plan.manifest.package}",
         f"-DEDGERT_OPT_IN_COMPONENTS={';'.join(opt_in)}",
         f"-DEDGERT_REGISTRATION_ONLY_COMPONENTS={';'.join(registering)}",
         f"-DPython_EXECUTABLE={sys.executable}",
-        *plan.platform.cmake_arguments(plan.target, ccache=plan.options.ccache,
-                                        cache=plan.cache, build_dir=plan.build_dir),
+        *plan.platform.cmake_arguments(part.target, ccache=plan.options.ccache,
+                                        cache=plan.cache, build_dir=part.build_dir),
         *_search_path_arguments(plan),
         *toolchain_arguments,
     ]
@@ -258,39 +276,55 @@ def _write_atomically(path: Path, text: str) -> None:
 
 def _configure(plan: Plan, state: _State) -> None:
     toolchain = plan.variant.provision(environ=plan.environ, cache=plan.cache)
+    for part in _parts(plan):
+        _configure_part(plan, part, toolchain.cmake_arguments())
+
+
+def _configure_part(plan: Plan, part: _Part, toolchain_arguments: list[str]) -> None:
     source = Path(plan.manifest.native_source).resolve()
+    build_dir = part.build_dir
+    build_dir.mkdir(parents=True, exist_ok=True)
     wanted = {"source": str(source), "arguments": _configure_arguments(
-        plan, toolchain.cmake_arguments())}
-    stamp = plan.build_dir / STAMP_FILE
+        plan, part, toolchain_arguments)}
+    stamp = build_dir / STAMP_FILE
     recorded = _read_stamp(stamp)
-    intact = _tree_intact(plan.build_dir, source)
+    intact = _tree_intact(build_dir, source)
     if recorded == wanted and intact:
         log.info("configuration unchanged; CMake re-runs itself if its inputs changed")
         return
     stamp.unlink(missing_ok=True)  # (the build folder exists: run() holds its lock)
-    if not intact and (plan.build_dir / "CMakeCache.txt").exists():
+    if not intact and (build_dir / "CMakeCache.txt").exists():
         log.warning("CMake's cache or build.ninja in %s is incomplete; configuring afresh",
-                    plan.build_dir)
-        (plan.build_dir / "CMakeCache.txt").unlink()
-    _cmd.run([tools.cmake(cache=plan.cache), "-S", source, "-B", plan.build_dir,
+                    build_dir)
+        (build_dir / "CMakeCache.txt").unlink()
+    _cmd.run([tools.cmake(cache=plan.cache), "-S", source, "-B", build_dir,
               *wanted["arguments"]], what="CMake configure",
-             fix=f"read the CMake error above; delete {plan.build_dir} to start clean",
+             fix=f"read the CMake error above; delete {build_dir} to start clean",
              stream=True)
     _write_atomically(stamp, json.dumps(wanted))
 
 
 def _build(plan: Plan, state: _State) -> None:
     jobs = plan.options.jobs or os.cpu_count() or 1
-    _cmd.run([tools.cmake(cache=plan.cache), "--build", plan.build_dir, "--parallel", str(jobs)],
-             what="native build", stream=True,
-             fix="fix the error; the build's own output is above")
+    for part in _parts(plan):
+        _cmd.run([tools.cmake(cache=plan.cache), "--build", part.build_dir,
+                  "--parallel", str(jobs)], what="native build", stream=True,
+                 fix="fix the error; the build's own output is above")
 
 
 def _install(plan: Plan, state: _State) -> None:
-    prefix = plan.build_dir / "install"
-    shutil.rmtree(prefix, ignore_errors=True)
-    _cmd.run([tools.cmake(cache=plan.cache), "--install", plan.build_dir, "--prefix", prefix],
-             what="CMake install", fix="check the install() rules in native/")
+    parts = _parts(plan)
+    for part in parts:
+        prefix = part.build_dir / "install"
+        shutil.rmtree(prefix, ignore_errors=True)
+        _cmd.run([tools.cmake(cache=plan.cache), "--install", part.build_dir,
+                  "--prefix", prefix], what="CMake install", fix="check the install() rules "
+                 "in native/")
+    if len(parts) > 1:
+        merged = merge_parts(plan.platform, [part.build_dir / "install" for part in parts],
+                             plan.build_dir / "install")
+        log.info("merged %d binaries of %s into %s", len(merged),
+                 " + ".join(part.target.arch for part in parts), plan.target.arch)
 
 
 def component_file(manifest: Manifest, platform: Platform, component: Component) -> str:

@@ -8,10 +8,10 @@ emulated), and (for verify) its loader model and binary reader (release/loader.p
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, cast
 
 from release._compat import StrEnum
 from release.binary.model import BinaryReader
@@ -119,6 +119,38 @@ class Platform(Protocol):
         own, whose emulator is installed: a root folder that must be downloaded is used only
         when already in the tool ``cache`` (``runner`` provisions it); what is made locally
         (a wine prefix and its helpers) is made on first use."""
+
+
+class MergedBuild(Protocol):
+    """Optional, for a platform whose fat targets are merged from thin builds (macOS
+    universal2): the pipeline configures, builds and installs each part in a folder of the
+    target's build folder, then hands the install trees to ``merge``."""
+
+    def parts(self, target: Target) -> tuple[Target, ...]:
+        """The thin targets ``target`` is merged from; ``(target,)`` when it is thin."""
+
+    def merge(self, installs: Sequence[Path], into: Path) -> list[str]:
+        """Merges the parts' install trees into ``into``; returns the files it merged."""
+
+
+def build_parts(platform: Platform, target: Target) -> tuple[Target, ...]:
+    """The targets the pipeline builds for ``target``: its parts where the platform merges
+    fat targets from thin builds, else the target itself."""
+    parts = getattr(platform, "parts", None)
+    return (target,) if parts is None else tuple(parts(target))
+
+
+def merge_parts(platform: Platform, installs: Sequence[Path], into: Path) -> list[str]:
+    """``MergedBuild.merge`` of a platform that declares parts."""
+    merged: list[str] = getattr(platform, "merge")(installs, into)  # noqa: B009
+    return merged
+
+
+def requested_arch(platform: Platform, environ: Mapping[str, str]) -> str | None:
+    """The architecture a PEP 517 build was asked for in the environment, where the platform
+    reads one (macOS: cibuildwheel's ARCHFLAGS, ``requested_arch``); None otherwise."""
+    read = getattr(platform, "requested_arch", None)
+    return None if read is None else cast("str | None", read(environ))
 
 
 def get_platform(name: str) -> Platform:

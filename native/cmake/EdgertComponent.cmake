@@ -31,7 +31,15 @@ option(EDGERT_MONOLITHIC
 
 # Link feature: a registration-only library stays on the link line under --as-needed.
 # (The monolithic build links its registration archives whole in native/python instead.)
-if(EDGERT_MONOLITHIC OR APPLE)
+if(EDGERT_MONOLITHIC)
+  set(CMAKE_LINK_LIBRARY_USING_EDGERT_KEEP "<LINK_ITEM>")
+elseif(APPLE AND CMAKE_HOST_APPLE)
+  # Apple's linker drops a dylib nothing references under -dead_strip_dylibs; a
+  # -needed_library dylib is always loaded (ld64 takes a path there).
+  set(CMAKE_LINK_LIBRARY_USING_EDGERT_KEEP "LINKER:-needed_library,<LINK_ITEM>")
+elseif(APPLE)
+  # Cross-built with zig (docs/macos.md): its linker keeps every dylib of the link line
+  # unless -dead_strip_dylibs, and reads -needed_library as a library name, not a path.
   set(CMAKE_LINK_LIBRARY_USING_EDGERT_KEEP "<LINK_ITEM>")
 elseif(WIN32)
   set(CMAKE_LINK_LIBRARY_USING_EDGERT_KEEP "<LINK_ITEM>")

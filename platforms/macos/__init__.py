@@ -1,26 +1,118 @@
-"""macOS: Mach-O dylibs with @loader_path-relative LC_RPATH, repaired by delocate.
+"""macOS: Mach-O dylibs named ``@rpath/<file>`` with @loader_path-relative LC_RPATH entries.
 
-Naming, tags and search-path rules are here, and what verify needs: the Mach-O reader
-(release/binary/macho.py) and the dyld loader model (``loader.py``). Compiling (zig from
-Linux, clang on a Mac) and repair arrive with the macOS wheel work; until then check_host
-refuses with the reason."""
+Two routes build the same manifest through the same stages (docs/macos.md):
+
+* On a Mac: the system clang, ``-DCMAKE_OSX_ARCHITECTURES`` and
+  ``-DCMAKE_OSX_DEPLOYMENT_TARGET``; programs run there.
+* Anywhere else: zig from the package index as a CMake toolchain (release/zig.py), the OS
+  version in the target triple (zig ignores ``-mmacosx-version-min``); nothing here runs
+  Mach-O, so ``runner`` is None and verify reads the files only.
+
+universal2 is built as its two thin parts (``parts``), each in a folder of the universal2
+build folder, and their install trees are merged with lipo (``merge``). The fix-up stage
+checks each binary's install name and LC_RPATH against the pipeline's decision and rewrites
+what differs with install_name_tool, which signs arm64 slices again (checked with the
+reader's signature check). Repair bundles nothing: the wheel's binaries may load only each
+other and macOS itself (/usr/lib, /System), which ``repair`` checks.
+
+Naming, tags and search-path rules are here; verify's dyld loader model is ``loader.py``."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+import platform as host_platform
+import posixpath
+import shutil
+import stat
+import sysconfig
+import zipfile
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
-from platforms.macos.loader import LOADER, loader_relative
-from release.binary.macho import MachOReader
-from release.errors import ToolError
+from platforms.macos.loader import LOADER, is_system_path, loader_relative
+from release import _cmd, zig
+from release.binary import read_binary, read_binary_data
+from release.binary.macho import MachOReader, is_macho
+from release.binary.model import BinaryInfo
+from release.errors import ConfigurationError, ToolError, WheelError
 from release.loader import Runner
 from release.manifest import Target
 from release.platform import BuildRoute, RepairRequest, Route, SearchPath
 
-_MINIMUM = {"arm64": "11_0", "x86_64": "10_13", "universal2": "10_13"}
-
-
 __all__ = ["PLATFORM", "MacOSPlatform", "loader_relative"]
+
+# The deployment target of each thin architecture: the one setting the triple, CMake and the
+# wheel tag all come from. arm64 starts at 11.0 (no arm64 Mac runs older); x86_64 at 10.13,
+# the oldest macOS that CPython's own installers and numpy's wheels still support.
+DEPLOYMENT_TARGETS = {"arm64": "11.0", "x86_64": "10.13"}
+# A fat target: the thin parts it is merged from.
+UNIVERSAL = {"universal2": ("arm64", "x86_64")}
+_ZIG_ARCH = {"arm64": "aarch64", "x86_64": "x86_64"}
+_LLVM = "14"
+_LLVM_FIX = "apt-get install llvm-14 (it provides llvm-install-name-tool-14 and llvm-lipo-14)"
+
+
+def thin_arches(arch: str) -> tuple[str, ...]:
+    """The thin architectures a target is built from: itself, or a universal target's parts."""
+    if arch in UNIVERSAL:
+        return UNIVERSAL[arch]
+    if arch in DEPLOYMENT_TARGETS:
+        return (arch,)
+    known = ", ".join([*DEPLOYMENT_TARGETS, *UNIVERSAL])
+    raise ConfigurationError(f"macOS has no architecture '{arch}'", fix=f"use one of: {known}")
+
+
+def deployment_target(arch: str) -> str:
+    """The oldest macOS a target runs on ("10.13"): a universal target's oldest part."""
+    versions = [DEPLOYMENT_TARGETS[part] for part in thin_arches(arch)]
+    return min(versions, key=lambda version: tuple(int(word) for word in version.split(".")))
+
+
+def zig_target(arch: str) -> zig.ZigTarget:
+    """The zig toolchain of a thin architecture. CMake on a Linux host sets no run-time path
+    flag for Darwin (its Darwin rules ask ``sw_vers``), so the toolchain names it. zig's C++
+    runtime is compiled with debug information and its linker writes a debug map (the
+    object files' build paths) into every binary: ``-Wl,-S`` leaves it out."""
+    version = DEPLOYMENT_TARGETS[arch]
+    settings = {"CMAKE_OSX_DEPLOYMENT_TARGET": f'"{version}"',
+                "CMAKE_SHARED_LIBRARY_RUNTIME_C_FLAG": '"-Wl,-rpath,"',
+                "CMAKE_SHARED_LIBRARY_RUNTIME_CXX_FLAG": '"-Wl,-rpath,"',
+                **{f"CMAKE_{kind}_LINKER_FLAGS_INIT": '"-Wl,-S"'
+                   for kind in ("SHARED", "MODULE", "EXE")}}
+    # install() rewrites LC_RPATH with it; install(RUNTIME_DEPENDENCY_SET) (edgert_install)
+    # reads load commands with otool, which CMake looks for only on a Mac host.
+    name_tool = _find_tool("install-name-tool")
+    if name_tool is not None:
+        settings["CMAKE_INSTALL_NAME_TOOL"] = f'"{name_tool}"'
+    otool = _find_tool("otool")
+    if otool is not None:
+        settings.update({"CMAKE_GET_RUNTIME_DEPENDENCIES_PLATFORM": "macos+macho",
+                         "CMAKE_GET_RUNTIME_DEPENDENCIES_TOOL": "otool",
+                         "CMAKE_GET_RUNTIME_DEPENDENCIES_COMMAND": f'"{otool}"'})
+    return zig.ZigTarget(triple=f"{_ZIG_ARCH[arch]}-macos.{version}", system="Darwin",
+                         processor=arch, settings=settings)
+
+
+def _on_a_mac() -> bool:
+    return host_platform.system() == "Darwin"
+
+
+def _find_tool(tool: str) -> str | None:
+    """An LLVM binutil ("install-name-tool", "lipo"): LLVM's (which re-signs what it edits)
+    wherever found, else on a Mac the system's."""
+    names = [f"llvm-{tool}-{_LLVM}", f"llvm-{tool}"]
+    if _on_a_mac():
+        names.append(tool.replace("-", "_"))
+    return next((found for name in names if (found := shutil.which(name)) is not None), None)
+
+
+def _require_tool(tool: str) -> str:
+    found = _find_tool(tool)
+    if found is None:
+        raise ToolError(f"llvm-{tool} was not found on PATH",
+                        fix="xcode-select --install" if _on_a_mac() else _LLVM_FIX)
+    return found
 
 
 class MacOSPlatform:
@@ -30,17 +122,70 @@ class MacOSPlatform:
 
     def check_host(self, target: Target) -> None:
         route = self.build_route(target)
-        raise ToolError(f"building {target.name} wheels is not supported by this pipeline yet "
-                        f"({route.detail})", fix=route.fix)
+        if not route.reachable:
+            raise ToolError(f"cannot build {target.name} on this host: {route.detail}",
+                            fix=route.fix)
 
     def build_route(self, target: Target) -> BuildRoute:
-        return BuildRoute(Route.NOT_BUILDABLE, "the macOS platform module has no toolchain, "
-                          "fix-up or repair yet", fix="build the linux targets; macOS support "
-                          "is planned (zig cross builds and native builds on a Mac)")
+        try:
+            arches = thin_arches(target.arch)
+        except ConfigurationError as error:
+            return BuildRoute(Route.ELSEWHERE, error.what, fix=error.fix)
+        wanted = ["install-name-tool", *(("lipo",) if len(arches) > 1 else ())]
+        missing = [f"llvm-{tool}" for tool in wanted if _find_tool(tool) is None]
+        if _on_a_mac():
+            if shutil.which("clang") is None:
+                return BuildRoute(Route.NATIVE, "this Mac's clang was not found",
+                                  fix="xcode-select --install")
+            return BuildRoute(Route.NATIVE, f"this Mac's clang ({' + '.join(arches)})",
+                              fix="xcode-select --install" if missing else "")
+        detail = (f"zig {zig.REQUIREMENT.split('==')[-1]} from the package index "
+                  f"({', '.join(zig_triple(arch) for arch in arches)}); programs not run "
+                  "(verify reads files only)")
+        if missing:
+            return BuildRoute(Route.CROSS, f"{detail}; {', '.join(missing)} not found",
+                              fix=_LLVM_FIX)
+        return BuildRoute(Route.CROSS, detail)
+
+    def parts(self, target: Target) -> tuple[Target, ...]:
+        """The thin targets a fat target is merged from; (target,) for a thin one."""
+        arches = thin_arches(target.arch)
+        if arches == (target.arch,):
+            return (target,)
+        return tuple(replace(target, name=f"{target.platform}-{arch}", arch=arch)
+                     for arch in arches)
+
+    def requested_arch(self, environ: Mapping[str, str]) -> str | None:
+        """The target a PEP 517 build on a Mac was asked for (``requested_arch``)."""
+        return requested_arch(environ)
+
+    def merge(self, installs: Sequence[Path], into: Path) -> list[str]:
+        """Merges the parts' install trees into ``into``: every file that is Mach-O in each
+        tree becomes one fat file (lipo); any other file must be identical in every tree.
+        Returns the merged files (relative, "/"-separated)."""
+        return merge_trees(installs, into)
 
     def cmake_arguments(self, target: Target, *, ccache: bool, cache: Path,
                         build_dir: Path) -> list[str]:
-        return [f"-DCMAKE_OSX_DEPLOYMENT_TARGET={_MINIMUM[target.arch].replace('_', '.')}"]
+        arches = thin_arches(target.arch)
+        if len(arches) != 1:
+            raise ConfigurationError(f"{target.name} is configured as its parts "
+                                     f"({', '.join(arches)}), not as one build",
+                                     fix="configure each part (MacOSPlatform.parts)")
+        arch = arches[0]
+        version = DEPLOYMENT_TARGETS[arch]
+        if _on_a_mac():
+            arguments = [f"-DCMAKE_OSX_ARCHITECTURES={arch}",
+                         f"-DCMAKE_OSX_DEPLOYMENT_TARGET={version}"]
+            launcher = shutil.which("ccache")
+            if launcher is not None and ccache:
+                arguments += [f"-DCMAKE_C_COMPILER_LAUNCHER={launcher}",
+                              f"-DCMAKE_CXX_COMPILER_LAUNCHER={launcher}"]
+            return arguments
+        return [*toolchain_arguments(arch, build_dir / "zig-toolchain", cache=cache),
+                # the stable-ABI extension needs this interpreter's headers only (no
+                # libpython: it links with -undefined dynamic_lookup)
+                f"-DPython_INCLUDE_DIR={_python_include()}"]
 
     def library_file(self, library: str) -> str:
         return f"lib{library}.dylib"
@@ -49,7 +194,8 @@ class MacOSPlatform:
         return f"{module}.abi3.so"
 
     def wheel_platform_tag(self, target: Target) -> str:
-        return f"macosx_{_MINIMUM[target.arch]}_{target.arch}"
+        thin_arches(target.arch)
+        return f"macosx_{deployment_target(target.arch).replace('.', '_')}_{target.arch}"
 
     def python_tag(self) -> str:
         return "cp39-abi3"
@@ -58,16 +204,203 @@ class MacOSPlatform:
         return tuple(loader_relative(binary, folder) for folder in folders)
 
     def fix_up(self, root: Path, search_paths: Sequence[SearchPath]) -> list[str]:
-        raise ToolError("macOS fix-up is not available yet", fix="build a linux target")
+        tool: str | None = None
+        changed = []
+        for entry in search_paths:
+            path = root / entry.binary
+            info = read_binary(path)
+            edits = name_edits(info, entry)
+            if edits:
+                tool = tool or _require_tool("install-name-tool")
+                _cmd.run([tool, *edits, path], what=f"install_name_tool on {entry.binary}",
+                         fix="read the tool's message above")
+                changed.append(entry.binary)
+                info = read_binary(path)
+                info = _sign_again(path, info)
+            check_fixed(info, entry)
+        return changed
 
     def repair(self, request: RepairRequest) -> Path:
-        raise ToolError("macOS repair is not available yet", fix="build a linux target")
+        check_self_contained(request.wheel)
+        out = request.out_dir / request.wheel.name
+        shutil.copyfile(request.wheel, out)
+        return out
 
     def runner(self, target: Target, *, cache: Path) -> Runner | None:
-        return None
+        return None   # no Mach-O runs here; on a Mac the release workflow runs the wheel
 
     def emulated(self, *, cache: Path) -> tuple[Runner, ...]:
         return ()
+
+
+def _sign_again(path: Path, info: BinaryInfo) -> BinaryInfo:
+    """On a Mac, signs ad hoc an arm64 slice an edit left unsigned or invalid (LLVM's
+    install-name-tool signs again by itself; Apple's older ones do not)."""
+    codesign = shutil.which("codesign") if _on_a_mac() else None
+    if codesign is None or not ("arm64" in info.unsigned or "arm64" in info.bad_signatures):
+        return info
+    _cmd.run([codesign, "--force", "--sign", "-", path], what=f"codesign {path.name}",
+             fix="read codesign's message above")
+    return read_binary(path)
+
+
+def requested_arch(environ: Mapping[str, str]) -> str | None:
+    """The target a PEP 517 build on a Mac was asked for: cibuildwheel (and pip's users) say
+    it with ARCHFLAGS ("-arch arm64 -arch x86_64" for universal2); None when unsaid."""
+    words = environ.get("ARCHFLAGS", "").split()
+    arches = {word for flag, word in zip(words, words[1:]) if flag == "-arch"}
+    if arches == set(UNIVERSAL["universal2"]):
+        return "universal2"
+    if len(arches) == 1 and (arch := arches.pop()) in DEPLOYMENT_TARGETS:
+        return arch
+    return None
+
+
+def zig_triple(arch: str) -> str:
+    return f"{_ZIG_ARCH[arch]}-macos.{DEPLOYMENT_TARGETS[arch]}"
+
+
+def toolchain_arguments(arch: str, folder: Path, *, cache: Path) -> list[str]:
+    """What configures any CMake project for ``arch`` with zig (native/, an SDK consumer):
+    the toolchain file, written into ``folder``; zig is provisioned into ``cache``."""
+    toolchain = zig.write_toolchain(zig_target(arch), folder, cache=cache)
+    return [f"-DCMAKE_TOOLCHAIN_FILE={toolchain}"]
+
+
+def _python_include() -> str:
+    return sysconfig.get_paths()["include"]
+
+
+def wanted_install_name(info: BinaryInfo, binary: str) -> str | None:
+    """The install name a shipped library must carry, "@rpath/<file>"; None for other files
+    (an executable, the extension module: nothing links against it, and cross-built it is
+    a dylib named after its file)."""
+    if info.file_type != "shared" or not binary.endswith(".dylib"):
+        return None
+    return f"@rpath/{posixpath.basename(binary)}"
+
+
+def name_edits(info: BinaryInfo, entry: SearchPath) -> list[str]:
+    """install_name_tool arguments that give ``entry.binary`` its install name and exactly
+    the decided LC_RPATH entries, in order; [] when it has them."""
+    edits: list[str] = []
+    name = wanted_install_name(info, entry.binary)
+    if name is not None and info.soname != name:
+        edits += ["-id", name]
+    if info.runpath != entry.entries:
+        for old in dict.fromkeys(info.runpath):
+            edits += ["-delete_rpath", old]
+        for new in entry.entries:
+            edits += ["-add_rpath", new]
+    return edits
+
+
+def check_fixed(info: BinaryInfo, entry: SearchPath) -> None:
+    """Raises ToolError when a fixed-up binary still differs from the decision or carries
+    an arm64 slice without a valid signature (macOS would kill the process loading it)."""
+    name = wanted_install_name(info, entry.binary)
+    problems = []
+    if name is not None and info.soname != name:
+        problems.append(f"install name {info.soname!r}, wanted {name!r}")
+    if info.runpath != entry.entries:
+        problems.append(f"LC_RPATH {list(info.runpath)}, wanted {list(entry.entries)}")
+    if "arm64" in info.unsigned or "arm64" in info.bad_signatures:
+        problems.append("its arm64 code signature is missing or does not match its bytes")
+    if problems:
+        raise ToolError(f"{entry.binary} after the fix-up: {'; '.join(problems)}",
+                        fix="use llvm-install-name-tool (LLVM >= 14), which re-signs what it "
+                            "edits, or sign again with codesign -f -s - FILE on a Mac")
+
+
+def check_self_contained(wheel_path: Path) -> None:
+    """Raises WheelError when a binary in the wheel loads a library that is neither in the
+    wheel nor part of macOS: this route bundles nothing, so such a wheel cannot be repaired
+    here (delocate-wheel on a Mac copies outside libraries into the wheel)."""
+    reader = MachOReader()
+    with zipfile.ZipFile(wheel_path) as archive:
+        names = archive.namelist()
+        shipped = {posixpath.basename(name) for name in names}
+        for name in names:
+            with archive.open(name) as member:
+                head = member.read(8)
+            if not is_macho(head):
+                continue
+            info = read_binary_data(archive.read(name), where=f"{wheel_path.name}:{name}",
+                                    readers=(reader,))
+            outside = [path for path in info.needed_paths
+                       if not is_system_path(path) and posixpath.basename(path) not in shipped]
+            if outside:
+                raise WheelError(
+                    f"{name} in {wheel_path.name} loads {', '.join(outside)}, which is neither "
+                    "in the wheel nor part of macOS (/usr/lib, /System)",
+                    fix="link that library statically, or build on a Mac and bundle it with "
+                        "delocate-wheel (docs/macos.md, Repair)")
+
+
+def merge_trees(installs: Sequence[Path], into: Path) -> list[str]:
+    """See ``MacOSPlatform.merge``."""
+    if len(installs) < 2:
+        raise ConfigurationError("a universal merge needs two install trees or more",
+                                 fix="pass each thin part's install folder")
+    listings = [_listing(tree) for tree in installs]
+    first = listings[0]
+    for tree, listing in zip(installs[1:], listings[1:]):
+        if set(listing) != set(first):
+            only = sorted(set(listing) ^ set(first))
+            raise ToolError(f"the thin builds installed different files ({', '.join(only[:5])} "
+                            f"in only one of {installs[0]} and {tree})",
+                            fix="make the install rules the same for every architecture")
+    lipo: str | None = None
+    merged = []
+    shutil.rmtree(into, ignore_errors=True)
+    into.mkdir(parents=True)
+    for relative in sorted(first):
+        sources = [tree / relative for tree in installs]
+        target = into / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        kind = first[relative]
+        if kind == "dir":
+            target.mkdir(exist_ok=True)
+        elif kind.startswith("link:"):
+            if any(listing[relative] != kind for listing in listings):
+                raise ToolError(f"{relative} is a different symbolic link in each thin build",
+                                fix="make the install rules the same for every architecture")
+            os.symlink(kind[len("link:"):], target)
+        elif all(_is_macho_file(source) for source in sources):
+            lipo = lipo or _require_tool("lipo")
+            _cmd.run([lipo, "-create", *sources, "-output", target],
+                     what=f"lipo -create {relative}", fix="read lipo's message above")
+            shutil.copymode(sources[0], target)
+            merged.append(relative)
+        else:
+            data = sources[0].read_bytes()
+            different = [str(source) for source in sources[1:] if source.read_bytes() != data]
+            if different:
+                raise ToolError(f"{relative} differs between the thin builds ({sources[0]} and "
+                                f"{different[0]}) and is not Mach-O, so it cannot be merged",
+                                fix="make the file the same for every architecture")
+            shutil.copy2(sources[0], target)
+    return merged
+
+
+def _listing(tree: Path) -> dict[str, str]:
+    """Relative path -> "dir", "file" or "link:<target>" for everything under ``tree``."""
+    if not tree.is_dir():
+        raise ToolError(f"{tree} is not an install folder", fix="run the install stage")
+    found = {}
+    for folder, dirs, files in os.walk(tree):
+        for name in [*dirs, *files]:
+            path = Path(folder, name)
+            relative = path.relative_to(tree).as_posix()
+            mode = path.lstat().st_mode
+            found[relative] = f"link:{os.readlink(path)}" if stat.S_ISLNK(mode) else \
+                "dir" if stat.S_ISDIR(mode) else "file"
+    return found
+
+
+def _is_macho_file(path: Path) -> bool:
+    with path.open("rb") as handle:
+        return is_macho(handle.read(8))
 
 
 PLATFORM = MacOSPlatform()

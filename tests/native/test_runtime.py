@@ -219,3 +219,47 @@ def test_duplicate_registration_aborts_naming_both_owners(
     expected_first = "libedgert_kernels.so" if operator.startswith("edgert::") else first.name
     assert expected_first in completed.stderr
     assert (first.name if operator.startswith("edgert::") else second.name) in completed.stderr
+
+
+# ------------------------------------------------------------ exceptions between libraries
+
+THROWING_SOURCE = r"""
+#include "edgert/registry.hpp"
+static edgert::Status kernel(edgert::KernelContext&) { throw 42; }
+EDGERT_REGISTER_OPERATOR("test::throws", kernel);
+"""
+
+
+def test_an_exception_no_handler_names_becomes_a_status(
+    native_install: NativeInstall, tmp_path: Path
+) -> None:
+    """Program::run ends with catch (...) (native/runtime/src/caught_exception.hpp): where each
+    library has its own copy of the C++ runtime (zig builds) another library's std::bad_alloc
+    matches no typed handler, as an int matches none here; the status names the type."""
+    source = tmp_path / "throws.cpp"
+    source.write_text(THROWING_SOURCE)
+    library = tmp_path / "libthrows.so"
+    subprocess.run(
+        ["g++", "-std=c++17", "-shared", "-fPIC", "-O1",
+         f"-I{native_install.package_dir / 'include'}", str(source),
+         f"-L{native_install.lib_dir}", "-ledgert", "-o", str(library)],
+        check=True, capture_output=True,
+    )
+    code = (
+        "import ctypes, sys, numpy, edgert\n"
+        "from edgert.export import ProgramBuilder\n"
+        "edgert.operators()\n"  # loads libedgert, which the test library links
+        "ctypes.CDLL(sys.argv[1])\n"
+        "builder = ProgramBuilder()\n"
+        "builder.output(builder.op('test::throws', [builder.input('float32', (1,))]))\n"
+        "try:\n"
+        "    edgert.load(builder.to_bytes()).run([numpy.zeros(1, numpy.float32)])\n"
+        "except edgert.InternalError as error:\n"
+        "    print('status:', error)\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", code, str(library)], capture_output=True, text=True,
+        env=native_install.env(), timeout=60,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert "status: unexpected C++ exception i while running the program" in completed.stdout

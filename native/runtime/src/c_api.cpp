@@ -1,6 +1,7 @@
 // The C API (edgert.h): opaque handles over the C++ API, errors kept per thread.
 // No exception crosses it: every entry point runs inside `guarded`, which maps allocation
-// failures to EDGERT_ERROR_OUT_OF_MEMORY and anything else to a status with its message.
+// failures to EDGERT_ERROR_OUT_OF_MEMORY and anything else to a status with its message,
+// including exceptions of another library's copy of the C++ runtime (caught_exception.hpp).
 // Each program carries a mutex: calls on one program from several threads are serialized.
 #include <cstring>
 #include <memory>
@@ -11,6 +12,7 @@
 #include <string>
 #include <system_error>
 
+#include "caught_exception.hpp"
 #include "edgert/edgert.h"
 #include "edgert/runtime.hpp"
 #include "registry_internal.hpp"
@@ -51,8 +53,9 @@ edgert_status guarded(Body&& body) noexcept {
     return fail(EDGERT_ERROR_UNAVAILABLE, std::string("system resource: ") + error.what());
   } catch (const std::exception& error) {
     return fail(EDGERT_ERROR_INTERNAL, error.what());
-  } catch (...) {
-    return fail(EDGERT_ERROR_INTERNAL, "unknown failure");
+  } catch (...) {  // another library's std:: exception, or a type no handler names
+    const edgert::Status status = edgert::caught_exception_status(edgert::Code::InvalidArgument, "");
+    return fail(static_cast<edgert_status>(status.code()), status.message());
   }
 }
 

@@ -6,6 +6,7 @@
 #include <iterator>
 #include <sstream>
 
+#include "caught_exception.hpp"
 #include "edgert/runtime.hpp"
 
 namespace edgert {
@@ -69,6 +70,8 @@ Status Program::load_bytes(const void* data, size_t size, std::unique_ptr<Progra
     return Status(Code::InvalidProgram, std::string("a tensor size is too large: ") + error.what());
   } catch (const std::bad_alloc&) {
     return Status(Code::OutOfMemory, "out of memory while loading the program");
+  } catch (...) {  // another library's std:: exception (caught_exception.hpp), or any other
+    return caught_exception_status(Code::InvalidProgram, "while loading the program");
   }
 }
 

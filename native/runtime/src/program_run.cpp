@@ -1,6 +1,7 @@
 // Program::run: executes the planned steps in order.
 #include <new>
 #include <stdexcept>
+#include "caught_exception.hpp"
 #include "edgert/runtime.hpp"
 
 namespace edgert {
@@ -33,6 +34,8 @@ Status Program::run() {
     return Status(Code::InvalidArgument, std::string("a tensor size is too large: ") + error.what());
   } catch (const std::bad_alloc&) {
     return Status(Code::OutOfMemory, "out of memory while running the program");
+  } catch (...) {  // another library's std:: exception (caught_exception.hpp), or any other
+    return caught_exception_status(Code::InvalidArgument, "while running the program");
   }
 }
 
