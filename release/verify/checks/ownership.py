@@ -44,8 +44,10 @@ def records(data: bytes) -> list[str]:
 def _exact(wheel: WheelModel) -> Ownership:
     owners: dict[str, list[str]] = {}
     for binary in wheel.binaries:
-        data = b"\0".join(binary.info.section_data.get(name, b"")
-                          for name in REGISTRATION_SECTIONS)
+        # one section per file: the first of the formats' spellings it has (a reader may
+        # answer to more than one spelling of the same section)
+        data = next((found for name in REGISTRATION_SECTIONS
+                     if (found := binary.info.section_data.get(name))), b"")
         for record in records(data):
             owners.setdefault(record, []).append(binary.path)
     return Ownership("exact", owners)
