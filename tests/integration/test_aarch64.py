@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import subprocess
 import sys
 import time
 import zipfile
@@ -28,16 +26,15 @@ from elftools.elf.elffile import ELFFile
 
 from platforms.linux import PLATFORM as LINUX
 from platforms.linux import cross, emulation
-from release import manifest, tools
+from release import tools
 from release import wheel as wheel_module
 from release.errors import EnvironmentFailure
 from release.loader import Runner
 from release.manifest import Target
-from release.pipeline import BuildOptions, VerifyMode, run
 from tests.conftest import ROOT, BuiltWheel, run_release
+from tests.integration.conftest import MODELS, build_verified, run_checked, unpack
 
 TARGET = Target(name="linux-aarch64", platform="linux", arch="aarch64")
-MODELS = ("mlp", "mlp_quantized")
 RELATIVE, ABSOLUTE = 1e-5, 1e-6
 
 
@@ -74,26 +71,9 @@ def aarch64_runner() -> Runner:
 def aarch64_wheel(aarch64_runner: Runner, tmp_path_factory: pytest.TempPathFactory
                   ) -> Aarch64Wheel:
     """The repaired, fully verified (under qemu) aarch64 CPU wheel."""
-    out = tmp_path_factory.mktemp("dist-aarch64")
-    result = run(manifest.load(ROOT), BuildOptions(platform="linux", arch="aarch64",
-                                                   out_dir=out, verify=VerifyMode.FULL,
-                                                   cache_dir=tools.cache_dir()))
+    result = build_verified("linux", "aarch64", tmp_path_factory.mktemp("dist-aarch64"))
     assert result.wheel is not None
     return Aarch64Wheel(result.wheel, result.to_json(), aarch64_runner, result.build_dir)
-
-
-def unpack(wheel: Path, folder: Path) -> Path:
-    with zipfile.ZipFile(wheel) as archive:
-        archive.extractall(folder)
-    return folder
-
-
-def run_checked(command: list[str], *, env: dict[str, str] | None = None,
-                cwd: str | None = None) -> str:
-    completed = subprocess.run(command, capture_output=True, text=True, check=False,
-                               env={**os.environ, **(env or {})}, cwd=cwd)
-    assert completed.returncode == 0, f"{command}:\n{completed.stdout}\n{completed.stderr}"
-    return str(completed.stdout)
 
 
 def values(output: str) -> tuple[list[str], list[float]]:
@@ -108,17 +88,6 @@ def assert_close(actual: str, expected: str) -> None:
     expected_headers, expected_numbers = values(expected)
     assert headers == expected_headers
     np.testing.assert_allclose(numbers, expected_numbers, rtol=RELATIVE, atol=ABSOLUTE)
-
-
-@pytest.fixture(scope="module")
-def x86_64_outputs(cpu_wheel: BuiltWheel, tmp_path_factory: pytest.TempPathFactory
-                   ) -> dict[str, str]:
-    """``python -m edgert.run_program`` of each shipped model, from the x86_64 wheel."""
-    site = unpack(cpu_wheel.path, tmp_path_factory.mktemp("x86_64-site"))
-    return {name: run_checked([sys.executable, "-m", "edgert.run_program",
-                               str(site / "edgert" / "models" / f"{name}.edgert")],
-                              env={"PYTHONPATH": str(site)}, cwd="/")
-            for name in MODELS}
 
 
 def test_tag_machine_and_full_verify(aarch64_wheel: Aarch64Wheel) -> None:
@@ -163,7 +132,7 @@ def test_sdk_exports_the_same_cpp_api_as_x86_64(aarch64_wheel: Aarch64Wheel,
 
 
 def test_examples_built_with_the_cross_toolchain_match_x86_64(
-        aarch64_wheel: Aarch64Wheel, x86_64_outputs: dict[str, str], tmp_path: Path) -> None:
+        aarch64_wheel: Aarch64Wheel, cpu_wheel_outputs: dict[str, str], tmp_path: Path) -> None:
     """The shipped consumer (C++ and C), configured through CMAKE_PREFIX_PATH with the
     cross toolchain (its package lookups also search outside the compiler's root), run
     under qemu: the same bytes as the arm64 Python run, the x86_64 numbers within tolerance."""
@@ -184,11 +153,11 @@ def test_examples_built_with_the_cross_toolchain_match_x86_64(
         for program in ("run_program", "run_program_c"):
             native = run_checked(runner.command(str(build / program), model), cwd="/")
             assert native == python, f"{program} differs from arm64 Python on {name}"
-        assert_close(python, x86_64_outputs[name])
+        assert_close(python, cpu_wheel_outputs[name])
 
 
 def test_in_tree_examples_run_under_qemu(aarch64_wheel: Aarch64Wheel,
-                                         x86_64_outputs: dict[str, str]) -> None:
+                                         cpu_wheel_outputs: dict[str, str]) -> None:
     """The examples the build links in its own tree, including the one linked under
     --as-needed with only runtime + kernels (registration survives without a call)."""
     runner = aarch64_wheel.runner
@@ -197,7 +166,7 @@ def test_in_tree_examples_run_under_qemu(aarch64_wheel: Aarch64Wheel,
         str(aarch64_wheel.build_dir / "examples" / program), model), cwd="/")
         for program in ("run_program", "run_program_c", "run_program_as_needed")}
     assert len(set(outputs.values())) == 1, "C, C++ and --as-needed runs differ"
-    assert_close(outputs["run_program"], x86_64_outputs["mlp"])
+    assert_close(outputs["run_program"], cpu_wheel_outputs["mlp"])
 
 
 def test_arm64_cpython_imports_the_wheel_and_runs_the_models(

@@ -23,21 +23,20 @@ import pytest
 from platforms.windows import PLATFORM as WINDOWS
 from platforms.windows import TARGET as ZIG_TARGET
 from platforms.windows import toolchain_folder, wine
-from release import manifest, tools, zig
+from release import tools, zig
 from release import wheel as wheel_module
 from release.binary.pe import PeReader
 from release.errors import ToolError
 from release.loader import Runner
 from release.manifest import Target
-from release.pipeline import BuildOptions, VerifyMode, run
 from release.platform import RepairRequest
 from release.verify import VerifyOptions
 from release.verify.api import verify_wheel
 from release.verify.report import Report
-from tests.conftest import ROOT, BuiltWheel, run_release
+from tests.conftest import run_release
+from tests.integration.conftest import MODELS, build_verified, run_checked, unpack
 
 TARGET = Target(name="windows-amd64", platform="windows", arch="amd64")
-MODELS = ("mlp", "mlp_quantized")
 COMPONENT_DLLS = {"edgert.dll", "edgert_threadpool.dll", "edgert_kernels.dll",
                   "edgert_kernels_quantized.dll", "edgert_backend_cpu.dll",
                   "edgert_export_plugin.dll"}
@@ -65,25 +64,9 @@ def windows_runner() -> Runner:
 def windows_wheel(windows_runner: Runner, tmp_path_factory: pytest.TempPathFactory
                   ) -> WindowsWheel:
     """The repaired, fully verified (under wine) win_amd64 CPU wheel."""
-    out = tmp_path_factory.mktemp("dist-windows")
-    result = run(manifest.load(ROOT), BuildOptions(platform="windows", arch="amd64",
-                                                   out_dir=out, verify=VerifyMode.FULL,
-                                                   cache_dir=tools.cache_dir()))
+    result = build_verified("windows", "amd64", tmp_path_factory.mktemp("dist-windows"))
     assert result.wheel is not None
     return WindowsWheel(result.wheel, result.to_json(), windows_runner)
-
-
-def unpack(wheel: Path, folder: Path) -> Path:
-    with zipfile.ZipFile(wheel) as archive:
-        archive.extractall(folder)
-    return folder
-
-
-def run_checked(command: list[str], *, cwd: str | None = None) -> str:
-    completed = subprocess.run(command, capture_output=True, text=True, check=False, cwd=cwd,
-                               env={**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", "")})
-    assert completed.returncode == 0, f"{command}:\n{completed.stdout}\n{completed.stderr}"
-    return str(completed.stdout)
 
 
 def mutated(wheel: Path, folder: Path, change: Callable[[dict[str, tuple[bytes, int]]], None]
@@ -136,22 +119,6 @@ def test_verify_command_runs_the_load_checks_under_wine(windows_wheel: WindowsWh
     assert '"load-matrix": "ran"' in completed.stdout
 
 
-@pytest.fixture(scope="module")
-def linux_outputs(cpu_wheel: BuiltWheel, tmp_path_factory: pytest.TempPathFactory
-                  ) -> dict[str, str]:
-    """``python -m edgert.run_program`` of each shipped model, from this machine's wheel."""
-    site = unpack(cpu_wheel.path, tmp_path_factory.mktemp("linux-site"))
-    outputs = {}
-    for model in MODELS:
-        completed = subprocess.run(
-            [sys.executable, "-m", "edgert.run_program",
-             str(site / "edgert" / "models" / f"{model}.edgert")],
-            capture_output=True, text=True, check=True, cwd="/",
-            env={**os.environ, "PYTHONPATH": str(site)})
-        outputs[model] = completed.stdout
-    return outputs
-
-
 @dataclass(frozen=True)
 class Consumer:
     site: Path        # the unpacked wheel
@@ -178,7 +145,7 @@ def consumer(windows_wheel: WindowsWheel, tmp_path_factory: pytest.TempPathFacto
 
 
 def test_c_example_against_the_sdk_prints_what_linux_prints(
-        windows_wheel: WindowsWheel, consumer: Consumer, linux_outputs: dict[str, str]) -> None:
+        windows_wheel: WindowsWheel, consumer: Consumer, cpu_wheel_outputs: dict[str, str]) -> None:
     """Run under wine: byte for byte the Linux wheel's Python output."""
     build, site = consumer.build, consumer.site
     assert sorted(path.name for path in build.glob("*.exe")) == ["run_program_c.exe"]
@@ -187,7 +154,7 @@ def test_c_example_against_the_sdk_prints_what_linux_prints(
         output = run_checked(windows_wheel.runner.command(
             str(build / "run_program_c.exe"),
             wine.windows_path(site / "edgert" / "models" / f"{model}.edgert")), cwd=str(build))
-        assert output.replace("\r\n", "\n") == linux_outputs[model], model
+        assert output.replace("\r\n", "\n") == cpu_wheel_outputs[model], model
 
 
 def test_an_exception_unwinding_through_another_dll_is_the_c_api_s_typed_error(
@@ -238,7 +205,7 @@ def _dll_needing_an_unshipped_dll(folder: Path) -> bytes:
     (folder / "helper.c").write_text("__declspec(dllexport) int helper(void) { return 1; }\n")
     (folder / "extra.c").write_text("__declspec(dllimport) int helper(void);\n"
                                     "__declspec(dllexport) int extra(void) { return helper(); }\n")
-    cc = str(tools_folder / "cc")
+    cc = str(zig.tool_path(tools_folder, "cc"))
     run_checked([cc, "-shared", "-o", str(folder / "helper.dll"), str(folder / "helper.c"),
                  f"-Wl,--out-implib,{folder / 'helper.lib'}"])
     run_checked([cc, "-shared", "-o", str(folder / "extra.dll"), str(folder / "extra.c"),
