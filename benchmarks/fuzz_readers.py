@@ -5,9 +5,12 @@
 Targets: record (RECORD parser), metadata (METADATA/WHEEL parsers), wheel (mutated wheel
 archives through the whole static verify), names (crafted member names through a full
 verify, with a canary folder that must stay empty), elf (mutated ELF files), macho (mutated
-fat and thin Mach-O files from tests/verify/macho_writer.py). Each input is
+fat and thin Mach-O files from tests/verify/macho_writer.py), pe (mutated DLLs and
+executables from tests/verify/pe_images.py), repair (mutated wheels through repair's input
+gate: what it accepts, verify must read without a RECORD or identity error). Each input is a
 random mutation of a valid seed; the properties are those of tests/verify/fuzz_properties.py.
-Prints executions, executions per second and every failing input (saved under --out)."""
+Prints executions, executions per second and the number of failing inputs; each is saved
+under --out (the input bytes and the traceback)."""
 
 from __future__ import annotations
 
@@ -26,6 +29,8 @@ sys.path.insert(0, str(ROOT))
 from release.binary import read_binary_data  # noqa: E402
 from release.errors import BinaryFormatError  # noqa: E402
 from tests.verify import fuzz_properties, macho_writer  # noqa: E402
+from tests.verify.pe_images import EXECUTABLE, I386, pe_image  # noqa: E402
+from tests.verify.test_wheel_safety import make_wheel  # noqa: E402
 
 _RECORD = "demo/a.py,sha256=AAAA,12\ndemo-1.0.dist-info/RECORD,,\n"
 _METADATA = "Metadata-Version: 2.1\nName: demo\nVersion: 1.0\nRequires-Dist: numpy>=1\n"
@@ -48,56 +53,82 @@ def _mutate(data: bytes, rng: random.Random) -> bytes:
     return bytes(out)
 
 
-def _text_target(seed: str, check: Callable[[str], None]) -> Callable[[random.Random, Path], bytes]:
-    def one(rng: random.Random, work: Path) -> bytes:
+# A target makes one input from the random stream and returns it with the check to run on
+# it, so a failing input is saved whole before its check runs.
+Check = Callable[[Path], None]
+Target = Callable[[random.Random, Path], tuple[bytes, Check]]
+
+
+def _text_target(seed: str, check: Callable[[str], None]) -> Target:
+    def one(rng: random.Random, work: Path) -> tuple[bytes, Check]:
         data = _mutate(seed.encode(), rng)
-        check(data.decode("utf-8", "replace"))
-        return data
+        return data, lambda _: check(data.decode("utf-8", "replace"))
     return one
 
 
-def _wheel(rng: random.Random, work: Path) -> bytes:
-    data = _mutate(fuzz_properties.names_wheel(["demo/x.so"]), rng)
-    fuzz_properties.wheel_property(data, work)
-    return data
+def _wheel_target(seed: Callable[[], bytes], check: Callable[[bytes, Path], None]) -> Target:
+    def one(rng: random.Random, work: Path) -> tuple[bytes, Check]:
+        data = _mutate(seed(), rng)
+        return data, lambda folder: check(data, folder)
+    return one
 
 
-def _names(rng: random.Random, work: Path) -> bytes:
+def _names(rng: random.Random, work: Path) -> tuple[bytes, Check]:
     names = ["".join(rng.choice(_PIECES) for _ in range(rng.randint(1, 6)))
              for _ in range(rng.randint(1, 4))]
     names = [name.replace("canary", str(work / "canary").lstrip("/")) for name in names]
-    fuzz_properties.names_property(names, work)
-    return "\n".join(names).encode()
+    return "\n".join(names).encode(), lambda folder: fuzz_properties.names_property(names, folder)
 
 
-def _elf(rng: random.Random, work: Path) -> bytes:
-    seed = Path(sys.executable).resolve().read_bytes()[:65536]
-    data = _mutate(seed, rng)
+def _read_or_refuse(data: bytes) -> None:
     try:
         read_binary_data(data, where="fuzz")
     except BinaryFormatError as error:
-        assert error.what.startswith("fuzz")
-    return data
+        assert error.what.startswith("fuzz") and "\n" not in error.what, error.what
 
 
-def _macho(rng: random.Random, work: Path) -> bytes:
+def _binary_target(seeds: Callable[[random.Random], bytes]) -> Target:
+    def one(rng: random.Random, work: Path) -> tuple[bytes, Check]:
+        data = _mutate(seeds(rng), rng)
+        return data, lambda _: _read_or_refuse(data)
+    return one
+
+
+def _elf_seed(rng: random.Random) -> bytes:
+    return Path(sys.executable).resolve().read_bytes()[:65536]
+
+
+def _macho_seed(rng: random.Random) -> bytes:
     library = macho_writer.macho(install_name="@rpath/liba.dylib", rpaths=["@loader_path"],
                                  loads=["@rpath/libb.dylib", "/usr/lib/libSystem.B.dylib"],
                                  exports=["a", "PyInit_a"], imports=["malloc"])
-    seed = rng.choice([library, macho_writer.fat([("x86_64", macho_writer.macho(
+    return rng.choice([library, macho_writer.fat([("x86_64", macho_writer.macho(
         arch="x86_64", minos=(10, 9))), ("arm64", library)])])
-    data = _mutate(seed, rng)
-    try:
-        read_binary_data(data, where="fuzz")
-    except BinaryFormatError as error:
-        assert error.what.startswith("fuzz") and "\n" not in error.what
-    return data
 
 
-TARGETS: dict[str, Callable[[random.Random, Path], bytes]] = {
+def _pe_seed(rng: random.Random) -> bytes:
+    return rng.choice([
+        pe_image(imports=["KERNEL32.dll", "python3.dll"], delayed=["nvcuda.dll"],
+                 exports=["PyInit_demo", "helper"], long_section="edgert_reg"),
+        pe_image(machine=I386, bits=32, characteristics=EXECUTABLE, imports=["USER32.dll"])])
+
+
+def _repair_seed() -> bytes:
+    """A wheel with a correct RECORD: repair's gate accepts it as it is."""
+    files = {"demo/__init__.py": b"x = 1\n", "demo/lib.so": b"\x7fELF" + bytes(64),
+             "demo-1.0.data/platlib/demo_data.py": b"y = 2\n"}
+    with tempfile.TemporaryDirectory() as folder:
+        return make_wheel(Path(folder) / "demo-1.0-py3-none-any.whl", files).read_bytes()
+
+
+TARGETS: dict[str, Target] = {
     "record": _text_target(_RECORD, fuzz_properties.record_property),
     "metadata": _text_target(_METADATA, fuzz_properties.metadata_property),
-    "wheel": _wheel, "names": _names, "elf": _elf, "macho": _macho}
+    "wheel": _wheel_target(lambda: fuzz_properties.names_wheel(["demo/x.so"]),
+                           fuzz_properties.wheel_property),
+    "repair": _wheel_target(_repair_seed, fuzz_properties.repair_gate_property),
+    "names": _names, "elf": _binary_target(_elf_seed), "macho": _binary_target(_macho_seed),
+    "pe": _binary_target(_pe_seed)}
 
 
 def main() -> int:
@@ -112,17 +143,16 @@ def main() -> int:
     runs = failures = 0
     start = time.monotonic()
     while time.monotonic() < deadline:
-        state = rng.getstate()
         with tempfile.TemporaryDirectory(prefix="fuzz-") as work:
+            data, check = target(rng, Path(work))
             try:
-                target(rng, Path(work))
-            except Exception:  # a finding: keep the input's seed state and the traceback
+                check(Path(work))
+            except Exception:  # a finding: keep the input and the traceback
                 failures += 1
                 arguments.out.mkdir(parents=True, exist_ok=True)
-                rng.setstate(state)
+                (arguments.out / f"{arguments.target}-{runs}.input").write_bytes(data)
                 (arguments.out / f"{arguments.target}-{runs}.txt").write_text(
                     traceback.format_exc())
-                rng.random()
         runs += 1
     elapsed = time.monotonic() - start
     print(f"{arguments.target}: {runs} executions in {elapsed:.0f} s "

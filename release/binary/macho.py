@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from release.binary import model
-from release.binary._view import Buffer, ByteView
+from release.binary._view import Buffer, ByteView, printable
 from release.errors import BinaryFormatError
 
 MH_MAGIC, MH_MAGIC_64 = 0xFEEDFACE, 0xFEEDFACF
@@ -352,8 +352,7 @@ class _SliceParser:
 
 def _name(raw: bytes) -> str:
     """A segment or section name (printable: it may appear in a one-line error)."""
-    text = raw.split(b"\0", 1)[0].decode("utf-8", "replace")
-    return "".join(char if char.isprintable() else "?" for char in text)
+    return printable(raw.split(b"\0", 1)[0].decode("utf-8", "replace"))
 
 
 def searched_name(install_name: str) -> str:

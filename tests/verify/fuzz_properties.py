@@ -11,7 +11,9 @@ import zipfile
 from pathlib import Path
 
 from release.errors import BinaryFormatError, WheelError
+from release.repair import check_input
 from release.verify import verify_wheel
+from release.verify.checks import identity
 from release.verify.metadata import parse_metadata, parse_record, parse_wheel_tags
 
 DIST = "demo-1.0.dist-info"
@@ -38,6 +40,23 @@ def wheel_property(data: bytes, folder: Path) -> None:
         assert error.what and error.fix, "a refusal says what and how to fix it"
     else:
         assert all(finding.check and finding.what for finding in report.findings)
+
+
+def repair_gate_property(data: bytes, folder: Path) -> None:
+    """repair's input gate and verify agree: a wheel the gate lets through is one verify reads
+    without refusing it and without a RECORD or identity error, so repair can never turn a
+    wheel verify refuses into one with a fresh, matching RECORD."""
+    path = folder / "demo-1.0-py3-none-any.whl"
+    path.write_bytes(data)
+    try:
+        check_input(path)
+    except (WheelError, BinaryFormatError) as error:
+        assert error.what and error.fix and "\n" not in error.what
+        return
+    report = verify_wheel(path, static=True)
+    broken = [f for f in report.findings
+              if f.check in ("record", identity.NAME) and f.severity == "error"]
+    assert not broken, broken
 
 
 def names_wheel(names: list[str]) -> bytes:
