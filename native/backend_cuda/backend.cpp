@@ -2,9 +2,11 @@
 // the GPU with the kernels of kernels.cu, fusing linear followed by relu.
 //
 // Per program (prepare, once): the fusion plan, the program's constants (weights, biases)
-// uploaded to the device, the list of values the rest of the program reads, and a stream of
-// its own. Per run: the inputs go up, intermediates stay on the device, only the values read
-// outside the delegated nodes come back. Programs run concurrently on their own streams.
+// uploaded to the device, the lists of values the run reads from and gives back to the rest of
+// the program, and a stream of its own. Per run: the inputs go up through page-locked staging,
+// intermediates stay on the device in buffers reused from the previous run, only the values
+// read outside the delegated nodes come back (through staging again). Programs run
+// concurrently on their own streams.
 //
 // Loading this library never touches the GPU: libcudart finds the driver lazily, and the
 // first call to available() (not a static initializer) probes for a device and loads the
@@ -157,31 +159,40 @@ class CudaBackend final : public Backend {
   mutable cudaKernel_t kernels_[kKernelCount] = {};
 };
 
-// A program's state on the device: its stream, its constants, the plan.
+// A program's state on the device: its stream, staging and buffers, its constants, the plan.
 class CudaPrepared final : public Prepared {
  public:
   CudaPrepared(const CudaBackend& backend, const Graph& graph) : backend_(backend), graph_(graph) {}
   ~CudaPrepared() override {
+    if (resources_.stream != nullptr) cudaStreamSynchronize(resources_.stream);
     for (auto& entry : constants_) cudaFree(entry.second.data);
-    if (stream_ != nullptr) cudaStreamDestroy(stream_);
   }
 
   Status run(std::vector<Tensor>& values) override {
     EDGERT_RETURN_IF_ERROR(backend_.available());
-    DeviceValues device(values, stream_);
-    for (const auto& [id, tensor] : constants_) device.seed(id, tensor);
-    Status status = backend_.execute(graph_, steps_, device);
-    if (status.ok()) status = check(cudaGetLastError(), "kernel launch");
-    if (status.ok()) status = device.download(needed_);
-    if (!status.ok()) backend_.note_failure(stream_);
+    Status status;
+    {
+      DeviceValues device(values, resources_);
+      for (const auto& [id, tensor] : constants_) device.seed(id, tensor);
+      status = device.upload_inputs(inputs_);
+      if (status.ok()) status = backend_.execute(graph_, steps_, device);
+      if (status.ok()) status = check(cudaGetLastError(), "kernel launch");
+      if (status.ok()) status = device.download(needed_);
+    }
+    if (!status.ok()) {
+      backend_.note_failure(resources_.stream);
+      // Nothing of a failed run may still be copying when the next run reuses the staging.
+      cudaStreamSynchronize(resources_.stream);
+    }
     return status;
   }
 
   const CudaBackend& backend_;
   const Graph& graph_;
-  cudaStream_t stream_ = nullptr;
+  RunResources resources_;  // stream, page-locked staging, device buffers between runs
   std::vector<CudaBackend::Step> steps_;
-  std::vector<int32_t> needed_;                         // produced here, read elsewhere
+  std::vector<int32_t> inputs_;                          // read here, written elsewhere
+  std::vector<int32_t> needed_;                          // produced here, read elsewhere
   std::unordered_map<int32_t, DeviceTensor> constants_;  // uploaded once
 };
 
@@ -189,9 +200,14 @@ Status CudaBackend::prepare(const Graph& graph, size_t first, size_t count,
                             std::unique_ptr<Prepared>& prepared) {
   EDGERT_RETURN_IF_ERROR(available());
   auto state = std::make_unique<CudaPrepared>(*this, graph);
-  EDGERT_RETURN_IF_ERROR(check(cudaStreamCreateWithFlags(&state->stream_, cudaStreamNonBlocking),
+  cudaStream_t& stream = state->resources_.stream;
+  EDGERT_RETURN_IF_ERROR(check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
                                "cudaStreamCreateWithFlags"));
   std::unordered_map<int32_t, size_t> reads_here;
+  std::unordered_map<int32_t, bool> written_here;
+  for (size_t i = first; i < first + count; ++i) {
+    for (int32_t output : graph.nodes[i].outputs) written_here[output] = true;
+  }
   for (size_t i = first; i < first + count; ++i) {
     const Node& node = graph.nodes[i];
     const bool fuse = node.op == "edgert::linear" && i + 1 < first + count &&
@@ -202,12 +218,14 @@ Status CudaBackend::prepare(const Graph& graph, size_t first, size_t count,
     for (size_t j = i; j <= i + (fuse ? 1 : 0); ++j) {
       for (int32_t input : graph.nodes[j].inputs) {
         if (input < 0) continue;
-        ++reads_here[input];
         const ValueInfo& info = graph.values.at(static_cast<size_t>(input));
-        if (info.is_constant && state->constants_.count(input) == 0) {
-          DeviceTensor& slot = state->constants_[input];
-          EDGERT_RETURN_IF_ERROR(DeviceValues::upload(info.constant, state->stream_, slot));
+        if (reads_here[input]++ != 0 || written_here.count(input) != 0) continue;
+        if (!info.is_constant) {
+          state->inputs_.push_back(input);  // uploaded by every run
+          continue;
         }
+        DeviceTensor& slot = state->constants_[input];
+        EDGERT_RETURN_IF_ERROR(DeviceValues::upload(info.constant, stream, slot));
       }
     }
     if (fuse) ++i;
@@ -219,7 +237,7 @@ Status CudaBackend::prepare(const Graph& graph, size_t first, size_t count,
       }
     }
   }
-  EDGERT_RETURN_IF_ERROR(check(cudaStreamSynchronize(state->stream_), "upload the constants"));
+  EDGERT_RETURN_IF_ERROR(check(cudaStreamSynchronize(stream), "upload the constants"));
   prepared = std::move(state);
   return Status::success();
 }

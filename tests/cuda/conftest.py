@@ -21,6 +21,7 @@ class CudaBuild:
     variant: variant.CudaVariant
     site: Path        # a fresh site-packages: edgert/lib/* + the declared runtime wheel
     library: Path     # <site>/edgert/lib/libedgert_backend_cuda.so
+    build_dir: Path   # the pipeline's build folder (its CMakeCache names the toolkit)
 
 
 def _run(command: list[str], cwd: Path | None = None) -> None:
@@ -44,7 +45,8 @@ def build_variant(name: str, work: Path) -> CudaBuild:
     _run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
           "--target", str(site), loaded.runtime.requirement.split(";")[0]])
     return CudaBuild(variant=loaded, site=site,
-                     library=site / "edgert" / "lib" / "libedgert_backend_cuda.so")
+                     library=site / "edgert" / "lib" / "libedgert_backend_cuda.so",
+                     build_dir=build_dir)
 
 
 @pytest.fixture(scope="session", params=["cu12", "cu13"])

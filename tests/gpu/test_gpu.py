@@ -35,3 +35,8 @@ def test_cuda_wheel_matches_cpu_on_the_gpu() -> None:
     summary = json.loads(completed.stdout.strip().splitlines()[-1])
     assert "cuda" in summary["backends"]
     assert summary["mlp"]["delegated_nodes"] > 0 and summary["add_softmax"]["delegated_nodes"] == 2
+    # issue target: a second run of the same program moves no weights and is >= 10x faster
+    once = summary["prepared_once"]
+    assert once["second_run_uploaded_bytes"] == once["input_bytes"], once
+    assert once["second_run_downloaded_bytes"] == once["output_bytes"], once
+    assert once["speedup"] >= 10, once

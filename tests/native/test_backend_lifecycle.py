@@ -1,5 +1,6 @@
-"""The delegate lifecycle: a backend prepares its nodes once when a program is planned, runs
-them through what it prepared on every run, and releases it with the program or a new plan.
+"""The delegate lifecycle: a backend prepares its nodes once, on the first run after a program
+is planned (planning itself does no backend work), runs them through what it prepared on every
+run, and releases it with the program or a new plan.
 Observed from a C++ program that registers a counting backend (prepare_lifecycle.cpp)."""
 
 from __future__ import annotations
@@ -21,10 +22,9 @@ def test_prepare_once_run_many_release_with_the_program(native_install: NativeIn
     completed = subprocess.run([str(program), str(MLP_MODEL)], capture_output=True, text=True,
                                check=False)
     assert completed.returncode == 0, completed.stderr
-    # loading plans with the default backends (counting is one: prepared once), then
-    # set_backends plans again (the first state is released); three runs prepare nothing
+    # loading and set_backends plan without preparing; the first of three runs prepares
     assert completed.stdout.splitlines() == [
-        "three-runs prepared=2 runs=3 released=1",
-        "replanned prepared=3 runs=4 released=2",    # a new plan releases the old state
-        "released prepared=3 runs=4 released=3",     # the program takes the rest with it
+        "three-runs prepared=1 runs=3 released=0",
+        "replanned prepared=2 runs=4 released=1",    # a new plan releases the old state
+        "released prepared=2 runs=4 released=2",     # the program takes the rest with it
     ]

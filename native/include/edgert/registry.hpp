@@ -39,10 +39,12 @@ EDGERT_API bool register_operator(const char* name, KernelFn kernel);
 EDGERT_API KernelFn find_operator(const std::string& name);  // null when not registered
 EDGERT_API std::vector<OperatorEntry> list_operators();     // sorted by name
 
-// What a backend keeps for one claimed run of nodes of one program: made once when the
-// program is planned (fusion decisions, constants moved to a device, buffers, streams),
-// used by every run of that program, destroyed with it (or when it is planned again). The
-// program outlives it, so it may keep references into the program's graph.
+// What a backend keeps for one claimed run of nodes of one program: made once, on the first
+// run after the program is planned (fusion decisions, constants moved to a device, buffers,
+// streams), used by every later run, destroyed with the program (or when it is planned
+// again). Planning (load, set_backends) only claims nodes, so choosing backends before the
+// first run moves nothing to a device. The program outlives it, so it may keep references
+// into the program's graph.
 class EDGERT_API Prepared {
  public:
   virtual ~Prepared();
@@ -51,8 +53,8 @@ class EDGERT_API Prepared {
 };
 
 // A delegate: takes over runs of consecutive nodes and executes them its own way, with a
-// per-program lifecycle: claim and prepare once when a program is planned, run many times
-// through the Prepared object, release with the program.
+// per-program lifecycle: claim when a program is planned, prepare on its first run, run
+// many times through the Prepared object, release with the program.
 class EDGERT_API Backend {
  public:
   virtual ~Backend();

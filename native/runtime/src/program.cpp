@@ -132,14 +132,7 @@ Status Program::plan() {
       break;
     }
     if (step.backend != nullptr) {
-      std::unique_ptr<Prepared> prepared;
-      Status status = step.backend->prepare(graph_, step.first, step.count, prepared);
-      if (status.ok() && prepared == nullptr) status = Status(Code::Internal, "prepared nothing");
-      if (!status.ok()) {
-        return Status(status.code(), std::string(step.backend->name()) + ": preparing nodes " +
-                                         std::to_string(first) + "..: " + status.message());
-      }
-      step.prepared = std::move(prepared);
+      // prepared on the first run: planning again (set_backends) does no device work
     } else {
       const std::string& op = graph_.nodes[first].op;
       step.kernel = find_operator(op);

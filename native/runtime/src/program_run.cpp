@@ -25,6 +25,20 @@ Status run_kernel(const Node& node, KernelFn kernel, std::vector<Tensor>& values
   return Status::success();
 }
 
+// The backend's state for `step`, made on the step's first run and kept for later ones.
+Status prepare_step(const Graph& graph, Backend& backend, size_t first, size_t count,
+                    std::shared_ptr<Prepared>& prepared) {
+  std::unique_ptr<Prepared> made;
+  Status status = backend.prepare(graph, first, count, made);
+  if (status.ok() && made == nullptr) status = Status(Code::Internal, "prepared nothing");
+  if (!status.ok()) {
+    return Status(status.code(), std::string(backend.name()) + ": preparing nodes " +
+                                     std::to_string(first) + "..: " + status.message());
+  }
+  prepared = std::move(made);
+  return Status::success();
+}
+
 }  // namespace
 
 Status Program::run() {
@@ -53,10 +67,14 @@ Status Program::run_checked() {
     }
   }
   delegated_.clear();
-  for (const Step& step : steps_) {
+  for (Step& step : steps_) {
     if (step.backend == nullptr) {
       EDGERT_RETURN_IF_ERROR(run_kernel(graph_.nodes[step.first], step.kernel, values_));
       continue;
+    }
+    if (step.prepared == nullptr) {
+      EDGERT_RETURN_IF_ERROR(prepare_step(graph_, *step.backend, step.first, step.count,
+                                          step.prepared));
     }
     Status status = step.prepared->run(values_);
     if (!status.ok()) {

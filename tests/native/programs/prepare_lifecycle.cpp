@@ -1,7 +1,7 @@
 // A delegate's per-program lifecycle, observed from a backend registered by this program:
-// "counting" takes over every edgert::softmax node. It must be prepared once per plan, run
-// once per Program::run through what it prepared, and released with the program (or when the
-// program is planned again). Prints "prepared=N runs=N released=N" after each phase.
+// "counting" takes over every edgert::softmax node. It must be prepared once per plan (on the
+// first run after planning), run once per Program::run through what it prepared, and released
+// with the program (or when the program is planned again). Prints "prepared=N runs=N released=N" after each phase.
 #include <cstdio>
 #include <memory>
 #include <vector>
