@@ -22,8 +22,12 @@ from release.verify.wheel import BinaryFile, WheelModel
 
 NAME = "duplicates"
 RUNS_PROGRAMS = False
+# Symbols a linker makes in every image (section bounds, the image's own handle and header;
+# the readers drop a leading underscore, so __mh_dylib_header reads _mh_dylib_header). Some
+# linkers (zig's) export them from every image; each image binds its own.
 BENIGN = frozenset({"_init", "_fini", "__bss_start", "_edata", "_end", "__end__", "_etext",
-                    "__data_start", "data_start", "_IO_stdin_used", "__dso_handle"})
+                    "__data_start", "data_start", "_IO_stdin_used", "__dso_handle",
+                    "_mh_dylib_header", "_mh_bundle_header", "_mh_execute_header"})
 _STD = ("_ZNSt", "_ZNKSt", "_ZSt", "_ZTISt", "_ZTSSt", "_ZTVSt", "_ZTTSt", "_ZGVZNSt",
         "_ZNSa", "_ZNKSa", "_ZNSs", "_ZNKSs", "_ZNSi", "_ZNSo", "_ZNSd")
 _VAGUE = ("_ZTI", "_ZTS", "_ZTV", "_ZTT", "_ZGV", "_ZTH", "_ZTW")
