@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import zipfile
 from pathlib import Path
 
 from release import wheel
@@ -20,17 +21,32 @@ from release.verify.checks import identity
 from release.verify.options import VerifyOptions
 from release.verify.wheel import open_wheel
 
+_RECORD_LIMIT = 16 << 20   # a build record is a few KiB
 
-def read_record(entries: dict[str, tuple[bytes, int]]) -> BuildRecord:
-    records = [name for name in entries
-               if name.count("/") == 1 and name.endswith("/" + RECORD_FILE)]
-    if len(records) != 1:
-        raise WheelError(f"the wheel has no {RECORD_FILE} build record",
-                         fix="repair only wheels built by `python -m release build`; use "
-                             "auditwheel directly for others")
-    record = BuildRecord.from_json(entries[records[0]][0], where=records[0])
+
+def read_record(path: Path) -> BuildRecord:
+    """The wheel's build record, the only entry read into memory (the rest are streamed)."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            records = [info for info in archive.infolist()
+                       if info.filename.count("/") == 1
+                       and info.filename.endswith("/" + RECORD_FILE)]
+            if len(records) != 1:
+                raise WheelError(f"the wheel has no {RECORD_FILE} build record",
+                                 fix="repair only wheels built by `python -m release build`; "
+                                     "use auditwheel directly for others")
+            name = records[0].filename
+            with archive.open(records[0]) as stream:
+                data = stream.read(_RECORD_LIMIT + 1)
+    except (zipfile.BadZipFile, OSError) as error:
+        raise WheelError(f"cannot read wheel {path}: {error}",
+                         fix="rebuild it; the file is damaged or not a wheel") from None
+    if len(data) > _RECORD_LIMIT:
+        raise WheelError(f"{name} is larger than {_RECORD_LIMIT >> 20} MiB",
+                         fix="rebuild the wheel with `python -m release build`")
+    record = BuildRecord.from_json(data, where=name)
     if not record.target or not record.components:
-        raise WheelError(f"{records[0]} names no target or no components",
+        raise WheelError(f"{name} names no target or no components",
                          fix="rebuild the wheel with `python -m release build`")
     return record
 
@@ -55,7 +71,7 @@ def repair_wheel(path: Path, out_dir: Path, *, environ: dict[str, str]) -> Path:
     if not path.is_file():
         raise WheelError(f"{path} is not a file", fix="pass the path of a .whl file")
     check_input(path)
-    record = read_record(wheel.read_entries(path))
+    record = read_record(path)
     platform = get_platform(record.platform)
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".release-", dir=out_dir) as scratch:

@@ -99,15 +99,19 @@ def _zip_info(name: str, *, mode: int, epoch: int) -> zipfile.ZipInfo:
     return info
 
 
+def _check_names(names: Iterable[str]) -> None:
+    for name in names:
+        if name.startswith("/") or ".." in name.split("/") or "\\" in name:
+            raise WheelError(f"refusing to write unsafe wheel entry '{name}'",
+                             fix="entries must be relative, '/'-separated, without '..'")
+
+
 def write_wheel(path: Path, files: Mapping[str, tuple[bytes, int]], *, dist_info: str,
                 epoch: int) -> None:
     """Writes ``files`` (name -> (data, mode)) plus a fresh RECORD, atomically."""
     record_name = f"{dist_info}/RECORD"
     entries = {name: value for name, value in files.items() if name != record_name}
-    for name in entries:
-        if name.startswith("/") or ".." in name.split("/") or "\\" in name:
-            raise WheelError(f"refusing to write unsafe wheel entry '{name}'",
-                             fix="entries must be relative, '/'-separated, without '..'")
+    _check_names(entries)
     record = io.StringIO()
     for name in sorted(entries, key=_sort_key):
         data = entries[name][0]
@@ -162,7 +166,41 @@ def dist_info_of(entries: Mapping[str, object]) -> str:
     return names.pop()
 
 
+_CHUNK = 1 << 20
+
+
+def _copy_entry(source: zipfile.ZipFile, info: zipfile.ZipInfo, out: zipfile.ZipFile,
+                epoch: int) -> str:
+    """Streams one entry into ``out`` in the reproducible form; its RECORD row."""
+    target = _zip_info(info.filename, mode=(info.external_attr >> 16) & 0o777, epoch=epoch)
+    digest, size = hashlib.sha256(), 0
+    with source.open(info) as reader, \
+            out.open(target, "w", force_zip64=info.file_size >= zipfile.ZIP64_LIMIT) as writer:
+        for chunk in iter(lambda: reader.read(_CHUNK), b""):
+            digest.update(chunk)
+            size += len(chunk)
+            writer.write(chunk)
+    hashed = base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode("ascii")
+    return f"{info.filename},sha256={hashed},{size}\n"
+
+
 def normalize(path: Path, *, epoch: int) -> None:
-    """Rewrites a wheel in the reproducible form, with RECORD recomputed."""
-    entries = read_entries(path)
-    write_wheel(path, entries, dist_info=dist_info_of(entries), epoch=epoch)
+    """Rewrites a wheel in the reproducible form, with RECORD recomputed, atomically. Entries
+    are streamed one chunk at a time, so memory stays bounded whatever their sizes (the
+    bytes equal those of write_wheel: zlib's output does not depend on how input is split)."""
+    partial = path.with_name(path.name + ".partial")
+    try:
+        with zipfile.ZipFile(path) as source, zipfile.ZipFile(partial, "w") as out:
+            infos = {info.filename: info for info in source.infolist() if not info.is_dir()}
+            record_name = f"{dist_info_of(infos)}/RECORD"
+            names = sorted((name for name in infos if name != record_name), key=_sort_key)
+            _check_names(names)
+            record = "".join(_copy_entry(source, infos[name], out, epoch) for name in names)
+            out.writestr(_zip_info(record_name, mode=0o644, epoch=epoch),
+                         record + f"{record_name},,\n", compresslevel=_COMPRESSION_LEVEL)
+        os.replace(partial, path)
+    except (zipfile.BadZipFile, OSError) as error:
+        raise WheelError(f"cannot rewrite wheel {path}: {error}",
+                         fix="rebuild it; the file is damaged or not a wheel") from None
+    finally:
+        partial.unlink(missing_ok=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import shutil
 import subprocess
@@ -309,3 +311,38 @@ def test_python_build_from_sdist_gives_the_same_wheel(cpu_wheel: BuiltWheel,
     built = tmp_path / cpu_wheel.path.name
     assert built.read_bytes() == cpu_wheel.path.read_bytes()
     assert (tmp_path / "edgert-0.1.0.tar.gz").is_file()
+
+
+def test_repair_streams_large_files(cpu_wheel: BuiltWheel, tmp_path: Path) -> None:
+    """Our wheel plus a 384 MiB data file (with its RECORD row): repair's own process streams
+    it (peak under 150 MB; reading whole entries peaked above 800 MB). auditwheel, run as a
+    child, is not measured: its re-zip reads each file whole (about 420 MB here)."""
+    big, size, chunk = "edgert/models/zeros.bin", 384 << 20, bytes(1 << 20)
+    source = tmp_path / "in" / cpu_wheel.path.name
+    source.parent.mkdir()
+    digest = hashlib.sha256()
+    with zipfile.ZipFile(cpu_wheel.path) as original, \
+            zipfile.ZipFile(source, "w", zipfile.ZIP_DEFLATED) as archive:
+        record_name = next(n for n in original.namelist() if n.endswith(".dist-info/RECORD"))
+        for info in original.infolist():
+            if info.filename != record_name:
+                archive.writestr(info, original.read(info))
+        with archive.open(zipfile.ZipInfo(big), "w") as stream:
+            for _ in range(size // len(chunk)):
+                stream.write(chunk)
+                digest.update(chunk)
+        hashed = base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode()
+        archive.writestr(record_name, original.read(record_name).decode()
+                         + f"{big},sha256={hashed},{size}\n")
+    # a fresh process, so the peak measured is the repair's own
+    measure = ("import resource, sys; from pathlib import Path; "
+               "from release.repair import repair_wheel; "
+               "repair_wheel(Path(sys.argv[1]), Path(sys.argv[2]), environ={}); "
+               "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    completed = subprocess.run([sys.executable, "-c", measure, str(source), str(tmp_path / "out")],
+                               cwd=ROOT, capture_output=True, text=True, check=False)
+    assert completed.returncode == 0, completed.stderr
+    peak_kib = int(completed.stdout.strip().splitlines()[-1])
+    assert peak_kib < 150_000, f"the repair peaked at {peak_kib} KiB"
+    with zipfile.ZipFile(tmp_path / "out" / cpu_wheel.path.name) as repaired:
+        assert repaired.getinfo(big).file_size == size
