@@ -140,7 +140,9 @@ class Program:
     def set_backends(self, names: Sequence[str]) -> None:
         """Backends tried in order before the plain kernels; [] runs only the kernels.
         A backend this installation lacks raises NotFoundError (UnavailableError when its
-        delegate is installed but cannot run here), saying why and how to fix it."""
+        delegate is installed but cannot run here), saying why and how to fix it. Nothing
+        moves to a device here: a backend prepares its nodes (uploads weights) on the next
+        run, once, and later runs reuse that."""
         if isinstance(names, str):
             raise TypeError("set_backends takes a list of names, not a string")
         names = list(names)
