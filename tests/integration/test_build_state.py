@@ -4,8 +4,10 @@ is discarded with a log line and the next build heals."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
+import shutil
 from pathlib import Path
 
 import pytest
@@ -45,3 +47,23 @@ def test_the_next_build_heals(tmp_path: Path, damage: str,
     assert any("configur" in record.getMessage() for record in caplog.records), damage
     assert json.loads(stamp.read_text())["source"] == str((ROOT / "native").resolve())
     assert (build_dir / "build.ninja").read_text().rstrip().endswith("default all")
+
+
+def test_a_changed_native_source_is_configured_afresh(tmp_path: Path) -> None:
+    """The stamp names the source folder: pointing native-source elsewhere configures the
+    build folder from the new folder instead of building the old sources."""
+    loaded = manifest.load(ROOT)
+    copy = tmp_path / "native-copy"
+    shutil.copytree(loaded.native_source, copy)
+    build_dir = tmp_path / "build"
+
+    def configure(source: Path) -> str:
+        options = BuildOptions(platform="linux", last_stage=Stage.CONFIGURE,
+                               out_dir=tmp_path / "out", build_dir=build_dir)
+        run(dataclasses.replace(loaded, native_source=source), options)
+        return (build_dir / "CMakeCache.txt").read_text()
+
+    assert f"CMAKE_HOME_DIRECTORY:INTERNAL={loaded.native_source.resolve()}\n" in configure(
+        loaded.native_source)
+    assert f"CMAKE_HOME_DIRECTORY:INTERNAL={copy.resolve()}\n" in configure(copy)
+    assert json.loads((build_dir / STAMP_FILE).read_text())["source"] == str(copy.resolve())
