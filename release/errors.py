@@ -4,14 +4,23 @@ into an exit code. A message says what failed, why, and how to fix it, on one li
 from __future__ import annotations
 
 
+def one_line(text: str) -> str:
+    """``text`` with every character that is not printable written as its escape (a newline
+    as ``\\n``): names read from archives and binaries may appear in a one-line message."""
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() else char.encode("unicode_escape").decode("ascii")
+                   for char in text)
+
+
 class ReleaseError(Exception):
     """Base class. ``exit_code`` is what the CLI exits with."""
 
     exit_code = 1
 
     def __init__(self, what: str, *, fix: str = "") -> None:
-        self.what = what
-        self.fix = fix
+        self.what = one_line(what)
+        self.fix = one_line(fix)
         super().__init__(self.message)
 
     @property

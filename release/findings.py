@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from release._compat import StrEnum
+from release.errors import one_line
 
 
 class Severity(StrEnum):
@@ -23,6 +24,11 @@ class Finding:
     why: str = ""        # why it matters
     fix: str = ""        # how to fix it
     details: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # one finding, one line: names from the wheel may hold newlines or control characters
+        for name in ("file", "what", "why", "fix"):
+            object.__setattr__(self, name, one_line(getattr(self, name)))
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

@@ -44,8 +44,8 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from release.binary import model
-from release.binary._view import Buffer, ByteView, printable
-from release.errors import BinaryFormatError
+from release.binary._view import Buffer, ByteView
+from release.errors import BinaryFormatError, one_line
 
 MH_MAGIC, MH_MAGIC_64 = 0xFEEDFACE, 0xFEEDFACF
 FAT_MAGIC, FAT_MAGIC_64 = 0xCAFEBABE, 0xCAFEBABF
@@ -351,8 +351,8 @@ class _SliceParser:
 
 
 def _name(raw: bytes) -> str:
-    """A segment or section name (printable: it may appear in a one-line error)."""
-    return printable(raw.split(b"\0", 1)[0].decode("utf-8", "replace"))
+    """A segment or section name (one line: it may appear in an error)."""
+    return one_line(raw.split(b"\0", 1)[0].decode("utf-8", "replace"))
 
 
 def searched_name(install_name: str) -> str:

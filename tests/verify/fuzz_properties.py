@@ -38,8 +38,10 @@ def wheel_property(data: bytes, folder: Path) -> None:
         report = verify_wheel(path, static=True)
     except (WheelError, BinaryFormatError) as error:
         assert error.what and error.fix, "a refusal says what and how to fix it"
+        assert "\n" not in error.message, error.message
     else:
         assert all(finding.check and finding.what for finding in report.findings)
+        assert "\n" not in "".join(f.file + f.what + f.why + f.fix for f in report.findings)
 
 
 def repair_gate_property(data: bytes, folder: Path) -> None:

@@ -86,7 +86,7 @@ def test_pe_section_names_in_errors_are_one_line() -> None:
     data[table + 20:table + 24] = (1 << 24).to_bytes(4, "little")   # raw data far outside
     with pytest.raises(BinaryFormatError) as caught:
         read_binary_data(bytes(data), where="fuzz")
-    assert "section .r?d?ta at offset" in caught.value.what, caught.value.what
+    assert "section .r\\nd\\x1bta at offset" in caught.value.what, caught.value.what
 
 
 @_BUDGET
@@ -174,3 +174,22 @@ def test_repair_gate_and_verify_agree(tmp_path: Path, edits: list[tuple[int, int
     for position, value in edits:
         data[position % len(data)] = value
     fuzz_properties.repair_gate_property(bytes(data), tmp_path)
+
+
+def test_names_with_control_characters_stay_one_line(tmp_path: Path) -> None:
+    """Found by the long repair run: a member name holding a newline, in the error about its
+    local header, split the one-line error. Every error and finding writes such characters
+    as escapes."""
+    path = tmp_path / "demo-1.0-py3-none-any.whl"
+    path.write_bytes(fuzz_properties.names_wheel(["demo/a\nb.py", "demo/\x1b[31mred.py"]))
+    report = verify_wheel(path, static=True)
+    files = {finding.file for finding in report.findings}
+    assert {"demo/a\\nb.py", "demo/\\x1b[31mred.py"} <= files
+    assert "\n" not in "".join(f.file + f.what + f.why + f.fix for f in report.findings)
+    data = bytearray(path.read_bytes())
+    local = data.find(b"demo/a\nb.py")               # the local header's copy of the name
+    data[local - 30:local - 26] = b"XXXX"            # its signature: no valid local header
+    path.write_bytes(bytes(data))
+    with pytest.raises(WheelError) as caught:
+        verify_wheel(path, static=True)
+    assert "demo/a\\nb.py" in caught.value.message and "\n" not in caught.value.message
