@@ -80,7 +80,9 @@ def names_property(names: list[str], folder: Path) -> None:
     path = folder / "demo-1.0-py3-none-any.whl"
     path.write_bytes(names_wheel(names))
     try:
-        verify_wheel(path, static=False)
+        report = verify_wheel(path, static=False)
     except WheelError as error:
-        assert error.what and error.fix
+        assert error.what and error.fix and "\n" not in error.message, error.message
+    else:
+        assert "\n" not in "".join(f.file + f.what + f.why + f.fix for f in report.findings)
     assert not any(canary.iterdir()), list(canary.iterdir())
