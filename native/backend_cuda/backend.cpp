@@ -24,6 +24,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "device_buffer.hpp"
@@ -204,9 +205,9 @@ Status CudaBackend::prepare(const Graph& graph, size_t first, size_t count,
   EDGERT_RETURN_IF_ERROR(check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
                                "cudaStreamCreateWithFlags"));
   std::unordered_map<int32_t, size_t> reads_here;
-  std::unordered_map<int32_t, bool> written_here;
+  std::unordered_set<int32_t> written_here;
   for (size_t i = first; i < first + count; ++i) {
-    for (int32_t output : graph.nodes[i].outputs) written_here[output] = true;
+    written_here.insert(graph.nodes[i].outputs.begin(), graph.nodes[i].outputs.end());
   }
   for (size_t i = first; i < first + count; ++i) {
     const Node& node = graph.nodes[i];

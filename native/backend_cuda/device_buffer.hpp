@@ -98,10 +98,10 @@ class PinnedStaging {
   Status reserve(size_t bytes, cudaStream_t stream) {
     if (bytes <= capacity_) return Status::success();
     EDGERT_RETURN_IF_ERROR(check(cudaStreamSynchronize(stream), "synchronize"));
+    const size_t grown = std::max(bytes, capacity_ + capacity_ / 2);
     if (data_ != nullptr) cudaFreeHost(data_);
     data_ = nullptr;
     capacity_ = 0;
-    const size_t grown = std::max(bytes, capacity_ + capacity_ / 2);
     EDGERT_RETURN_IF_ERROR(check(cudaMallocHost(reinterpret_cast<void**>(&data_), grown),
                                  "cudaMallocHost (page-locked staging)"));
     capacity_ = grown;
@@ -141,7 +141,7 @@ struct RunResources {
 class DeviceValues {
  public:
   DeviceValues(std::vector<Tensor>& host, RunResources& resources)
-      : host_(host), resources_(resources), stream_(resources.stream) {}
+      : host_(host), resources_(resources) {}
   DeviceValues(const DeviceValues&) = delete;
   DeviceValues& operator=(const DeviceValues&) = delete;
   ~DeviceValues() {
@@ -191,7 +191,7 @@ class DeviceValues {
       sources.push_back(host_[id].contiguous());
       total += staged_size(sources.back().nbytes());
     }
-    EDGERT_RETURN_IF_ERROR(resources_.upload.reserve(total, stream_));
+    EDGERT_RETURN_IF_ERROR(resources_.upload.reserve(total, stream()));
     size_t offset = 0;
     for (size_t i = 0; i < ids.size(); ++i) {
       DeviceTensor* slot = nullptr;
@@ -199,7 +199,7 @@ class DeviceValues {
       unsigned char* staged = resources_.upload.data() + offset;
       if (sources[i].nbytes() != 0) std::memcpy(staged, sources[i].data(), sources[i].nbytes());
       EDGERT_RETURN_IF_ERROR(check(cudaMemcpyAsync(slot->data, staged, sources[i].nbytes(),
-                                                   cudaMemcpyHostToDevice, stream_), "upload"));
+                                                   cudaMemcpyHostToDevice, stream()), "upload"));
       uploaded_bytes += sources[i].nbytes();
       offset += staged_size(sources[i].nbytes());
     }
@@ -234,17 +234,17 @@ class DeviceValues {
       produced.push_back(written ? &found->second : nullptr);
       if (written) total += staged_size(found->second.nbytes());
     }
-    EDGERT_RETURN_IF_ERROR(resources_.download.reserve(total, stream_));
+    EDGERT_RETURN_IF_ERROR(resources_.download.reserve(total, stream()));
     size_t offset = 0;
     for (const DeviceTensor* tensor : produced) {
       if (tensor == nullptr) continue;
       EDGERT_RETURN_IF_ERROR(check(cudaMemcpyAsync(resources_.download.data() + offset,
                                                    tensor->data, tensor->nbytes(),
-                                                   cudaMemcpyDeviceToHost, stream_), "download"));
+                                                   cudaMemcpyDeviceToHost, stream()), "download"));
       downloaded_bytes += tensor->nbytes();
       offset += staged_size(tensor->nbytes());
     }
-    EDGERT_RETURN_IF_ERROR(check(cudaStreamSynchronize(stream_), "synchronize"));
+    EDGERT_RETURN_IF_ERROR(check(cudaStreamSynchronize(stream()), "synchronize"));
     offset = 0;
     for (size_t i = 0; i < needed.size(); ++i) {
       if (produced[i] == nullptr) continue;
@@ -258,7 +258,7 @@ class DeviceValues {
     return Status::success();
   }
 
-  cudaStream_t stream() const { return stream_; }
+  cudaStream_t stream() const { return resources_.stream; }
 
  private:
   static Status allocate(DeviceTensor& tensor) {
@@ -292,7 +292,6 @@ class DeviceValues {
 
   std::vector<Tensor>& host_;
   RunResources& resources_;
-  cudaStream_t stream_;
   std::unordered_map<int32_t, DeviceTensor> tensors_;
 };
 

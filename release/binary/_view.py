@@ -30,7 +30,7 @@ class ByteView:
         self.byte_order = byte_order
 
     def fail(self, what: str) -> BinaryFormatError:
-        return BinaryFormatError(f"{self.where}: {what}", fix=_FIX)   # made one line there
+        return BinaryFormatError(f"{self.where}: {what}", fix=_FIX)
 
     def check(self, offset: int, length: int, what: str) -> None:
         if offset < 0 or length < 0 or offset + length > self.size:
