@@ -13,7 +13,8 @@ import re
 import stat
 import time
 import zipfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from email.message import Message
 from email.parser import Parser
@@ -80,8 +81,13 @@ def wheel_text(tags: Iterable[str]) -> str:
 
 
 def record_hash(data: bytes) -> str:
-    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
-    return "sha256=" + digest.decode("ascii")
+    return digest_text(hashlib.sha256(data))
+
+
+def digest_text(digest: hashlib._Hash) -> str:
+    """A finished sha256 as RECORD writes it: ``sha256=<urlsafe base64, unpadded>``."""
+    encoded = base64.urlsafe_b64encode(digest.digest()).rstrip(b"=")
+    return "sha256=" + encoded.decode("ascii")
 
 
 def _sort_key(name: str) -> tuple[int, str]:
@@ -106,6 +112,18 @@ def _check_names(names: Iterable[str]) -> None:
                              fix="entries must be relative, '/'-separated, without '..'")
 
 
+@contextmanager
+def _replaced(path: Path) -> Iterator[zipfile.ZipFile]:
+    """A zip written beside ``path`` that replaces it only when complete."""
+    partial = path.with_name(path.name + ".partial")
+    try:
+        with zipfile.ZipFile(partial, "w") as archive:
+            yield archive
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
 def write_wheel(path: Path, files: Mapping[str, tuple[bytes, int]], *, dist_info: str,
                 epoch: int) -> None:
     """Writes ``files`` (name -> (data, mode)) plus a fresh RECORD, atomically."""
@@ -118,16 +136,11 @@ def write_wheel(path: Path, files: Mapping[str, tuple[bytes, int]], *, dist_info
         record.write(f"{name},{record_hash(data)},{len(data)}\n")
     record.write(f"{record_name},,\n")
     entries[record_name] = (record.getvalue().encode(), 0o644)
-    partial = path.with_name(path.name + ".partial")
-    try:
-        with zipfile.ZipFile(partial, "w") as archive:
-            for name in sorted(entries, key=_sort_key):
-                data, mode = entries[name]
-                archive.writestr(_zip_info(name, mode=mode, epoch=epoch), data,
-                                 compresslevel=_COMPRESSION_LEVEL)
-        os.replace(partial, path)
-    finally:
-        partial.unlink(missing_ok=True)
+    with _replaced(path) as archive:
+        for name in sorted(entries, key=_sort_key):
+            data, mode = entries[name]
+            archive.writestr(_zip_info(name, mode=mode, epoch=epoch), data,
+                             compresslevel=_COMPRESSION_LEVEL)
 
 
 def collect_tree(root: Path) -> dict[str, tuple[bytes, int]]:
@@ -180,17 +193,15 @@ def _copy_entry(source: zipfile.ZipFile, info: zipfile.ZipInfo, out: zipfile.Zip
             digest.update(chunk)
             size += len(chunk)
             writer.write(chunk)
-    hashed = base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode("ascii")
-    return f"{info.filename},sha256={hashed},{size}\n"
+    return f"{info.filename},{digest_text(digest)},{size}\n"
 
 
 def normalize(path: Path, *, epoch: int) -> None:
     """Rewrites a wheel in the reproducible form, with RECORD recomputed, atomically. Entries
     are streamed one chunk at a time, so memory stays bounded whatever their sizes (the
     bytes equal those of write_wheel: zlib's output does not depend on how input is split)."""
-    partial = path.with_name(path.name + ".partial")
     try:
-        with zipfile.ZipFile(path) as source, zipfile.ZipFile(partial, "w") as out:
+        with zipfile.ZipFile(path) as source, _replaced(path) as out:
             infos = {info.filename: info for info in source.infolist() if not info.is_dir()}
             record_name = f"{dist_info_of(infos)}/RECORD"
             names = sorted((name for name in infos if name != record_name), key=_sort_key)
@@ -198,9 +209,6 @@ def normalize(path: Path, *, epoch: int) -> None:
             record = "".join(_copy_entry(source, infos[name], out, epoch) for name in names)
             out.writestr(_zip_info(record_name, mode=0o644, epoch=epoch),
                          record + f"{record_name},,\n", compresslevel=_COMPRESSION_LEVEL)
-        os.replace(partial, path)
     except (zipfile.BadZipFile, OSError) as error:
         raise WheelError(f"cannot rewrite wheel {path}: {error}",
                          fix="rebuild it; the file is damaged or not a wheel") from None
-    finally:
-        partial.unlink(missing_ok=True)

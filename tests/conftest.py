@@ -18,6 +18,14 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 TIERS = ("unit", "native", "integration", "verify", "cuda", "quality", "gpu")
+# Python code that prints, as the last line on stderr, its process's own peak resident size
+# in KiB: the memory map's high-water mark (VmHWM). Not ru_maxrss, which Linux carries over
+# from the forked parent across exec and so would count the test runner's own memory.
+PRINT_OWN_PEAK = """
+import re as _re, sys as _sys
+with open("/proc/self/status") as _status:
+    print(_re.search(r"VmHWM:\\s+(\\d+) kB", _status.read()).group(1), file=_sys.stderr)
+"""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

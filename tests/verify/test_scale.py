@@ -12,20 +12,15 @@ import time
 from pathlib import Path
 
 from release import wheel
-from tests.conftest import ROOT
+from tests.conftest import PRINT_OWN_PEAK, ROOT
 
 COPIES, SYMBOLS = 200, 2000
-# verify in one process that reports its own peak resident size (KiB) on its last line: the
-# memory map's high-water mark (VmHWM), not ru_maxrss, which Linux carries over from the
-# forked parent across exec and so would count the test runner's own memory
+# verify in one process that reports its own peak resident size (KiB) on its last line
 _MEASURED = """
-import re, sys
-from pathlib import Path
+import sys
 from release.verify import main
 main([sys.argv[1], "--static", "--json"])
-status = Path("/proc/self/status").read_text()
-print(re.search(r"VmHWM:\\s+(\\d+) kB", status).group(1), file=sys.stderr)
-"""
+""" + PRINT_OWN_PEAK
 
 
 def _library(folder: Path) -> bytes:
