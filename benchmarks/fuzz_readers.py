@@ -30,7 +30,6 @@ from release.binary import read_binary_data  # noqa: E402
 from release.errors import BinaryFormatError  # noqa: E402
 from tests.verify import fuzz_properties, macho_writer  # noqa: E402
 from tests.verify.pe_images import EXECUTABLE, I386, pe_image  # noqa: E402
-from tests.verify.test_wheel_safety import make_wheel  # noqa: E402
 
 _RECORD = "demo/a.py,sha256=AAAA,12\ndemo-1.0.dist-info/RECORD,,\n"
 _METADATA = "Metadata-Version: 2.1\nName: demo\nVersion: 1.0\nRequires-Dist: numpy>=1\n"
@@ -113,20 +112,12 @@ def _pe_seed(rng: random.Random) -> bytes:
         pe_image(machine=I386, bits=32, characteristics=EXECUTABLE, imports=["USER32.dll"])])
 
 
-def _repair_seed() -> bytes:
-    """A wheel with a correct RECORD: repair's gate accepts it as it is."""
-    files = {"demo/__init__.py": b"x = 1\n", "demo/lib.so": b"\x7fELF" + bytes(64),
-             "demo-1.0.data/platlib/demo_data.py": b"y = 2\n"}
-    with tempfile.TemporaryDirectory() as folder:
-        return make_wheel(Path(folder) / "demo-1.0-py3-none-any.whl", files).read_bytes()
-
-
 TARGETS: dict[str, Target] = {
     "record": _text_target(_RECORD, fuzz_properties.record_property),
     "metadata": _text_target(_METADATA, fuzz_properties.metadata_property),
     "wheel": _wheel_target(lambda: fuzz_properties.names_wheel(["demo/x.so"]),
                            fuzz_properties.wheel_property),
-    "repair": _wheel_target(_repair_seed, fuzz_properties.repair_gate_property),
+    "repair": _wheel_target(fuzz_properties.repair_seed, fuzz_properties.repair_gate_property),
     "names": _names, "elf": _binary_target(_elf_seed), "macho": _binary_target(_macho_seed),
     "pe": _binary_target(_pe_seed)}
 

@@ -17,7 +17,6 @@ from release.errors import BinaryFormatError, WheelError
 from release.verify import verify_wheel
 from tests.verify import fuzz_properties
 from tests.verify.pe_images import pe_image
-from tests.verify.test_wheel_safety import make_wheel
 
 _SEED = min((Path(p) for p in ("/lib/x86_64-linux-gnu/libz.so.1",
                                "/lib/x86_64-linux-gnu/libgcc_s.so.1") if Path(p).exists()),
@@ -160,17 +159,11 @@ def test_member_names_never_escape(tmp_path: Path, names: list[str]) -> None:
     fuzz_properties.names_property(aimed, tmp_path)
 
 
-def _repair_seed(folder: Path) -> bytes:
-    files = {"demo/__init__.py": b"x = 1\n", "demo/lib.so": _SEED[:512],
-             "demo-1.0.data/platlib/demo_data.py": b"y = 2\n"}
-    return make_wheel(folder / "seed.whl", files).read_bytes()
-
-
 @settings(max_examples=150, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), max_size=6))
 def test_repair_gate_and_verify_agree(tmp_path: Path, edits: list[tuple[int, int]]) -> None:
-    data = bytearray(_repair_seed(tmp_path))
+    data = bytearray(fuzz_properties.repair_seed())
     for position, value in edits:
         data[position % len(data)] = value
     fuzz_properties.repair_gate_property(bytes(data), tmp_path)
