@@ -54,6 +54,7 @@ void fill_pattern(edgert::Tensor& tensor, size_t input) {
       case edgert::DType::UInt8: tensor.data_as<uint8_t>()[k] = static_cast<uint8_t>(value * 8 + 8); break;
       case edgert::DType::Int32: tensor.data_as<int32_t>()[k] = static_cast<int32_t>(value * 8); break;
       case edgert::DType::Int64: tensor.data_as<int64_t>()[k] = static_cast<int64_t>(value * 8); break;
+      case edgert::DType::Bool: tensor.data_as<uint8_t>()[k] = value > 0; break;
     }
   }
 }
@@ -93,6 +94,7 @@ void print_output(size_t index, const edgert::Tensor& tensor) {
       case edgert::DType::UInt8: std::printf("%u\n", tensor.data_as<uint8_t>()[k]); break;
       case edgert::DType::Int32: std::printf("%d\n", tensor.data_as<int32_t>()[k]); break;
       case edgert::DType::Int64: std::printf("%lld\n", static_cast<long long>(tensor.data_as<int64_t>()[k])); break;
+      case edgert::DType::Bool: std::printf("%u\n", tensor.data_as<uint8_t>()[k]); break;
     }
   }
 }

@@ -19,6 +19,7 @@ static void fill_pattern(edgert_dtype dtype, void* data, int64_t count, size_t i
       case EDGERT_UINT8: ((uint8_t*)data)[k] = (uint8_t)(value * 8 + 8); break;
       case EDGERT_INT32: ((int32_t*)data)[k] = (int32_t)(value * 8); break;
       case EDGERT_INT64: ((int64_t*)data)[k] = (int64_t)(value * 8); break;
+      case EDGERT_BOOL: ((uint8_t*)data)[k] = value > 0; break;
     }
   }
 }
@@ -50,7 +51,7 @@ static int set_input(edgert_program* program, size_t index, const char* path) {
 
 static void print_output(size_t index, edgert_dtype dtype, const int64_t* shape, size_t ndim, const void* data,
                          size_t nbytes) {
-  static const char* names[] = {"float32", "int8", "uint8", "int32", "int64"};
+  static const char* names[] = {"float32", "int8", "uint8", "int32", "int64", "bool"};
   printf("output %zu %s [", index, names[dtype]);
   for (size_t i = 0; i < ndim; ++i) printf(i ? ",%lld" : "%lld", (long long)shape[i]);
   printf("]\n");
@@ -62,6 +63,7 @@ static void print_output(size_t index, edgert_dtype dtype, const int64_t* shape,
       case EDGERT_UINT8: printf("%u\n", ((const uint8_t*)data)[k]); break;
       case EDGERT_INT32: printf("%d\n", ((const int32_t*)data)[k]); break;
       case EDGERT_INT64: printf("%lld\n", (long long)((const int64_t*)data)[k]); break;
+      case EDGERT_BOOL: printf("%u\n", ((const uint8_t*)data)[k]); break;
     }
   }
 }

@@ -44,6 +44,7 @@ Tensor filled(DType dtype, std::vector<int64_t> shape, unsigned seed, int modulo
       case DType::UInt8: tensor.data_as<uint8_t>()[i] = static_cast<uint8_t>(value + 100); break;
       case DType::Int32: tensor.data_as<int32_t>()[i] = nonzero; break;
       case DType::Int64: tensor.data_as<int64_t>()[i] = nonzero; break;
+      case DType::Bool: tensor.data_as<uint8_t>()[i] = value > 0; break;
     }
   }
   return tensor;

@@ -29,7 +29,8 @@ typedef enum edgert_dtype {
   EDGERT_INT8 = 1,
   EDGERT_UINT8 = 2,
   EDGERT_INT32 = 3,
-  EDGERT_INT64 = 4
+  EDGERT_INT64 = 4,
+  EDGERT_BOOL = 5 /* one byte per element: 0 or 1 */
 } edgert_dtype;
 
 typedef struct edgert_program edgert_program;

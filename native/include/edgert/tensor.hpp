@@ -12,7 +12,8 @@
 namespace edgert {
 
 // Values are part of the program format (docs/program-format.md): never renumber.
-enum class DType : uint8_t { Float32 = 0, Int8 = 1, UInt8 = 2, Int32 = 3, Int64 = 4 };
+// Bool: one byte per element, 0 (false) or 1 (true); kernels write only 0 and 1.
+enum class DType : uint8_t { Float32 = 0, Int8 = 1, UInt8 = 2, Int32 = 3, Int64 = 4, Bool = 5 };
 
 EDGERT_API size_t dtype_size(DType dtype);
 EDGERT_API const char* dtype_name(DType dtype);

@@ -26,7 +26,8 @@ CONSTANT_ALIGNMENT = 16
 MAX_DIMS = 8
 MAX_STRING_LENGTH = 4096
 
-DTYPE_CODES: dict[str, int] = {"float32": 0, "int8": 1, "uint8": 2, "int32": 3, "int64": 4}
+DTYPE_CODES: dict[str, int] = {"float32": 0, "int8": 1, "uint8": 2, "int32": 3, "int64": 4,
+                               "bool": 5}
 DTYPE_NAMES: dict[int, str] = {code: name for name, code in DTYPE_CODES.items()}
 
 _KIND_RUNTIME, _KIND_CONSTANT = 0, 1

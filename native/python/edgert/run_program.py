@@ -20,6 +20,8 @@ def pattern(input_index: int, count: int, dtype: np.dtype) -> np.ndarray:  # typ
     value = ((k * 7 + input_index * 3) % 17) / 8.0 - 1.0
     if dtype == np.float32:
         return value.astype(np.float32)
+    if dtype == np.bool_:
+        return value > 0
     if dtype == np.uint8:
         return (value * 8 + 8).astype(np.uint8)
     return (value * 8).astype(dtype)

@@ -139,6 +139,7 @@ size_t dtype_size(DType dtype) {
     case DType::UInt8: return 1;
     case DType::Int32: return 4;
     case DType::Int64: return 8;
+    case DType::Bool: return 1;
   }
   return 0;
 }
@@ -150,11 +151,12 @@ const char* dtype_name(DType dtype) {
     case DType::UInt8: return "uint8";
     case DType::Int32: return "int32";
     case DType::Int64: return "int64";
+    case DType::Bool: return "bool";
   }
   return "unknown";
 }
 
-bool dtype_is_valid(uint32_t raw) { return raw <= static_cast<uint32_t>(DType::Int64); }
+bool dtype_is_valid(uint32_t raw) { return raw <= static_cast<uint32_t>(DType::Bool); }
 
 Tensor::Tensor(DType dtype, std::vector<int64_t> shape)
     : dtype_(dtype), shape_(std::move(shape)) {

@@ -1,0 +1,1 @@
+// Scaled_dot_product_attention (docs/operators.md). Not written yet.

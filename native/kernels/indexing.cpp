@@ -1,0 +1,1 @@
+// Gather, index_select and embedding (docs/operators.md). Not written yet.

@@ -1,0 +1,1 @@
+// Edgert_quantized::conv2d (docs/operators.md). Not written yet.
