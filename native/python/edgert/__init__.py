@@ -30,6 +30,7 @@ import numpy as np
 
 from edgert._errors import (
     EdgertError,
+    ExportError,
     InternalError,
     InvalidArgumentError,
     InvalidProgramError,
@@ -38,6 +39,7 @@ from edgert._errors import (
     ProgramFileNotFoundError,
     UnavailableError,
     UnsupportedError,
+    UnsupportedOperatorError,
 )
 from edgert._native import backend_problem, call, extension, load_library, package_dir
 from edgert.export import DTYPE_CODES, DTYPE_NAMES, dtype_name
@@ -46,6 +48,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "EdgertError",
+    "ExportError",
     "InternalError",
     "InvalidArgumentError",
     "InvalidProgramError",
@@ -54,6 +57,7 @@ __all__ = [
     "ProgramFileNotFoundError",
     "UnavailableError",
     "UnsupportedError",
+    "UnsupportedOperatorError",
     "Registration",
     "TensorInfo",
     "Program",

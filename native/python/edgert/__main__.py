@@ -1,5 +1,5 @@
 """python -m edgert --cmake-prefix-path | --cmake-dir | --pkg-config-path | --include-dir |
---lib-dir | --version"""
+--lib-dir | --version | --operators"""
 
 from __future__ import annotations
 
@@ -19,9 +19,15 @@ def main(argv: list[str] | None = None) -> int:
     group.add_argument("--include-dir", action="store_true", help="folder of the C/C++ headers")
     group.add_argument("--lib-dir", action="store_true", help="folder of the shared libraries")
     group.add_argument("--version", action="store_true", help="edgert version")
+    group.add_argument("--operators", action="store_true",
+                       help="the operators installed, their components and the PyTorch "
+                            "operators lowered to each (a markdown table)")
     arguments = parser.parse_args(argv)
     if arguments.version:
         print(edgert.__version__)
+    elif arguments.operators:
+        from edgert._operator_table import operator_table
+        print(operator_table(), end="")
     elif arguments.cmake_prefix_path:
         print(edgert.lib_dir().parent)
     elif arguments.cmake_dir:

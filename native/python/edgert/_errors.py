@@ -52,6 +52,22 @@ class UnsupportedError(EdgertError):
     code = 4
 
 
+class ExportError(UnsupportedError):
+    """A model cannot become an edgert program as it is: what it does has no exact
+    edgert equivalent (a dtype, a shape known only from the data, a state it writes), or
+    the program would not compute what eager PyTorch computes."""
+
+
+class UnsupportedOperatorError(ExportError):
+    """The model uses an operator the front end cannot lower; ``operator`` is its ATen name
+    and ``module`` the path of the module it came from ("" for the top level)."""
+
+    def __init__(self, message: str, *, operator: str = "", module: str = "") -> None:
+        super().__init__(message)
+        self.operator = operator
+        self.module = module
+
+
 class InternalError(EdgertError):
     """A failure inside edgert that is not the caller's."""
 

@@ -1,8 +1,10 @@
-"""Write and read edgert programs (docs/program-format.md) in pure Python + numpy.
+"""Make edgert programs: from a PyTorch model (``from_torch``), or node by node
+(``ProgramBuilder``), and read and write their bytes (docs/program-format.md).
 
-``ProgramBuilder`` assembles a program; ``read_program`` turns bytes into a ``ProgramDef``
-that passes (for example a quantization pass) can rewrite and ``write_program`` serializes
-again. Nothing here needs the native extension.
+``read_program`` turns bytes into a ``ProgramDef`` that passes (for example a quantization
+pass) can rewrite and ``write_program`` serializes again. Only ``from_torch`` needs torch
+(``pip install edgert[torch]``), and it imports it when called; the rest is pure Python and
+numpy and needs no native extension.
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ from typing import Union
 
 import numpy as np
 
-from edgert._errors import InvalidProgramError
+from edgert._errors import ExportError, InvalidProgramError, UnsupportedOperatorError
 
 __all__ = ["DTYPE_CODES", "DTYPE_NAMES", "ValueDef", "NodeDef", "ProgramDef", "ProgramBuilder",
-           "dtype_name", "write_program", "read_program"]
+           "dtype_name", "write_program", "read_program", "from_torch", "ExportError",
+           "UnsupportedOperatorError"]
 
 MAGIC = b"EDGRTPRG"
 VERSION = 1
@@ -77,6 +80,32 @@ def dtype_name(dtype: object) -> str:
     if name not in DTYPE_CODES:
         raise ValueError(f"edgert has no dtype {name!r}; supported: {', '.join(DTYPE_CODES)}")
     return name
+
+
+def from_torch(model: object, args: object = None, *, dynamic_shapes: object = None,
+               check: bool = True) -> bytes:
+    """An edgert program computing what a PyTorch model computes.
+
+    ``model`` is a ``torch.nn.Module`` with example ``args`` (a tuple of tensors; the module
+    is put in eval mode and exported with ``torch.export.export`` without gradients) or a
+    ``torch.export.ExportedProgram``. ``dynamic_shapes`` is passed to ``torch.export`` (e.g.
+    ``{"x": {0: torch.export.Dim("batch")}}``): those dimensions are -1 in the program.
+    The program's inputs are the model's tensor inputs and its outputs the model's tensor
+    outputs, in the order torch.export flattens them; its constants are the parameters and
+    buffers the model reads (batch norm folded into the convolution before it).
+
+    With ``check`` (the default) the program is run on the example inputs and compared with
+    eager PyTorch (rtol 1e-3); a difference raises ``ExportError``. An operator edgert has no
+    equivalent for raises ``UnsupportedOperatorError`` naming it and the module it came
+    from, before anything is returned. Needs torch (``pip install edgert[torch]``)."""
+    try:
+        from edgert._torch import from_torch as convert
+    except ModuleNotFoundError as error:
+        if (error.name or "").split(".")[0] != "torch":
+            raise
+        raise ExportError("from_torch needs PyTorch, which is not installed "
+                          "(fix: pip install edgert[torch])") from None
+    return convert(model, args, dynamic_shapes=dynamic_shapes, check=check)  # type: ignore[arg-type]
 
 
 class ProgramBuilder:

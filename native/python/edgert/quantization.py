@@ -1,5 +1,11 @@
 """Post-training quantization of edgert programs.
 
+``quantize_program`` rewrites every linear and conv2d layer with a constant float32 weight
+into its ``edgert_quantized::`` form: int8 weights per output channel, and int8 activations
+whose qparams come from running the program on calibration samples (``activations=
+"static"``, the default) or are chosen for each row / image at run time (``"dynamic"``).
+Inputs and outputs stay float32, so every other operator is unchanged (docs/operators.md).
+
 ``quantize_linear_layers`` rewrites every ``edgert::linear`` whose weight is a float32
 constant into ``edgert_quantized::linear``:
 
@@ -21,11 +27,15 @@ from dataclasses import replace
 
 import numpy as np
 
-from edgert._errors import EdgertError, error_for
+from collections.abc import Iterable, Sequence
+
+from edgert._errors import EdgertError, InvalidArgumentError, error_for
 from edgert._native import load_library
+from edgert._passes import fuse_activations, prune
 from edgert.export import NodeDef, ProgramDef, ValueDef, read_program, write_program
 
-__all__ = ["quantize_linear_layers", "quantize_weights_per_channel", "reference_linear"]
+__all__ = ["quantize_program", "quantize_linear_layers", "quantize_weights_per_channel",
+           "reference_linear"]
 
 _FLOAT_P = ctypes.POINTER(ctypes.c_float)
 _INT8_P = ctypes.POINTER(ctypes.c_int8)
@@ -200,5 +210,131 @@ def quantize_linear_layers(program: bytes | ProgramDef) -> bytes:
         result.nodes.append(NodeDef("edgert_quantized::linear", inputs, list(node.outputs), {}))
     try:
         return write_program(_drop_unused_constants(result))
+    except ValueError as error:
+        raise EdgertError(f"cannot write the quantized program: {error}") from None
+
+
+# ---------------------------------------------------------------------------- quantize_program
+
+_QUANTIZED = {"edgert::linear": ("edgert_quantized::linear", 2),
+              "edgert::conv2d": ("edgert_quantized::conv2d", 4)}
+_INT8 = (-128, 127)
+
+
+def _candidates(program: ProgramDef) -> list[int]:
+    """Positions of the linear and conv2d nodes whose weight (and bias) are float32 constants."""
+    found = []
+    for position, node in enumerate(program.nodes):
+        if node.op not in _QUANTIZED or len(node.inputs) < 2 or node.inputs[1] < 0:
+            continue
+        weight = program.values[node.inputs[1]]
+        bias_index = node.inputs[2] if len(node.inputs) > 2 else -1
+        bias_ok = bias_index < 0 or (program.values[bias_index].is_constant and
+                                     program.values[bias_index].dtype == "float32")
+        if weight.is_constant and weight.dtype == "float32" and \
+                len(weight.shape) == _QUANTIZED[node.op][1] and bias_ok:
+            found.append(position)
+    return found
+
+
+def _as_arrays(sample: object, count: int) -> list[np.ndarray]:  # type: ignore[type-arg]
+    if hasattr(sample, "detach") or isinstance(sample, np.ndarray):
+        sample = [sample]
+    if not isinstance(sample, (Sequence, tuple)) or len(sample) != count:
+        raise InvalidArgumentError(
+            f"each calibration sample must be a sequence of {count} arrays (one per program "
+            f"input), got {type(sample).__name__}")
+    arrays = []
+    for item in sample:
+        if hasattr(item, "detach"):  # a torch tensor, without importing torch
+            item = item.detach().cpu().numpy()
+        arrays.append(np.asarray(item))
+    return arrays
+
+
+def _observed_ranges(program: ProgramDef, watched: list[int],
+                     calibration: Iterable[object]) -> dict[int, tuple[float, float]]:
+    """[min, max] of each watched value over every calibration sample, from running the
+    program with those values as extra outputs."""
+    import edgert
+
+    probe = ProgramDef(values=program.values, nodes=program.nodes, inputs=program.inputs,
+                       outputs=[*program.outputs, *watched])
+    loaded = edgert.load(write_program(probe))
+    ranges: dict[int, tuple[float, float]] = {}
+    samples = 0
+    for sample in calibration:
+        outputs = loaded.run(_as_arrays(sample, len(program.inputs)))[len(program.outputs):]
+        samples += 1
+        for index, output in zip(watched, outputs):
+            if output.size == 0:
+                continue
+            if not np.isfinite(output).all():
+                raise InvalidArgumentError(f"calibration sample {samples - 1} gives a non-finite "
+                                           f"value at a layer's input (value {index})")
+            low, high = ranges.get(index, (0.0, 0.0))
+            ranges[index] = (min(low, float(output.min())), max(high, float(output.max())))
+    if samples == 0:
+        raise InvalidArgumentError(
+            "static activation quantization needs calibration samples (fix: pass "
+            "calibration=[sample, ...] with inputs like the ones the model will see, or "
+            "activations='dynamic')")
+    return ranges
+
+
+def activation_qparams(low: float, high: float) -> tuple[np.ndarray, np.ndarray]:  # type: ignore[type-arg]
+    """int8 qparams covering [min(0, low), max(0, high)], chosen as choose_qparams does."""
+    low, high = min(0.0, low), max(0.0, high)
+    scale = np.float32((high - low) / (_INT8[1] - _INT8[0]))
+    if scale == 0:
+        scale = np.float32(1.0)
+    zero = _INT8[0] - np.rint(low / float(scale))
+    zero_point = int(min(max(zero, _INT8[0]), _INT8[1]))
+    return np.array([scale], np.float32), np.array([zero_point], np.int32)
+
+
+def _quantized_node(program: ProgramDef, node: NodeDef,
+                    qparams: tuple[np.ndarray, np.ndarray] | None) -> NodeDef:  # type: ignore[type-arg]
+    op, _ = _QUANTIZED[node.op]
+    weight = program.values[node.inputs[1]].data
+    assert weight is not None
+    quantized, scales, zero_points = quantize_weights_per_channel(weight.reshape(weight.shape[0], -1))
+    inputs = [node.inputs[0], _add_constant(program, quantized.reshape(weight.shape)),
+              _add_constant(program, scales), _add_constant(program, zero_points),
+              node.inputs[2] if len(node.inputs) > 2 else -1]
+    if qparams is not None:
+        inputs += [_add_constant(program, qparams[0]), _add_constant(program, qparams[1])]
+    return NodeDef(op, inputs, list(node.outputs), dict(node.attributes))
+
+
+def quantize_program(program: bytes | ProgramDef, calibration: Iterable[object] = (), *,
+                     activations: str = "static") -> bytes:
+    """The program with its linear and conv2d layers quantized (the module docstring).
+
+    ``calibration``: samples, each a sequence of arrays (numpy or torch), one per program
+    input, like the inputs the model will see; used with ``activations="static"`` to fix
+    each layer's input qparams (values outside the observed range clamp). ``"dynamic"``
+    quantizes each row (linear) or image (conv2d) with its own qparams at run time: more
+    accurate for inputs unlike the calibration set, at the cost of a pass over the input.
+    The result needs the kernels_quantized component to load."""
+    if activations not in ("static", "dynamic"):
+        raise InvalidArgumentError(f"activations must be 'static' or 'dynamic', not {activations!r}")
+    source = read_program(bytes(program)) if isinstance(program, (bytes, bytearray)) else program
+    if not isinstance(source, ProgramDef):
+        raise TypeError(f"expected program bytes or a ProgramDef, got {type(source).__name__}")
+    result = ProgramDef(values=list(source.values), nodes=list(source.nodes),
+                        inputs=list(source.inputs), outputs=list(source.outputs))
+    positions = _candidates(result)
+    ranges: dict[int, tuple[float, float]] = {}
+    if activations == "static" and positions:
+        watched = sorted({result.nodes[p].inputs[0] for p in positions})
+        ranges = _observed_ranges(result, watched, calibration)
+    for position in positions:
+        node = result.nodes[position]
+        observed = ranges.get(node.inputs[0], (0.0, 0.0))
+        qparams = activation_qparams(*observed) if activations == "static" else None
+        result.nodes[position] = _quantized_node(result, node, qparams)
+    try:
+        return write_program(prune(fuse_activations(result)))
     except ValueError as error:
         raise EdgertError(f"cannot write the quantized program: {error}") from None

@@ -1,0 +1,52 @@
+"""The operator table of docs/bring-your-model.md, made from what is installed: the
+registry's operators and owning components, and the ATen operators the PyTorch front end
+lowers to each (``python -m edgert --operators``)."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+import edgert
+
+HEADER = ("| edgert operator | component | lowered from (ATen) |\n"
+          "|---|---|---|\n")
+
+
+def component_of(owner: str) -> str:
+    """The component of a registering library's path (libedgert_kernels.so -> kernels)."""
+    name = re.split(r"[\\/]", owner)[-1]
+    match = re.match(r"(?:lib)?edgert_([a-z0-9_]+?)(?:\.so.*|\.dylib|\.dll)?$", name)
+    return match.group(1) if match else name
+
+
+def _lowered_from() -> tuple[dict[str, list[str]], list[str]]:
+    """edgert operator -> ATen operators lowered to it, and the ATen operators that become
+    no node at all (views and copies that change nothing)."""
+    from edgert._torch.operators import supported_operators
+    by_edgert: dict[str, list[str]] = defaultdict(list)
+    vanish = []
+    for aten, targets in supported_operators():
+        if targets.startswith("("):
+            vanish.append(aten)
+            continue
+        for target in targets.split(", "):
+            by_edgert[target].append(aten)
+    return by_edgert, vanish
+
+
+def operator_table() -> str:
+    """The markdown table, then the list of ATen operators that disappear."""
+    try:
+        lowered, vanish = _lowered_from()
+    except ModuleNotFoundError:  # no torch: the registry's side only
+        lowered, vanish = {}, []
+    rows = []
+    for entry in edgert.operators():
+        sources = ", ".join(f"`{name}`" for name in sorted(lowered.get(entry.name, []))) or "–"
+        rows.append(f"| `{entry.name}` | {component_of(entry.owner)} | {sources} |\n")
+    text = HEADER + "".join(rows)
+    if vanish:
+        text += ("\nFolded away (no node in the program): "
+                 + ", ".join(f"`{name}`" for name in sorted(vanish)) + ".\n")
+    return text

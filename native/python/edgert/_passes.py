@@ -1,0 +1,158 @@
+"""Rewrites of a ``ProgramDef`` that keep what it computes: folding batch norm into the
+convolution before it, fusing an activation into the node that produces its input, and
+pruning nodes and constants nothing reads. Pure numpy; used by the PyTorch front end
+(``edgert.export.from_torch``) and by ``edgert.quantization``."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+
+import numpy as np
+
+from edgert.export import NodeDef, ProgramDef, ValueDef
+
+__all__ = ["fold_batch_norm", "fuse_activations", "prune", "readers", "producers"]
+
+# Operators that take an `activation` attribute ("none" or "relu") applied to each output.
+_ACTIVATION_HOSTS = frozenset({"edgert::conv2d", "edgert_quantized::conv2d",
+                               "edgert_quantized::linear"})
+
+
+def readers(program: ProgramDef) -> Counter[int]:
+    """How often each value is read: node inputs plus graph-output listings."""
+    counts: Counter[int] = Counter(i for node in program.nodes for i in node.inputs if i >= 0)
+    counts.update(program.outputs)
+    return counts
+
+
+def producers(program: ProgramDef) -> dict[int, int]:
+    """Value index -> position of the node that writes it."""
+    return {value: position for position, node in enumerate(program.nodes)
+            for value in node.outputs}
+
+
+def _constant(program: ProgramDef, index: int) -> np.ndarray | None:  # type: ignore[type-arg]
+    if index < 0:
+        return None
+    return program.values[index].data
+
+
+def _add_constant(program: ProgramDef, array: np.ndarray) -> int:  # type: ignore[type-arg]
+    program.values.append(ValueDef(array.dtype.name, tuple(array.shape),
+                                   np.ascontiguousarray(array)))
+    return len(program.values) - 1
+
+
+def _folded_convolution(program: ProgramDef, conv: NodeDef,
+                        norm: NodeDef) -> tuple[np.ndarray, np.ndarray] | None:  # type: ignore[type-arg]
+    """The conv2d weight and bias that compute conv2d followed by batch_norm, in float64
+    rounded once to float32; None when an operand is not a float32 constant."""
+    weight = _constant(program, conv.inputs[1])
+    bias = _constant(program, conv.inputs[2]) if len(conv.inputs) > 2 else None
+    has_bias = len(conv.inputs) > 2 and conv.inputs[2] >= 0
+    if weight is None or weight.dtype != np.float32 or (has_bias and bias is None):
+        return None
+    parts = [_constant(program, i) if i >= 0 else None for i in norm.inputs[1:5]]
+    scale_in, shift, mean, variance = parts
+    if mean is None or variance is None or any(
+            norm.inputs[1 + k] >= 0 and parts[k] is None for k in range(4)):
+        return None
+    channels = weight.shape[0]
+    eps = float(norm.attributes.get("eps", 1e-5))  # type: ignore[arg-type]
+    gamma = np.ones(channels) if scale_in is None else scale_in.astype(np.float64)
+    beta = np.zeros(channels) if shift is None else shift.astype(np.float64)
+    factor = gamma / np.sqrt(variance.astype(np.float64) + eps)
+    conv_bias = np.zeros(channels) if bias is None else bias.astype(np.float64)
+    new_weight = weight.astype(np.float64) * factor.reshape(-1, 1, 1, 1)
+    new_bias = (conv_bias - mean.astype(np.float64)) * factor + beta
+    return new_weight.astype(np.float32), new_bias.astype(np.float32)
+
+
+def fold_batch_norm(program: ProgramDef) -> ProgramDef:
+    """Every ``edgert::batch_norm`` whose input is an ``edgert::conv2d`` (no activation)
+    with constant weight and bias, read by nothing else, becomes part of that convolution:
+    ``w' = w·γ/√(σ²+ε)``, ``b' = (b - μ)·γ/√(σ²+ε) + β``. Run ``prune`` after it."""
+    result = replace(program, values=list(program.values), nodes=list(program.nodes))
+    made_by = producers(result)
+    counts = readers(result)
+    renamed: dict[int, int] = {}
+    dropped: set[int] = set()
+    for position, node in enumerate(result.nodes):
+        source = node.inputs[0] if node.inputs else -1
+        conv_position = made_by.get(source)
+        if node.op != "edgert::batch_norm" or conv_position is None or counts[source] != 1:
+            continue
+        conv = result.nodes[conv_position]
+        if conv.op != "edgert::conv2d" or conv.attributes.get("activation", "none") != "none":
+            continue
+        folded = _folded_convolution(result, conv, node)
+        if folded is None:
+            continue
+        inputs = [conv.inputs[0], _add_constant(result, folded[0]),
+                  _add_constant(result, folded[1])]
+        result.nodes[conv_position] = replace(conv, inputs=inputs)
+        renamed[node.outputs[0]] = source
+        dropped.add(position)
+    return _without(result, dropped, renamed)
+
+
+def _without(program: ProgramDef, dropped: set[int], renamed: dict[int, int]) -> ProgramDef:
+    """``program`` without the nodes at ``dropped``, reading ``renamed[v]`` wherever it read v."""
+    program.nodes = [replace(node, inputs=[renamed.get(i, i) for i in node.inputs])
+                     for position, node in enumerate(program.nodes) if position not in dropped]
+    program.outputs = [renamed.get(i, i) for i in program.outputs]
+    return program
+
+
+def fuse_activations(program: ProgramDef) -> ProgramDef:
+    """An ``edgert::relu`` whose input comes from an operator with an ``activation``
+    attribute (conv2d, the quantized conv2d and linear) and is read by nothing else is
+    folded into that operator."""
+    result = replace(program, nodes=list(program.nodes))
+    made_by = producers(result)
+    counts = readers(result)
+    renamed: dict[int, int] = {}
+    dropped: set[int] = set()
+    for position, node in enumerate(result.nodes):
+        if node.op != "edgert::relu" or counts[node.inputs[0]] != 1:
+            continue
+        host_position = made_by.get(node.inputs[0])
+        if host_position is None:
+            continue
+        host = result.nodes[host_position]
+        if host.op not in _ACTIVATION_HOSTS or host.attributes.get("activation", "none") != "none":
+            continue
+        result.nodes[host_position] = replace(
+            host, attributes={**host.attributes, "activation": "relu"})
+        renamed[node.outputs[0]] = node.inputs[0]
+        dropped.add(position)
+    return _without(result, dropped, renamed)
+
+
+def prune(program: ProgramDef) -> ProgramDef:
+    """Drops nodes whose outputs nothing reads (graph outputs count as read), then every
+    value no remaining node or graph listing mentions; renumbers the rest in order."""
+    nodes = list(program.nodes)
+    while True:
+        counts = Counter(i for node in nodes for i in node.inputs if i >= 0)
+        counts.update(program.outputs)
+        live = [node for node in nodes if any(counts[o] for o in node.outputs)]
+        if len(live) == len(nodes):
+            break
+        nodes = live
+    used = {i for node in nodes for i in (*node.inputs, *node.outputs) if i >= 0}
+    used |= set(program.inputs) | set(program.outputs)
+    kept = [i for i in range(len(program.values)) if i in used]
+    renumber = {old: new for new, old in enumerate(kept)}
+
+    def remap(indices: list[int]) -> list[int]:
+        return [renumber[i] if i >= 0 else -1 for i in indices]
+
+    return ProgramDef(
+        values=[program.values[i] for i in kept],
+        nodes=[replace(node, inputs=remap(node.inputs), outputs=remap(node.outputs))
+               for node in nodes],
+        inputs=remap(program.inputs),
+        outputs=remap(program.outputs),
+    )

@@ -1,0 +1,279 @@
+"""The PyTorch front end: ``edgert.export.from_torch`` (docs/bring-your-model.md).
+
+A model is exported with ``torch.export`` (eval mode, no gradients), decomposed to ATen's
+core operator set except for the operators edgert runs as one node (linear, attention,
+silu, hardswish, hardsigmoid, rms_norm), and lowered node by node (operators.py):
+subgraphs whose operands are all constants are evaluated by torch at export time, no-op
+views, clones and dropout disappear, batch norm is folded into the convolution before it
+and a following relu into the convolution. The program is then run on the example inputs
+and compared with eager PyTorch: an export that would compute something else is refused.
+Only this package imports torch, and only when it is called."""
+
+from __future__ import annotations
+
+import contextlib
+import operator
+import warnings
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch.export import ExportedProgram
+from torch.export.graph_signature import InputKind, OutputKind
+from torch.utils import _pytree
+
+from edgert._errors import ExportError
+from edgert._passes import fold_batch_norm, fuse_activations, prune
+from edgert._torch.context import (
+    DTYPES,
+    Lowering,
+    Missing,
+    Value,
+    contains_runtime,
+    is_symbolic,
+    refuse,
+    shape_of_meta,
+)
+from edgert._torch.operators import CHECKS, LOWERINGS, NOT_FOLDED, supported_operators
+from edgert.export import ProgramDef, write_program
+
+__all__ = ["from_torch", "supported_operators", "PRESERVED"]
+
+aten = torch.ops.aten
+# Kept whole by the decomposition: edgert has one operator for each.
+PRESERVED = (aten.linear.default, aten.scaled_dot_product_attention.default, aten.silu.default,
+             aten.hardswish.default, aten.hardsigmoid.default, aten.rms_norm.default)
+
+
+def from_torch(model: torch.nn.Module | ExportedProgram, args: Sequence[Any] | None = None, *,
+               dynamic_shapes: Any = None, check: bool = True) -> bytes:
+    """See ``edgert.export.from_torch``."""
+    with _quiet_torch():
+        exported, example = _export(model, args, dynamic_shapes)
+        table = torch.export.default_decompositions()
+        for kept in PRESERVED:
+            table.pop(kept, None)
+        try:
+            decomposed = exported.run_decompositions(table)
+        except Exception as error:  # torch's own failure to decompose, with its message
+            raise ExportError(f"torch could not decompose the exported program: "
+                              f"{_first_line(error)}") from None
+    program = prune(fuse_activations(fold_batch_norm(_lower(decomposed))))
+    data = write_program(program)
+    if check and example is not None:
+        _check_against_eager(data, exported, example)
+    return data
+
+
+@contextlib.contextmanager
+def _quiet_torch() -> Iterator[None]:
+    """Hides the deprecation warning torch 2.13's own export code raises (about its
+    internal pytree LeafSpec): it concerns torch, not the model or the caller."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
+        yield
+
+
+def _first_line(error: BaseException) -> str:
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    text = lines[0] if lines else type(error).__name__
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def _export(model: object, args: Sequence[Any] | None,
+            dynamic_shapes: Any) -> tuple[ExportedProgram, tuple[tuple[Any, ...], dict[str, Any]] | None]:
+    if isinstance(model, ExportedProgram):
+        example = getattr(model, "example_inputs", None)
+        if args is not None:
+            example = (tuple(args), {})
+        return model, example
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"from_torch takes a torch.nn.Module or a torch.export.ExportedProgram, "
+                        f"not {type(model).__name__}")
+    if args is None:
+        raise TypeError("from_torch(module, args): pass example inputs, e.g. (torch.randn(1, 16),)")
+    arguments = tuple(args) if isinstance(args, (tuple, list)) else (args,)
+    model.eval()
+    try:
+        with torch.no_grad():
+            exported = torch.export.export(model, arguments, dynamic_shapes=dynamic_shapes)
+    except Exception as error:  # torch.export's refusal (data-dependent control flow, ...)
+        raise ExportError(f"torch.export could not capture the model: {_first_line(error)} "
+                          "(fix: make the model traceable by torch.export; see its docs on "
+                          "data-dependent control flow)") from None
+    return exported, (arguments, {})
+
+
+# ---------------------------------------------------------------------------- lowering
+
+
+def _lower(exported: ExportedProgram) -> ProgramDef:
+    context = Lowering()
+    environment: dict[torch.fx.Node, object] = {}
+    graph = exported.graph
+    placeholders = [node for node in graph.nodes if node.op == "placeholder"]
+    for node, spec in zip(placeholders, exported.graph_signature.input_specs):
+        environment[node] = _placeholder(context, exported, node, spec)
+    for node in graph.nodes:
+        if node.op == "call_function":
+            environment[node] = _call(context, environment, node)
+            _remember_sizes(context, node, environment[node])
+        elif node.op == "output":
+            _outputs(context, exported, node, environment)
+        elif node.op != "placeholder":
+            raise refuse(node, f"the graph holds a {node.op} node", "export a model without "
+                         "submodule calls that torch.export cannot inline")
+    return context.builder.program
+
+
+def _placeholder(context: Lowering, exported: ExportedProgram, node: torch.fx.Node,
+                 spec: Any) -> object:
+    if spec.kind in (InputKind.PARAMETER, InputKind.BUFFER):
+        return exported.state_dict[spec.target].detach()
+    if spec.kind == InputKind.CONSTANT_TENSOR:
+        return exported.constants[spec.target].detach()
+    if spec.kind != InputKind.USER_INPUT:
+        raise ExportError(f"the model takes a {spec.kind.name.lower()} input ({node.name}); "
+                          "edgert programs take tensors only")
+    fake = node.meta.get("val")
+    if not isinstance(fake, torch.Tensor):
+        return fake  # a constant argument torch.export specialized
+    if fake.dtype not in DTYPES:
+        fix = "pass float32 inputs (x.float())" if fake.dtype.is_floating_point else \
+            "pass int32, int64 or bool inputs"
+        raise ExportError(f"input '{node.name}' is {str(fake.dtype).replace('torch.', '')}, "
+                          f"which edgert does not run (fix: {fix})")
+    shape = shape_of_meta(fake)
+    index = context.builder.input(DTYPES[fake.dtype], [-1 if d is None else d for d in shape])
+    context.symbolic_sizes[index] = tuple(fake.shape)
+    return Value(index, fake.dtype, shape)
+
+
+def _remember_sizes(context: Lowering, node: torch.fx.Node, item: object) -> None:
+    fake = node.meta.get("val")
+    if isinstance(item, Value) and isinstance(fake, torch.Tensor):
+        context.symbolic_sizes.setdefault(item.index, tuple(fake.shape))
+
+
+def _items(item: object, environment: dict[torch.fx.Node, object]) -> Any:
+    if isinstance(item, torch.fx.Node):
+        return environment[item]
+    if isinstance(item, (list, tuple)):
+        return type(item)(_items(element, environment) for element in item)
+    if isinstance(item, dict):
+        return {key: _items(element, environment) for key, element in item.items()}
+    return item
+
+
+def _call(context: Lowering, environment: dict[torch.fx.Node, object], node: torch.fx.Node) -> object:
+    context.node = node
+    target = node.target
+    if target in CHECKS:
+        return None
+    args = _items(node.args, environment)
+    kwargs = _items(node.kwargs, environment)
+    if target is operator.getitem:
+        return args[0][args[1]]
+    if not contains_runtime((args, kwargs)) and target not in NOT_FOLDED:
+        return _fold(node, args, kwargs)
+    lower = LOWERINGS.get(target)
+    if lower is None:
+        raise refuse(node, "edgert has no operator for it", "rewrite that part of the model with "
+                     "the operations docs/bring-your-model.md lists, or keep it out of the "
+                     "exported module")
+    return lower(context, node, _named(target, args, kwargs))
+
+
+def _fold(node: torch.fx.Node, args: Any, kwargs: Any) -> object:
+    """A node whose operands are all constants, evaluated by torch now."""
+    try:
+        with torch.no_grad():
+            result = node.target(*args, **kwargs)  # type: ignore[operator]
+    except Exception as error:
+        raise refuse(node, f"evaluating it on its constant operands failed ({_first_line(error)})",
+                     "check the model runs eagerly on the example inputs") from None
+    return result.detach() if isinstance(result, torch.Tensor) else result
+
+
+def _named(target: object, args: Sequence[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Arguments by their schema names, defaults filled in."""
+    schema = getattr(target, "_schema", None)
+    if schema is None:
+        return {"args": list(args), **kwargs}
+    named: dict[str, Any] = {}
+    for position, argument in enumerate(schema.arguments):
+        if position < len(args):
+            named[argument.name] = args[position]
+        elif argument.name in kwargs:
+            named[argument.name] = kwargs[argument.name]
+        elif argument.has_default_value():
+            named[argument.name] = argument.default_value
+        else:
+            named[argument.name] = None
+    return named
+
+
+def _outputs(context: Lowering, exported: ExportedProgram, node: torch.fx.Node,
+             environment: dict[torch.fx.Node, object]) -> None:
+    results = node.args[0]
+    for spec, result in zip(exported.graph_signature.output_specs, results):  # type: ignore[arg-type]
+        if spec.kind != OutputKind.USER_OUTPUT:
+            raise ExportError(
+                f"the model writes its state in forward ({spec.kind.name.lower()} of "
+                f"{spec.target}): edgert programs are stateless (fix: export the model in "
+                "eval mode without in-place updates of buffers)")
+        item = environment[result] if isinstance(result, torch.fx.Node) else result
+        context.node = result if isinstance(result, torch.fx.Node) else node
+        if isinstance(item, Missing):
+            raise refuse(context.node, f"the model returns {item.what}", "return only tensors "
+                         "the program computes")
+        if not isinstance(item, (Value, torch.Tensor)) or is_symbolic(item):
+            raise ExportError(f"output {len(context.builder.program.outputs)} of the model is "
+                              f"{type(item).__name__}, not a tensor (fix: return tensors only)")
+        context.builder.output(context.index(item))
+
+
+# ---------------------------------------------------------------------------- the check
+
+
+def _leaves(tree: object) -> list[torch.Tensor]:
+    return [leaf for leaf in _pytree.tree_leaves(tree) if isinstance(leaf, torch.Tensor)]
+
+
+def _check_against_eager(data: bytes, exported: ExportedProgram,
+                         example: tuple[tuple[Any, ...], dict[str, Any]]) -> None:
+    """Runs the program on the example inputs and compares with eager PyTorch."""
+    import edgert
+
+    args, kwargs = example
+    with torch.no_grad():
+        expected = _leaves(exported.module()(*args, **kwargs))
+    inputs = [tensor.detach().numpy() for tensor in _leaves((args, kwargs))]
+    try:
+        outputs = edgert.load(data).run(inputs)
+    except edgert.EdgertError as error:
+        raise ExportError(f"the exported program does not run on the example inputs: {error}") from None
+    for position, (want, got) in enumerate(zip(expected, outputs)):
+        _compare(position, want.detach().numpy(), got)
+
+
+def _compare(position: int, want: np.ndarray, got: np.ndarray) -> None:  # type: ignore[type-arg]
+    problem = ""
+    if want.shape != got.shape:
+        problem = f"shape {list(got.shape)} instead of {list(want.shape)}"
+    elif want.dtype != got.dtype and not (want.dtype == np.bool_ and got.dtype == np.bool_):
+        problem = f"dtype {got.dtype} instead of {want.dtype}"
+    elif want.dtype.kind == "f":
+        scale = float(np.max(np.abs(want[np.isfinite(want)]), initial=1.0))
+        close = np.isclose(got, want, rtol=1e-3, atol=1e-4 * scale, equal_nan=True)
+        if not close.all():
+            worst = float(np.nanmax(np.abs(got.astype(np.float64) - want)))
+            problem = f"values differ by up to {worst:.3g} (scale {scale:.3g})"
+    elif not np.array_equal(want, got):
+        problem = "values differ"
+    if problem:
+        raise ExportError(f"the exported program computes other values than eager PyTorch on the "
+                          f"example inputs: output {position} has {problem} (fix: report the model; "
+                          "pass check=False to keep the program anyway)")
+
