@@ -11,6 +11,9 @@ import edgert
 
 HEADER = ("| edgert operator | component | lowered from (ATen) |\n"
           "|---|---|---|\n")
+# What edgert.quantization.quantize_program rewrites into the quantized operators.
+QUANTIZED_FROM = {"edgert_quantized::linear": "`edgert::linear` (quantize_program)",
+                  "edgert_quantized::conv2d": "`edgert::conv2d` (quantize_program)"}
 
 
 def component_of(owner: str) -> str:
@@ -43,7 +46,8 @@ def operator_table() -> str:
         lowered, vanish = {}, []
     rows = []
     for entry in edgert.operators():
-        sources = ", ".join(f"`{name}`" for name in sorted(lowered.get(entry.name, []))) or "–"
+        sources = ", ".join(f"`{name}`" for name in sorted(lowered.get(entry.name, [])))
+        sources = sources or QUANTIZED_FROM.get(entry.name, "–")
         rows.append(f"| `{entry.name}` | {component_of(entry.owner)} | {sources} |\n")
     text = HEADER + "".join(rows)
     if vanish:

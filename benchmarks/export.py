@@ -1,0 +1,104 @@
+"""The PyTorch front end's costs, each against a reference measured in the same run:
+
+1. Export: ``edgert.export.from_torch`` on a 10-layer CNN and a 4-layer transformer encoder,
+   against ``torch.export.export`` of the same module (what from_torch adds: torch's
+   decomposition to the core operator set, the lowering, and the check against eager).
+   Target: under 2 s beyond torch.export.
+2. Load: ``edgert.load`` of exported MLPs holding 10, 20 and 40 MB of weights, against
+   reading the same bytes (``Path.read_bytes``): the time per MB should stay flat.
+
+    python benchmarks/export.py [--prefix build/linux-x86_64-cpu/install] [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_PREFIX = ROOT / "build" / "linux-x86_64-cpu" / "install"
+
+
+def median_seconds(function: Callable[[], object], runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def models() -> dict[str, tuple[object, tuple[object, ...]]]:
+    import torch
+    from torch import nn
+    torch.manual_seed(0)
+    layers: list[nn.Module] = []
+    channels = 3
+    for _ in range(10):
+        layers += [nn.Conv2d(channels, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU()]
+        channels = 32
+    cnn = nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, 10)).eval()
+    encoder = nn.TransformerEncoder(
+        nn.TransformerEncoderLayer(128, 4, 256, dropout=0.0, batch_first=True), 4,
+        enable_nested_tensor=False).eval()
+    return {"cnn-10": (cnn, (torch.randn(1, 3, 32, 32),)),
+            "transformer-4": (encoder, (torch.randn(1, 16, 128),))}
+
+
+def export_costs(runs: int) -> None:
+    import torch
+    from edgert.export import from_torch
+    print("model           torch.export  from_torch  beyond torch.export")
+    for name, (model, example) in models().items():
+        def reference() -> object:
+            with torch.no_grad():
+                return torch.export.export(model, example)  # type: ignore[arg-type]
+        reference_time = median_seconds(reference, runs)
+        ours = median_seconds(lambda: from_torch(model, example), runs)  # type: ignore[arg-type]
+        print(f"{name:15} {reference_time:10.2f} s {ours:9.2f} s {ours - reference_time:12.2f} s")
+
+
+def load_costs(runs: int) -> None:
+    import numpy as np
+
+    import edgert
+    from edgert.export import ProgramBuilder
+    print("\nweights   read_bytes   edgert.load   load per MB   load / read")
+    with tempfile.TemporaryDirectory() as folder:
+        for megabytes in (10, 20, 40):
+            width = 1024
+            layers = megabytes * 2**20 // (width * width * 4)
+            builder = ProgramBuilder()
+            hidden = builder.input("float32", (-1, width))
+            rng = np.random.default_rng(0)
+            for _ in range(layers):
+                weight = rng.standard_normal((width, width), np.float32)
+                hidden = builder.op("edgert::linear", [hidden, builder.constant(weight)])
+            builder.output(hidden)
+            path = Path(folder) / f"weights-{megabytes}.edgert"
+            builder.save(path)
+            read = median_seconds(path.read_bytes, runs)
+            load = median_seconds(lambda: edgert.load(path), runs)
+            print(f"{megabytes:4} MB {read * 1e3:10.1f} ms {load * 1e3:11.1f} ms "
+                  f"{load * 1e3 / megabytes:10.2f} ms {load / read:10.1f}x")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--prefix", type=Path, default=DEFAULT_PREFIX,
+                        help="an installed native tree holding the edgert package")
+    parser.add_argument("--runs", type=int, default=3)
+    arguments = parser.parse_args()
+    sys.path.insert(0, str(arguments.prefix))
+    export_costs(arguments.runs)
+    load_costs(arguments.runs)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
