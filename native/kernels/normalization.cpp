@@ -89,6 +89,10 @@ Status softmax_kernel(KernelContext& context) {
   return Status::success();
 }
 
+// log in double, rounded once to float32: the correctly rounded float32 log but for
+// near-ties, on every C library (float32 logf implementations differ in the last bit).
+float log_of_sum(float sum) { return static_cast<float>(std::log(static_cast<double>(sum))); }
+
 // log_softmax of lines whose elements are contiguous: (x - max) - log(Σ exp(x - max)), the
 // exponentials written to `out` first (their in-order sums as softmax_rows), then replaced.
 void log_softmax_rows(const float* x, float* out, int64_t rows, int64_t length) {
@@ -105,7 +109,7 @@ void log_softmax_rows(const float* x, float* out, int64_t rows, int64_t length) 
       sum_rows_in_order(out + first * length, length, count, length, sums);
       for (int64_t i = 0; i < count; ++i) {
         const int64_t row = (first + i) * length;
-        const float log_sum = std::log(sums[i]);
+        const float log_sum = log_of_sum(sums[i]);
         binary_floats(BinaryOp::Sub, x + row, 1, &maxima[i], 0, out + row, length);
         binary_floats(BinaryOp::Sub, out + row, 1, &log_sum, 0, out + row, length);
       }
@@ -134,7 +138,7 @@ void log_softmax_columns(const float* x, float* out, int64_t outer, int64_t leng
         exp_of_differences(x + base + j * inner, maxima, 1, row, lines);
         binary_floats(BinaryOp::Add, sums, 1, row, 1, sums, lines);
       }
-      for (int64_t i = 0; i < lines; ++i) sums[i] = std::log(sums[i]);
+      for (int64_t i = 0; i < lines; ++i) sums[i] = log_of_sum(sums[i]);
       for (int64_t j = 0; j < length; ++j) {
         float* row = out + base + j * inner;
         binary_floats(BinaryOp::Sub, x + base + j * inner, 1, maxima, 1, row, lines);
@@ -145,7 +149,7 @@ void log_softmax_columns(const float* x, float* out, int64_t outer, int64_t leng
 }
 
 // log_softmax(x)_i = (x_i - max) - log(Σ_j exp(x_j - max)) along `axis` (default -1), exp
-// and the sum as softmax's, log std::log in float32.
+// and the sum as softmax's, the log as log_of_sum.
 Status log_softmax_kernel(KernelContext& context) {
   EDGERT_RETURN_IF_ERROR(check_arity(context, 1, 1));
   const Tensor& input = *context.inputs[0];
