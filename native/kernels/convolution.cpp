@@ -69,27 +69,48 @@ void convolve_pointwise(const Convolution& conv) {
 
 // Im2col values of tap (kh, kw) of one input channel for outputs (oh, ow .. ow + count) of
 // one output row: the input the tap reads, 0 where it reads the padding. `valid` is the
-// tap's range of in-bounds ow (valid_outputs).
-void im2col_run(const ConvolutionGeometry& g, const float* channel, int64_t kh, int64_t kw,
-                OutputRange valid, int64_t oh, int64_t ow, int64_t count, float* target) {
+// tap's range of in-bounds ow (valid_outputs). Plain loops: the runs are short (at most a
+// panel's width), where a call to memcpy or memset costs more than the copy.
+inline void im2col_run(const ConvolutionGeometry& g, const float* channel, int64_t kh, int64_t kw,
+                       OutputRange valid, int64_t oh, int64_t ow, int64_t count, float* __restrict target) {
   const int64_t ih = oh * g.stride.height - g.padding.height + kh * g.dilation.height;
   const int64_t end = ow + count;
-  if (ih < 0 || ih >= g.height) {
-    std::fill(target, target + count, 0.0f);
-    return;
-  }
-  const int64_t first = std::clamp(valid.begin, ow, end), last = std::clamp(valid.end, first, end);
-  std::fill(target, target + (first - ow), 0.0f);
+  const bool row_inside = ih >= 0 && ih < g.height;
+  const int64_t first = row_inside ? std::clamp(valid.begin, ow, end) : end;
+  const int64_t last = row_inside ? std::clamp(valid.end, first, end) : end;
+  for (int64_t o = ow; o < first; ++o) target[o - ow] = 0.0f;
   if (first < last) {  // inputs (ih, o·stride + offset) for o in [first, last)
-    const float* inputs = channel + ih * g.width + first * g.stride.width + (kw * g.dilation.width - g.padding.width);
-    float* inside = target + (first - ow);
+    const float* __restrict inputs =
+        channel + ih * g.width + first * g.stride.width + (kw * g.dilation.width - g.padding.width);
+    float* __restrict inside = target + (first - ow);
     if (g.stride.width == 1) {
-      std::copy(inputs, inputs + (last - first), inside);
+      for (int64_t o = 0; o < last - first; ++o) inside[o] = inputs[o];
     } else {
       for (int64_t o = 0; o < last - first; ++o) inside[o] = inputs[o * g.stride.width];
     }
   }
-  std::fill(target + (last - ow), target + count, 0.0f);
+  for (int64_t o = last; o < end; ++o) target[o - ow] = 0.0f;
+}
+
+// A piece of a packed block: outputs (oh, ow .. ow + count) of one output row that fall in
+// one panel, and where they go in a packed row.
+struct PackedRun {
+  int64_t oh, ow, count, offset;
+};
+
+// The block's columns [column, column + columns) cut at output rows and panel edges.
+std::vector<PackedRun> packed_runs(const ConvolutionGeometry& g, int64_t column, int64_t columns,
+                                   int64_t width, int64_t depth) {
+  std::vector<PackedRun> runs;
+  int64_t oh = column / g.out_width, ow = column % g.out_width;
+  for (int64_t jj = 0; jj < columns;) {
+    const int64_t count = std::min({g.out_width - ow, columns - jj, width - jj % width});
+    runs.push_back({oh, ow, count, jj / width * width * depth + jj % width});
+    jj += count;
+    ow += count;
+    if (ow == g.out_width) ow = 0, ++oh;
+  }
+  return runs;
 }
 
 // RightPacker::pack for the im2col matrix of product `entry` (image entry / groups, group
@@ -104,20 +125,17 @@ void pack_im2col(const void* context, size_t entry, int64_t depth_begin, int64_t
   const float* image = conv.x + (n * g.channels + group * g.group_channels()) * plane;
   const int64_t taps = g.kernel_height * g.kernel_width;
   const int64_t padded_columns = (columns + width - 1) / width * width;
+  const std::vector<PackedRun> runs = packed_runs(g, column, columns, width, depth);
   for (int64_t r = 0; r < depth; ++r) {
     const int64_t p = depth_begin + r;
     const int64_t kh = p % taps / g.kernel_width, kw = p % g.kernel_width;
     const OutputRange valid =
         valid_outputs(kw * g.dilation.width - g.padding.width, g.stride.width, g.width, g.out_width);
     const float* channel = image + p / taps * plane;
-    for (int64_t jj = 0; jj < columns;) {
-      const int64_t oh = (column + jj) / g.out_width, ow = (column + jj) % g.out_width;
-      const int64_t count = std::min({g.out_width - ow, columns - jj, width - jj % width});
-      im2col_run(g, channel, kh, kw, valid, oh, ow, count, packed + jj / width * width * depth + r * width + jj % width);
-      jj += count;
-    }
+    float* row = packed + r * width;
+    for (const PackedRun& run : runs) im2col_run(g, channel, kh, kw, valid, run.oh, run.ow, run.count, row + run.offset);
     if (padded_columns > columns) {
-      float* tail = packed + columns / width * width * depth + r * width + columns % width;
+      float* tail = row + columns / width * width * depth + columns % width;
       std::fill(tail, tail + (padded_columns - columns), 0.0f);
     }
   }
