@@ -1,1 +1,382 @@
-// Conv2d (im2col + gemm, and a depthwise kernel) (docs/operators.md). Not written yet.
+// conv2d (docs/operators.md): each output is one float32 sum from +0 over (c, kh, kw), c
+// outermost, of the rounded products x·w (padding contributing 0·w), then + bias, then the
+// activation.
+//
+// Three ways to compute it, all with that order for every output:
+// - pointwise (1×1, stride 1, no padding): out[n, g] = w[g] · x[n, g] as a matrix product
+//   on the stored input (gemm.hpp);
+// - depthwise (one input channel per group): directly, output row by output row, each
+//   output's taps summed in registers (vectorized over the row);
+// - otherwise im2col: the matrix [(c, kh, kw), (oh, ow)] of the taps' inputs is the right
+//   operand of gemm with the weight [O/g, C/g·KH·KW] on the left, so the product lands in
+//   NCHW. gemm asks for it block by block (RightPacker): it is packed straight from x and
+//   never materialized.
+#include <cmath>
+
+#include "common.hpp"
+#include "edgert/threadpool.h"
+#include "gemm.hpp"
+#include "isa.hpp"
+#include "sliding_window.hpp"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace edgert::kernels {
+namespace {
+
+struct Convolution {
+  ConvolutionGeometry geometry;
+  const float* x;       // contiguous [N, C, H, W]
+  const float* weight;  // contiguous [O, C/groups, KH, KW]
+  const float* bias;    // [O] or null
+  float* out;           // contiguous [N, O, OH, OW]
+  bool relu;
+};
+
+// ----------------------------------------------------------------- matrix-product paths
+
+// One product per (image, group): weight rows of the group times that group's input.
+std::vector<GemmOperands> group_products(const Convolution& conv, bool read_input) {
+  const ConvolutionGeometry& g = conv.geometry;
+  const int64_t plane = g.height * g.width;
+  std::vector<GemmOperands> products;
+  for (int64_t n = 0; n < g.batch; ++n) {
+    for (int64_t group = 0; group < g.groups; ++group) {
+      const int64_t first_out = group * g.group_out_channels();
+      products.push_back({conv.weight + first_out * g.patch(),
+                          read_input ? conv.x + (n * g.channels + group * g.group_channels()) * plane : nullptr,
+                          conv.out + (n * g.out_channels + first_out) * g.out_plane(),
+                          conv.bias ? conv.bias + first_out : nullptr});
+    }
+  }
+  return products;
+}
+
+bool is_pointwise(const ConvolutionGeometry& g) {
+  return g.kernel_height == 1 && g.kernel_width == 1 && g.stride.height == 1 && g.stride.width == 1 &&
+         g.padding.height == 0 && g.padding.width == 0;
+}
+
+void convolve_pointwise(const Convolution& conv) {
+  const ConvolutionGeometry& g = conv.geometry;
+  GemmEpilogue epilogue;
+  epilogue.relu = conv.relu;
+  gemm(group_products(conv, true), g.group_out_channels(), g.out_plane(), g.group_channels(),
+       RightLayout::KByN, epilogue);
+}
+
+// Im2col values of tap (kh, kw) of one input channel for outputs (oh, ow .. ow + count) of
+// one output row: the input the tap reads, 0 where it reads the padding. `valid` is the
+// tap's range of in-bounds ow (valid_outputs). Plain loops: the runs are short (at most a
+// panel's width), where a call to memcpy or memset costs more than the copy.
+inline void im2col_run(const ConvolutionGeometry& g, const float* channel, int64_t kh, int64_t kw,
+                       OutputRange valid, int64_t oh, int64_t ow, int64_t count, float* __restrict target) {
+  const int64_t ih = oh * g.stride.height - g.padding.height + kh * g.dilation.height;
+  const int64_t end = ow + count;
+  const bool row_inside = ih >= 0 && ih < g.height;
+  const int64_t first = row_inside ? std::clamp(valid.begin, ow, end) : end;
+  const int64_t last = row_inside ? std::clamp(valid.end, first, end) : end;
+  for (int64_t o = ow; o < first; ++o) target[o - ow] = 0.0f;
+  if (first < last) {  // inputs (ih, o·stride + offset) for o in [first, last)
+    const float* __restrict inputs =
+        channel + ih * g.width + first * g.stride.width + (kw * g.dilation.width - g.padding.width);
+    float* __restrict inside = target + (first - ow);
+    if (g.stride.width == 1) {
+      for (int64_t o = 0; o < last - first; ++o) inside[o] = inputs[o];
+    } else {
+      for (int64_t o = 0; o < last - first; ++o) inside[o] = inputs[o * g.stride.width];
+    }
+  }
+  for (int64_t o = last; o < end; ++o) target[o - ow] = 0.0f;
+}
+
+// A piece of a packed block: outputs (oh, ow .. ow + count) of one output row that fall in
+// one panel, and where they go in a packed row.
+struct PackedRun {
+  int64_t oh, ow, count, offset;
+};
+
+// The block's columns [column, column + columns) cut at output rows and panel edges.
+std::vector<PackedRun> packed_runs(const ConvolutionGeometry& g, int64_t column, int64_t columns,
+                                   int64_t width, int64_t depth) {
+  std::vector<PackedRun> runs;
+  int64_t oh = column / g.out_width, ow = column % g.out_width;
+  for (int64_t jj = 0; jj < columns;) {
+    const int64_t count = std::min({g.out_width - ow, columns - jj, width - jj % width});
+    runs.push_back({oh, ow, count, jj / width * width * depth + jj % width});
+    jj += count;
+    ow += count;
+    if (ow == g.out_width) ow = 0, ++oh;
+  }
+  return runs;
+}
+
+// RightPacker::pack for the im2col matrix of product `entry` (image entry / groups, group
+// entry % groups): row p is the tap (c, kh, kw) = (p / (KH·KW), p / KW % KH, p % KW),
+// column j the output (j / OW, j % OW).
+void pack_im2col(const void* context, size_t entry, int64_t depth_begin, int64_t depth,
+                 int64_t column, int64_t columns, int64_t width, float* packed) {
+  const Convolution& conv = *static_cast<const Convolution*>(context);
+  const ConvolutionGeometry& g = conv.geometry;
+  const int64_t n = static_cast<int64_t>(entry) / g.groups, group = static_cast<int64_t>(entry) % g.groups;
+  const int64_t plane = g.height * g.width;
+  const float* image = conv.x + (n * g.channels + group * g.group_channels()) * plane;
+  const int64_t taps = g.kernel_height * g.kernel_width;
+  const int64_t padded_columns = (columns + width - 1) / width * width;
+  const std::vector<PackedRun> runs = packed_runs(g, column, columns, width, depth);
+  for (int64_t r = 0; r < depth; ++r) {
+    const int64_t p = depth_begin + r;
+    const int64_t kh = p % taps / g.kernel_width, kw = p % g.kernel_width;
+    const OutputRange valid =
+        valid_outputs(kw * g.dilation.width - g.padding.width, g.stride.width, g.width, g.out_width);
+    const float* channel = image + p / taps * plane;
+    float* row = packed + r * width;
+    for (const PackedRun& run : runs) im2col_run(g, channel, kh, kw, valid, run.oh, run.ow, run.count, row + run.offset);
+    if (padded_columns > columns) {
+      float* tail = row + columns / width * width * depth + columns % width;
+      std::fill(tail, tail + (padded_columns - columns), 0.0f);
+    }
+  }
+}
+
+void convolve_im2col(const Convolution& conv) {
+  const ConvolutionGeometry& g = conv.geometry;
+  GemmEpilogue epilogue;
+  epilogue.relu = conv.relu;
+  const RightPacker packer{pack_im2col, &conv};
+  gemm_packed_right(group_products(conv, false), g.group_out_channels(), g.out_plane(), g.patch(),
+                    packer, epilogue);
+}
+
+// ----------------------------------------------------------------- depthwise
+
+// One output row of a depthwise convolution: out[ow] = Σ_t taps[t][ow]·weights[t] from +0,
+// t in (kh, kw) order, then + bias, then relu. taps[t] + ow is the input (or a zero of the
+// padding) that output ow's tap t reads. Each output's terms stay in registers until the
+// sum is complete; every lane does the same rounded multiplies and adds as the scalar loop.
+struct DepthwiseRow {
+  const float* const* taps;
+  const float* weights;
+  int64_t tap_count;
+  int64_t count;
+  const float* bias;  // one value, or null
+  bool relu;
+  float* out;
+};
+
+float finish_output(const DepthwiseRow& row, float sum) {
+  if (row.bias) sum = sum + *row.bias;
+  return row.relu ? (sum > 0.0f ? sum : 0.0f) : sum;
+}
+
+typedef float Float4 __attribute__((vector_size(16)));
+typedef int32_t Int4 __attribute__((vector_size(16)));
+
+// Outputs [first, count) in four lanes, the last few one by one.
+void depthwise_row_portable(const DepthwiseRow& row, int64_t first) {
+  int64_t ow = first;
+  for (; ow + 4 <= row.count; ow += 4) {
+    Float4 sum{};
+    for (int64_t t = 0; t < row.tap_count; ++t) {
+      Float4 value;
+      std::memcpy(&value, row.taps[t] + ow, sizeof(value));
+      sum = sum + value * (Float4{} + row.weights[t]);
+    }
+    if (row.bias) sum = sum + *row.bias;
+    if (row.relu) sum = (Float4)((Int4)sum & (sum > Float4{}));
+    std::memcpy(row.out + ow, &sum, sizeof(sum));
+  }
+  for (; ow < row.count; ++ow) {
+    float sum = 0.0f;
+    for (int64_t t = 0; t < row.tap_count; ++t) sum = sum + row.taps[t][ow] * row.weights[t];
+    row.out[ow] = finish_output(row, sum);
+  }
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) void depthwise_row_avx2(const DepthwiseRow& row, int64_t first) {
+  int64_t ow = first;
+  for (; ow + 8 <= row.count; ow += 8) {
+    __m256 sum = _mm256_setzero_ps();
+    for (int64_t t = 0; t < row.tap_count; ++t) {
+      sum = _mm256_add_ps(sum, _mm256_mul_ps(_mm256_loadu_ps(row.taps[t] + ow), _mm256_set1_ps(row.weights[t])));
+    }
+    if (row.bias) sum = _mm256_add_ps(sum, _mm256_set1_ps(*row.bias));
+    if (row.relu) sum = _mm256_max_ps(sum, _mm256_setzero_ps());  // NaN and -0 give +0
+    _mm256_storeu_ps(row.out + ow, sum);
+  }
+  depthwise_row_portable(row, ow);
+}
+
+__attribute__((target("avx512f"))) void depthwise_row_avx512(const DepthwiseRow& row, int64_t first) {
+  int64_t ow = first;
+  for (; ow + 16 <= row.count; ow += 16) {
+    __m512 sum = _mm512_setzero_ps();
+    for (int64_t t = 0; t < row.tap_count; ++t) {
+      sum = _mm512_add_ps(sum, _mm512_mul_ps(_mm512_loadu_ps(row.taps[t] + ow), _mm512_set1_ps(row.weights[t])));
+    }
+    if (row.bias) sum = _mm512_add_ps(sum, _mm512_set1_ps(*row.bias));
+    if (row.relu) sum = _mm512_max_ps(sum, _mm512_setzero_ps());
+    _mm512_storeu_ps(row.out + ow, sum);
+  }
+  depthwise_row_avx2(row, ow);
+}
+#endif
+
+using DepthwiseRowKernel = void (*)(const DepthwiseRow&, int64_t);
+
+DepthwiseRowKernel select_depthwise_row() {
+  switch (kernel_isa()) {
+#if defined(__x86_64__)
+    case Isa::Avx512: return depthwise_row_avx512;
+    case Isa::Avx2: return depthwise_row_avx2;
+#endif
+    default: return depthwise_row_portable;
+  }
+}
+
+// Where the taps of an output row come from. When the padding is at most about the width,
+// each input channel is copied once into `plane`: its rows zero-padded to Wp = W + 2·pw
+// and split into `stride` phases (phase q holds padded[q], padded[q + s], ...), so tap
+// (kh, kw) of output ow reads phase (kw·d) % s at ow + (kw·d) / s: contiguous for every
+// stride and dilation. A last row of zeros stands for the padding rows. Otherwise (padding
+// far wider than the input) each tap's inputs are gathered into a line of OW values.
+struct DepthwiseSource {
+  const ConvolutionGeometry& g;
+  bool padded_plane;
+  int64_t phase_length;  // ceil(Wp / stride)
+  int64_t row_length;    // stride · phase_length
+  std::vector<float> plane;
+  std::vector<const float*> taps;
+  std::vector<int64_t> column_offsets;  // of tap kw within a padded row
+  int64_t channel = -1;                 // the (image · C + c) copied into plane
+
+  explicit DepthwiseSource(const ConvolutionGeometry& geometry)
+      : g(geometry), padded_plane(g.padding.width <= g.width + 32) {
+    const int64_t taps_count = g.kernel_height * g.kernel_width;
+    taps.resize(static_cast<size_t>(taps_count));
+    phase_length = (g.width + 2 * g.padding.width + g.stride.width - 1) / g.stride.width;
+    row_length = phase_length * g.stride.width;
+    plane.assign(static_cast<size_t>(padded_plane ? (g.height + 1) * row_length : taps_count * g.out_width), 0.0f);
+    for (int64_t kw = 0; kw < g.kernel_width && padded_plane; ++kw) {
+      const int64_t shift = kw * g.dilation.width;
+      column_offsets.push_back(shift % g.stride.width * phase_length + shift / g.stride.width);
+    }
+  }
+
+  // Copies input channel `index` into the padded rows (their padding stays zero).
+  void load_channel(const float* x, int64_t index) {
+    if (!padded_plane || index == channel) return;
+    channel = index;
+    const float* source = x + index * g.height * g.width;
+    const int64_t stride = g.stride.width;
+    for (int64_t h = 0; h < g.height; ++h) {
+      const float* input = source + h * g.width;
+      float* row = plane.data() + h * row_length;
+      if (stride == 1) {
+        std::copy(input, input + g.width, row + g.padding.width);
+        continue;
+      }
+      for (int64_t q = 0; q < stride; ++q) {  // phase q: padded positions m·stride + q
+        const OutputRange inside = valid_outputs(q - g.padding.width, stride, g.width, phase_length);
+        float* phase = row + q * phase_length;
+        for (int64_t m = inside.begin; m < inside.end; ++m) phase[m] = input[m * stride + q - g.padding.width];
+      }
+    }
+  }
+
+  // Fills taps for output row oh of input channel `channel_data`.
+  void point_taps(const float* channel_data, int64_t oh) {
+    for (int64_t kh = 0; kh < g.kernel_height; ++kh) {
+      const int64_t ih = oh * g.stride.height - g.padding.height + kh * g.dilation.height;
+      for (int64_t kw = 0; kw < g.kernel_width; ++kw) {
+        const size_t t = static_cast<size_t>(kh * g.kernel_width + kw);
+        if (!padded_plane) {
+          float* line = plane.data() + static_cast<int64_t>(t) * g.out_width;
+          const int64_t offset = kw * g.dilation.width - g.padding.width;
+          im2col_run(g, channel_data, kh, kw, valid_outputs(offset, g.stride.width, g.width, g.out_width), oh, 0,
+                     g.out_width, line);
+          taps[t] = line;
+          continue;
+        }
+        const bool inside = ih >= 0 && ih < g.height;
+        taps[t] = plane.data() + (inside ? ih : g.height) * row_length + column_offsets[static_cast<size_t>(kw)];
+      }
+    }
+  }
+};
+
+// Output planes [begin, end) (plane n·O + o) of a convolution with one input channel per
+// group: output channel o reads input channel o / (O / groups).
+void depthwise_planes(const Convolution& conv, int64_t begin, int64_t end) {
+  const ConvolutionGeometry& g = conv.geometry;
+  const DepthwiseRowKernel kernel = select_depthwise_row();
+  DepthwiseSource source(g);
+  for (int64_t index = begin; index < end; ++index) {
+    const int64_t n = index / g.out_channels, o = index % g.out_channels;
+    const int64_t channel = n * g.channels + o / g.group_out_channels();
+    source.load_channel(conv.x, channel);
+    DepthwiseRow row{source.taps.data(), conv.weight + o * g.kernel_height * g.kernel_width,
+                     g.kernel_height * g.kernel_width, g.out_width, conv.bias ? conv.bias + o : nullptr,
+                     conv.relu, nullptr};
+    for (int64_t oh = 0; oh < g.out_height; ++oh) {
+      source.point_taps(conv.x + channel * g.height * g.width, oh);
+      row.out = conv.out + index * g.out_plane() + oh * g.out_width;
+      kernel(row, 0);
+    }
+  }
+}
+
+void convolve_depthwise(const Convolution& conv) {
+  const ConvolutionGeometry& g = conv.geometry;
+  const int64_t work = std::max<int64_t>(1, g.out_plane() * g.kernel_height * g.kernel_width);
+  parallel_for(0, g.batch * g.out_channels, std::max<int64_t>(1, kParallelGrain / work),
+               [&](int64_t begin, int64_t end) { depthwise_planes(conv, begin, end); });
+}
+
+// ----------------------------------------------------------------- the operator
+
+Status check_bias(const KernelContext& context, const Tensor* bias, int64_t out_channels) {
+  if (bias == nullptr) return Status::success();
+  EDGERT_RETURN_IF_ERROR(check_dtype(context, *bias, DType::Float32, "bias"));
+  if (bias->dim() != 1 || bias->shape()[0] != out_channels) {
+    return invalid(context, "bias " + shape_text(bias->shape()) + " must be [" + std::to_string(out_channels) + "]");
+  }
+  return Status::success();
+}
+
+// Inputs: x [N, C, H, W], weight [O, C/groups, KH, KW], bias [O] (optional). Attributes:
+// stride, padding, dilation (2 ints each), groups, activation ("none" or "relu").
+Status conv2d_kernel(KernelContext& context) {
+  EDGERT_RETURN_IF_ERROR(check_arity(context, 2, 3));
+  const Tensor& input = *context.inputs[0];
+  const Tensor& weight = *context.inputs[1];
+  const Tensor* bias = optional_input(context, 2);
+  EDGERT_RETURN_IF_ERROR(check_dtype(context, input, DType::Float32, "input"));
+  EDGERT_RETURN_IF_ERROR(check_dtype(context, weight, DType::Float32, "weight"));
+  ConvolutionGeometry geometry;
+  EDGERT_RETURN_IF_ERROR(convolution_geometry(context, input.shape(), weight.shape(), geometry));
+  EDGERT_RETURN_IF_ERROR(check_bias(context, bias, geometry.out_channels));
+  bool relu = false;
+  EDGERT_RETURN_IF_ERROR(read_relu_activation(context, relu));
+  Tensor out = Tensor::uninitialized(DType::Float32, geometry.output_shape());
+  if (out.numel() > 0) {
+    const Tensor x = input.contiguous(), w = weight.contiguous();
+    const Tensor b = bias ? bias->contiguous() : Tensor();
+    const Convolution conv{geometry, x.data_as<float>(), w.data_as<float>(),
+                           bias ? b.data_as<float>() : nullptr, out.data_as<float>(), relu};
+    if (geometry.group_channels() == 1) convolve_depthwise(conv);
+    else if (is_pointwise(geometry)) convolve_pointwise(conv);
+    else convolve_im2col(conv);
+  }
+  (*context.outputs)[0] = std::move(out);
+  return Status::success();
+}
+
+}  // namespace
+
+EDGERT_REGISTER_OPERATOR("edgert::conv2d", conv2d_kernel);
+
+}  // namespace edgert::kernels

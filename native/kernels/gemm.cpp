@@ -101,11 +101,13 @@ struct Problem {
   GemmEpilogue epilogue;
   MicroKernel kernel;
   int64_t row_tiles, column_tiles;
+  const RightPacker* packer = nullptr;  // when set, b comes from it
 };
 
-// One tile's region of one product, and the k slice being packed.
+// One tile's region of one product (batch entry `entry`), and the k slice being packed.
 struct Block {
   const GemmOperands& operands;
+  size_t entry;
   int64_t row, rows, column, columns, depth_begin, depth;
 };
 
@@ -142,6 +144,11 @@ void pack_left(const Problem& problem, const Block& block, float* packed) {
 // b columns [column, column + columns), k slice: panels of kernel.columns, p-major.
 void pack_right(const Problem& problem, const Block& block, float* packed) {
   const int64_t width = problem.kernel.columns;
+  if (problem.packer != nullptr) {
+    problem.packer->pack(problem.packer->context, block.entry, block.depth_begin, block.depth,
+                         block.column, block.columns, width, packed);
+    return;
+  }
   for (int64_t panel = 0; panel < block.columns; panel += width) {
     float* out = packed + panel * block.depth;
     const int64_t valid = std::min(width, block.columns - panel);
@@ -202,10 +209,12 @@ void finish_tile(const Problem& problem, const Block& block) {
   for (int64_t i = 0; i < block.rows; ++i) {
     float* c = block.operands.c + (block.row + i) * problem.n + block.column;
     if (problem.k == 0) std::fill(c, c + block.columns, 0.0f);
-    if (epilogue.bias == nullptr && !epilogue.relu) continue;
+    const float* row_bias = block.operands.row_bias;
+    if (epilogue.bias == nullptr && row_bias == nullptr && !epilogue.relu) continue;
     for (int64_t j = 0; j < block.columns; ++j) {
       float v = c[j];
       if (epilogue.bias) v += epilogue.bias[block.column + j];
+      if (row_bias) v += row_bias[block.row + i];
       c[j] = epilogue.relu ? relu(v) : v;
     }
   }
@@ -213,10 +222,10 @@ void finish_tile(const Problem& problem, const Block& block) {
 
 Block tile_block(const Problem& problem, int64_t tile) {
   const int64_t per_product = problem.row_tiles * problem.column_tiles;
-  const GemmOperands& operands = problem.batch[static_cast<size_t>(tile / per_product)];
+  const size_t entry = static_cast<size_t>(tile / per_product);
   const int64_t row = (tile % per_product % problem.row_tiles) * kTileRows;
   const int64_t column = (tile % per_product) / problem.row_tiles * kTileColumns;
-  return Block{operands, row, std::min(kTileRows, problem.m - row), column,
+  return Block{problem.batch[entry], entry, row, std::min(kTileRows, problem.m - row), column,
                std::min(kTileColumns, problem.n - column), 0, 0};
 }
 
@@ -299,6 +308,7 @@ void multiply_row(const Problem& problem, const GemmOperands& operands, int64_t 
   for (int64_t j = 0; j < columns; ++j) {
     float v = values[j];
     if (epilogue.bias) v += epilogue.bias[j0 + j];
+    if (operands.row_bias) v += operands.row_bias[0];
     operands.c[j0 + j] = epilogue.relu ? relu(v) : v;
   }
 }
@@ -314,14 +324,10 @@ void gemm_one_row(const Problem& problem) {
   });
 }
 
-}  // namespace
-
-void gemm(const std::vector<GemmOperands>& batch, int64_t m, int64_t n, int64_t k,
-          RightLayout layout, const GemmEpilogue& epilogue) {
-  if (batch.empty() || m <= 0 || n <= 0) return;
-  const Problem problem{batch, m, n, k, layout, epilogue, select_micro_kernel(),
-                        (m + kTileRows - 1) / kTileRows, (n + kTileColumns - 1) / kTileColumns};
-  if (m == 1) return gemm_one_row(problem);
+// The packed path: every tile of every product, on the pool.
+void gemm_tiles(const Problem& problem) {
+  const int64_t m = problem.m, n = problem.n, k = problem.k;
+  const std::vector<GemmOperands>& batch = problem.batch;
   const int64_t tiles = static_cast<int64_t>(batch.size()) * problem.row_tiles * problem.column_tiles;
   const int64_t products_per_tile =
       std::min(m, kTileRows) * std::min(n, kTileColumns) * std::max<int64_t>(k, 1);
@@ -339,6 +345,30 @@ void gemm(const std::vector<GemmOperands>& batch, int64_t m, int64_t n, int64_t 
       run_tiles(problem, buffers, index * run, std::min(tiles, (index + 1) * run));
     }
   });
+}
+
+Problem make_problem(const std::vector<GemmOperands>& batch, int64_t m, int64_t n, int64_t k,
+                     RightLayout layout, const GemmEpilogue& epilogue) {
+  return Problem{batch, m, n, k, layout, epilogue, select_micro_kernel(),
+                 (m + kTileRows - 1) / kTileRows, (n + kTileColumns - 1) / kTileColumns};
+}
+
+}  // namespace
+
+void gemm(const std::vector<GemmOperands>& batch, int64_t m, int64_t n, int64_t k,
+          RightLayout layout, const GemmEpilogue& epilogue) {
+  if (batch.empty() || m <= 0 || n <= 0) return;
+  const Problem problem = make_problem(batch, m, n, k, layout, epilogue);
+  if (m == 1) return gemm_one_row(problem);
+  gemm_tiles(problem);
+}
+
+void gemm_packed_right(const std::vector<GemmOperands>& batch, int64_t m, int64_t n, int64_t k,
+                       const RightPacker& packer, const GemmEpilogue& epilogue) {
+  if (batch.empty() || m <= 0 || n <= 0) return;
+  Problem problem = make_problem(batch, m, n, k, RightLayout::KByN, epilogue);
+  problem.packer = &packer;
+  gemm_tiles(problem);  // also for one row: there is no stored b to read in place
 }
 
 }  // namespace edgert::kernels

@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "../kernels/sliding_window.hpp"
 #include "edgert/threadpool.h"
 #include "integer_dot.hpp"
 #include "quantized.hpp"
@@ -74,19 +75,23 @@ struct LinearOperands {
   const float* bias;  // or null
   float* out;
   int64_t rows, features_in, features_out;
+  bool relu;
+  bool static_input;  // x quantized with input_scale / input_zero_point instead of per row
+  float input_scale;
+  int32_t input_zero_point;
 };
 
 constexpr QuantRange kInt8{-128, 127};
 
-// Row r of x quantized with its own qparams; xq receives xq[r,k] - xz.
+// Row r of x quantized with its own qparams (or the static ones); xq receives xq[r,k] - xz.
 template <class Integer>
 float quantize_row(const LinearOperands& op, int64_t r, Integer* xq) {
   const float* xr = op.x + r * op.features_in;
-  float x_scale;
-  int32_t x_zero;
-  choose_qparams(xr, op.features_in, kInt8, x_scale, x_zero);
+  float x_scale = op.input_scale;
+  int32_t x_zero = op.input_zero_point;
+  if (!op.static_input) choose_qparams(xr, op.features_in, kInt8, x_scale, x_zero);
   for (int64_t k = 0; k < op.features_in; ++k) {
-    xq[k] = static_cast<Integer>(quantize_value(xr[k], x_scale, x_zero, kInt8) - x_zero);
+    xq[k] = static_cast<Integer>(int64_t{quantize_value(xr[k], x_scale, x_zero, kInt8)} - x_zero);
   }
   return x_scale;
 }
@@ -95,6 +100,7 @@ float quantize_row(const LinearOperands& op, int64_t r, Integer* xq) {
 void finish_output(const LinearOperands& op, int64_t r, int64_t n, int64_t sum, float x_scale) {
   float v = static_cast<float>(sum) * (x_scale * op.weight_scales[n]);
   if (op.bias) v += op.bias[n];
+  if (op.relu) v = v > 0.0f ? v : 0.0f;
   op.out[r * op.features_out + n] = v;
 }
 
@@ -102,10 +108,11 @@ int64_t row_grain(const LinearOperands& op) {
   return std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, op.features_in * op.features_out));
 }
 
-// Every weight zero point in int8's range: both factors lie in [-255, 255], and K such
-// products (K <= 33025) stay within int32.
+// Every weight zero point (and a static input zero point) in int8's range: both factors
+// lie in [-255, 255], and K such products (K <= 33025) stay within int32.
 bool fits_int16_dot(const LinearOperands& op) {
   if (op.features_in > 33025) return false;
+  if (op.static_input && (op.input_zero_point < -128 || op.input_zero_point > 127)) return false;
   for (int64_t n = 0; n < op.features_out; ++n) {
     if (op.weight_zero_points[n] < -128 || op.weight_zero_points[n] > 127) return false;
   }
@@ -136,28 +143,46 @@ void linear_int16(const LinearOperands& op) {
 // Any int32 zero point: the sums in int64.
 void linear_int64(const LinearOperands& op) {
   edgert::parallel_for(0, op.rows, row_grain(op), [&](int64_t begin, int64_t end) {
-    std::vector<int32_t> xq(static_cast<size_t>(op.features_in));
+    std::vector<int64_t> xq(static_cast<size_t>(op.features_in));
     for (int64_t r = begin; r < end; ++r) {
       const float x_scale = quantize_row(op, r, xq.data());
       for (int64_t n = 0; n < op.features_out; ++n) {
         const int8_t* wr = op.weight + n * op.features_in;
         const int32_t zero = op.weight_zero_points[n];
         int64_t sum = 0;
-        for (int64_t k = 0; k < op.features_in; ++k) sum += int64_t{xq[static_cast<size_t>(k)]} * (int64_t{wr[k]} - zero);
+        for (int64_t k = 0; k < op.features_in; ++k) sum += xq[static_cast<size_t>(k)] * (int64_t{wr[k]} - zero);
         finish_output(op, r, n, sum, x_scale);
       }
     }
   });
 }
 
+// The static qparams (inputs 5 and 6, both or neither) and the activation.
+Status read_linear_options(const KernelContext& context, LinearOperands& op) {
+  const Tensor* scale = optional_input(context, 5);
+  const Tensor* zero_point = optional_input(context, 6);
+  if ((scale == nullptr) != (zero_point == nullptr)) {
+    return invalid(context, "input_scale and input_zero_point must be given together");
+  }
+  op.static_input = scale != nullptr;
+  op.input_scale = 1.0f;
+  op.input_zero_point = 0;
+  if (op.static_input) {
+    EDGERT_RETURN_IF_ERROR(read_qparams(context, scale, zero_point, "input", op.input_scale, op.input_zero_point));
+  }
+  return edgert::kernels::read_relu_activation(context, op.relu);
+}
+
 // Inputs: x float32 [..., K], weight int8 [N, K], weight_scales float32 [N],
-// weight_zero_points int32 [N], bias float32 [N] (optional). Output float32 [..., N].
+// weight_zero_points int32 [N], bias float32 [N] (optional), input_scale [1] and
+// input_zero_point [1] (optional, together). Output float32 [..., N].
 // Each row r of x (the last dimension) is quantized to int8 with its own asymmetric qparams
-// (xs[r], xz[r]) chosen like choose_qparams; then
+// (xs[r], xz[r]) chosen like choose_qparams, or with the static ones; then
 // out[r, n] = float(Σ_k (xq[r,k] - xz[r])·(wq[n,k] - wz[n])) · (xs[r] · ws[n]) + bias[n],
-// the sum exact in int64. A row's result never depends on the other rows.
+// the sum exact in int64, then the activation (attribute "none" or "relu"). A row's result
+// never depends on the other rows.
 Status linear_kernel(KernelContext& context) {
-  EDGERT_RETURN_IF_ERROR(check_arity(context, 4, 5));
+  EDGERT_RETURN_IF_ERROR(check_arity(context, 4, 7));
   const Tensor& x = *context.inputs[0];
   const Tensor& weight = *context.inputs[1];
   const Tensor* bias = optional_input(context, 4);
@@ -182,12 +207,13 @@ Status linear_kernel(KernelContext& context) {
   std::vector<int64_t> shape = x.shape();
   shape.back() = features_out;
   Tensor out(DType::Float32, shape);
-  for (int64_t i = 0; i < cx.numel(); ++i) {
+  LinearOperands operands{cx.data_as<float>(), cw.data_as<int8_t>(), scales.data_as<float>(),
+                          zero_points.data_as<int32_t>(), bias ? bias_data.data_as<float>() : nullptr,
+                          out.data_as<float>(), rows, features_in, features_out, false, false, 1.0f, 0};
+  EDGERT_RETURN_IF_ERROR(read_linear_options(context, operands));
+  for (int64_t i = 0; i < cx.numel() && !operands.static_input; ++i) {  // per-row qparams need finite rows
     if (!std::isfinite(cx.data_as<float>()[i])) return invalid(context, "input holds a non-finite value");
   }
-  const LinearOperands operands{cx.data_as<float>(), cw.data_as<int8_t>(), scales.data_as<float>(),
-                                zero_points.data_as<int32_t>(), bias ? bias_data.data_as<float>() : nullptr,
-                                out.data_as<float>(), rows, features_in, features_out};
   if (fits_int16_dot(operands)) linear_int16(operands);
   else linear_int64(operands);
   (*context.outputs)[0] = std::move(out);

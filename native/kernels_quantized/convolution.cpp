@@ -1,1 +1,244 @@
-// Edgert_quantized::conv2d (docs/operators.md). Not written yet.
+// edgert_quantized::conv2d (docs/operators.md): float32 x, int8 weights with per-output-channel
+// qparams, float32 out.
+//
+// x is quantized to int8, per image with its own qparams (chosen like choose_qparams) or
+// with the static input_scale / input_zero_point; every output is the exact integer sum
+// Σ (xq - xz)·(wq - wz[o]) over the float conv2d's window (the padding is the real value 0,
+// i.e. xq = xz, a zero term), then float32(sum) · (xs · ws[o]) + bias[o], then the
+// activation. When both factors lie in [-255, 255] (zero points in int8's range) and the
+// window has at most 33025 taps, the sums are int32 dot products of int16 patches
+// (integer_dot.hpp); otherwise they are int64 loops. Integer sums do not depend on their
+// order, so both give the same outputs on every instruction set and thread count.
+#include <algorithm>
+#include <vector>
+
+#include "../kernels/sliding_window.hpp"
+#include "edgert/threadpool.h"
+#include "integer_dot.hpp"
+#include "quantized.hpp"
+
+namespace edgert_quantized {
+namespace {
+
+using edgert::kernels::ConvolutionGeometry;
+using edgert::kernels::kParallelGrain;
+using edgert::kernels::optional_input;
+
+constexpr QuantRange kInt8{-128, 127};
+constexpr int64_t kMaxInt16Taps = 33025;  // 33025 · 255² < 2^31
+constexpr int64_t kPositionsPerTask = 64;  // output positions of one work item
+
+struct QuantizedConvolution {
+  ConvolutionGeometry g;
+  const float* x;                    // contiguous [N, C, H, W]
+  const int8_t* weight;              // contiguous [O, C/groups, KH, KW]
+  const float* weight_scales;        // [O]
+  const int32_t* weight_zero_points; // [O]
+  const float* bias;                 // [O] or null
+  float* out;                        // [N, O, OH, OW]
+  bool relu;
+  std::vector<float> image_scales;   // per image
+  std::vector<int32_t> image_zero_points;
+};
+
+// Every image's qparams: the static ones, or each image's own (its values must be finite).
+Status choose_image_qparams(const KernelContext& context, QuantizedConvolution& conv, const Tensor* scale,
+                            const Tensor* zero_point) {
+  const int64_t image = conv.g.channels * conv.g.height * conv.g.width;
+  float fixed_scale = 1.0f;
+  int32_t fixed_zero = 0;
+  if (scale) EDGERT_RETURN_IF_ERROR(read_qparams(context, scale, zero_point, "input", fixed_scale, fixed_zero));
+  for (int64_t n = 0; n < conv.g.batch; ++n) {
+    float s = fixed_scale;
+    int32_t z = fixed_zero;
+    if (!scale) {
+      const float* data = conv.x + n * image;
+      if (!std::all_of(data, data + image, [](float v) { return std::isfinite(v); })) {
+        return invalid(context, "input holds a non-finite value");
+      }
+      choose_qparams(data, image, kInt8, s, z);
+    }
+    conv.image_scales.push_back(s);
+    conv.image_zero_points.push_back(z);
+  }
+  return Status::success();
+}
+
+// x quantized with its image's qparams, minus the zero point.
+template <class Integer>
+std::vector<Integer> centered_input(const QuantizedConvolution& conv) {
+  const int64_t image = conv.g.channels * conv.g.height * conv.g.width;
+  std::vector<Integer> centered(static_cast<size_t>(conv.g.batch * image));
+  edgert::parallel_for(0, conv.g.batch * image, kParallelGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const size_t n = static_cast<size_t>(i / image);
+      const int32_t zero = conv.image_zero_points[n];
+      const int32_t q = quantize_value(conv.x[i], conv.image_scales[n], zero, kInt8);
+      centered[static_cast<size_t>(i)] = static_cast<Integer>(int64_t{q} - zero);
+    }
+  });
+  return centered;
+}
+
+// Weights minus their channel's zero point, each output channel's row padded with zeros
+// to `row_length`.
+template <class Integer>
+std::vector<Integer> centered_weights(const QuantizedConvolution& conv, int64_t row_length) {
+  const int64_t patch = conv.g.patch();
+  std::vector<Integer> centered(static_cast<size_t>(conv.g.out_channels * row_length), 0);
+  for (int64_t o = 0; o < conv.g.out_channels; ++o) {
+    for (int64_t p = 0; p < patch; ++p) {
+      centered[static_cast<size_t>(o * row_length + p)] =
+          static_cast<Integer>(int64_t{conv.weight[o * patch + p]} - conv.weight_zero_points[o]);
+    }
+  }
+  return centered;
+}
+
+// The centered inputs of output position (oh, ow)'s window in group `group` of image n,
+// in (c, kh, kw) order, 0 for the padding.
+template <class Integer>
+void gather_patch(const QuantizedConvolution& conv, const Integer* centered, int64_t n, int64_t group,
+                  int64_t oh, int64_t ow, Integer* patch) {
+  const ConvolutionGeometry& g = conv.g;
+  const Integer* image = centered + (n * g.channels + group * g.group_channels()) * g.height * g.width;
+  for (int64_t c = 0; c < g.group_channels(); ++c) {
+    for (int64_t kh = 0; kh < g.kernel_height; ++kh) {
+      const int64_t ih = oh * g.stride.height - g.padding.height + kh * g.dilation.height;
+      const bool row_inside = ih >= 0 && ih < g.height;
+      for (int64_t kw = 0; kw < g.kernel_width; ++kw) {
+        const int64_t iw = ow * g.stride.width - g.padding.width + kw * g.dilation.width;
+        const bool inside = row_inside && iw >= 0 && iw < g.width;
+        *patch++ = inside ? image[(c * g.height + ih) * g.width + iw] : Integer{0};
+      }
+    }
+  }
+}
+
+// out[n, o, position] from its exact sum.
+void finish_output(const QuantizedConvolution& conv, int64_t n, int64_t o, int64_t position, int64_t sum) {
+  float v = static_cast<float>(sum) * (conv.image_scales[static_cast<size_t>(n)] * conv.weight_scales[o]);
+  if (conv.bias) v += conv.bias[o];
+  if (conv.relu) v = v > 0.0f ? v : 0.0f;
+  conv.out[(n * conv.g.out_channels + o) * conv.g.out_plane() + position] = v;
+}
+
+// Sums of `count` positions from `first` of (image n, group) into sums, one row of
+// group_out_channels per position.
+using SumsFunction = void (*)(const void* patches, const void* weights, int64_t length, int64_t channels,
+                              int64_t count, int64_t* sums);
+
+void sums_int16(const void* patches, const void* weights, int64_t length, int64_t channels, int64_t count,
+                int64_t* sums) {
+  std::vector<int32_t> row(static_cast<size_t>(channels));
+  for (int64_t i = 0; i < count; ++i) {
+    dot_rows(static_cast<const int16_t*>(patches) + i * length, static_cast<const int16_t*>(weights), length,
+             channels, row.data());
+    std::copy(row.begin(), row.end(), sums + i * channels);
+  }
+}
+
+void sums_int64(const void* patches, const void* weights, int64_t length, int64_t channels, int64_t count,
+                int64_t* sums) {
+  const int64_t* x = static_cast<const int64_t*>(patches);
+  const int64_t* w = static_cast<const int64_t*>(weights);
+  for (int64_t i = 0; i < count; ++i) {
+    for (int64_t o = 0; o < channels; ++o) {
+      int64_t sum = 0;
+      for (int64_t p = 0; p < length; ++p) sum += x[i * length + p] * w[o * length + p];
+      sums[i * channels + o] = sum;
+    }
+  }
+}
+
+// Every output: work items of kPositionsPerTask positions of one (image, group).
+template <class Integer>
+void convolve(const QuantizedConvolution& conv, int64_t row_length, SumsFunction sums_of) {
+  const ConvolutionGeometry& g = conv.g;
+  const std::vector<Integer> input = centered_input<Integer>(conv);
+  const std::vector<Integer> weights = centered_weights<Integer>(conv, row_length);
+  const int64_t blocks = (g.out_plane() + kPositionsPerTask - 1) / kPositionsPerTask;
+  const int64_t work = kPositionsPerTask * std::max<int64_t>(1, row_length * g.group_out_channels());
+  edgert::parallel_for(0, g.batch * g.groups * blocks, std::max<int64_t>(1, kParallelGrain / work), [&](int64_t begin, int64_t end) {
+    std::vector<Integer> patches(static_cast<size_t>(kPositionsPerTask * row_length), Integer{0});
+    std::vector<int64_t> sums(static_cast<size_t>(kPositionsPerTask * g.group_out_channels()));
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t n = task / (g.groups * blocks), group = task / blocks % g.groups;
+      const int64_t first = task % blocks * kPositionsPerTask;
+      const int64_t count = std::min(kPositionsPerTask, g.out_plane() - first);
+      for (int64_t i = 0; i < count; ++i) {
+        gather_patch(conv, input.data(), n, group, (first + i) / g.out_width, (first + i) % g.out_width,
+                     patches.data() + i * row_length);
+      }
+      const Integer* group_weights = weights.data() + group * g.group_out_channels() * row_length;
+      sums_of(patches.data(), group_weights, row_length, g.group_out_channels(), count, sums.data());
+      for (int64_t i = 0; i < count; ++i) {
+        for (int64_t o = 0; o < g.group_out_channels(); ++o) {
+          finish_output(conv, n, group * g.group_out_channels() + o, first + i,
+                        sums[static_cast<size_t>(i * g.group_out_channels() + o)]);
+        }
+      }
+    }
+  });
+}
+
+bool fits_int16(const QuantizedConvolution& conv) {
+  const auto in_int8 = [](int32_t zero) { return zero >= -128 && zero <= 127; };
+  return conv.g.patch() <= kMaxInt16Taps &&
+         std::all_of(conv.image_zero_points.begin(), conv.image_zero_points.end(), in_int8) &&
+         std::all_of(conv.weight_zero_points, conv.weight_zero_points + conv.g.out_channels, in_int8);
+}
+
+Status check_dtypes(const KernelContext& context, const Tensor& x, const Tensor& weight) {
+  if (x.dtype() != DType::Float32) return invalid(context, "input must be float32");
+  if (weight.dtype() != DType::Int8) return invalid(context, "weight must be int8");
+  return Status::success();
+}
+
+// The bias, and the static qparams given both or neither.
+Status check_optional_inputs(const KernelContext& context, const Tensor* bias, int64_t out_channels) {
+  if (bias && (bias->dtype() != DType::Float32 || bias->dim() != 1 || bias->shape()[0] != out_channels)) {
+    return invalid(context, "bias must be float32 [" + std::to_string(out_channels) + "]");
+  }
+  const bool has_scale = optional_input(context, 5) != nullptr, has_zero = optional_input(context, 6) != nullptr;
+  if (has_scale != has_zero) return invalid(context, "input_scale and input_zero_point must be given together");
+  return Status::success();
+}
+
+// Inputs: x float32 [N, C, H, W], weight int8 [O, C/groups, KH, KW], weight_scales [O],
+// weight_zero_points [O], bias [O] (optional), input_scale [1], input_zero_point [1]
+// (optional, together). Attributes as edgert::conv2d.
+Status conv2d_kernel(KernelContext& context) {
+  EDGERT_RETURN_IF_ERROR(check_arity(context, 4, 7));
+  const Tensor& x = *context.inputs[0];
+  const Tensor& weight = *context.inputs[1];
+  const Tensor* bias = optional_input(context, 4);
+  EDGERT_RETURN_IF_ERROR(check_dtypes(context, x, weight));
+  QuantizedConvolution conv{};
+  EDGERT_RETURN_IF_ERROR(edgert::kernels::convolution_geometry(context, x.shape(), weight.shape(), conv.g));
+  EDGERT_RETURN_IF_ERROR(check_optional_inputs(context, bias, conv.g.out_channels));
+  EDGERT_RETURN_IF_ERROR(edgert::kernels::read_relu_activation(context, conv.relu));
+  Tensor scales, zero_points;
+  EDGERT_RETURN_IF_ERROR(read_channel_qparams(context, context.inputs[2], context.inputs[3], conv.g.out_channels,
+                                              scales, zero_points));
+  const Tensor cx = x.contiguous(), cw = weight.contiguous(), cb = bias ? bias->contiguous() : Tensor();
+  conv.x = cx.data_as<float>(), conv.weight = cw.data_as<int8_t>();
+  conv.weight_scales = scales.data_as<float>(), conv.weight_zero_points = zero_points.data_as<int32_t>();
+  conv.bias = bias ? cb.data_as<float>() : nullptr;
+  EDGERT_RETURN_IF_ERROR(choose_image_qparams(context, conv, optional_input(context, 5), optional_input(context, 6)));
+  Tensor out = Tensor::uninitialized(DType::Float32, conv.g.output_shape());
+  conv.out = out.data_as<float>();
+  if (out.numel() > 0 && fits_int16(conv)) {
+    convolve<int16_t>(conv, (conv.g.patch() + kDotBlock - 1) / kDotBlock * kDotBlock, sums_int16);
+  } else if (out.numel() > 0) {
+    convolve<int64_t>(conv, conv.g.patch(), sums_int64);
+  }
+  (*context.outputs)[0] = std::move(out);
+  return Status::success();
+}
+
+}  // namespace
+
+EDGERT_REGISTER_OPERATOR("edgert_quantized::conv2d", conv2d_kernel);
+
+}  // namespace edgert_quantized
