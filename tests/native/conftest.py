@@ -4,6 +4,7 @@ are incremental), and ways to import the installed ``edgert`` in-process or in a
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import sys
 from collections.abc import Iterator
@@ -40,9 +41,8 @@ def native_old_layout_install() -> NativeInstall:
     return build_native(ROOT / "build" / "tests" / "native-old", "-DEDGERT_OLD_LAYOUT=ON")
 
 
-@pytest.fixture()
-def edgert(native_install: NativeInstall) -> Iterator[ModuleType]:
-    """The installed ``edgert`` package, imported in this process."""
+@contextlib.contextmanager
+def _imported(native_install: NativeInstall) -> Iterator[ModuleType]:
     saved = list(sys.path)
     loaded = sys.modules.get("edgert")
     if loaded is not None and Path(loaded.__file__ or "").parent != native_install.package_dir:
@@ -55,3 +55,17 @@ def edgert(native_install: NativeInstall) -> Iterator[ModuleType]:
         yield module
     finally:
         sys.path[:] = saved
+
+
+@pytest.fixture()
+def edgert(native_install: NativeInstall) -> Iterator[ModuleType]:
+    """The installed ``edgert`` package, imported in this process."""
+    with _imported(native_install) as module:
+        yield module
+
+
+@pytest.fixture(scope="module")
+def edgert_for_module(native_install: NativeInstall) -> Iterator[ModuleType]:
+    """The same, for module-scoped fixtures (programs exported once per test module)."""
+    with _imported(native_install) as module:
+        yield module

@@ -30,7 +30,7 @@ def assert_matches_eager(outputs: list[np.ndarray], expected: object) -> None:
 
 
 @pytest.fixture(scope="module")
-def exported(edgert: ModuleType) -> dict[str, bytes]:
+def exported(edgert_for_module: ModuleType) -> dict[str, bytes]:
     """Every case exported once (the export itself runs the built-in check)."""
     from edgert.export import from_torch
     programs = {}

@@ -37,7 +37,7 @@ def samples(case: Case, count: int, seed: int) -> list[tuple[torch.Tensor, ...]]
 
 
 @pytest.fixture(scope="module")
-def quantized(edgert: ModuleType) -> dict[str, tuple[bytes, bytes, Case]]:
+def quantized(edgert_for_module: ModuleType) -> dict[str, tuple[bytes, bytes, Case]]:
     from edgert.export import from_torch
     from edgert.quantization import quantize_program
     made = {}
