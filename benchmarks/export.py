@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import sys
 import tempfile
@@ -36,6 +37,7 @@ def median_seconds(function: Callable[[], object], runs: int) -> float:
 def models() -> dict[str, tuple[object, tuple[object, ...]]]:
     import torch
     from torch import nn
+
     torch.manual_seed(0)
     layers: list[nn.Module] = []
     channels = 3
@@ -44,30 +46,34 @@ def models() -> dict[str, tuple[object, tuple[object, ...]]]:
         channels = 32
     cnn = nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, 10)).eval()
     encoder = nn.TransformerEncoder(
-        nn.TransformerEncoderLayer(128, 4, 256, dropout=0.0, batch_first=True), 4,
-        enable_nested_tensor=False).eval()
-    return {"cnn-10": (cnn, (torch.randn(1, 3, 32, 32),)),
-            "transformer-4": (encoder, (torch.randn(1, 16, 128),))}
+        nn.TransformerEncoderLayer(128, 4, 256, dropout=0.0, batch_first=True),
+        4,
+        enable_nested_tensor=False,
+    ).eval()
+    return {
+        "cnn-10": (cnn, (torch.randn(1, 3, 32, 32),)),
+        "transformer-4": (encoder, (torch.randn(1, 16, 128),)),
+    }
 
 
 def export_costs(runs: int) -> None:
     import torch
     from edgert.export import from_torch
+
     print("model           torch.export  from_torch  beyond torch.export")
     for name, (model, example) in models().items():
-        def reference() -> object:
-            with torch.no_grad():
-                return torch.export.export(model, example)  # type: ignore[arg-type]
-        reference_time = median_seconds(reference, runs)
-        ours = median_seconds(lambda: from_torch(model, example), runs)  # type: ignore[arg-type]
+        exporting = functools.partial(torch.export.export, model, example)
+        with torch.no_grad():
+            reference_time = median_seconds(exporting, runs)
+        ours = median_seconds(functools.partial(from_torch, model, example), runs)
         print(f"{name:15} {reference_time:10.2f} s {ours:9.2f} s {ours - reference_time:12.2f} s")
 
 
 def load_costs(runs: int) -> None:
-    import numpy as np
-
     import edgert
+    import numpy as np
     from edgert.export import ProgramBuilder
+
     print("\nweights   read_bytes   edgert.load   load per MB   load / read")
     with tempfile.TemporaryDirectory() as folder:
         for megabytes in (10, 20, 40):
@@ -83,15 +89,21 @@ def load_costs(runs: int) -> None:
             path = Path(folder) / f"weights-{megabytes}.edgert"
             builder.save(path)
             read = median_seconds(path.read_bytes, runs)
-            load = median_seconds(lambda: edgert.load(path), runs)
-            print(f"{megabytes:4} MB {read * 1e3:10.1f} ms {load * 1e3:11.1f} ms "
-                  f"{load * 1e3 / megabytes:10.2f} ms {load / read:10.1f}x")
+            load = median_seconds(functools.partial(edgert.load, path), runs)
+            print(
+                f"{megabytes:4} MB {read * 1e3:10.1f} ms {load * 1e3:11.1f} ms "
+                f"{load * 1e3 / megabytes:10.2f} ms {load / read:10.1f}x"
+            )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--prefix", type=Path, default=DEFAULT_PREFIX,
-                        help="an installed native tree holding the edgert package")
+    parser.add_argument(
+        "--prefix",
+        type=Path,
+        default=DEFAULT_PREFIX,
+        help="an installed native tree holding the edgert package",
+    )
     parser.add_argument("--runs", type=int, default=3)
     arguments = parser.parse_args()
     sys.path.insert(0, str(arguments.prefix))

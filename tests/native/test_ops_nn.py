@@ -24,7 +24,7 @@ import pytest
 
 from tests.native.support import ROOT, NativeInstall
 from tests.native.support import run_op as shared_run_op
-from tests.native.test_kernels_exact import exp_nonpositive, products_in_order
+from tests.native.test_kernels_exact import exp_nonpositive
 
 F32 = np.float32
 TORCH_TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}

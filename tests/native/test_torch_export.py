@@ -22,7 +22,7 @@ RTOL = 1e-5
 def assert_matches_eager(outputs: list[np.ndarray], expected: object) -> None:
     wanted = [expected] if isinstance(expected, torch.Tensor) else list(expected)  # type: ignore[call-overload]
     assert len(outputs) == len(wanted)
-    for got, want in zip(outputs, wanted):
+    for got, want in zip(outputs, wanted, strict=True):
         reference = want.detach().numpy()
         assert got.shape == reference.shape and got.dtype == reference.dtype
         scale = max(1.0, float(np.abs(reference).max(initial=0.0)))
@@ -33,6 +33,7 @@ def assert_matches_eager(outputs: list[np.ndarray], expected: object) -> None:
 def exported(edgert_for_module: ModuleType) -> dict[str, bytes]:
     """Every case exported once (the export itself runs the built-in check)."""
     from edgert.export import from_torch
+
     programs = {}
     for case in CASES:
         programs[case.name] = from_torch(case.make(), case.example, dynamic_shapes=case.dynamic)
@@ -40,8 +41,9 @@ def exported(edgert_for_module: ModuleType) -> dict[str, bytes]:
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_exported_model_matches_eager(edgert: ModuleType, exported: dict[str, bytes],
-                                      case: Case) -> None:
+def test_exported_model_matches_eager(
+    edgert: ModuleType, exported: dict[str, bytes], case: Case
+) -> None:
     model = case.make()
     program = edgert.load(exported[case.name])
     for inputs in [case.example, *case.inputs]:
@@ -50,7 +52,9 @@ def test_exported_model_matches_eager(edgert: ModuleType, exported: dict[str, by
         assert_matches_eager(program.run([t.numpy() for t in inputs]), expected)
 
 
-def test_dynamic_batch_is_a_runtime_dimension(edgert: ModuleType, exported: dict[str, bytes]) -> None:
+def test_dynamic_batch_is_a_runtime_dimension(
+    edgert: ModuleType, exported: dict[str, bytes]
+) -> None:
     program = edgert.load(exported["cnn"])
     assert [info.shape for info in program.input_info] == [(-1, 3, 16, 16)]
     assert program.input_info[0].dtype == np.float32
@@ -62,6 +66,7 @@ def test_dynamic_batch_is_a_runtime_dimension(edgert: ModuleType, exported: dict
 
 def test_batch_norm_dropout_and_views_are_folded(exported: dict[str, bytes]) -> None:
     from edgert.export import read_program
+
     cnn = [node.op for node in read_program(exported["cnn"]).nodes]
     assert "edgert::batch_norm" not in cnn and "edgert::relu" not in cnn
     assert cnn.count("edgert::conv2d") == 3
@@ -76,17 +81,21 @@ def test_batch_norm_dropout_and_views_are_folded(exported: dict[str, bytes]) -> 
 
 def test_constants_are_the_parameters(exported: dict[str, bytes]) -> None:
     from edgert.export import read_program
+
     program = read_program(exported["mlp"])
     model = CASES[0].make()
     constants = [v.data for v in program.values if v.is_constant]
     for name, parameter in model.named_parameters():
-        assert any(c.shape == tuple(parameter.shape) and np.array_equal(c, parameter.detach().numpy())
-                   for c in constants), name
+        assert any(
+            c.shape == tuple(parameter.shape) and np.array_equal(c, parameter.detach().numpy())
+            for c in constants
+        ), name
     assert sum(c.size for c in constants) == sum(p.numel() for p in model.parameters())
 
 
-def test_multiple_inputs_and_outputs_keep_their_order(edgert: ModuleType,
-                                                       exported: dict[str, bytes]) -> None:
+def test_multiple_inputs_and_outputs_keep_their_order(
+    edgert: ModuleType, exported: dict[str, bytes]
+) -> None:
     program = edgert.load(exported["two_heads"])
     assert program.input_count == 2 and program.output_count == 2
     assert [info.shape for info in program.input_info] == [(-1, 3, 16, 16), (-1, 6)]
@@ -96,6 +105,7 @@ def test_an_exported_program_can_be_given(edgert: ModuleType) -> None:
     """An ExportedProgram, already decomposed to the core set by the caller: the whole
     decomposition of attention (masking with -inf, any, where, full_like) must run too."""
     from edgert.export import from_torch, read_program
+
     case = next(c for c in CASES if c.name == "encoder")
     model = case.make()
     with torch.no_grad():
@@ -115,6 +125,7 @@ def test_bundled_model_from_its_pytorch_definition(edgert: ModuleType) -> None:
     """edgert.models' MLP written in PyTorch with the bundled program's weights exports to a
     program that computes the same outputs as the bundled one, bit for bit."""
     from edgert.export import from_torch, read_program
+
     bundled = read_program(MLP_MODEL.read_bytes())
     linears = [n for n in bundled.nodes if n.op == "edgert::linear"]
     layers = []
@@ -124,11 +135,15 @@ def test_bundled_model_from_its_pytorch_definition(edgert: ModuleType) -> None:
         with torch.no_grad():
             layer.weight.copy_(torch.from_numpy(weight))
             layer.bias.copy_(torch.from_numpy(bias))
-        layers += [layer, torch.nn.ReLU()] if position < len(linears) - 1 else \
-            [layer, torch.nn.Softmax(dim=-1)]
+        layers += (
+            [layer, torch.nn.ReLU()]
+            if position < len(linears) - 1
+            else [layer, torch.nn.Softmax(dim=-1)]
+        )
     model = torch.nn.Sequential(*layers)
-    data = from_torch(model, (torch.randn(2, 16),),
-                      dynamic_shapes=({0: torch.export.Dim("batch")},))
+    data = from_torch(
+        model, (torch.randn(2, 16),), dynamic_shapes=({0: torch.export.Dim("batch")},)
+    )
     assert [n.op for n in read_program(data).nodes] == [n.op for n in bundled.nodes]
     x = np.random.RandomState(3).standard_normal((9, 16)).astype(np.float32)
     (ours,) = edgert.load(data).run([x])
@@ -150,6 +165,7 @@ class CumulativeSum(torch.nn.Module):
 
 def test_an_unsupported_operator_is_one_line_naming_it(edgert: ModuleType) -> None:
     from edgert.export import UnsupportedOperatorError, from_torch
+
     with pytest.raises(UnsupportedOperatorError) as raised:
         from_torch(CumulativeSum(), (torch.randn(2, 4),))
     message = str(raised.value)
@@ -157,7 +173,9 @@ def test_an_unsupported_operator_is_one_line_naming_it(edgert: ModuleType) -> No
     assert "aten.cumsum.default" in message and "CumulativeSum" in message
     assert "bring-your-model.md" in message
     assert raised.value.operator == "aten.cumsum.default"
-    assert isinstance(raised.value, edgert.ExportError) and isinstance(raised.value, edgert.EdgertError)
+    assert isinstance(raised.value, edgert.ExportError) and isinstance(
+        raised.value, edgert.EdgertError
+    )
 
 
 class Nested(torch.nn.Module):
@@ -171,6 +189,7 @@ class Nested(torch.nn.Module):
 
 def test_the_module_path_is_named() -> None:
     from edgert.export import UnsupportedOperatorError, from_torch
+
     with pytest.raises(UnsupportedOperatorError) as raised:
         from_torch(Nested(), (torch.randn(2, 4),))
     assert raised.value.module == "block.1"
@@ -179,6 +198,7 @@ def test_the_module_path_is_named() -> None:
 
 def test_float64_is_refused_not_approximated() -> None:
     from edgert.export import ExportError, from_torch
+
     model = torch.nn.Linear(4, 2).double()
     with pytest.raises(ExportError) as raised:
         from_torch(model, (torch.randn(3, 4, dtype=torch.float64),))
@@ -193,6 +213,7 @@ class MaskSelect(torch.nn.Module):
 
 def test_a_data_dependent_shape_is_refused() -> None:
     from edgert.export import ExportError, from_torch
+
     with pytest.raises(ExportError) as raised:
         from_torch(MaskSelect(), (torch.randn(6),))
     assert "\n" not in str(raised.value)
@@ -203,8 +224,12 @@ def test_a_program_that_differs_from_eager_is_refused(monkeypatch: pytest.Monkey
     caught by comparing with eager PyTorch on the example inputs."""
     from edgert._torch import operators
     from edgert.export import ExportError, from_torch
-    monkeypatch.setitem(operators.LOWERINGS, torch.ops.aten.tanh.default,
-                        operators.LOWERINGS[torch.ops.aten.sigmoid.default])
+
+    monkeypatch.setitem(
+        operators.LOWERINGS,
+        torch.ops.aten.tanh.default,
+        operators.LOWERINGS[torch.ops.aten.sigmoid.default],
+    )
     model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh())
     with pytest.raises(ExportError, match="other values than eager"):
         from_torch(model, (torch.randn(2, 4),))
@@ -212,17 +237,21 @@ def test_a_program_that_differs_from_eager_is_refused(monkeypatch: pytest.Monkey
 
 
 def test_running_programs_never_imports_torch(native_install: NativeInstall) -> None:
-    code = ("import sys, numpy as np, edgert, edgert.export, edgert.quantization\n"
-            f"edgert.load({str(MLP_MODEL)!r}).run([np.ones((2, 16), np.float32)])\n"
-            "assert 'torch' not in sys.modules, 'torch was imported'\n")
+    code = (
+        "import sys, numpy as np, edgert, edgert.export, edgert.quantization\n"
+        f"edgert.load({str(MLP_MODEL)!r}).run([np.ones((2, 16), np.float32)])\n"
+        "assert 'torch' not in sys.modules, 'torch was imported'\n"
+    )
     completed = native_install.python(code)
     assert completed.returncode == 0, completed.stderr
 
 
 def test_without_torch_the_error_says_how_to_get_it(native_install: NativeInstall) -> None:
-    code = ("import sys; sys.modules['torch'] = None\n"
-            "from edgert.export import from_torch, ExportError\n"
-            "try:\n    from_torch(object(), ())\nexcept ExportError as error:\n    print(error)\n")
+    code = (
+        "import sys; sys.modules['torch'] = None\n"
+        "from edgert.export import from_torch, ExportError\n"
+        "try:\n    from_torch(object(), ())\nexcept ExportError as error:\n    print(error)\n"
+    )
     completed = native_install.python(code)
     assert completed.returncode == 0, completed.stderr
     assert "pip install edgert[torch]" in completed.stdout

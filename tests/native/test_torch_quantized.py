@@ -29,7 +29,9 @@ def samples(case: Case, count: int, seed: int) -> list[tuple[torch.Tensor, ...]]
         sample = []
         for example in case.example:
             if example.dtype == torch.int64:
-                sample.append(torch.randint(0, int(example.max()) + 1, example.shape, generator=generator))
+                sample.append(
+                    torch.randint(0, int(example.max()) + 1, example.shape, generator=generator)
+                )
             else:
                 sample.append(torch.randn(example.shape, generator=generator))
         made.append(tuple(sample))
@@ -40,6 +42,7 @@ def samples(case: Case, count: int, seed: int) -> list[tuple[torch.Tensor, ...]]
 def quantized(edgert_for_module: ModuleType) -> dict[str, tuple[bytes, bytes, Case]]:
     from edgert.export import from_torch
     from edgert.quantization import quantize_program
+
     made = {}
     for case in (c for c in CASES if c.name in QUANTIZED):
         program = from_torch(case.make(), case.example, dynamic_shapes=case.dynamic)
@@ -50,16 +53,17 @@ def quantized(edgert_for_module: ModuleType) -> dict[str, tuple[bytes, bytes, Ca
 def worst_in_steps(outputs: list[np.ndarray], expected: list[np.ndarray]) -> float:
     stacked = np.concatenate([e.ravel() for e in expected])
     step = (stacked.max() - stacked.min()) / 255
-    worst = max(float(np.abs(o - e).max()) for o, e in zip(outputs, expected))
+    worst = max(float(np.abs(o - e).max()) for o, e in zip(outputs, expected, strict=True))
     return worst / step
 
 
 @pytest.mark.parametrize("name", QUANTIZED)
 @pytest.mark.parametrize("activations", ["static", "dynamic"])
 def test_quantized_model_is_within_the_quantization_step(
-        edgert: ModuleType, quantized: dict[str, tuple[bytes, bytes, Case]], name: str,
-        activations: str) -> None:
+    edgert: ModuleType, quantized: dict[str, tuple[bytes, bytes, Case]], name: str, activations: str
+) -> None:
     from edgert.quantization import quantize_program
+
     program, static, case = quantized[name]
     data = static if activations == "static" else quantize_program(program, activations="dynamic")
     loaded = edgert.load(data)
@@ -72,13 +76,17 @@ def test_quantized_model_is_within_the_quantization_step(
     assert worst_in_steps(outputs, expected) <= STEPS
     # and it is quantized: no float weight of a linear or convolution is left
     from edgert.export import read_program
+
     ops = [node.op for node in read_program(data).nodes]
     assert "edgert::linear" not in ops and "edgert::conv2d" not in ops
     assert any(op.startswith("edgert_quantized::") for op in ops)
 
 
-def test_quantized_weights_are_int8_per_channel(quantized: dict[str, tuple[bytes, bytes, Case]]) -> None:
+def test_quantized_weights_are_int8_per_channel(
+    quantized: dict[str, tuple[bytes, bytes, Case]],
+) -> None:
     from edgert.export import read_program
+
     _, data, _ = quantized["cnn"]
     program = read_program(data)
     convolutions = [n for n in program.nodes if n.op == "edgert_quantized::conv2d"]
@@ -94,8 +102,11 @@ def test_quantized_weights_are_int8_per_channel(quantized: dict[str, tuple[bytes
     assert [n.attributes.get("activation") for n in convolutions].count("relu") >= 1
 
 
-def test_static_quantization_needs_calibration(quantized: dict[str, tuple[bytes, bytes, Case]]) -> None:
+def test_static_quantization_needs_calibration(
+    quantized: dict[str, tuple[bytes, bytes, Case]],
+) -> None:
     from edgert.quantization import quantize_program
+
     program, _, _ = quantized["mlp"]
     with pytest.raises(ValueError, match="calibration"):
         quantize_program(program)
@@ -104,16 +115,23 @@ def test_static_quantization_needs_calibration(quantized: dict[str, tuple[bytes,
 
 
 def test_a_quantized_program_names_the_component_it_needs(
-        native_install: NativeInstall, quantized: dict[str, tuple[bytes, bytes, Case]],
-        tmp_path: pytest.TempPathFactory) -> None:
+    native_install: NativeInstall,
+    quantized: dict[str, tuple[bytes, bytes, Case]],
+    tmp_path: pytest.TempPathFactory,
+) -> None:
     """run_program_as_needed links the float kernels only: loading there says which
     component provides the quantized operators."""
     import subprocess
+
     _, data, _ = quantized["mlp"]
     path = tmp_path / "mlp_q.edgert"  # type: ignore[operator]
     path.write_bytes(data)
-    completed = subprocess.run([str(native_install.program("run_program_as_needed")), str(path)],
-                               capture_output=True, text=True, check=False)
+    completed = subprocess.run(
+        [str(native_install.program("run_program_as_needed")), str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert completed.returncode != 0
     assert "kernels_quantized component" in completed.stderr
     assert "edgert_quantized::linear" in completed.stderr

@@ -18,7 +18,7 @@ class Case:
     name: str
     make: Callable[[], nn.Module]
     example: tuple[torch.Tensor, ...]
-    dynamic: object = None          # dynamic_shapes for torch.export (None: all static)
+    dynamic: object = None  # dynamic_shapes for torch.export (None: all static)
     inputs: list[tuple[torch.Tensor, ...]] = field(default_factory=list)
 
 
@@ -27,7 +27,9 @@ def _images(batch: int, channels: int = 3, size: int = 16, seed: int = 0) -> tor
 
 
 def _tokens(batch: int, length: int, vocabulary: int, seed: int = 0) -> torch.Tensor:
-    return torch.randint(0, vocabulary, (batch, length), generator=torch.Generator().manual_seed(seed))
+    return torch.randint(
+        0, vocabulary, (batch, length), generator=torch.Generator().manual_seed(seed)
+    )
 
 
 def _randomize_norms(module: nn.Module) -> nn.Module:
@@ -47,8 +49,9 @@ def _randomize_norms(module: nn.Module) -> nn.Module:
 class MLP(nn.Module):
     def __init__(self) -> None:
         super().__init__()
-        self.layers = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 64), nn.GELU(),
-                                    nn.Linear(64, 10))
+        self.layers = nn.Sequential(
+            nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 64), nn.GELU(), nn.Linear(64, 10)
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return F.softmax(self.layers(x), dim=-1)
@@ -60,13 +63,17 @@ class SmallCNN(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU())
-        self.depthwise = nn.Sequential(nn.Conv2d(16, 16, 3, padding=1, groups=16, bias=False),
-                                       nn.BatchNorm2d(16), nn.Hardswish())
+        self.depthwise = nn.Sequential(
+            nn.Conv2d(16, 16, 3, padding=1, groups=16, bias=False),
+            nn.BatchNorm2d(16),
+            nn.Hardswish(),
+        )
         self.pointwise = nn.Conv2d(16, 32, 1)
         self.pool = nn.MaxPool2d(2)
         self.average = nn.AvgPool2d(2)
-        self.head = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Dropout(0.2),
-                                  nn.Linear(32, 10))
+        self.head = nn.Sequential(
+            nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Dropout(0.2), nn.Linear(32, 10)
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.pool(self.stem(x))
@@ -83,8 +90,9 @@ class BasicBlock(nn.Module):
         self.bn1 = nn.BatchNorm2d(out)
         self.conv2 = nn.Conv2d(out, out, 3, padding=1, bias=False)
         self.bn2 = nn.BatchNorm2d(out)
-        self.shortcut = nn.Sequential(nn.Conv2d(channels, out, 1, stride=2, bias=False),
-                                      nn.BatchNorm2d(out))
+        self.shortcut = nn.Sequential(
+            nn.Conv2d(channels, out, 1, stride=2, bias=False), nn.BatchNorm2d(out)
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = F.relu(self.bn1(self.conv1(x)))
@@ -94,8 +102,9 @@ class BasicBlock(nn.Module):
 class Encoder(nn.Module):
     def __init__(self, norm_first: bool = False, activation: str = "relu") -> None:
         super().__init__()
-        self.layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.1, batch_first=True,
-                                                norm_first=norm_first, activation=activation)
+        self.layer = nn.TransformerEncoderLayer(
+            32, 4, 64, dropout=0.1, batch_first=True, norm_first=norm_first, activation=activation
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.layer(x)
@@ -181,7 +190,9 @@ class TwoHeads(nn.Module):
         self.fuse = nn.Conv2d(11, 4, 3, padding=1)
         self.features = nn.Linear(6, 5)
 
-    def forward(self, image: torch.Tensor, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self, image: torch.Tensor, features: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         up = F.interpolate(F.leaky_relu(self.down(image), 0.1), scale_factor=2, mode="nearest")
         mask = torch.cat([up, image], dim=1)
         segmentation = self.fuse(mask).clamp(-1.0, 1.0)
@@ -208,30 +219,80 @@ def _with_seed(factory: Callable[[], nn.Module]) -> Callable[[], nn.Module]:
     def make() -> nn.Module:
         torch.manual_seed(0)
         return _randomize_norms(factory()).eval()
+
     return make
 
 
 CASES = [
-    Case("mlp", _with_seed(MLP), (torch.randn(3, 16),), ({0: BATCH},),
-         [(torch.randn(1, 16),), (torch.randn(7, 16),)]),
-    Case("cnn", _with_seed(SmallCNN), (_images(2),), ({0: BATCH},),
-         [(_images(1, seed=1),), (_images(5, seed=2),)]),
-    Case("residual", _with_seed(BasicBlock), (_images(2, 8),), ({0: BATCH},),
-         [(_images(3, 8, seed=3),)]),
-    Case("encoder", _with_seed(Encoder), (torch.randn(2, 5, 32),), ({0: BATCH},),
-         [(torch.randn(1, 5, 32),), (torch.randn(4, 5, 32),)]),
-    Case("encoder_norm_first_gelu", _with_seed(lambda: Encoder(True, "gelu")),
-         (torch.randn(2, 6, 32),), ({0: BATCH},), [(torch.randn(3, 6, 32),)]),
-    Case("embedding", _with_seed(EmbeddingClassifier), (_tokens(2, 7, 100),), ({0: BATCH},),
-         [(_tokens(5, 7, 100, seed=4),)]),
-    Case("squeeze_excite", _with_seed(SqueezeExcite), (_images(2),), ({0: BATCH},),
-         [(_images(3, seed=5),)]),
-    Case("decoder", _with_seed(TinyDecoder), (_tokens(2, 8, 50),), ({0: BATCH},),
-         [(_tokens(3, 8, 50, seed=6),)]),
-    Case("audio", _with_seed(AudioConv), (torch.randn(2, 4, 20),), ({0: BATCH},),
-         [(torch.randn(5, 4, 20),)]),
-    Case("two_heads", _with_seed(TwoHeads), (_images(2), torch.randn(2, 6)),
-         ({0: BATCH}, {0: BATCH}), [(_images(3, seed=7), torch.randn(3, 6))]),
-    Case("lstm", _with_seed(Recurrent), (torch.randn(2, 5, 6),), None,
-         [(torch.randn(2, 5, 6),)]),
+    Case(
+        "mlp",
+        _with_seed(MLP),
+        (torch.randn(3, 16),),
+        ({0: BATCH},),
+        [(torch.randn(1, 16),), (torch.randn(7, 16),)],
+    ),
+    Case(
+        "cnn",
+        _with_seed(SmallCNN),
+        (_images(2),),
+        ({0: BATCH},),
+        [(_images(1, seed=1),), (_images(5, seed=2),)],
+    ),
+    Case(
+        "residual",
+        _with_seed(BasicBlock),
+        (_images(2, 8),),
+        ({0: BATCH},),
+        [(_images(3, 8, seed=3),)],
+    ),
+    Case(
+        "encoder",
+        _with_seed(Encoder),
+        (torch.randn(2, 5, 32),),
+        ({0: BATCH},),
+        [(torch.randn(1, 5, 32),), (torch.randn(4, 5, 32),)],
+    ),
+    Case(
+        "encoder_norm_first_gelu",
+        _with_seed(lambda: Encoder(True, "gelu")),
+        (torch.randn(2, 6, 32),),
+        ({0: BATCH},),
+        [(torch.randn(3, 6, 32),)],
+    ),
+    Case(
+        "embedding",
+        _with_seed(EmbeddingClassifier),
+        (_tokens(2, 7, 100),),
+        ({0: BATCH},),
+        [(_tokens(5, 7, 100, seed=4),)],
+    ),
+    Case(
+        "squeeze_excite",
+        _with_seed(SqueezeExcite),
+        (_images(2),),
+        ({0: BATCH},),
+        [(_images(3, seed=5),)],
+    ),
+    Case(
+        "decoder",
+        _with_seed(TinyDecoder),
+        (_tokens(2, 8, 50),),
+        ({0: BATCH},),
+        [(_tokens(3, 8, 50, seed=6),)],
+    ),
+    Case(
+        "audio",
+        _with_seed(AudioConv),
+        (torch.randn(2, 4, 20),),
+        ({0: BATCH},),
+        [(torch.randn(5, 4, 20),)],
+    ),
+    Case(
+        "two_heads",
+        _with_seed(TwoHeads),
+        (_images(2), torch.randn(2, 6)),
+        ({0: BATCH}, {0: BATCH}),
+        [(_images(3, seed=7), torch.randn(3, 6))],
+    ),
+    Case("lstm", _with_seed(Recurrent), (torch.randn(2, 5, 6),), None, [(torch.randn(2, 5, 6),)]),
 ]

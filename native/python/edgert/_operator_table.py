@@ -9,11 +9,12 @@ from collections import defaultdict
 
 import edgert
 
-HEADER = ("| edgert operator | component | lowered from (ATen) |\n"
-          "|---|---|---|\n")
+HEADER = "| edgert operator | component | lowered from (ATen) |\n|---|---|---|\n"
 # What edgert.quantization.quantize_program rewrites into the quantized operators.
-QUANTIZED_FROM = {"edgert_quantized::linear": "`edgert::linear` (quantize_program)",
-                  "edgert_quantized::conv2d": "`edgert::conv2d` (quantize_program)"}
+QUANTIZED_FROM = {
+    "edgert_quantized::linear": "`edgert::linear` (quantize_program)",
+    "edgert_quantized::conv2d": "`edgert::conv2d` (quantize_program)",
+}
 
 
 def component_of(owner: str) -> str:
@@ -27,6 +28,7 @@ def _lowered_from() -> tuple[dict[str, list[str]], list[str]]:
     """edgert operator -> ATen operators lowered to it, and the ATen operators that become
     no node at all (views and copies that change nothing)."""
     from edgert._torch.operators import supported_operators
+
     by_edgert: dict[str, list[str]] = defaultdict(list)
     vanish = []
     for aten, targets in supported_operators():
@@ -51,6 +53,9 @@ def operator_table() -> str:
         rows.append(f"| `{entry.name}` | {component_of(entry.owner)} | {sources} |\n")
     text = HEADER + "".join(rows)
     if vanish:
-        text += ("\nFolded away (no node in the program): "
-                 + ", ".join(f"`{name}`" for name in sorted(vanish)) + ".\n")
+        text += (
+            "\nFolded away (no node in the program): "
+            + ", ".join(f"`{name}`" for name in sorted(vanish))
+            + ".\n"
+        )
     return text

@@ -15,8 +15,9 @@ from edgert.export import NodeDef, ProgramDef, ValueDef
 __all__ = ["fold_batch_norm", "fuse_activations", "prune", "readers", "producers"]
 
 # Operators that take an `activation` attribute ("none" or "relu") applied to each output.
-_ACTIVATION_HOSTS = frozenset({"edgert::conv2d", "edgert_quantized::conv2d",
-                               "edgert_quantized::linear"})
+_ACTIVATION_HOSTS = frozenset(
+    {"edgert::conv2d", "edgert_quantized::conv2d", "edgert_quantized::linear"}
+)
 
 
 def readers(program: ProgramDef) -> Counter[int]:
@@ -28,8 +29,9 @@ def readers(program: ProgramDef) -> Counter[int]:
 
 def producers(program: ProgramDef) -> dict[int, int]:
     """Value index -> position of the node that writes it."""
-    return {value: position for position, node in enumerate(program.nodes)
-            for value in node.outputs}
+    return {
+        value: position for position, node in enumerate(program.nodes) for value in node.outputs
+    }
 
 
 def _constant(program: ProgramDef, index: int) -> np.ndarray | None:  # type: ignore[type-arg]
@@ -39,13 +41,15 @@ def _constant(program: ProgramDef, index: int) -> np.ndarray | None:  # type: ig
 
 
 def _add_constant(program: ProgramDef, array: np.ndarray) -> int:  # type: ignore[type-arg]
-    program.values.append(ValueDef(array.dtype.name, tuple(array.shape),
-                                   np.ascontiguousarray(array)))
+    program.values.append(
+        ValueDef(array.dtype.name, tuple(array.shape), np.ascontiguousarray(array))
+    )
     return len(program.values) - 1
 
 
-def _folded_convolution(program: ProgramDef, conv: NodeDef,
-                        norm: NodeDef) -> tuple[np.ndarray, np.ndarray] | None:  # type: ignore[type-arg]
+def _folded_convolution(
+    program: ProgramDef, conv: NodeDef, norm: NodeDef
+) -> tuple[np.ndarray, np.ndarray] | None:  # type: ignore[type-arg]
     """The conv2d weight and bias that compute conv2d followed by batch_norm, in float64
     rounded once to float32; None when an operand is not a float32 constant."""
     weight = _constant(program, conv.inputs[1])
@@ -55,8 +59,11 @@ def _folded_convolution(program: ProgramDef, conv: NodeDef,
         return None
     parts = [_constant(program, i) if i >= 0 else None for i in norm.inputs[1:5]]
     scale_in, shift, mean, variance = parts
-    if mean is None or variance is None or any(
-            norm.inputs[1 + k] >= 0 and parts[k] is None for k in range(4)):
+    if (
+        mean is None
+        or variance is None
+        or any(norm.inputs[1 + k] >= 0 and parts[k] is None for k in range(4))
+    ):
         return None
     channels = weight.shape[0]
     eps = float(norm.attributes.get("eps", 1e-5))  # type: ignore[arg-type]
@@ -89,8 +96,11 @@ def fold_batch_norm(program: ProgramDef) -> ProgramDef:
         folded = _folded_convolution(result, conv, node)
         if folded is None:
             continue
-        inputs = [conv.inputs[0], _add_constant(result, folded[0]),
-                  _add_constant(result, folded[1])]
+        inputs = [
+            conv.inputs[0],
+            _add_constant(result, folded[0]),
+            _add_constant(result, folded[1]),
+        ]
         result.nodes[conv_position] = replace(conv, inputs=inputs)
         renamed[node.outputs[0]] = source
         dropped.add(position)
@@ -99,8 +109,11 @@ def fold_batch_norm(program: ProgramDef) -> ProgramDef:
 
 def _without(program: ProgramDef, dropped: set[int], renamed: dict[int, int]) -> ProgramDef:
     """``program`` without the nodes at ``dropped``, reading ``renamed[v]`` wherever it read v."""
-    program.nodes = [replace(node, inputs=[renamed.get(i, i) for i in node.inputs])
-                     for position, node in enumerate(program.nodes) if position not in dropped]
+    program.nodes = [
+        replace(node, inputs=[renamed.get(i, i) for i in node.inputs])
+        for position, node in enumerate(program.nodes)
+        if position not in dropped
+    ]
     program.outputs = [renamed.get(i, i) for i in program.outputs]
     return program
 
@@ -124,7 +137,8 @@ def fuse_activations(program: ProgramDef) -> ProgramDef:
         if host.op not in _ACTIVATION_HOSTS or host.attributes.get("activation", "none") != "none":
             continue
         result.nodes[host_position] = replace(
-            host, attributes={**host.attributes, "activation": "relu"})
+            host, attributes={**host.attributes, "activation": "relu"}
+        )
         renamed[node.outputs[0]] = node.inputs[0]
         dropped.add(position)
     return _without(result, dropped, renamed)
@@ -151,8 +165,9 @@ def prune(program: ProgramDef) -> ProgramDef:
 
     return ProgramDef(
         values=[program.values[i] for i in kept],
-        nodes=[replace(node, inputs=remap(node.inputs), outputs=remap(node.outputs))
-               for node in nodes],
+        nodes=[
+            replace(node, inputs=remap(node.inputs), outputs=remap(node.outputs)) for node in nodes
+        ],
         inputs=remap(program.inputs),
         outputs=remap(program.outputs),
     )

@@ -23,11 +23,10 @@ from __future__ import annotations
 
 import ctypes
 import functools
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 import numpy as np
-
-from collections.abc import Iterable, Sequence
 
 from edgert._errors import EdgertError, InvalidArgumentError, error_for
 from edgert._native import load_library
@@ -298,7 +297,8 @@ def _quantized_node(program: ProgramDef, node: NodeDef,
     op, _ = _QUANTIZED[node.op]
     weight = program.values[node.inputs[1]].data
     assert weight is not None
-    quantized, scales, zero_points = quantize_weights_per_channel(weight.reshape(weight.shape[0], -1))
+    rows = weight.reshape(weight.shape[0], -1)
+    quantized, scales, zero_points = quantize_weights_per_channel(rows)
     inputs = [node.inputs[0], _add_constant(program, quantized.reshape(weight.shape)),
               _add_constant(program, scales), _add_constant(program, zero_points),
               node.inputs[2] if len(node.inputs) > 2 else -1]
@@ -318,7 +318,8 @@ def quantize_program(program: bytes | ProgramDef, calibration: Iterable[object] 
     accurate for inputs unlike the calibration set, at the cost of a pass over the input.
     The result needs the kernels_quantized component to load."""
     if activations not in ("static", "dynamic"):
-        raise InvalidArgumentError(f"activations must be 'static' or 'dynamic', not {activations!r}")
+        raise InvalidArgumentError(
+            f"activations must be 'static' or 'dynamic', not {activations!r}")
     source = read_program(bytes(program)) if isinstance(program, (bytes, bytearray)) else program
     if not isinstance(source, ProgramDef):
         raise TypeError(f"expected program bytes or a ProgramDef, got {type(source).__name__}")

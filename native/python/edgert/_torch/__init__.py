@@ -42,12 +42,23 @@ __all__ = ["from_torch", "supported_operators", "PRESERVED"]
 
 aten = torch.ops.aten
 # Kept whole by the decomposition: edgert has one operator for each.
-PRESERVED = (aten.linear.default, aten.scaled_dot_product_attention.default, aten.silu.default,
-             aten.hardswish.default, aten.hardsigmoid.default, aten.rms_norm.default)
+PRESERVED = (
+    aten.linear.default,
+    aten.scaled_dot_product_attention.default,
+    aten.silu.default,
+    aten.hardswish.default,
+    aten.hardsigmoid.default,
+    aten.rms_norm.default,
+)
 
 
-def from_torch(model: torch.nn.Module | ExportedProgram, args: Sequence[Any] | None = None, *,
-               dynamic_shapes: Any = None, check: bool = True) -> bytes:
+def from_torch(
+    model: torch.nn.Module | ExportedProgram,
+    args: Sequence[Any] | None = None,
+    *,
+    dynamic_shapes: Any = None,
+    check: bool = True,
+) -> bytes:
     """See ``edgert.export.from_torch``."""
     with _quiet_torch():
         exported, example = _export(model, args, dynamic_shapes)
@@ -57,8 +68,9 @@ def from_torch(model: torch.nn.Module | ExportedProgram, args: Sequence[Any] | N
         try:
             decomposed = exported.run_decompositions(table)
         except Exception as error:  # torch's own failure to decompose, with its message
-            raise ExportError(f"torch could not decompose the exported program: "
-                              f"{_first_line(error)}") from None
+            raise ExportError(
+                f"torch could not decompose the exported program: {_first_line(error)}"
+            ) from None
     program = prune(fuse_activations(fold_batch_norm(_lower(decomposed))))
     data = write_program(program)
     if check and example is not None:
@@ -81,16 +93,19 @@ def _first_line(error: BaseException) -> str:
     return text if len(text) <= 300 else text[:297] + "..."
 
 
-def _export(model: object, args: Sequence[Any] | None,
-            dynamic_shapes: Any) -> tuple[ExportedProgram, tuple[tuple[Any, ...], dict[str, Any]] | None]:
+def _export(
+    model: object, args: Sequence[Any] | None, dynamic_shapes: Any
+) -> tuple[ExportedProgram, tuple[tuple[Any, ...], dict[str, Any]] | None]:
     if isinstance(model, ExportedProgram):
         example = getattr(model, "example_inputs", None)
         if args is not None:
             example = (tuple(args), {})
         return model, example
     if not isinstance(model, torch.nn.Module):
-        raise TypeError(f"from_torch takes a torch.nn.Module or a torch.export.ExportedProgram, "
-                        f"not {type(model).__name__}")
+        raise TypeError(
+            f"from_torch takes a torch.nn.Module or a torch.export.ExportedProgram, "
+            f"not {type(model).__name__}"
+        )
     if args is None:
         raise TypeError("from_torch(module, args): pass example inputs, e.g. (torch.randn(1, 16),)")
     arguments = tuple(args) if isinstance(args, (tuple, list)) else (args,)
@@ -99,9 +114,11 @@ def _export(model: object, args: Sequence[Any] | None,
         with torch.no_grad():
             exported = torch.export.export(model, arguments, dynamic_shapes=dynamic_shapes)
     except Exception as error:  # torch.export's refusal (data-dependent control flow, ...)
-        raise ExportError(f"torch.export could not capture the model: {_first_line(error)} "
-                          "(fix: make the model traceable by torch.export; see its docs on "
-                          "data-dependent control flow)") from None
+        raise ExportError(
+            f"torch.export could not capture the model: {_first_line(error)} "
+            "(fix: make the model traceable by torch.export; see its docs on "
+            "data-dependent control flow)"
+        ) from None
     return exported, (arguments, {})
 
 
@@ -113,7 +130,7 @@ def _lower(exported: ExportedProgram) -> ProgramDef:
     environment: dict[torch.fx.Node, object] = {}
     graph = exported.graph
     placeholders = [node for node in graph.nodes if node.op == "placeholder"]
-    for node, spec in zip(placeholders, exported.graph_signature.input_specs):
+    for node, spec in zip(placeholders, exported.graph_signature.input_specs, strict=True):
         environment[node] = _placeholder(context, exported, node, spec)
     for node in graph.nodes:
         if node.op == "call_function":
@@ -122,28 +139,39 @@ def _lower(exported: ExportedProgram) -> ProgramDef:
         elif node.op == "output":
             _outputs(context, exported, node, environment)
         elif node.op != "placeholder":
-            raise refuse(node, f"the graph holds a {node.op} node", "export a model without "
-                         "submodule calls that torch.export cannot inline")
+            raise refuse(
+                node,
+                f"the graph holds a {node.op} node",
+                "export a model without submodule calls that torch.export cannot inline",
+            )
     return context.builder.program
 
 
-def _placeholder(context: Lowering, exported: ExportedProgram, node: torch.fx.Node,
-                 spec: Any) -> object:
+def _placeholder(
+    context: Lowering, exported: ExportedProgram, node: torch.fx.Node, spec: Any
+) -> object:
     if spec.kind in (InputKind.PARAMETER, InputKind.BUFFER):
         return exported.state_dict[spec.target].detach()
     if spec.kind == InputKind.CONSTANT_TENSOR:
         return exported.constants[spec.target].detach()
     if spec.kind != InputKind.USER_INPUT:
-        raise ExportError(f"the model takes a {spec.kind.name.lower()} input ({node.name}); "
-                          "edgert programs take tensors only")
+        raise ExportError(
+            f"the model takes a {spec.kind.name.lower()} input ({node.name}); "
+            "edgert programs take tensors only"
+        )
     fake = node.meta.get("val")
     if not isinstance(fake, torch.Tensor):
         return fake  # a constant argument torch.export specialized
     if fake.dtype not in DTYPES:
-        fix = "pass float32 inputs (x.float())" if fake.dtype.is_floating_point else \
-            "pass int32, int64 or bool inputs"
-        raise ExportError(f"input '{node.name}' is {str(fake.dtype).replace('torch.', '')}, "
-                          f"which edgert does not run (fix: {fix})")
+        fix = (
+            "pass float32 inputs (x.float())"
+            if fake.dtype.is_floating_point
+            else "pass int32, int64 or bool inputs"
+        )
+        raise ExportError(
+            f"input '{node.name}' is {str(fake.dtype).replace('torch.', '')}, "
+            f"which edgert does not run (fix: {fix})"
+        )
     shape = shape_of_meta(fake)
     index = context.builder.input(DTYPES[fake.dtype], [-1 if d is None else d for d in shape])
     context.symbolic_sizes[index] = tuple(fake.shape)
@@ -166,7 +194,9 @@ def _items(item: object, environment: dict[torch.fx.Node, object]) -> Any:
     return item
 
 
-def _call(context: Lowering, environment: dict[torch.fx.Node, object], node: torch.fx.Node) -> object:
+def _call(
+    context: Lowering, environment: dict[torch.fx.Node, object], node: torch.fx.Node
+) -> object:
     context.node = node
     target = node.target
     if target in CHECKS:
@@ -179,9 +209,13 @@ def _call(context: Lowering, environment: dict[torch.fx.Node, object], node: tor
         return _fold(node, args, kwargs)
     lower = LOWERINGS.get(target)
     if lower is None:
-        raise refuse(node, "edgert has no operator for it", "rewrite that part of the model with "
-                     "the operations docs/bring-your-model.md lists, or keep it out of the "
-                     "exported module")
+        raise refuse(
+            node,
+            "edgert has no operator for it",
+            "rewrite that part of the model with "
+            "the operations docs/bring-your-model.md lists, or keep it out of the "
+            "exported module",
+        )
     return lower(context, node, _named(target, args, kwargs))
 
 
@@ -191,8 +225,11 @@ def _fold(node: torch.fx.Node, args: Any, kwargs: Any) -> object:
         with torch.no_grad():
             result = node.target(*args, **kwargs)  # type: ignore[operator]
     except Exception as error:
-        raise refuse(node, f"evaluating it on its constant operands failed ({_first_line(error)})",
-                     "check the model runs eagerly on the example inputs") from None
+        raise refuse(
+            node,
+            f"evaluating it on its constant operands failed ({_first_line(error)})",
+            "check the model runs eagerly on the example inputs",
+        ) from None
     return result.detach() if isinstance(result, torch.Tensor) else result
 
 
@@ -214,23 +251,33 @@ def _named(target: object, args: Sequence[Any], kwargs: dict[str, Any]) -> dict[
     return named
 
 
-def _outputs(context: Lowering, exported: ExportedProgram, node: torch.fx.Node,
-             environment: dict[torch.fx.Node, object]) -> None:
+def _outputs(
+    context: Lowering,
+    exported: ExportedProgram,
+    node: torch.fx.Node,
+    environment: dict[torch.fx.Node, object],
+) -> None:
     results = node.args[0]
-    for spec, result in zip(exported.graph_signature.output_specs, results):  # type: ignore[arg-type]
+    for spec, result in zip(exported.graph_signature.output_specs, results, strict=True):  # type: ignore[arg-type]
         if spec.kind != OutputKind.USER_OUTPUT:
             raise ExportError(
                 f"the model writes its state in forward ({spec.kind.name.lower()} of "
                 f"{spec.target}): edgert programs are stateless (fix: export the model in "
-                "eval mode without in-place updates of buffers)")
+                "eval mode without in-place updates of buffers)"
+            )
         item = environment[result] if isinstance(result, torch.fx.Node) else result
         context.node = result if isinstance(result, torch.fx.Node) else node
         if isinstance(item, Missing):
-            raise refuse(context.node, f"the model returns {item.what}", "return only tensors "
-                         "the program computes")
+            raise refuse(
+                context.node,
+                f"the model returns {item.what}",
+                "return only tensors the program computes",
+            )
         if not isinstance(item, (Value, torch.Tensor)) or is_symbolic(item):
-            raise ExportError(f"output {len(context.builder.program.outputs)} of the model is "
-                              f"{type(item).__name__}, not a tensor (fix: return tensors only)")
+            raise ExportError(
+                f"output {len(context.builder.program.outputs)} of the model is "
+                f"{type(item).__name__}, not a tensor (fix: return tensors only)"
+            )
         context.builder.output(context.index(item))
 
 
@@ -241,8 +288,9 @@ def _leaves(tree: object) -> list[torch.Tensor]:
     return [leaf for leaf in _pytree.tree_leaves(tree) if isinstance(leaf, torch.Tensor)]
 
 
-def _check_against_eager(data: bytes, exported: ExportedProgram,
-                         example: tuple[tuple[Any, ...], dict[str, Any]]) -> None:
+def _check_against_eager(
+    data: bytes, exported: ExportedProgram, example: tuple[tuple[Any, ...], dict[str, Any]]
+) -> None:
     """Runs the program on the example inputs and compares with eager PyTorch."""
     import edgert
 
@@ -253,8 +301,15 @@ def _check_against_eager(data: bytes, exported: ExportedProgram,
     try:
         outputs = edgert.load(data).run(inputs)
     except edgert.EdgertError as error:
-        raise ExportError(f"the exported program does not run on the example inputs: {error}") from None
-    for position, (want, got) in enumerate(zip(expected, outputs)):
+        raise ExportError(
+            f"the exported program does not run on the example inputs: {error}"
+        ) from None
+    if len(expected) != len(outputs):
+        raise ExportError(
+            f"the exported program returns {len(outputs)} tensors where eager PyTorch returns "
+            f"{len(expected)} (fix: report the model; pass check=False to keep the program)"
+        )
+    for position, (want, got) in enumerate(zip(expected, outputs, strict=True)):
         _compare(position, want.detach().numpy(), got)
 
 
@@ -273,7 +328,8 @@ def _compare(position: int, want: np.ndarray, got: np.ndarray) -> None:  # type:
     elif not np.array_equal(want, got):
         problem = "values differ"
     if problem:
-        raise ExportError(f"the exported program computes other values than eager PyTorch on the "
-                          f"example inputs: output {position} has {problem} (fix: report the model; "
-                          "pass check=False to keep the program anyway)")
-
+        raise ExportError(
+            f"the exported program computes other values than eager PyTorch on the "
+            f"example inputs: output {position} has {problem} (fix: report the model; "
+            "pass check=False to keep the program anyway)"
+        )

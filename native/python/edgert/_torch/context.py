@@ -27,8 +27,12 @@ from edgert.export import ProgramBuilder
 
 # torch dtype -> edgert dtype name.
 DTYPES: dict[torch.dtype, str] = {
-    torch.float32: "float32", torch.int8: "int8", torch.uint8: "uint8",
-    torch.int32: "int32", torch.int64: "int64", torch.bool: "bool",
+    torch.float32: "float32",
+    torch.int8: "int8",
+    torch.uint8: "uint8",
+    torch.int32: "int32",
+    torch.int64: "int64",
+    torch.bool: "bool",
 }
 FLOAT = torch.float32
 INT64_MAX = 2**63 - 1
@@ -114,8 +118,11 @@ def source_line(node: torch.fx.Node) -> str:
 def where_from(node: torch.fx.Node) -> str:
     """A short description of where a node came from, for error messages."""
     path, kind = module_of(node)
-    place = f"module '{path}' ({kind})" if path else (f"the top-level module ({kind})"
-                                                       if kind else "the top-level module")
+    place = (
+        f"module '{path}' ({kind})"
+        if path
+        else (f"the top-level module ({kind})" if kind else "the top-level module")
+    )
     line = source_line(node)
     return f"{place}{', ' + line if line else ''}"
 
@@ -125,7 +132,7 @@ def operator_name(node: torch.fx.Node) -> str:
     name = getattr(target, "_name", None) or getattr(target, "__name__", None) or str(target)
     overload = getattr(target, "_overloadname", None)
     if isinstance(name, str) and name.startswith("aten::"):
-        name = "aten." + name[len("aten::"):]
+        name = "aten." + name[len("aten::") :]
     if overload and not str(name).endswith("." + overload):
         name = f"{name}.{overload}"
     return str(name)
@@ -136,7 +143,9 @@ def refuse(node: torch.fx.Node, reason: str, fix: str) -> ExportError:
     path, _ = module_of(node)
     return UnsupportedOperatorError(
         f"cannot export {operator_name(node)} from {where_from(node)}: {reason}; {fix}",
-        operator=operator_name(node), module=path)
+        operator=operator_name(node),
+        module=path,
+    )
 
 
 class Lowering:
@@ -153,8 +162,12 @@ class Lowering:
 
     # ------------------------------------------------------------------ errors
 
-    def refuse(self, reason: str, fix: str = "rewrite that part of the model with the "
-               "operations docs/bring-your-model.md lists") -> ExportError:
+    def refuse(
+        self,
+        reason: str,
+        fix: str = "rewrite that part of the model with the "
+        "operations docs/bring-your-model.md lists",
+    ) -> ExportError:
         assert self.node is not None
         return refuse(self.node, reason, fix)
 
@@ -163,10 +176,14 @@ class Lowering:
     def edgert_dtype(self, dtype: torch.dtype) -> str:
         name = DTYPES.get(dtype)
         if name is None:
-            fix = ("export it in float32: call model.float() and pass float32 inputs"
-                   if dtype.is_floating_point else "use int32, int64 or bool instead")
-            raise self.refuse(f"it computes in {str(dtype).replace('torch.', '')}, which "
-                              "edgert does not run", fix)
+            fix = (
+                "export it in float32: call model.float() and pass float32 inputs"
+                if dtype.is_floating_point
+                else "use int32, int64 or bool instead"
+            )
+            raise self.refuse(
+                f"it computes in {str(dtype).replace('torch.', '')}, which edgert does not run", fix
+            )
         return name
 
     def dtype_of(self, item: object) -> torch.dtype:
@@ -184,8 +201,10 @@ class Lowering:
 
     def result_type(self, first: object, second: object) -> torch.dtype:
         """torch's type promotion of two operands (values, constants or scalars)."""
-        return torch.result_type(self._promotion_operand(first),  # type: ignore[arg-type]
-                                 self._promotion_operand(second))
+        return torch.result_type(
+            self._promotion_operand(first),  # type: ignore[arg-type]
+            self._promotion_operand(second),
+        )
 
     def _promotion_operand(self, item: object) -> object:
         # A stand-in with the item's dtype and rank: promotion depends on both.
@@ -208,7 +227,9 @@ class Lowering:
         key = (tensor.data_ptr(), tensor.dtype, tuple(tensor.shape), tensor.numel())
         found = self._constants.get(key)
         if found is None:
-            array = tensor.numpy() if tensor.dtype != torch.bool else tensor.numpy().astype(np.bool_)
+            array = (
+                tensor.numpy() if tensor.dtype != torch.bool else tensor.numpy().astype(np.bool_)
+            )
             found = self.builder.constant(np.array(array, copy=True))
             self._constants[key] = found
             self._kept.append(tensor)
@@ -227,33 +248,50 @@ class Lowering:
             target = dtype or self.dtype_of(item)
             return self.constant(torch.tensor(item, dtype=target))
         if is_symbolic(item):
-            raise self.refuse("it uses a size known only at run time as a tensor",
-                              "compute that value outside the model or make the dimension static")
+            raise self.refuse(
+                "it uses a size known only at run time as a tensor",
+                "compute that value outside the model or make the dimension static",
+            )
         if isinstance(item, torch.SymInt):
             return self.index(int(item), dtype)
         raise self.refuse(f"an operand is {type(item).__name__}, not a tensor")
 
-    def emit(self, op: str, inputs: Sequence[object | None], attributes: dict[str, Any] | None = None,
-             *, dtype: torch.dtype, shape: Sequence[int | None], input_dtypes: Sequence[torch.dtype | None] | None = None) -> Value:
+    def emit(
+        self,
+        op: str,
+        inputs: Sequence[object | None],
+        attributes: dict[str, Any] | None = None,
+        *,
+        dtype: torch.dtype,
+        shape: Sequence[int | None],
+        input_dtypes: Sequence[torch.dtype | None] | None = None,
+    ) -> Value:
         """Adds one edgert node with one output of ``dtype`` and ``shape``."""
         wired = self._wire(inputs, input_dtypes)
         index = self.builder.op(op, wired, attributes or {}, dtype=self.edgert_dtype(dtype))
         assert isinstance(index, int)
         return Value(index, dtype, tuple(shape))
 
-    def emit_many(self, op: str, inputs: Sequence[object | None], attributes: dict[str, Any],
-                  outputs: Sequence[tuple[torch.dtype, Sequence[int | None]]]) -> list[Value]:
+    def emit_many(
+        self,
+        op: str,
+        inputs: Sequence[object | None],
+        attributes: dict[str, Any],
+        outputs: Sequence[tuple[torch.dtype, Sequence[int | None]]],
+    ) -> list[Value]:
         """Adds one edgert node with several outputs."""
         wired = self._wire(inputs, None)
         names = [self.edgert_dtype(dtype) for dtype, _ in outputs]
         made = self.builder.op(op, wired, attributes, outputs=len(outputs), dtype=names[0])
         indices = made if isinstance(made, list) else [made]
-        for index, name in zip(indices, names):
+        for index, name in zip(indices, names, strict=True):
             self.builder.program.values[index].dtype = name
-        return [Value(i, dtype, tuple(shape)) for i, (dtype, shape) in zip(indices, outputs)]
+        pairs = zip(indices, outputs, strict=True)
+        return [Value(i, dtype, tuple(shape)) for i, (dtype, shape) in pairs]
 
-    def _wire(self, inputs: Sequence[object | None],
-              dtypes: Sequence[torch.dtype | None] | None) -> list[int | None]:
+    def _wire(
+        self, inputs: Sequence[object | None], dtypes: Sequence[torch.dtype | None] | None
+    ) -> list[int | None]:
         wired: list[int | None] = []
         for position, item in enumerate(inputs):
             wanted = dtypes[position] if dtypes is not None else None
@@ -265,8 +303,13 @@ class Lowering:
         if isinstance(item, Value):
             if item.dtype == dtype:
                 return item
-            return self.emit("edgert::cast", [item], {"dtype": self.edgert_dtype(dtype)},
-                             dtype=dtype, shape=item.shape)
+            return self.emit(
+                "edgert::cast",
+                [item],
+                {"dtype": self.edgert_dtype(dtype)},
+                dtype=dtype,
+                shape=item.shape,
+            )
         raise self.refuse("a cast of a non-tensor")  # constants are converted in index()
 
 
@@ -281,5 +324,6 @@ def flatten_items(item: object) -> Iterator[object]:
 
 def contains_runtime(item: object) -> bool:
     """Whether an argument holds a run-time value or a symbolic size (cannot be folded)."""
-    return any(isinstance(leaf, (Value, Missing)) or is_symbolic(leaf)
-               for leaf in flatten_items(item))
+    return any(
+        isinstance(leaf, (Value, Missing)) or is_symbolic(leaf) for leaf in flatten_items(item)
+    )

@@ -19,7 +19,6 @@ from edgert._torch.context import (
     Lowering,
     Missing,
     Value,
-    is_symbolic,
     same_size,
     shape_of_meta,
     static_int,
@@ -35,11 +34,13 @@ TARGETS: dict[object, str] = {}
 
 def lowers(*targets: object, to: str) -> Callable[[Lower], Lower]:
     """Registers a lowering for the given ATen overloads (``to``: the edgert operators)."""
+
     def register(function: Lower) -> Lower:
         for target in targets:
             LOWERINGS[target] = function
             TARGETS[target] = to
         return function
+
     return register
 
 
@@ -49,9 +50,15 @@ def meta(node: torch.fx.Node) -> tuple[torch.dtype, tuple[int | None, ...]]:
     return value.dtype, shape_of_meta(value)
 
 
-def like(ctx: Lowering, node: torch.fx.Node, op: str, inputs: Sequence[object | None],
-         attributes: dict[str, Any] | None = None, *,
-         input_dtypes: Sequence[torch.dtype | None] | None = None) -> Value:
+def like(
+    ctx: Lowering,
+    node: torch.fx.Node,
+    op: str,
+    inputs: Sequence[object | None],
+    attributes: dict[str, Any] | None = None,
+    *,
+    input_dtypes: Sequence[torch.dtype | None] | None = None,
+) -> Value:
     """One edgert node whose output has the dtype and shape of ``node``'s."""
     dtype, shape = meta(node)
     return ctx.emit(op, inputs, attributes, dtype=dtype, shape=shape, input_dtypes=input_dtypes)
@@ -63,8 +70,10 @@ def ints(ctx: Lowering, items: Sequence[object], what: str) -> list[int]:
     for item in items:
         value = static_int(item)
         if value is None:
-            raise ctx.refuse(f"its {what} depends on a size known only at run time",
-                             "keep that dimension static in dynamic_shapes")
+            raise ctx.refuse(
+                f"its {what} depends on a size known only at run time",
+                "keep that dimension static in dynamic_shapes",
+            )
         result.append(value)
     return result
 
@@ -99,8 +108,13 @@ def _scaled(ctx: Lowering, node: torch.fx.Node, item: object, alpha: object) -> 
         return item * alpha  # type: ignore[operator]
     dtype, _ = meta(node)
     operand = value(ctx, item)
-    return ctx.emit("edgert::mul", [operand, alpha], dtype=dtype, shape=operand.shape,
-                    input_dtypes=[dtype, dtype])
+    return ctx.emit(
+        "edgert::mul",
+        [operand, alpha],
+        dtype=dtype,
+        shape=operand.shape,
+        input_dtypes=[dtype, dtype],
+    )
 
 
 def _binary(op: str) -> Lower:
@@ -108,6 +122,7 @@ def _binary(op: str) -> Lower:
         dtype, _ = meta(node)
         other = _scaled(ctx, node, args["other"], args.get("alpha"))
         return like(ctx, node, op, [args["self"], other], input_dtypes=[dtype, dtype])
+
     return lower
 
 
@@ -128,13 +143,19 @@ def _trunc(ctx: Lowering, node: torch.fx.Node, quotient: Value) -> Value:
     shape = quotient.shape
     down = ctx.emit("edgert::floor", [quotient], dtype=FLOAT, shape=shape)
     up = ctx.emit("edgert::ceil", [quotient], dtype=FLOAT, shape=shape)
-    positive = ctx.emit("edgert::greater_equal", [quotient, 0.0], dtype=torch.bool, shape=shape,
-                        input_dtypes=[FLOAT, FLOAT])
+    positive = ctx.emit(
+        "edgert::greater_equal",
+        [quotient, 0.0],
+        dtype=torch.bool,
+        shape=shape,
+        input_dtypes=[FLOAT, FLOAT],
+    )
     return like(ctx, node, "edgert::where", [positive, down, up])
 
 
-@lowers(aten.div.Tensor, aten.div.Scalar, aten.div.Tensor_mode, aten.div.Scalar_mode,
-        to="edgert::div")
+@lowers(
+    aten.div.Tensor, aten.div.Scalar, aten.div.Tensor_mode, aten.div.Scalar_mode, to="edgert::div"
+)
 def _div(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
     dtype, shape = meta(node)
     mode = args.get("rounding_mode")
@@ -142,10 +163,13 @@ def _div(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
     if mode is None or not dtype.is_floating_point and mode == "floor":
         return like(ctx, node, "edgert::div", operands, input_dtypes=[dtype, dtype])
     if not dtype.is_floating_point:
-        raise ctx.refuse("integer division rounding toward zero has no edgert operator",
-                         "use rounding_mode='floor' or divide floats")
-    quotient = ctx.emit("edgert::div", operands, dtype=dtype, shape=shape,
-                        input_dtypes=[dtype, dtype])
+        raise ctx.refuse(
+            "integer division rounding toward zero has no edgert operator",
+            "use rounding_mode='floor' or divide floats",
+        )
+    quotient = ctx.emit(
+        "edgert::div", operands, dtype=dtype, shape=shape, input_dtypes=[dtype, dtype]
+    )
     if mode == "floor":
         return like(ctx, node, "edgert::floor", [quotient])
     return _trunc(ctx, node, quotient)
@@ -156,8 +180,13 @@ def _pow(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
     dtype, _ = meta(node)
     base = args["self"]
     exponent = args["exponent"]
-    simple = {1.0: None, 2.0: "edgert::mul", 0.5: "edgert::sqrt", -0.5: "edgert::rsqrt",
-              -1.0: "edgert::reciprocal"}
+    simple = {
+        1.0: None,
+        2.0: "edgert::mul",
+        0.5: "edgert::sqrt",
+        -0.5: "edgert::rsqrt",
+        -1.0: "edgert::reciprocal",
+    }
     if isinstance(exponent, (int, float)) and float(exponent) in simple:
         op = simple[float(exponent)]
         if op is None:
@@ -167,8 +196,10 @@ def _pow(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
             raise ctx.refuse("a fractional or negative power of an integer tensor")
         return like(ctx, node, op, inputs, input_dtypes=[dtype] * len(inputs))
     if dtype != FLOAT:
-        raise ctx.refuse(f"pow computes {dtype} here; edgert's pow is float32",
-                         "convert the operands to float32 first")
+        raise ctx.refuse(
+            f"pow computes {dtype} here; edgert's pow is float32",
+            "convert the operands to float32 first",
+        )
     return like(ctx, node, "edgert::pow", [base, exponent], input_dtypes=[FLOAT, FLOAT])
 
 
@@ -176,14 +207,28 @@ def _unary(op: str, *, floating: bool = True) -> Lower:
     def lower(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
         dtype, _ = meta(node)
         return like(ctx, node, op, [args["self"]], input_dtypes=[dtype])
+
     return lower
 
 
-for _name, _op in (("relu", "relu"), ("sigmoid", "sigmoid"), ("tanh", "tanh"), ("exp", "exp"),
-                   ("log", "log"), ("sqrt", "sqrt"), ("rsqrt", "rsqrt"), ("abs", "abs"),
-                   ("neg", "neg"), ("reciprocal", "reciprocal"), ("erf", "erf"),
-                   ("floor", "floor"), ("ceil", "ceil"), ("silu", "silu"),
-                   ("hardswish", "hardswish"), ("hardsigmoid", "hardsigmoid")):
+for _name, _op in (
+    ("relu", "relu"),
+    ("sigmoid", "sigmoid"),
+    ("tanh", "tanh"),
+    ("exp", "exp"),
+    ("log", "log"),
+    ("sqrt", "sqrt"),
+    ("rsqrt", "rsqrt"),
+    ("abs", "abs"),
+    ("neg", "neg"),
+    ("reciprocal", "reciprocal"),
+    ("erf", "erf"),
+    ("floor", "floor"),
+    ("ceil", "ceil"),
+    ("silu", "silu"),
+    ("hardswish", "hardswish"),
+    ("hardsigmoid", "hardsigmoid"),
+):
     lowers(getattr(aten, _name).default, to=f"edgert::{_op}")(_unary(f"edgert::{_op}"))
 
 
@@ -196,18 +241,26 @@ def _round(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
 
 @lowers(aten.gelu.default, to="edgert::gelu")
 def _gelu(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
-    return like(ctx, node, "edgert::gelu", [args["self"]],
-                {"approximate": args.get("approximate") or "none"}, input_dtypes=[FLOAT])
+    return like(
+        ctx,
+        node,
+        "edgert::gelu",
+        [args["self"]],
+        {"approximate": args.get("approximate") or "none"},
+        input_dtypes=[FLOAT],
+    )
 
 
 @lowers(aten.leaky_relu.default, to="edgert::where")
 def _leaky_relu(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
     x = value(ctx, args["self"])
     slope = float(args.get("negative_slope", 0.01))
-    positive = ctx.emit("edgert::greater", [x, 0.0], dtype=torch.bool, shape=x.shape,
-                        input_dtypes=[FLOAT, FLOAT])
-    scaled = ctx.emit("edgert::mul", [x, slope], dtype=FLOAT, shape=x.shape,
-                      input_dtypes=[FLOAT, FLOAT])
+    positive = ctx.emit(
+        "edgert::greater", [x, 0.0], dtype=torch.bool, shape=x.shape, input_dtypes=[FLOAT, FLOAT]
+    )
+    scaled = ctx.emit(
+        "edgert::mul", [x, slope], dtype=FLOAT, shape=x.shape, input_dtypes=[FLOAT, FLOAT]
+    )
     return like(ctx, node, "edgert::where", [positive, x, scaled])
 
 
@@ -215,8 +268,13 @@ def _bound(item: object) -> float | None:
     return None if item is None else float(item)  # type: ignore[arg-type]
 
 
-@lowers(aten.clamp.default, aten.clamp_min.default, aten.clamp_max.default,
-        aten.hardtanh.default, to="edgert::clamp")
+@lowers(
+    aten.clamp.default,
+    aten.clamp_min.default,
+    aten.clamp_max.default,
+    aten.hardtanh.default,
+    to="edgert::clamp",
+)
 def _clamp(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
     dtype, _ = meta(node)
     if node.target is aten.hardtanh.default:
@@ -227,8 +285,9 @@ def _clamp(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
         low, high = None, args.get("max")
     else:
         low, high = args.get("min"), args.get("max")
-    attributes = {name: _bound(bound) for name, bound in (("min", low), ("max", high))
-                  if bound is not None}
+    attributes = {
+        name: _bound(bound) for name, bound in (("min", low), ("max", high)) if bound is not None
+    }
     return like(ctx, node, "edgert::clamp", [args["self"]], attributes, input_dtypes=[dtype])
 
 
@@ -238,8 +297,9 @@ def _clamp_tensor(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
     result: object = args["self"]
     for bound, op in ((args.get("min"), "edgert::maximum"), (args.get("max"), "edgert::minimum")):
         if bound is not None:
-            result = ctx.emit(op, [result, bound], dtype=dtype, shape=shape,
-                              input_dtypes=[dtype, dtype])
+            result = ctx.emit(
+                op, [result, bound], dtype=dtype, shape=shape, input_dtypes=[dtype, dtype]
+            )
     return ctx.cast(value(ctx, result), dtype)
 
 
@@ -250,11 +310,18 @@ def _comparison(op: str) -> Lower:
     def lower(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
         operand = ctx.result_type(args["self"], args["other"])
         return like(ctx, node, op, [args["self"], args["other"]], input_dtypes=[operand, operand])
+
     return lower
 
 
-for _name, _op in (("eq", "equal"), ("ne", "not_equal"), ("lt", "less"), ("le", "less_equal"),
-                   ("gt", "greater"), ("ge", "greater_equal")):
+for _name, _op in (
+    ("eq", "equal"),
+    ("ne", "not_equal"),
+    ("lt", "less"),
+    ("le", "less_equal"),
+    ("gt", "greater"),
+    ("ge", "greater_equal"),
+):
     target = getattr(aten, _name)
     lowers(target.Tensor, target.Scalar, to=f"edgert::{_op}")(_comparison(f"edgert::{_op}"))
 
@@ -266,45 +333,72 @@ def _logical(op: str) -> Lower:
         if node.target in _BITWISE and any(ctx.dtype_of(o) != torch.bool for o in operands):
             raise ctx.refuse("bitwise operations on integers have no edgert operator")
         return like(ctx, node, op, operands, input_dtypes=[torch.bool] * len(operands))
+
     return lower
 
 
-_BITWISE = {aten.bitwise_and.Tensor, aten.bitwise_or.Tensor, aten.bitwise_xor.Tensor,
-            aten.bitwise_not.default}
-for _targets, _op in (((aten.logical_and.default, aten.bitwise_and.Tensor), "logical_and"),
-                      ((aten.logical_or.default, aten.bitwise_or.Tensor), "logical_or"),
-                      ((aten.logical_xor.default, aten.bitwise_xor.Tensor), "logical_xor"),
-                      ((aten.logical_not.default, aten.bitwise_not.default), "logical_not")):
+_BITWISE = {
+    aten.bitwise_and.Tensor,
+    aten.bitwise_or.Tensor,
+    aten.bitwise_xor.Tensor,
+    aten.bitwise_not.default,
+}
+for _targets, _op in (
+    ((aten.logical_and.default, aten.bitwise_and.Tensor), "logical_and"),
+    ((aten.logical_or.default, aten.bitwise_or.Tensor), "logical_or"),
+    ((aten.logical_xor.default, aten.bitwise_xor.Tensor), "logical_xor"),
+    ((aten.logical_not.default, aten.bitwise_not.default), "logical_not"),
+):
     lowers(*_targets, to=f"edgert::{_op}")(_logical(f"edgert::{_op}"))
 
 
-@lowers(aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar,
-        to="edgert::where")
+@lowers(
+    aten.where.self,
+    aten.where.ScalarSelf,
+    aten.where.ScalarOther,
+    aten.where.Scalar,
+    to="edgert::where",
+)
 def _where(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
     dtype, _ = meta(node)
-    return like(ctx, node, "edgert::where", [args["condition"], args["self"], args["other"]],
-                input_dtypes=[torch.bool, dtype, dtype])
+    return like(
+        ctx,
+        node,
+        "edgert::where",
+        [args["condition"], args["self"], args["other"]],
+        input_dtypes=[torch.bool, dtype, dtype],
+    )
 
 
 @lowers(aten.masked_fill.Scalar, aten.masked_fill.Tensor, to="edgert::where")
 def _masked_fill(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
     dtype, _ = meta(node)
-    return like(ctx, node, "edgert::where", [args["mask"], args["value"], args["self"]],
-                input_dtypes=[torch.bool, dtype, dtype])
+    return like(
+        ctx,
+        node,
+        "edgert::where",
+        [args["mask"], args["value"], args["self"]],
+        input_dtypes=[torch.bool, dtype, dtype],
+    )
 
 
 # ---------------------------------------------------------------------------- dtypes, copies
 
 
-@lowers(aten._to_copy.default, aten.to.dtype, aten.to.dtype_layout,
-        to="edgert::cast")
+@lowers(aten._to_copy.default, aten.to.dtype, aten.to.dtype_layout, to="edgert::cast")
 def _to_copy(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
     dtype, _ = meta(node)
     return ctx.cast(value(ctx, args["self"]), dtype)
 
 
-@lowers(aten.clone.default, aten.alias.default, aten.detach.default, aten.lift_fresh_copy.default,
-        aten.contiguous.default, to="(nothing: the value itself)")
+@lowers(
+    aten.clone.default,
+    aten.alias.default,
+    aten.detach.default,
+    aten.lift_fresh_copy.default,
+    aten.contiguous.default,
+    to="(nothing: the value itself)",
+)
 def _identity(ctx: Lowering, node: torch.fx.Node, args: Args) -> object:
     return args["self"]
 
@@ -321,7 +415,9 @@ def _dropout(ctx: Lowering, node: torch.fx.Node, args: Args) -> object:
 # ---------------------------------------------------------------------------- shapes
 
 
-def _target_shape(ctx: Lowering, source: Value, sizes: Sequence[object]) -> tuple[list[int], list[int]]:
+def _target_shape(
+    ctx: Lowering, source: Value, sizes: Sequence[object]
+) -> tuple[list[int], list[int]]:
     """A reshape's ``shape`` and ``keep`` attributes: static sizes as they are, a size equal
     to the input's (symbolic) size at the same index kept, at most one other inferred."""
     shape: list[int] = []
@@ -341,8 +437,10 @@ def _target_shape(ctx: Lowering, source: Value, sizes: Sequence[object]) -> tupl
         shape.append(-1)
         inferred += 1
     if inferred > 1:
-        raise ctx.refuse("it reshapes into more than one dimension known only at run time",
-                         "keep at most one dimension of the reshape dynamic")
+        raise ctx.refuse(
+            "it reshapes into more than one dimension known only at run time",
+            "keep at most one dimension of the reshape dynamic",
+        )
     return shape, keep
 
 
@@ -350,8 +448,13 @@ def _meta_size(ctx: Lowering, source: Value, position: int) -> object:
     return ctx.symbolic_sizes.get(source.index, (None,) * source.rank)[position]
 
 
-@lowers(aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.view_copy.default,
-        to="edgert::reshape")
+@lowers(
+    aten.view.default,
+    aten._unsafe_view.default,
+    aten.reshape.default,
+    aten.view_copy.default,
+    to="edgert::reshape",
+)
 def _view(ctx: Lowering, node: torch.fx.Node, args: Args) -> object:
     source = value(ctx, args["self"])
     dtype, shape = meta(node)
@@ -378,8 +481,9 @@ def _transpose(ctx: Lowering, node: torch.fx.Node, args: Args) -> object:
     source = value(ctx, args["self"])
     perm = list(range(source.rank))
     if source.rank >= 2:
-        first, second = (axes_of([args["dim0"], args["dim1"]], source.rank)
-                         if "dim0" in args else [0, 1])
+        first, second = (
+            axes_of([args["dim0"], args["dim1"]], source.rank) if "dim0" in args else [0, 1]
+        )
         perm[first], perm[second] = perm[second], perm[first]
     if perm == list(range(source.rank)):
         return source
@@ -400,8 +504,10 @@ def _expand(ctx: Lowering, node: torch.fx.Node, args: Args) -> object:
         elif inner >= 0 and same_size(size, _meta_size(ctx, source, inner)):
             shape.append(-1)
         else:
-            raise ctx.refuse("it expands to a size known only at run time that is not the "
-                             "input's own", "expand to static sizes")
+            raise ctx.refuse(
+                "it expands to a size known only at run time that is not the input's own",
+                "expand to static sizes",
+            )
     if offset == 0 and all(size == -1 for size in shape):
         return source
     return like(ctx, node, "edgert::expand", [source], {"shape": shape})
@@ -413,13 +519,21 @@ def _unsqueeze(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
     return like(ctx, node, "edgert::unsqueeze", [source], {"axis": int(args["dim"])})
 
 
-@lowers(aten.squeeze.default, aten.squeeze.dim, aten.squeeze.dims, aten.squeeze_copy.dims,
-        to="edgert::squeeze")
+@lowers(
+    aten.squeeze.default,
+    aten.squeeze.dim,
+    aten.squeeze.dims,
+    aten.squeeze_copy.dims,
+    to="edgert::squeeze",
+)
 def _squeeze(ctx: Lowering, node: torch.fx.Node, args: Args) -> object:
     source = value(ctx, args["self"])
     dims = args.get("dim")
-    axes = [a for a in axes_of(dims, source.rank) if source.shape[a] == 1] \
-        if dims is not None else [a for a in range(source.rank) if source.shape[a] == 1]
+    axes = (
+        [a for a in axes_of(dims, source.rank) if source.shape[a] == 1]
+        if dims is not None
+        else [a for a in range(source.rank) if source.shape[a] == 1]
+    )
     if not axes:
         return source
     return like(ctx, node, "edgert::squeeze", [source], {"axes": axes})
@@ -440,16 +554,24 @@ def _slice(ctx: Lowering, node: torch.fx.Node, args: Args) -> object:
     axis = axes_of(args.get("dim", 0), source.rank)[0]
     size = source.shape[axis]
     end_item = args.get("end")
-    if end_item is not None and static_int(end_item) is None and \
-            same_size(end_item, _meta_size(ctx, source, axis)):
+    if (
+        end_item is not None
+        and static_int(end_item) is None
+        and same_size(end_item, _meta_size(ctx, source, axis))
+    ):
         end_item = None
     start = _slice_bound(ctx, args.get("start"), size, 0)
     end = _slice_bound(ctx, end_item, size, INT64_MAX)
     step = int(args.get("step") or 1)
     if start == 0 and step == 1 and (end == INT64_MAX or (size is not None and end >= size)):
         return source
-    return like(ctx, node, "edgert::slice", [source],
-                {"axis": axis, "start": start, "end": min(end, INT64_MAX), "step": step})
+    return like(
+        ctx,
+        node,
+        "edgert::slice",
+        [source],
+        {"axis": axis, "start": start, "end": min(end, INT64_MAX), "step": step},
+    )
 
 
 @lowers(aten.select.int, aten.select_copy.int, to="edgert::slice, edgert::squeeze")
@@ -460,13 +582,19 @@ def _select(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
     end = INT64_MAX if index == -1 else index + 1
     sliced_shape = list(source.shape)
     sliced_shape[axis] = 1
-    sliced = ctx.emit("edgert::slice", [source], {"axis": axis, "start": index, "end": end},
-                      dtype=source.dtype, shape=sliced_shape)
+    sliced = ctx.emit(
+        "edgert::slice",
+        [source],
+        {"axis": axis, "start": index, "end": end},
+        dtype=source.dtype,
+        shape=sliced_shape,
+    )
     return like(ctx, node, "edgert::squeeze", [sliced], {"axes": [axis]})
 
 
-def _split(ctx: Lowering, node: torch.fx.Node, source: Value, axis: int,
-           sizes: list[int]) -> list[Value]:
+def _split(
+    ctx: Lowering, node: torch.fx.Node, source: Value, axis: int, sizes: list[int]
+) -> list[Value]:
     outputs = []
     for piece in node.meta["val"]:
         outputs.append((piece.dtype, shape_of_meta(piece)))
@@ -494,38 +622,64 @@ def _unbind(ctx: Lowering, node: torch.fx.Node, args: Args) -> list[Value]:
     axis = axes_of(args.get("dim", 0), source.rank)[0]
     count = ints(ctx, [source.shape[axis]], "size along the unbound dimension")[0]
     piece_shape = [1 if d == axis else s for d, s in enumerate(source.shape)]
-    pieces = ctx.emit_many("edgert::split", [source], {"axis": axis, "sizes": [1] * count},
-                           [(source.dtype, piece_shape)] * count)
+    pieces = ctx.emit_many(
+        "edgert::split",
+        [source],
+        {"axis": axis, "sizes": [1] * count},
+        [(source.dtype, piece_shape)] * count,
+    )
     results = []
-    for piece, fake in zip(pieces, node.meta["val"]):
-        results.append(ctx.emit("edgert::squeeze", [piece], {"axes": [axis]},
-                                dtype=fake.dtype, shape=shape_of_meta(fake)))
+    for piece, fake in zip(pieces, node.meta["val"], strict=True):
+        results.append(
+            ctx.emit(
+                "edgert::squeeze",
+                [piece],
+                {"axes": [axis]},
+                dtype=fake.dtype,
+                shape=shape_of_meta(fake),
+            )
+        )
     return results
 
 
 @lowers(aten.cat.default, aten.concat.default, to="edgert::concat")
 def _cat(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
     dtype, shape = meta(node)
-    tensors = [t for t in args["tensors"] if not (isinstance(t, torch.Tensor) and t.numel() == 0
-                                                  and t.dim() == 1)]
+    tensors = [
+        t
+        for t in args["tensors"]
+        if not (isinstance(t, torch.Tensor) and t.numel() == 0 and t.dim() == 1)
+    ]
     axis = axes_of(args.get("dim", 0), len(shape))[0]
-    return like(ctx, node, "edgert::concat", tensors, {"axis": axis},
-                input_dtypes=[dtype] * len(tensors))
+    return like(
+        ctx, node, "edgert::concat", tensors, {"axis": axis}, input_dtypes=[dtype] * len(tensors)
+    )
 
 
 @lowers(aten.constant_pad_nd.default, to="edgert::pad")
 def _pad(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
     pads = ints(ctx, args["pad"], "padding")
-    return like(ctx, node, "edgert::pad", [args["self"]],
-                {"pads": pads, "value": float(args.get("value") or 0.0)})
+    return like(
+        ctx,
+        node,
+        "edgert::pad",
+        [args["self"]],
+        {"pads": pads, "value": float(args.get("value") or 0.0)},
+    )
 
 
 def _full_like(fill: float | None) -> Lower:
     def lower(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
         dtype, _ = meta(node)
         amount = fill if fill is not None else args["fill_value"]
-        return like(ctx, node, "edgert::full_like", [args["self"]],
-                    {"value": float(amount), "dtype": ctx.edgert_dtype(dtype)})
+        return like(
+            ctx,
+            node,
+            "edgert::full_like",
+            [args["self"]],
+            {"value": float(amount), "dtype": ctx.edgert_dtype(dtype)},
+        )
+
     return lower
 
 
@@ -546,16 +700,26 @@ def _embedding(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
 def _index_select(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
     source = args["self"]
     rank = source.rank if isinstance(source, Value) else source.dim()
-    return like(ctx, node, "edgert::index_select", [source, args["index"]],
-                {"axis": axes_of(args["dim"], rank)[0]})
+    return like(
+        ctx,
+        node,
+        "edgert::index_select",
+        [source, args["index"]],
+        {"axis": axes_of(args["dim"], rank)[0]},
+    )
 
 
 @lowers(aten.gather.default, to="edgert::gather")
 def _gather(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
     source = args["self"]
     rank = source.rank if isinstance(source, Value) else source.dim()
-    return like(ctx, node, "edgert::gather", [source, args["index"]],
-                {"axis": axes_of(args["dim"], rank)[0]})
+    return like(
+        ctx,
+        node,
+        "edgert::gather",
+        [source, args["index"]],
+        {"axis": axes_of(args["dim"], rank)[0]},
+    )
 
 
 @lowers(aten.index.Tensor, to="edgert::embedding, edgert::index_select")
@@ -566,16 +730,21 @@ def _index(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
         raise ctx.refuse("indexing with several index tensors", "index one dimension at a time")
     axis, index = used[0]
     if ctx.dtype_of(index) == torch.bool:
-        raise ctx.refuse("boolean-mask indexing gives a shape that depends on the data",
-                         "use torch.where to keep the shape")
+        raise ctx.refuse(
+            "boolean-mask indexing gives a shape that depends on the data",
+            "use torch.where to keep the shape",
+        )
     source = args["self"]
     rank = source.rank if isinstance(source, Value) else source.dim()
     index_rank = index.rank if isinstance(index, Value) else index.dim()
     if axis == 0 and rank == 2:
         return like(ctx, node, "edgert::embedding", [source, index])
     if index_rank != 1:
-        raise ctx.refuse("indexing a dimension other than the first of a matrix with a "
-                         "tensor of several dimensions", "use torch.gather or index_select")
+        raise ctx.refuse(
+            "indexing a dimension other than the first of a matrix with a "
+            "tensor of several dimensions",
+            "use torch.gather or index_select",
+        )
     return like(ctx, node, "edgert::index_select", [source, index], {"axis": axis})
 
 
@@ -590,23 +759,30 @@ def _reduction(op: str, *, input_dtype: Callable[[torch.dtype], torch.dtype | No
         attributes = {"axes": axes, "keepdim": int(bool(args.get("keepdim", False)))}
         wanted = args.get("dtype") or input_dtype(meta(node)[0])
         return like(ctx, node, op, [source], attributes, input_dtypes=[wanted])
+
     return lower
 
 
 _same = lambda out: out  # noqa: E731  (the input is converted to the output's dtype)
 _none = lambda out: None  # noqa: E731
 lowers(aten.sum.dim_IntList, aten.sum.default, to="edgert::sum")(
-    _reduction("edgert::sum", input_dtype=_same))
+    _reduction("edgert::sum", input_dtype=_same)
+)
 lowers(aten.mean.dim, aten.mean.default, to="edgert::mean")(
-    _reduction("edgert::mean", input_dtype=_same))
+    _reduction("edgert::mean", input_dtype=_same)
+)
 lowers(aten.amax.default, aten.max.default, to="edgert::max")(
-    _reduction("edgert::max", input_dtype=_none))
+    _reduction("edgert::max", input_dtype=_none)
+)
 lowers(aten.amin.default, aten.min.default, to="edgert::min")(
-    _reduction("edgert::min", input_dtype=_none))
+    _reduction("edgert::min", input_dtype=_none)
+)
 lowers(aten.any.dim, aten.any.dims, aten.any.default, to="edgert::any")(
-    _reduction("edgert::any", input_dtype=_none))
+    _reduction("edgert::any", input_dtype=_none)
+)
 lowers(aten.all.dim, aten.all.dims, aten.all.default, to="edgert::all")(
-    _reduction("edgert::all", input_dtype=_none))
+    _reduction("edgert::all", input_dtype=_none)
+)
 
 
 def _extreme_with_index(op: str, arg_op: str) -> Lower:
@@ -615,18 +791,31 @@ def _extreme_with_index(op: str, arg_op: str) -> Lower:
         axis = axes_of(args["dim"], source.rank)[0]
         keepdim = int(bool(args.get("keepdim", False)))
         values, indices = node.meta["val"]
-        extreme = ctx.emit(op, [source], {"axes": [axis], "keepdim": keepdim},
-                           dtype=values.dtype, shape=shape_of_meta(values))
-        position = ctx.emit(arg_op, [source], {"axis": axis, "keepdim": keepdim},
-                            dtype=indices.dtype, shape=shape_of_meta(indices))
+        extreme = ctx.emit(
+            op,
+            [source],
+            {"axes": [axis], "keepdim": keepdim},
+            dtype=values.dtype,
+            shape=shape_of_meta(values),
+        )
+        position = ctx.emit(
+            arg_op,
+            [source],
+            {"axis": axis, "keepdim": keepdim},
+            dtype=indices.dtype,
+            shape=shape_of_meta(indices),
+        )
         return extreme, position
+
     return lower
 
 
 lowers(aten.max.dim, to="edgert::max, edgert::argmax")(
-    _extreme_with_index("edgert::max", "edgert::argmax"))
+    _extreme_with_index("edgert::max", "edgert::argmax")
+)
 lowers(aten.min.dim, to="edgert::min, edgert::argmin")(
-    _extreme_with_index("edgert::min", "edgert::argmin"))
+    _extreme_with_index("edgert::min", "edgert::argmin")
+)
 
 
 def _arg_extreme(op: str) -> Lower:
@@ -636,6 +825,7 @@ def _arg_extreme(op: str) -> Lower:
         if args.get("dim") is not None:
             attributes["axis"] = axes_of(args["dim"], source.rank)[0]
         return like(ctx, node, op, [source], attributes)
+
     return lower
 
 
@@ -653,14 +843,26 @@ def _var(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
     correction = args.get("correction")
     correction = (1 if args.get("unbiased", True) else 0) if correction is None else correction
     keep_shape = [1 if d in axes else s for d, s in enumerate(source.shape)]
-    mean = ctx.emit("edgert::mean", [source], {"axes": axes, "keepdim": 1}, dtype=FLOAT,
-                    shape=keep_shape, input_dtypes=[FLOAT])
-    centred = ctx.emit("edgert::sub", [source, mean], dtype=FLOAT, shape=source.shape,
-                       input_dtypes=[FLOAT, FLOAT])
+    mean = ctx.emit(
+        "edgert::mean",
+        [source],
+        {"axes": axes, "keepdim": 1},
+        dtype=FLOAT,
+        shape=keep_shape,
+        input_dtypes=[FLOAT],
+    )
+    centred = ctx.emit(
+        "edgert::sub", [source, mean], dtype=FLOAT, shape=source.shape, input_dtypes=[FLOAT, FLOAT]
+    )
     squares = ctx.emit("edgert::mul", [centred, centred], dtype=FLOAT, shape=source.shape)
     _, shape = meta(node)
-    total = ctx.emit("edgert::sum", [squares], {"axes": axes,
-                     "keepdim": int(bool(args.get("keepdim", False)))}, dtype=FLOAT, shape=shape)
+    total = ctx.emit(
+        "edgert::sum",
+        [squares],
+        {"axes": axes, "keepdim": int(bool(args.get("keepdim", False)))},
+        dtype=FLOAT,
+        shape=shape,
+    )
     divisor = max(count - float(correction), 0.0)
     return like(ctx, node, "edgert::div", [total, divisor], input_dtypes=[FLOAT, FLOAT])
 
@@ -678,48 +880,79 @@ def _pair(items: object, fill: int) -> list[int]:
 @lowers(aten.convolution.default, aten.conv2d.default, aten.conv1d.default, to="edgert::conv2d")
 def _convolution(ctx: Lowering, node: torch.fx.Node, args: Args) -> object:
     if args.get("transposed"):
-        raise ctx.refuse("transposed convolution has no edgert operator yet",
-                         "use upsampling followed by a convolution")
+        raise ctx.refuse(
+            "transposed convolution has no edgert operator yet",
+            "use upsampling followed by a convolution",
+        )
     source = value(ctx, args["input"])
-    attributes = {"stride": _pair(args.get("stride"), 1), "padding": _pair(args.get("padding"), 0),
-                  "dilation": _pair(args.get("dilation"), 1), "groups": int(args.get("groups") or 1)}
+    attributes = {
+        "stride": _pair(args.get("stride"), 1),
+        "padding": _pair(args.get("padding"), 0),
+        "dilation": _pair(args.get("dilation"), 1),
+        "groups": int(args.get("groups") or 1),
+    }
     if isinstance(args.get("padding"), str):
         raise ctx.refuse("string padding ('same'/'valid')", "give the padding as numbers")
     if source.rank == 4:
-        return like(ctx, node, "edgert::conv2d", [source, args["weight"], args.get("bias")],
-                    attributes, input_dtypes=[FLOAT, FLOAT, FLOAT])
+        return like(
+            ctx,
+            node,
+            "edgert::conv2d",
+            [source, args["weight"], args.get("bias")],
+            attributes,
+            input_dtypes=[FLOAT, FLOAT, FLOAT],
+        )
     if source.rank != 3:
-        raise ctx.refuse(f"a convolution over {source.rank - 2} dimensions",
-                         "edgert runs 1-D and 2-D convolutions")
+        raise ctx.refuse(
+            f"a convolution over {source.rank - 2} dimensions",
+            "edgert runs 1-D and 2-D convolutions",
+        )
     return _convolution_1d(ctx, node, source, args, attributes)
 
 
-def _convolution_1d(ctx: Lowering, node: torch.fx.Node, source: Value, args: Args,
-                    attributes: dict[str, Any]) -> Value:
+def _convolution_1d(
+    ctx: Lowering, node: torch.fx.Node, source: Value, args: Args, attributes: dict[str, Any]
+) -> Value:
     """conv1d as conv2d over [N, C, 1, L] (the same sums in the same order)."""
     for name, fill in (("stride", 1), ("padding", 0), ("dilation", 1)):
         attributes[name] = [fill, _pair(args.get(name), fill)[0]]
-    wide = ctx.emit("edgert::unsqueeze", [source], {"axis": 2}, dtype=FLOAT,
-                    shape=(source.shape[0], source.shape[1], 1, source.shape[2]))
+    wide = ctx.emit(
+        "edgert::unsqueeze",
+        [source],
+        {"axis": 2},
+        dtype=FLOAT,
+        shape=(source.shape[0], source.shape[1], 1, source.shape[2]),
+    )
     weight = args["weight"]
     if isinstance(weight, torch.Tensor):
         weight = weight.unsqueeze(2)
     else:
         weight_value = value(ctx, weight)
-        weight = ctx.emit("edgert::unsqueeze", [weight_value], {"axis": 2}, dtype=FLOAT,
-                          shape=(*weight_value.shape[:2], 1, weight_value.shape[2]))
+        weight = ctx.emit(
+            "edgert::unsqueeze",
+            [weight_value],
+            {"axis": 2},
+            dtype=FLOAT,
+            shape=(*weight_value.shape[:2], 1, weight_value.shape[2]),
+        )
     dtype, shape = meta(node)
-    convolved = ctx.emit("edgert::conv2d", [wide, weight, args.get("bias")], attributes,
-                         dtype=dtype, shape=(shape[0], shape[1], 1, shape[2]),
-                         input_dtypes=[FLOAT, FLOAT, FLOAT])
+    convolved = ctx.emit(
+        "edgert::conv2d",
+        [wide, weight, args.get("bias")],
+        attributes,
+        dtype=dtype,
+        shape=(shape[0], shape[1], 1, shape[2]),
+        input_dtypes=[FLOAT, FLOAT, FLOAT],
+    )
     return like(ctx, node, "edgert::squeeze", [convolved], {"axes": [2]})
 
 
 def _pool_input(ctx: Lowering, args: Args, name: str = "self") -> Value:
     source = value(ctx, args[name])
     if source.rank != 4:
-        raise ctx.refuse("pooling an input without a batch dimension",
-                         "pass inputs of shape [N, C, H, W]")
+        raise ctx.refuse(
+            "pooling an input without a batch dimension", "pass inputs of shape [N, C, H, W]"
+        )
     return source
 
 
@@ -728,13 +961,18 @@ def _max_pool(ctx: Lowering, node: torch.fx.Node, args: Args) -> object:
     source = _pool_input(ctx, args)
     kernel = _pair(args["kernel_size"], 1)
     stride = _pair(args.get("stride"), 0)
-    attributes = {"kernel": kernel, "stride": stride if stride != [0, 0] else kernel,
-                  "padding": _pair(args.get("padding"), 0), "dilation": _pair(args.get("dilation"), 1),
-                  "ceil_mode": int(bool(args.get("ceil_mode")))}
+    attributes = {
+        "kernel": kernel,
+        "stride": stride if stride != [0, 0] else kernel,
+        "padding": _pair(args.get("padding"), 0),
+        "dilation": _pair(args.get("dilation"), 1),
+        "ceil_mode": int(bool(args.get("ceil_mode"))),
+    }
     values = node.meta["val"]
     values = values[0] if isinstance(values, (tuple, list)) else values
-    pooled = ctx.emit("edgert::max_pool2d", [source], attributes, dtype=values.dtype,
-                      shape=shape_of_meta(values))
+    pooled = ctx.emit(
+        "edgert::max_pool2d", [source], attributes, dtype=values.dtype, shape=shape_of_meta(values)
+    )
     if node.target is aten.max_pool2d.default:
         return pooled
     return pooled, Missing("max_pool2d's indices")
@@ -745,54 +983,83 @@ def _avg_pool(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
     source = _pool_input(ctx, args)
     kernel = _pair(args["kernel_size"], 1)
     stride = _pair(args.get("stride"), 0)
-    attributes = {"kernel": kernel, "stride": stride if stride != [0, 0] else kernel,
-                  "padding": _pair(args.get("padding"), 0),
-                  "ceil_mode": int(bool(args.get("ceil_mode"))),
-                  "count_include_pad": int(bool(args.get("count_include_pad", True))),
-                  "divisor_override": int(args.get("divisor_override") or 0)}
+    attributes = {
+        "kernel": kernel,
+        "stride": stride if stride != [0, 0] else kernel,
+        "padding": _pair(args.get("padding"), 0),
+        "ceil_mode": int(bool(args.get("ceil_mode"))),
+        "count_include_pad": int(bool(args.get("count_include_pad", True))),
+        "divisor_override": int(args.get("divisor_override") or 0),
+    }
     return like(ctx, node, "edgert::avg_pool2d", [source], attributes)
 
 
-@lowers(aten._adaptive_avg_pool2d.default, aten.adaptive_avg_pool2d.default,
-        to="edgert::adaptive_avg_pool2d")
+@lowers(
+    aten._adaptive_avg_pool2d.default,
+    aten.adaptive_avg_pool2d.default,
+    to="edgert::adaptive_avg_pool2d",
+)
 def _adaptive_avg_pool(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
     source = _pool_input(ctx, args)
     size = ints(ctx, _pair(args["output_size"], 1), "output size")
     return like(ctx, node, "edgert::adaptive_avg_pool2d", [source], {"output_size": size})
 
 
-@lowers(aten.upsample_nearest2d.vec, aten.upsample_nearest2d.default, to="edgert::upsample_nearest2d")
+@lowers(
+    aten.upsample_nearest2d.vec, aten.upsample_nearest2d.default, to="edgert::upsample_nearest2d"
+)
 def _upsample_nearest(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
     source = _pool_input(ctx, args, "input")
     _, shape = meta(node)
     size = ints(ctx, shape[2:], "output size")
     if args.get("scales_h") or args.get("scale_factors"):
         factors = args.get("scale_factors") or [args.get("scales_h"), args.get("scales_w")]
-        exact = all(source.shape[2 + d] is not None and factors[d] is not None and
-                    float(factors[d]) * source.shape[2 + d] == size[d] for d in range(2))
+        exact = all(
+            source.shape[2 + d] is not None
+            and factors[d] is not None
+            and float(factors[d]) * source.shape[2 + d] == size[d]
+            for d in range(2)
+        )
         if not exact:
-            raise ctx.refuse("nearest upsampling by a scale that is not size_out / size_in",
-                             "give the output size instead of a scale factor")
+            raise ctx.refuse(
+                "nearest upsampling by a scale that is not size_out / size_in",
+                "give the output size instead of a scale factor",
+            )
     return like(ctx, node, "edgert::upsample_nearest2d", [source], {"size": size})
 
 
 @lowers(aten._native_batch_norm_legit_no_training.default, to="edgert::batch_norm")
 def _batch_norm(ctx: Lowering, node: torch.fx.Node, args: Args) -> tuple[object, ...]:
     out = node.meta["val"][0]
-    normalized = ctx.emit("edgert::batch_norm",
-                          [args["input"], args.get("weight"), args.get("bias"),
-                           args["running_mean"], args["running_var"]],
-                          {"eps": float(args["eps"])}, dtype=out.dtype, shape=shape_of_meta(out),
-                          input_dtypes=[FLOAT] * 5)
+    normalized = ctx.emit(
+        "edgert::batch_norm",
+        [
+            args["input"],
+            args.get("weight"),
+            args.get("bias"),
+            args["running_mean"],
+            args["running_var"],
+        ],
+        {"eps": float(args["eps"])},
+        dtype=out.dtype,
+        shape=shape_of_meta(out),
+        input_dtypes=[FLOAT] * 5,
+    )
     return normalized, Missing("batch norm's mean"), Missing("batch norm's deviation")
 
 
-@lowers(aten._native_batch_norm_legit.default, aten._native_batch_norm_legit_functional.default,
-        aten.native_batch_norm.default, to="edgert::batch_norm")
+@lowers(
+    aten._native_batch_norm_legit.default,
+    aten._native_batch_norm_legit_functional.default,
+    aten.native_batch_norm.default,
+    to="edgert::batch_norm",
+)
 def _batch_norm_training(ctx: Lowering, node: torch.fx.Node, args: Args) -> tuple[object, ...]:
     if args.get("training"):
-        raise ctx.refuse("batch norm in training mode computes statistics of the batch",
-                         "call model.eval() before exporting")
+        raise ctx.refuse(
+            "batch norm in training mode computes statistics of the batch",
+            "call model.eval() before exporting",
+        )
     return _batch_norm(ctx, node, args)
 
 
@@ -801,9 +1068,14 @@ def _layer_norm(ctx: Lowering, node: torch.fx.Node, args: Args) -> tuple[object,
     out = node.meta["val"][0]
     rank = out.dim()
     axis = rank - len(args["normalized_shape"])
-    normalized = ctx.emit("edgert::layer_norm", [args["input"], args.get("weight"), args.get("bias")],
-                          {"axis": axis, "eps": float(args["eps"])}, dtype=out.dtype,
-                          shape=shape_of_meta(out), input_dtypes=[FLOAT] * 3)
+    normalized = ctx.emit(
+        "edgert::layer_norm",
+        [args["input"], args.get("weight"), args.get("bias")],
+        {"axis": axis, "eps": float(args["eps"])},
+        dtype=out.dtype,
+        shape=shape_of_meta(out),
+        input_dtypes=[FLOAT] * 3,
+    )
     return normalized, Missing("layer norm's mean"), Missing("layer norm's deviation")
 
 
@@ -813,39 +1085,68 @@ def _rms_norm(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
     attributes: dict[str, Any] = {"axis": len(shape) - len(args["normalized_shape"])}
     if args.get("eps") is not None:
         attributes["eps"] = float(args["eps"])
-    return like(ctx, node, "edgert::rms_norm", [args["input"], args.get("weight")], attributes,
-                input_dtypes=[FLOAT, FLOAT])
+    return like(
+        ctx,
+        node,
+        "edgert::rms_norm",
+        [args["input"], args.get("weight")],
+        attributes,
+        input_dtypes=[FLOAT, FLOAT],
+    )
 
 
 def _softmax(op: str) -> Lower:
     def lower(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
         source = value(ctx, args["self"])
-        return like(ctx, node, op, [source], {"axis": axes_of(args["dim"], source.rank)[0]},
-                    input_dtypes=[FLOAT])
+        return like(
+            ctx,
+            node,
+            op,
+            [source],
+            {"axis": axes_of(args["dim"], source.rank)[0]},
+            input_dtypes=[FLOAT],
+        )
+
     return lower
 
 
 lowers(aten._softmax.default, aten.softmax.int, to="edgert::softmax")(_softmax("edgert::softmax"))
 lowers(aten._log_softmax.default, aten.log_softmax.int, to="edgert::log_softmax")(
-    _softmax("edgert::log_softmax"))
+    _softmax("edgert::log_softmax")
+)
 
 
 @lowers(aten.linear.default, to="edgert::linear")
 def _linear(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
-    return like(ctx, node, "edgert::linear", [args["input"], args["weight"], args.get("bias")],
-                input_dtypes=[FLOAT] * 3)
+    return like(
+        ctx,
+        node,
+        "edgert::linear",
+        [args["input"], args["weight"], args.get("bias")],
+        input_dtypes=[FLOAT] * 3,
+    )
 
 
-def _product(ctx: Lowering, node: torch.fx.Node, left: object, right: object,
-             bias: object = None) -> Value:
+def _product(
+    ctx: Lowering, node: torch.fx.Node, left: object, right: object, bias: object = None
+) -> Value:
     """left · right (+ bias): a linear when right is a constant matrix, else a matmul."""
-    if isinstance(right, torch.Tensor) and right.dim() == 2 and \
-            (bias is None or (isinstance(bias, torch.Tensor) and bias.dim() == 1)):
-        return like(ctx, node, "edgert::linear", [left, right.t().contiguous(), bias],
-                    input_dtypes=[FLOAT] * 3)
+    if (
+        isinstance(right, torch.Tensor)
+        and right.dim() == 2
+        and (bias is None or (isinstance(bias, torch.Tensor) and bias.dim() == 1))
+    ):
+        return like(
+            ctx,
+            node,
+            "edgert::linear",
+            [left, right.t().contiguous(), bias],
+            input_dtypes=[FLOAT] * 3,
+        )
     dtype, shape = meta(node)
-    product = ctx.emit("edgert::matmul", [left, right], dtype=dtype, shape=shape,
-                       input_dtypes=[FLOAT, FLOAT])
+    product = ctx.emit(
+        "edgert::matmul", [left, right], dtype=dtype, shape=shape, input_dtypes=[FLOAT, FLOAT]
+    )
     if bias is None:
         return product
     return like(ctx, node, "edgert::add", [product, bias], input_dtypes=[FLOAT, FLOAT])
@@ -866,19 +1167,28 @@ def _mm(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
 @lowers(aten.scaled_dot_product_attention.default, to="edgert::scaled_dot_product_attention")
 def _attention(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
     if float(args.get("dropout_p") or 0.0) != 0.0:
-        raise ctx.refuse("attention with dropout draws random numbers",
-                         "call model.eval() or pass dropout_p=0")
+        raise ctx.refuse(
+            "attention with dropout draws random numbers", "call model.eval() or pass dropout_p=0"
+        )
     if args.get("enable_gqa"):
-        raise ctx.refuse("grouped-query attention (enable_gqa)",
-                         "repeat the key and value heads in the model")
+        raise ctx.refuse(
+            "grouped-query attention (enable_gqa)", "repeat the key and value heads in the model"
+        )
     mask = args.get("attn_mask")
     attributes: dict[str, Any] = {"is_causal": int(bool(args.get("is_causal")))}
     if args.get("scale") is not None:
         attributes["scale"] = float(args["scale"])
-    mask_dtype = None if mask is None else (torch.bool if ctx.dtype_of(mask) == torch.bool else FLOAT)
-    return like(ctx, node, "edgert::scaled_dot_product_attention",
-                [args["query"], args["key"], args["value"], mask], attributes,
-                input_dtypes=[FLOAT, FLOAT, FLOAT, mask_dtype])
+    mask_dtype = (
+        None if mask is None else (torch.bool if ctx.dtype_of(mask) == torch.bool else FLOAT)
+    )
+    return like(
+        ctx,
+        node,
+        "edgert::scaled_dot_product_attention",
+        [args["query"], args["key"], args["value"], mask],
+        attributes,
+        input_dtypes=[FLOAT, FLOAT, FLOAT, mask_dtype],
+    )
 
 
 # ---------------------------------------------------------------------------- sizes, tuples
@@ -889,19 +1199,41 @@ def _size(ctx: Lowering, node: torch.fx.Node, args: Args) -> object:
 
 
 LOWERINGS[aten.sym_size.int] = _size
-for _function in (operator.mul, operator.add, operator.sub, operator.floordiv, operator.mod,
-                  operator.neg, operator.truediv):
+for _function in (
+    operator.mul,
+    operator.add,
+    operator.sub,
+    operator.floordiv,
+    operator.mod,
+    operator.neg,
+    operator.truediv,
+):
     LOWERINGS[_function] = _size
 
 # Assertions torch.export adds about sizes and metadata: they compute nothing.
-CHECKS = {aten._assert_tensor_metadata.default, aten._assert_scalar.default,
-          aten.sym_constrain_range_for_size.default, aten._assert_async.msg,
-          aten.sym_constrain_range.default}
+CHECKS = {
+    aten._assert_tensor_metadata.default,
+    aten._assert_scalar.default,
+    aten.sym_constrain_range_for_size.default,
+    aten._assert_async.msg,
+    aten.sym_constrain_range.default,
+}
 # Never evaluated at export time even when their operands are constants.
-NOT_FOLDED = {aten.empty.memory_format, aten.empty_like.default, aten.rand.default,
-              aten.randn.default, aten.randint.low, aten.randint.default, aten.bernoulli.default,
-              aten.normal.Tensor_float, aten.uniform.default, aten.native_dropout.default,
-              aten.dropout.default, aten.empty_strided.default, aten.randperm.default}
+NOT_FOLDED = {
+    aten.empty.memory_format,
+    aten.empty_like.default,
+    aten.rand.default,
+    aten.randn.default,
+    aten.randint.low,
+    aten.randint.default,
+    aten.bernoulli.default,
+    aten.normal.Tensor_float,
+    aten.uniform.default,
+    aten.native_dropout.default,
+    aten.dropout.default,
+    aten.empty_strided.default,
+    aten.randperm.default,
+}
 
 
 def supported_operators() -> list[tuple[str, str]]:
