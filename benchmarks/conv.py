@@ -12,7 +12,8 @@ The method is benchmarks/kernels.py's: an edgert time is one node of a program, 
 LINKS + 1 nodes minus one node, divided by LINKS, so the run's input and output copies are
 excluded. A convolution keeps its input's shape, so its nodes form a chain; a pooling node
 does not, so its LINKS + 1 nodes all read the program's input. The reference is evaluated
-LINKS times per timed sample. OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are removed from the
+LINKS times per timed sample; all edgert cases of a thread count are measured before their
+references. OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are removed from the
 environment (the script runs itself again without them).
 """
 
@@ -124,15 +125,20 @@ def reference_seconds(case: Case, repetitions: int) -> float:
 
 def measure(edgert: ModuleType, repetitions: int,
             only: str) -> list[tuple[Case, int, float, float]]:
+    import threadpoolctl
     import torch
 
     rows = []
+    selected = [case for case in cases() if only in case.name]
     for threads in THREADS:
         edgert.set_threadpool_size(threads)
         torch.set_num_threads(threads)
-        for case in [case for case in cases() if only in case.name]:
-            rows.append((case, threads, edgert_seconds(edgert, case, repetitions),
-                         reference_seconds(case, repetitions)))
+        with threadpoolctl.threadpool_limits(limits=threads):
+            # Each side in its own phase: torch's OpenMP threads spin for a while after a call,
+            # which would take the second core from edgert's pool.
+            ours = [edgert_seconds(edgert, case, repetitions) for case in selected]
+            theirs = [reference_seconds(case, repetitions) for case in selected]
+        rows += [(case, threads, a, b) for case, a, b in zip(selected, ours, theirs, strict=True)]
     edgert.set_threadpool_size(0)
     return rows
 
