@@ -64,20 +64,38 @@ Status choose_image_qparams(const KernelContext& context, QuantizedConvolution& 
   return Status::success();
 }
 
-// x quantized with its image's qparams, minus the zero point.
+// x quantized with its image's qparams, minus the zero point. When the padding is at most
+// about the input's size the planes are stored zero-padded (a centered 0 is the real value
+// 0, what the padding holds), so a window's taps need no bounds checks.
 template <class Integer>
-std::vector<Integer> centered_input(const QuantizedConvolution& conv) {
-  const int64_t image = conv.g.channels * conv.g.height * conv.g.width;
-  std::vector<Integer> centered(static_cast<size_t>(conv.g.batch * image));
-  edgert::parallel_for(0, conv.g.batch * image, kParallelGrain, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      const size_t n = static_cast<size_t>(i / image);
+struct CenteredInput {
+  std::vector<Integer> data;
+  int64_t height, width;  // of a stored plane
+  bool padded;
+};
+
+template <class Integer>
+CenteredInput<Integer> centered_input(const QuantizedConvolution& conv) {
+  const ConvolutionGeometry& g = conv.g;
+  CenteredInput<Integer> input;
+  input.padded = g.padding.height <= g.height + 32 && g.padding.width <= g.width + 32;
+  const int64_t pad_h = input.padded ? g.padding.height : 0, pad_w = input.padded ? g.padding.width : 0;
+  input.height = g.height + 2 * pad_h, input.width = g.width + 2 * pad_w;
+  input.data.assign(static_cast<size_t>(g.batch * g.channels * input.height * input.width), Integer{0});
+  const int64_t rows = g.batch * g.channels * g.height;
+  edgert::parallel_for(0, rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, g.width)),
+                       [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {  // row = (n·C + c)·H + h
+      const size_t n = static_cast<size_t>(row / (g.channels * g.height));
       const int32_t zero = conv.image_zero_points[n];
-      const int32_t q = quantize_value(conv.x[i], conv.image_scales[n], zero, kInt8);
-      centered[static_cast<size_t>(i)] = static_cast<Integer>(int64_t{q} - zero);
+      const float* source = conv.x + row * g.width;
+      Integer* target = input.data.data() + ((row / g.height) * input.height + row % g.height + pad_h) * input.width + pad_w;
+      for (int64_t w = 0; w < g.width; ++w) {
+        target[w] = static_cast<Integer>(int64_t{quantize_value(source[w], conv.image_scales[n], zero, kInt8)} - zero);
+      }
     }
   });
-  return centered;
+  return input;
 }
 
 // Weights minus their channel's zero point, each output channel's row padded with zeros
@@ -98,18 +116,25 @@ std::vector<Integer> centered_weights(const QuantizedConvolution& conv, int64_t 
 // The centered inputs of output position (oh, ow)'s window in group `group` of image n,
 // in (c, kh, kw) order, 0 for the padding.
 template <class Integer>
-void gather_patch(const QuantizedConvolution& conv, const Integer* centered, int64_t n, int64_t group,
-                  int64_t oh, int64_t ow, Integer* patch) {
+void gather_patch(const QuantizedConvolution& conv, const CenteredInput<Integer>& input, int64_t n,
+                  int64_t group, int64_t oh, int64_t ow, Integer* patch) {
   const ConvolutionGeometry& g = conv.g;
-  const Integer* image = centered + (n * g.channels + group * g.group_channels()) * g.height * g.width;
+  const int64_t plane = input.height * input.width;
+  const Integer* image = input.data.data() + (n * g.channels + group * g.group_channels()) * plane;
+  const int64_t top = oh * g.stride.height - (input.padded ? 0 : g.padding.height);
+  const int64_t left = ow * g.stride.width - (input.padded ? 0 : g.padding.width);
   for (int64_t c = 0; c < g.group_channels(); ++c) {
     for (int64_t kh = 0; kh < g.kernel_height; ++kh) {
-      const int64_t ih = oh * g.stride.height - g.padding.height + kh * g.dilation.height;
-      const bool row_inside = ih >= 0 && ih < g.height;
+      const int64_t ih = top + kh * g.dilation.height;
+      if (input.padded) {
+        const Integer* row = image + c * plane + ih * input.width + left;
+        for (int64_t kw = 0; kw < g.kernel_width; ++kw) *patch++ = row[kw * g.dilation.width];
+        continue;
+      }
       for (int64_t kw = 0; kw < g.kernel_width; ++kw) {
-        const int64_t iw = ow * g.stride.width - g.padding.width + kw * g.dilation.width;
-        const bool inside = row_inside && iw >= 0 && iw < g.width;
-        *patch++ = inside ? image[(c * g.height + ih) * g.width + iw] : Integer{0};
+        const int64_t iw = left + kw * g.dilation.width;
+        const bool inside = ih >= 0 && ih < g.height && iw >= 0 && iw < g.width;
+        *patch++ = inside ? image[c * plane + ih * input.width + iw] : Integer{0};
       }
     }
   }
@@ -155,7 +180,7 @@ void sums_int64(const void* patches, const void* weights, int64_t length, int64_
 template <class Integer>
 void convolve(const QuantizedConvolution& conv, int64_t row_length, SumsFunction sums_of) {
   const ConvolutionGeometry& g = conv.g;
-  const std::vector<Integer> input = centered_input<Integer>(conv);
+  const CenteredInput<Integer> input = centered_input<Integer>(conv);
   const std::vector<Integer> weights = centered_weights<Integer>(conv, row_length);
   const int64_t blocks = (g.out_plane() + kPositionsPerTask - 1) / kPositionsPerTask;
   const int64_t work = kPositionsPerTask * std::max<int64_t>(1, row_length * g.group_out_channels());
@@ -167,7 +192,7 @@ void convolve(const QuantizedConvolution& conv, int64_t row_length, SumsFunction
       const int64_t first = task % blocks * kPositionsPerTask;
       const int64_t count = std::min(kPositionsPerTask, g.out_plane() - first);
       for (int64_t i = 0; i < count; ++i) {
-        gather_patch(conv, input.data(), n, group, (first + i) / g.out_width, (first + i) % g.out_width,
+        gather_patch(conv, input, n, group, (first + i) / g.out_width, (first + i) % g.out_width,
                      patches.data() + i * row_length);
       }
       const Integer* group_weights = weights.data() + group * g.group_out_channels() * row_length;
