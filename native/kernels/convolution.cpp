@@ -171,11 +171,13 @@ void pack_im2col(const void* context, size_t entry, int64_t depth_begin, int64_t
 
 // The input with its zero padding written out: [N·C, H + 2·ph, W + 2·pw]. With it the
 // packer's runs are plain copies (or strided copies), no bounds to check. Made when the
-// padding is at most about the input's size, so it stays within a few times x.
+// padding is at most about the input's size, so it stays within a few times x. Held in a
+// Tensor: its storage comes from the runtime's cache of large buffers, already mapped.
 struct PaddedInput {
   const ConvolutionGeometry& g;
   int64_t height, width;  // of one padded plane
-  std::vector<float> data;
+  Tensor storage;
+  float* data;
 
   static bool fits(const ConvolutionGeometry& g) {
     return g.padding.height <= g.height + 32 && g.padding.width <= g.width + 32;
@@ -183,14 +185,14 @@ struct PaddedInput {
 
   PaddedInput(const ConvolutionGeometry& geometry, const float* x)
       : g(geometry), height(g.height + 2 * g.padding.height), width(g.width + 2 * g.padding.width),
-        data(static_cast<size_t>(g.batch * g.channels * height * width), 0.0f) {
+        storage(DType::Float32, {g.batch * g.channels, height, width}), data(storage.data_as<float>()) {
     const int64_t planes = g.batch * g.channels;
     parallel_for(0, planes, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, height * width)),
                  [&](int64_t begin, int64_t end) {
                    for (int64_t plane = begin; plane < end; ++plane) {
                      for (int64_t h = 0; h < g.height; ++h) {
                        const float* source = x + (plane * g.height + h) * g.width;
-                       float* target = data.data() + (plane * height + h + g.padding.height) * width + g.padding.width;
+                       float* target = data + (plane * height + h + g.padding.height) * width + g.padding.width;
                        std::copy(source, source + g.width, target);
                      }
                    }
@@ -206,7 +208,7 @@ void pack_padded_im2col(const void* context, size_t entry, int64_t depth_begin, 
   const ConvolutionGeometry& g = conv->geometry;
   const int64_t n = static_cast<int64_t>(entry) / g.groups, group = static_cast<int64_t>(entry) % g.groups;
   const int64_t plane = padded->height * padded->width, taps = g.kernel_height * g.kernel_width;
-  const float* image = padded->data.data() + (n * g.channels + group * g.group_channels()) * plane;
+  const float* image = padded->data + (n * g.channels + group * g.group_channels()) * plane;
   const int64_t padded_columns = (columns + width - 1) / width * width;
   const std::vector<PackedRun> runs = packed_runs(g, column, columns, width, depth);
   for (int64_t r = 0; r < depth; ++r) {
@@ -332,13 +334,16 @@ DepthwiseRowKernel select_depthwise_row() {
 // each input channel is copied once into `plane`: its rows zero-padded to Wp = W + 2·pw
 // and split into `stride` phases (phase q holds padded[q], padded[q + s], ...), so tap
 // (kh, kw) of output ow reads phase (kw·d) % s at ow + (kw·d) / s: contiguous for every
-// stride and dilation. A last row of zeros stands for the padding rows. Otherwise (padding
-// far wider than the input) each tap's inputs are gathered into a line of OW values.
+// stride and dilation. Only phases below Wp hold anything (a tap's first input kw·d is
+// below Wp), so at most min(s, Wp) are stored. A last row of zeros stands for the padding
+// rows. Otherwise (padding far wider than the input) each tap's inputs are gathered into a
+// line of OW values.
 struct DepthwiseSource {
   const ConvolutionGeometry& g;
   bool padded_plane;
+  int64_t phases;        // min(stride, Wp)
   int64_t phase_length;  // ceil(Wp / stride)
-  int64_t row_length;    // stride · phase_length
+  int64_t row_length;    // phases · phase_length
   std::vector<float> plane;
   std::vector<const float*> taps;
   std::vector<int64_t> column_offsets;  // of tap kw within a padded row
@@ -348,8 +353,10 @@ struct DepthwiseSource {
       : g(geometry), padded_plane(g.padding.width <= g.width + 32) {
     const int64_t taps_count = g.kernel_height * g.kernel_width;
     taps.resize(static_cast<size_t>(taps_count));
-    phase_length = (g.width + 2 * g.padding.width + g.stride.width - 1) / g.stride.width;
-    row_length = phase_length * g.stride.width;
+    const int64_t padded_width = g.width + 2 * g.padding.width;
+    phases = std::min(g.stride.width, padded_width);
+    phase_length = (padded_width + g.stride.width - 1) / g.stride.width;
+    row_length = phase_length * phases;
     plane.assign(static_cast<size_t>(padded_plane ? (g.height + 1) * row_length : taps_count * g.out_width), 0.0f);
     for (int64_t kw = 0; kw < g.kernel_width && padded_plane; ++kw) {
       const int64_t shift = kw * g.dilation.width;
@@ -370,7 +377,7 @@ struct DepthwiseSource {
         std::copy(input, input + g.width, row + g.padding.width);
         continue;
       }
-      for (int64_t q = 0; q < stride; ++q) {  // phase q: padded positions m·stride + q
+      for (int64_t q = 0; q < phases; ++q) {  // phase q: padded positions m·stride + q
         const OutputRange inside = valid_outputs(q - g.padding.width, stride, g.width, phase_length);
         float* phase = row + q * phase_length;
         for (int64_t m = inside.begin; m < inside.end; ++m) phase[m] = input[m * stride + q - g.padding.width];

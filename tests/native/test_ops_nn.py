@@ -209,6 +209,8 @@ CONV_CASES = [
     ((1, 6, 11, 13), (3, 2, 2, 2), (3, 2), (0, 1), (3, 4), 3),  # one output channel per group
     ((1, 3, 30, 40), (70, 3, 5, 5), (1, 1), (2, 2), (1, 1), 1),
     ((1, 2, 3, 2), (3, 2, 2, 3), (1, 2), (1, 36), (1, 1), 1),  # padding far wider than x
+    ((1, 3, 6, 5), (3, 1, 2, 3), (2**40, 2**40), (1, 1), (1, 2), 3),  # strides far beyond x
+    ((1, 4, 6, 5), (2, 2, 2, 3), (2**40, 2**40), (1, 1), (1, 2), 2),
 ]
 
 
@@ -369,6 +371,17 @@ def test_max_pool2d(edgert: ModuleType, kernel, stride, padding, dilation, ceil_
     reference = torch.nn.functional.max_pool2d(torch.from_numpy(x), kernel, stride, padding, dilation,
                                                ceil_mode=bool(ceil_mode))
     np.testing.assert_array_equal(out, reference.numpy())
+
+
+@pytest.mark.parametrize("op", ["edgert::max_pool2d", "edgert::avg_pool2d"])
+def test_pooling_with_strides_far_beyond_the_input(edgert: ModuleType, op: str) -> None:
+    x = values((1, 2, 9, 40), 29)
+    attributes = {"kernel": [3, 3], "stride": [2**40, 2**40], "padding": [1, 1], "ceil_mode": 1}
+    (out,) = run_op(edgert, op, [x], attributes)
+    mode = "max" if op == "edgert::max_pool2d" else "avg"
+    expected = pool_reference(x, (3, 3), (2**40, 2**40), (1, 1), (1, 1), True, mode)
+    assert out.shape == (1, 2, 1, 1)
+    np.testing.assert_array_equal(out, expected)
 
 
 def test_max_pool2d_stride_defaults_to_the_kernel(edgert: ModuleType) -> None:

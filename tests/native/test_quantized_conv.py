@@ -82,6 +82,7 @@ CASES = [  # x shape, weight shape, stride, padding, dilation, groups
     ((2, 5, 7, 7), (6, 5, 1, 1), (1, 1), (0, 0), (1, 1), 1),
     ((1, 20, 12, 13), (9, 20, 3, 3), (1, 1), (2, 1), (1, 1), 1),  # 180 taps, 156 positions
     ((1, 2, 3, 2), (3, 2, 2, 3), (1, 2), (1, 36), (1, 1), 1),  # padding far wider than x
+    ((1, 3, 6, 5), (3, 1, 2, 3), (2**40, 2**40), (1, 1), (1, 2), 3),  # strides far beyond x
 ]
 
 
