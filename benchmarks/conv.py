@@ -59,20 +59,52 @@ def cases() -> list[Case]:
 
     x = _random((1, 64, 56, 56), 1)
     weight = _random((64, 64, 3, 3), 2, (64 * 9) ** -0.5)  # keeps a chain's values in range
-    depthwise = _random((64, 1, 3, 3), 3, 9 ** -0.5)
+    depthwise = _random((64, 1, 3, 3), 3, 9**-0.5)
     pooled = _random((1, 64, 112, 112), 4)
     tx, tw, td = torch.from_numpy(x), torch.from_numpy(weight), torch.from_numpy(depthwise)
     conv = torch.nn.functional.conv2d
     blocks = pooled.reshape(1, 64, 56, 2, 56, 2)
     return [
-        Case("conv2d 3x3", "edgert::conv2d", [x, weight], {"padding": [1, 1]}, True,
-             lambda: conv(tx, tw, padding=1), "torch", 2.0),
-        Case("depthwise 3x3", "edgert::conv2d", [x, depthwise], {"padding": [1, 1], "groups": 64},
-             True, lambda: conv(tx, td, padding=1, groups=64), "torch", 2.0),
-        Case("max_pool2d 2x2", "edgert::max_pool2d", [pooled], {"kernel": [2, 2]}, False,
-             lambda: blocks.max(axis=(3, 5)), "numpy", 1.5),
-        Case("avg_pool2d 2x2", "edgert::avg_pool2d", [pooled], {"kernel": [2, 2]}, False,
-             lambda: blocks.mean(axis=(3, 5)), "numpy", 1.5),
+        Case(
+            "conv2d 3x3",
+            "edgert::conv2d",
+            [x, weight],
+            {"padding": [1, 1]},
+            True,
+            lambda: conv(tx, tw, padding=1),
+            "torch",
+            2.0,
+        ),
+        Case(
+            "depthwise 3x3",
+            "edgert::conv2d",
+            [x, depthwise],
+            {"padding": [1, 1], "groups": 64},
+            True,
+            lambda: conv(tx, td, padding=1, groups=64),
+            "torch",
+            2.0,
+        ),
+        Case(
+            "max_pool2d 2x2",
+            "edgert::max_pool2d",
+            [pooled],
+            {"kernel": [2, 2]},
+            False,
+            lambda: blocks.max(axis=(3, 5)),
+            "numpy",
+            1.5,
+        ),
+        Case(
+            "avg_pool2d 2x2",
+            "edgert::avg_pool2d",
+            [pooled],
+            {"kernel": [2, 2]},
+            False,
+            lambda: blocks.mean(axis=(3, 5)),
+            "numpy",
+            1.5,
+        ),
     ]
 
 
@@ -86,8 +118,9 @@ def program_of(edgert: ModuleType, case: Case, nodes: int) -> object:
     constants = [builder.constant(array) for array in case.inputs[1:]]
     value = source
     for _ in range(nodes):
-        produced = builder.op(case.op, [value if case.chained else source, *constants],
-                              case.attributes)
+        produced = builder.op(
+            case.op, [value if case.chained else source, *constants], case.attributes
+        )
         assert isinstance(produced, int)
         value = produced
     builder.output(value)
@@ -123,8 +156,9 @@ def reference_seconds(case: Case, repetitions: int) -> float:
     return median_seconds(evaluate, repetitions) / LINKS
 
 
-def measure(edgert: ModuleType, repetitions: int,
-            only: str) -> list[tuple[Case, int, float, float]]:
+def measure(
+    edgert: ModuleType, repetitions: int, only: str
+) -> list[tuple[Case, int, float, float]]:
     import threadpoolctl
     import torch
 
@@ -144,22 +178,30 @@ def measure(edgert: ModuleType, repetitions: int,
 
 
 def print_table(rows: list[tuple[Case, int, float, float]]) -> bool:
-    print(f"{'case':<15} {'threads':>7} {'edgert ms':>10} {'reference':>10} {'ref ms':>8} "
-          f"{'ratio':>6}")
+    print(
+        f"{'case':<15} {'threads':>7} {'edgert ms':>10} {'reference':>10} {'ref ms':>8} "
+        f"{'ratio':>6}"
+    )
     met = True
     for case, threads, ours, theirs in rows:
         ratio = ours / theirs
         met = met and ratio <= case.target
         flag = "" if ratio <= case.target else f"  (target <= {case.target})"
-        print(f"{case.name:<15} {threads:>7} {ours * 1e3:>10.3f} {case.reference_name:>10} "
-              f"{theirs * 1e3:>8.3f} {ratio:>6.2f}{flag}")
+        print(
+            f"{case.name:<15} {threads:>7} {ours * 1e3:>10.3f} {case.reference_name:>10} "
+            f"{theirs * 1e3:>8.3f} {ratio:>6.2f}{flag}"
+        )
     return met
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--prefix", type=Path, default=DEFAULT_PREFIX,
-                        help="folder holding the edgert package to measure (an install tree)")
+    parser.add_argument(
+        "--prefix",
+        type=Path,
+        default=DEFAULT_PREFIX,
+        help="folder holding the edgert package to measure (an install tree)",
+    )
     parser.add_argument("--repetitions", type=int, default=21, help="timed runs per measurement")
     parser.add_argument("--only", default="", help="run only the cases whose name contains this")
     arguments = parser.parse_args()
@@ -170,8 +212,10 @@ def main() -> int:
     import torch
 
     print(f"edgert {edgert.__file__}, torch {torch.__version__}, numpy {np.__version__}")
-    print(f"median of {arguments.repetitions} runs; edgert: one node's time from "
-          f"{LINKS + 1} nodes minus one node")
+    print(
+        f"median of {arguments.repetitions} runs; edgert: one node's time from "
+        f"{LINKS + 1} nodes minus one node"
+    )
     return 0 if print_table(measure(edgert, arguments.repetitions, arguments.only)) else 1
 
 
