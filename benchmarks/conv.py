@@ -12,7 +12,8 @@ The method is benchmarks/kernels.py's: an edgert time is one node of a program, 
 LINKS + 1 nodes minus one node, divided by LINKS, so the run's input and output copies are
 excluded. A convolution keeps its input's shape, so its nodes form a chain; a pooling node
 does not, so its LINKS + 1 nodes all read the program's input. The reference is evaluated
-LINKS times per timed sample. OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are removed from the
+LINKS times per timed sample; all edgert cases of a thread count are measured before their
+references. OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are removed from the
 environment (the script runs itself again without them).
 """
 
@@ -58,20 +59,52 @@ def cases() -> list[Case]:
 
     x = _random((1, 64, 56, 56), 1)
     weight = _random((64, 64, 3, 3), 2, (64 * 9) ** -0.5)  # keeps a chain's values in range
-    depthwise = _random((64, 1, 3, 3), 3, 9 ** -0.5)
+    depthwise = _random((64, 1, 3, 3), 3, 9**-0.5)
     pooled = _random((1, 64, 112, 112), 4)
     tx, tw, td = torch.from_numpy(x), torch.from_numpy(weight), torch.from_numpy(depthwise)
     conv = torch.nn.functional.conv2d
     blocks = pooled.reshape(1, 64, 56, 2, 56, 2)
     return [
-        Case("conv2d 3x3", "edgert::conv2d", [x, weight], {"padding": [1, 1]}, True,
-             lambda: conv(tx, tw, padding=1), "torch", 2.0),
-        Case("depthwise 3x3", "edgert::conv2d", [x, depthwise], {"padding": [1, 1], "groups": 64},
-             True, lambda: conv(tx, td, padding=1, groups=64), "torch", 2.0),
-        Case("max_pool2d 2x2", "edgert::max_pool2d", [pooled], {"kernel": [2, 2]}, False,
-             lambda: blocks.max(axis=(3, 5)), "numpy", 1.5),
-        Case("avg_pool2d 2x2", "edgert::avg_pool2d", [pooled], {"kernel": [2, 2]}, False,
-             lambda: blocks.mean(axis=(3, 5)), "numpy", 1.5),
+        Case(
+            "conv2d 3x3",
+            "edgert::conv2d",
+            [x, weight],
+            {"padding": [1, 1]},
+            True,
+            lambda: conv(tx, tw, padding=1),
+            "torch",
+            2.0,
+        ),
+        Case(
+            "depthwise 3x3",
+            "edgert::conv2d",
+            [x, depthwise],
+            {"padding": [1, 1], "groups": 64},
+            True,
+            lambda: conv(tx, td, padding=1, groups=64),
+            "torch",
+            2.0,
+        ),
+        Case(
+            "max_pool2d 2x2",
+            "edgert::max_pool2d",
+            [pooled],
+            {"kernel": [2, 2]},
+            False,
+            lambda: blocks.max(axis=(3, 5)),
+            "numpy",
+            1.5,
+        ),
+        Case(
+            "avg_pool2d 2x2",
+            "edgert::avg_pool2d",
+            [pooled],
+            {"kernel": [2, 2]},
+            False,
+            lambda: blocks.mean(axis=(3, 5)),
+            "numpy",
+            1.5,
+        ),
     ]
 
 
@@ -85,8 +118,9 @@ def program_of(edgert: ModuleType, case: Case, nodes: int) -> object:
     constants = [builder.constant(array) for array in case.inputs[1:]]
     value = source
     for _ in range(nodes):
-        produced = builder.op(case.op, [value if case.chained else source, *constants],
-                              case.attributes)
+        produced = builder.op(
+            case.op, [value if case.chained else source, *constants], case.attributes
+        )
         assert isinstance(produced, int)
         value = produced
     builder.output(value)
@@ -122,38 +156,52 @@ def reference_seconds(case: Case, repetitions: int) -> float:
     return median_seconds(evaluate, repetitions) / LINKS
 
 
-def measure(edgert: ModuleType, repetitions: int,
-            only: str) -> list[tuple[Case, int, float, float]]:
+def measure(
+    edgert: ModuleType, repetitions: int, only: str
+) -> list[tuple[Case, int, float, float]]:
+    import threadpoolctl
     import torch
 
     rows = []
+    selected = [case for case in cases() if only in case.name]
     for threads in THREADS:
         edgert.set_threadpool_size(threads)
         torch.set_num_threads(threads)
-        for case in [case for case in cases() if only in case.name]:
-            rows.append((case, threads, edgert_seconds(edgert, case, repetitions),
-                         reference_seconds(case, repetitions)))
+        with threadpoolctl.threadpool_limits(limits=threads):
+            # Each side in its own phase: torch's OpenMP threads spin for a while after a call,
+            # which would take the second core from edgert's pool.
+            ours = [edgert_seconds(edgert, case, repetitions) for case in selected]
+            theirs = [reference_seconds(case, repetitions) for case in selected]
+        rows += [(case, threads, a, b) for case, a, b in zip(selected, ours, theirs, strict=True)]
     edgert.set_threadpool_size(0)
     return rows
 
 
 def print_table(rows: list[tuple[Case, int, float, float]]) -> bool:
-    print(f"{'case':<15} {'threads':>7} {'edgert ms':>10} {'reference':>10} {'ref ms':>8} "
-          f"{'ratio':>6}")
+    print(
+        f"{'case':<15} {'threads':>7} {'edgert ms':>10} {'reference':>10} {'ref ms':>8} "
+        f"{'ratio':>6}"
+    )
     met = True
     for case, threads, ours, theirs in rows:
         ratio = ours / theirs
         met = met and ratio <= case.target
         flag = "" if ratio <= case.target else f"  (target <= {case.target})"
-        print(f"{case.name:<15} {threads:>7} {ours * 1e3:>10.3f} {case.reference_name:>10} "
-              f"{theirs * 1e3:>8.3f} {ratio:>6.2f}{flag}")
+        print(
+            f"{case.name:<15} {threads:>7} {ours * 1e3:>10.3f} {case.reference_name:>10} "
+            f"{theirs * 1e3:>8.3f} {ratio:>6.2f}{flag}"
+        )
     return met
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--prefix", type=Path, default=DEFAULT_PREFIX,
-                        help="folder holding the edgert package to measure (an install tree)")
+    parser.add_argument(
+        "--prefix",
+        type=Path,
+        default=DEFAULT_PREFIX,
+        help="folder holding the edgert package to measure (an install tree)",
+    )
     parser.add_argument("--repetitions", type=int, default=21, help="timed runs per measurement")
     parser.add_argument("--only", default="", help="run only the cases whose name contains this")
     arguments = parser.parse_args()
@@ -164,8 +212,10 @@ def main() -> int:
     import torch
 
     print(f"edgert {edgert.__file__}, torch {torch.__version__}, numpy {np.__version__}")
-    print(f"median of {arguments.repetitions} runs; edgert: one node's time from "
-          f"{LINKS + 1} nodes minus one node")
+    print(
+        f"median of {arguments.repetitions} runs; edgert: one node's time from "
+        f"{LINKS + 1} nodes minus one node"
+    )
     return 0 if print_table(measure(edgert, arguments.repetitions, arguments.only)) else 1
 
 

@@ -12,6 +12,7 @@
 //   NCHW. gemm asks for it block by block (RightPacker): it is packed straight from x and
 //   never materialized.
 #include <cmath>
+#include <utility>
 
 #include "common.hpp"
 #include "edgert/threadpool.h"
@@ -25,6 +26,8 @@
 
 namespace edgert::kernels {
 namespace {
+
+constexpr float kZeros4[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 
 struct Convolution {
   ConvolutionGeometry geometry;
@@ -67,10 +70,36 @@ void convolve_pointwise(const Convolution& conv) {
        RightLayout::KByN, epilogue);
 }
 
+typedef float Float4 __attribute__((vector_size(16)));
+
+// target[i] = source[i] for i < count, four at a time: the runs are short (at most a
+// panel's width), where a call to memmove costs more than the copy. The empty asm keeps the
+// compiler from turning the loop back into such a call.
+inline void copy_short(const float* source, float* target, int64_t count) {
+  int64_t i = 0;
+  for (; i + 4 <= count; i += 4) {
+    Float4 value;
+    std::memcpy(&value, source + i, sizeof(value));
+    std::memcpy(target + i, &value, sizeof(value));
+    __asm__("" : "+r"(i));
+  }
+  if (i + 2 <= count) target[i] = source[i], target[i + 1] = source[i + 1], i += 2;
+  if (i < count) target[i] = source[i];
+}
+
+inline void zero_short(float* target, int64_t count) {
+  int64_t i = 0;
+  for (; i + 4 <= count; i += 4) {
+    std::memcpy(target + i, &kZeros4, sizeof(kZeros4));
+    __asm__("" : "+r"(i));
+  }
+  if (i + 2 <= count) target[i] = 0.0f, target[i + 1] = 0.0f, i += 2;
+  if (i < count) target[i] = 0.0f;
+}
+
 // Im2col values of tap (kh, kw) of one input channel for outputs (oh, ow .. ow + count) of
 // one output row: the input the tap reads, 0 where it reads the padding. `valid` is the
-// tap's range of in-bounds ow (valid_outputs). Plain loops: the runs are short (at most a
-// panel's width), where a call to memcpy or memset costs more than the copy.
+// tap's range of in-bounds ow (valid_outputs).
 inline void im2col_run(const ConvolutionGeometry& g, const float* channel, int64_t kh, int64_t kw,
                        OutputRange valid, int64_t oh, int64_t ow, int64_t count, float* __restrict target) {
   const int64_t ih = oh * g.stride.height - g.padding.height + kh * g.dilation.height;
@@ -78,18 +107,17 @@ inline void im2col_run(const ConvolutionGeometry& g, const float* channel, int64
   const bool row_inside = ih >= 0 && ih < g.height;
   const int64_t first = row_inside ? std::clamp(valid.begin, ow, end) : end;
   const int64_t last = row_inside ? std::clamp(valid.end, first, end) : end;
-  for (int64_t o = ow; o < first; ++o) target[o - ow] = 0.0f;
+  zero_short(target, first - ow);
   if (first < last) {  // inputs (ih, o·stride + offset) for o in [first, last)
-    const float* __restrict inputs =
-        channel + ih * g.width + first * g.stride.width + (kw * g.dilation.width - g.padding.width);
-    float* __restrict inside = target + (first - ow);
+    const float* inputs = channel + ih * g.width + first * g.stride.width + (kw * g.dilation.width - g.padding.width);
+    float* inside = target + (first - ow);
     if (g.stride.width == 1) {
-      for (int64_t o = 0; o < last - first; ++o) inside[o] = inputs[o];
+      copy_short(inputs, inside, last - first);
     } else {
       for (int64_t o = 0; o < last - first; ++o) inside[o] = inputs[o * g.stride.width];
     }
   }
-  for (int64_t o = last; o < end; ++o) target[o - ow] = 0.0f;
+  zero_short(target + (last - ow), end - last);
 }
 
 // A piece of a packed block: outputs (oh, ow .. ow + count) of one output row that fall in
@@ -141,10 +169,76 @@ void pack_im2col(const void* context, size_t entry, int64_t depth_begin, int64_t
   }
 }
 
+// The input with its zero padding written out: [N·C, H + 2·ph, W + 2·pw]. With it the
+// packer's runs are plain copies (or strided copies), no bounds to check. Made when the
+// padding is at most about the input's size, so it stays within a few times x. Held in a
+// Tensor: its storage comes from the runtime's cache of large buffers, already mapped.
+struct PaddedInput {
+  const ConvolutionGeometry& g;
+  int64_t height, width;  // of one padded plane
+  Tensor storage;
+  float* data;
+
+  static bool fits(const ConvolutionGeometry& g) {
+    return g.padding.height <= g.height + 32 && g.padding.width <= g.width + 32;
+  }
+
+  PaddedInput(const ConvolutionGeometry& geometry, const float* x)
+      : g(geometry), height(g.height + 2 * g.padding.height), width(g.width + 2 * g.padding.width),
+        storage(DType::Float32, {g.batch * g.channels, height, width}), data(storage.data_as<float>()) {
+    const int64_t planes = g.batch * g.channels;
+    parallel_for(0, planes, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, height * width)),
+                 [&](int64_t begin, int64_t end) {
+                   for (int64_t plane = begin; plane < end; ++plane) {
+                     for (int64_t h = 0; h < g.height; ++h) {
+                       const float* source = x + (plane * g.height + h) * g.width;
+                       float* target = data + (plane * height + h + g.padding.height) * width + g.padding.width;
+                       std::copy(source, source + g.width, target);
+                     }
+                   }
+                 });
+  }
+};
+
+// RightPacker::pack from the padded input: tap (c, kh, kw) of output (oh, ow) reads padded
+// (oh·sh + kh·dh, ow·sw + kw·dw).
+void pack_padded_im2col(const void* context, size_t entry, int64_t depth_begin, int64_t depth,
+                        int64_t column, int64_t columns, int64_t width, float* packed) {
+  const auto& [conv, padded] = *static_cast<const std::pair<const Convolution*, const PaddedInput*>*>(context);
+  const ConvolutionGeometry& g = conv->geometry;
+  const int64_t n = static_cast<int64_t>(entry) / g.groups, group = static_cast<int64_t>(entry) % g.groups;
+  const int64_t plane = padded->height * padded->width, taps = g.kernel_height * g.kernel_width;
+  const float* image = padded->data + (n * g.channels + group * g.group_channels()) * plane;
+  const int64_t padded_columns = (columns + width - 1) / width * width;
+  const std::vector<PackedRun> runs = packed_runs(g, column, columns, width, depth);
+  for (int64_t r = 0; r < depth; ++r) {
+    const int64_t p = depth_begin + r;
+    const int64_t kh = p % taps / g.kernel_width, kw = p % g.kernel_width;
+    const float* tap = image + p / taps * plane + kh * g.dilation.height * padded->width + kw * g.dilation.width;
+    float* row = packed + r * width;
+    for (const PackedRun& run : runs) {
+      const float* source = tap + run.oh * g.stride.height * padded->width + run.ow * g.stride.width;
+      if (g.stride.width == 1) {
+        copy_short(source, row + run.offset, run.count);
+      } else {
+        for (int64_t o = 0; o < run.count; ++o) row[run.offset + o] = source[o * g.stride.width];
+      }
+    }
+    if (padded_columns > columns) zero_short(row + columns / width * width * depth + columns % width, padded_columns - columns);
+  }
+}
+
 void convolve_im2col(const Convolution& conv) {
   const ConvolutionGeometry& g = conv.geometry;
   GemmEpilogue epilogue;
   epilogue.relu = conv.relu;
+  if (PaddedInput::fits(g)) {
+    const PaddedInput padded(g, conv.x);
+    const std::pair<const Convolution*, const PaddedInput*> context{&conv, &padded};
+    const RightPacker packer{pack_padded_im2col, &context};
+    return gemm_packed_right(group_products(conv, false), g.group_out_channels(), g.out_plane(), g.patch(),
+                             packer, epilogue);
+  }
   const RightPacker packer{pack_im2col, &conv};
   gemm_packed_right(group_products(conv, false), g.group_out_channels(), g.out_plane(), g.patch(),
                     packer, epilogue);
@@ -171,7 +265,6 @@ float finish_output(const DepthwiseRow& row, float sum) {
   return row.relu ? (sum > 0.0f ? sum : 0.0f) : sum;
 }
 
-typedef float Float4 __attribute__((vector_size(16)));
 typedef int32_t Int4 __attribute__((vector_size(16)));
 
 // Outputs [first, count) in four lanes, the last few one by one.
@@ -241,13 +334,16 @@ DepthwiseRowKernel select_depthwise_row() {
 // each input channel is copied once into `plane`: its rows zero-padded to Wp = W + 2·pw
 // and split into `stride` phases (phase q holds padded[q], padded[q + s], ...), so tap
 // (kh, kw) of output ow reads phase (kw·d) % s at ow + (kw·d) / s: contiguous for every
-// stride and dilation. A last row of zeros stands for the padding rows. Otherwise (padding
-// far wider than the input) each tap's inputs are gathered into a line of OW values.
+// stride and dilation. Only phases below Wp hold anything (a tap's first input kw·d is
+// below Wp), so at most min(s, Wp) are stored. A last row of zeros stands for the padding
+// rows. Otherwise (padding far wider than the input) each tap's inputs are gathered into a
+// line of OW values.
 struct DepthwiseSource {
   const ConvolutionGeometry& g;
   bool padded_plane;
+  int64_t phases;        // min(stride, Wp)
   int64_t phase_length;  // ceil(Wp / stride)
-  int64_t row_length;    // stride · phase_length
+  int64_t row_length;    // phases · phase_length
   std::vector<float> plane;
   std::vector<const float*> taps;
   std::vector<int64_t> column_offsets;  // of tap kw within a padded row
@@ -257,8 +353,10 @@ struct DepthwiseSource {
       : g(geometry), padded_plane(g.padding.width <= g.width + 32) {
     const int64_t taps_count = g.kernel_height * g.kernel_width;
     taps.resize(static_cast<size_t>(taps_count));
-    phase_length = (g.width + 2 * g.padding.width + g.stride.width - 1) / g.stride.width;
-    row_length = phase_length * g.stride.width;
+    const int64_t padded_width = g.width + 2 * g.padding.width;
+    phases = std::min(g.stride.width, padded_width);
+    phase_length = (padded_width + g.stride.width - 1) / g.stride.width;
+    row_length = phase_length * phases;
     plane.assign(static_cast<size_t>(padded_plane ? (g.height + 1) * row_length : taps_count * g.out_width), 0.0f);
     for (int64_t kw = 0; kw < g.kernel_width && padded_plane; ++kw) {
       const int64_t shift = kw * g.dilation.width;
@@ -279,7 +377,7 @@ struct DepthwiseSource {
         std::copy(input, input + g.width, row + g.padding.width);
         continue;
       }
-      for (int64_t q = 0; q < stride; ++q) {  // phase q: padded positions m·stride + q
+      for (int64_t q = 0; q < phases; ++q) {  // phase q: padded positions m·stride + q
         const OutputRange inside = valid_outputs(q - g.padding.width, stride, g.width, phase_length);
         float* phase = row + q * phase_length;
         for (int64_t m = inside.begin; m < inside.end; ++m) phase[m] = input[m * stride + q - g.padding.width];

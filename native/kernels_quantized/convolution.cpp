@@ -10,12 +10,18 @@
 // (integer_dot.hpp); otherwise they are int64 loops. Integer sums do not depend on their
 // order, so both give the same outputs on every instruction set and thread count.
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
+#include "../kernels/isa.hpp"
 #include "../kernels/sliding_window.hpp"
 #include "edgert/threadpool.h"
 #include "integer_dot.hpp"
 #include "quantized.hpp"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace edgert_quantized {
 namespace {
@@ -64,20 +70,78 @@ Status choose_image_qparams(const KernelContext& context, QuantizedConvolution& 
   return Status::success();
 }
 
-// x quantized with its image's qparams, minus the zero point.
+// x quantized with its image's qparams, minus the zero point. When the padding is at most
+// about the input's size the planes are stored zero-padded (a centered 0 is the real value
+// 0, what the padding holds), so a window's taps need no bounds checks.
 template <class Integer>
-std::vector<Integer> centered_input(const QuantizedConvolution& conv) {
-  const int64_t image = conv.g.channels * conv.g.height * conv.g.width;
-  std::vector<Integer> centered(static_cast<size_t>(conv.g.batch * image));
-  edgert::parallel_for(0, conv.g.batch * image, kParallelGrain, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      const size_t n = static_cast<size_t>(i / image);
+struct CenteredInput {
+  std::vector<Integer> data;
+  int64_t height, width;  // of a stored plane
+  bool padded;
+};
+
+// target[i] = quantize_value(source[i], scale, zero, int8) - zero for i < count.
+template <class Integer>
+void quantize_centered_scalar(const float* source, int64_t count, float scale, int32_t zero, Integer* target) {
+  for (int64_t i = 0; i < count; ++i) {
+    target[i] = static_cast<Integer>(int64_t{quantize_value(source[i], scale, zero, kInt8)} - zero);
+  }
+}
+
+#if defined(__x86_64__)
+// quantize_value on eight lanes, the same float32 operations: x / scale, round to nearest
+// even, NaN to 0, + zero, clamped to [-128, 127] (the value is never NaN by then, so max and
+// min are fmax and fmin). Only for zero points in int8's range (the int16 path).
+__attribute__((target("avx2"))) void quantize_centered_avx2(const float* source, int64_t count, float scale,
+                                                            int32_t zero, int16_t* target) {
+  const __m256 scales = _mm256_set1_ps(scale), zeros = _mm256_set1_ps(static_cast<float>(zero));
+  const __m256 low = _mm256_set1_ps(-128.0f), high = _mm256_set1_ps(127.0f);
+  int64_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    __m256 rounded = _mm256_round_ps(_mm256_div_ps(_mm256_loadu_ps(source + i), scales),
+                                     _MM_FROUND_CUR_DIRECTION | _MM_FROUND_NO_EXC);
+    rounded = _mm256_andnot_ps(_mm256_cmp_ps(rounded, rounded, _CMP_UNORD_Q), rounded);
+    rounded = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(rounded, zeros), low), high);
+    const __m256i centered = _mm256_sub_epi32(_mm256_cvtps_epi32(rounded), _mm256_set1_epi32(zero));
+    const __m128i packed = _mm_packs_epi32(_mm256_castsi256_si128(centered), _mm256_extracti128_si256(centered, 1));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(target + i), packed);
+  }
+  quantize_centered_scalar(source + i, count - i, scale, zero, target + i);
+}
+#endif
+
+template <class Integer>
+void quantize_centered(const float* source, int64_t count, float scale, int32_t zero, Integer* target) {
+#if defined(__x86_64__)
+  if constexpr (std::is_same_v<Integer, int16_t>) {
+    if (edgert::kernels::kernel_isa() != edgert::kernels::Isa::Portable && zero >= -128 && zero <= 127) {
+      return quantize_centered_avx2(source, count, scale, zero, target);
+    }
+  }
+#endif
+  quantize_centered_scalar(source, count, scale, zero, target);
+}
+
+template <class Integer>
+CenteredInput<Integer> centered_input(const QuantizedConvolution& conv) {
+  const ConvolutionGeometry& g = conv.g;
+  CenteredInput<Integer> input;
+  input.padded = g.padding.height <= g.height + 32 && g.padding.width <= g.width + 32;
+  const int64_t pad_h = input.padded ? g.padding.height : 0, pad_w = input.padded ? g.padding.width : 0;
+  input.height = g.height + 2 * pad_h, input.width = g.width + 2 * pad_w;
+  input.data.assign(static_cast<size_t>(g.batch * g.channels * input.height * input.width), Integer{0});
+  const int64_t rows = g.batch * g.channels * g.height;
+  edgert::parallel_for(0, rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, g.width)),
+                       [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {  // row = (n·C + c)·H + h
+      const size_t n = static_cast<size_t>(row / (g.channels * g.height));
       const int32_t zero = conv.image_zero_points[n];
-      const int32_t q = quantize_value(conv.x[i], conv.image_scales[n], zero, kInt8);
-      centered[static_cast<size_t>(i)] = static_cast<Integer>(int64_t{q} - zero);
+      const float* source = conv.x + row * g.width;
+      Integer* target = input.data.data() + ((row / g.height) * input.height + row % g.height + pad_h) * input.width + pad_w;
+      quantize_centered(source, g.width, conv.image_scales[n], zero, target);
     }
   });
-  return centered;
+  return input;
 }
 
 // Weights minus their channel's zero point, each output channel's row padded with zeros
@@ -98,18 +162,25 @@ std::vector<Integer> centered_weights(const QuantizedConvolution& conv, int64_t 
 // The centered inputs of output position (oh, ow)'s window in group `group` of image n,
 // in (c, kh, kw) order, 0 for the padding.
 template <class Integer>
-void gather_patch(const QuantizedConvolution& conv, const Integer* centered, int64_t n, int64_t group,
-                  int64_t oh, int64_t ow, Integer* patch) {
+void gather_patch(const QuantizedConvolution& conv, const CenteredInput<Integer>& input, int64_t n,
+                  int64_t group, int64_t oh, int64_t ow, Integer* patch) {
   const ConvolutionGeometry& g = conv.g;
-  const Integer* image = centered + (n * g.channels + group * g.group_channels()) * g.height * g.width;
+  const int64_t plane = input.height * input.width;
+  const Integer* image = input.data.data() + (n * g.channels + group * g.group_channels()) * plane;
+  const int64_t top = oh * g.stride.height - (input.padded ? 0 : g.padding.height);
+  const int64_t left = ow * g.stride.width - (input.padded ? 0 : g.padding.width);
   for (int64_t c = 0; c < g.group_channels(); ++c) {
     for (int64_t kh = 0; kh < g.kernel_height; ++kh) {
-      const int64_t ih = oh * g.stride.height - g.padding.height + kh * g.dilation.height;
-      const bool row_inside = ih >= 0 && ih < g.height;
+      const int64_t ih = top + kh * g.dilation.height;
+      if (input.padded) {
+        const Integer* row = image + c * plane + ih * input.width + left;
+        for (int64_t kw = 0; kw < g.kernel_width; ++kw) *patch++ = row[kw * g.dilation.width];
+        continue;
+      }
       for (int64_t kw = 0; kw < g.kernel_width; ++kw) {
-        const int64_t iw = ow * g.stride.width - g.padding.width + kw * g.dilation.width;
-        const bool inside = row_inside && iw >= 0 && iw < g.width;
-        *patch++ = inside ? image[(c * g.height + ih) * g.width + iw] : Integer{0};
+        const int64_t iw = left + kw * g.dilation.width;
+        const bool inside = ih >= 0 && ih < g.height && iw >= 0 && iw < g.width;
+        *patch++ = inside ? image[c * plane + ih * input.width + iw] : Integer{0};
       }
     }
   }
@@ -128,14 +199,77 @@ void finish_output(const QuantizedConvolution& conv, int64_t n, int64_t o, int64
 using SumsFunction = void (*)(const void* patches, const void* weights, int64_t length, int64_t channels,
                               int64_t count, int64_t* sums);
 
-void sums_int16(const void* patches, const void* weights, int64_t length, int64_t channels, int64_t count,
-                int64_t* sums) {
+// Patches [from, count) one by one against every weight row (integer_dot.hpp).
+void sums_int16_rows(const int16_t* patches, const int16_t* weights, int64_t length, int64_t channels,
+                     int64_t from, int64_t count, int64_t* sums) {
   std::vector<int32_t> row(static_cast<size_t>(channels));
-  for (int64_t i = 0; i < count; ++i) {
-    dot_rows(static_cast<const int16_t*>(patches) + i * length, static_cast<const int16_t*>(weights), length,
-             channels, row.data());
+  for (int64_t i = from; i < count; ++i) {
+    dot_rows(patches + i * length, weights, length, channels, row.data());
     std::copy(row.begin(), row.end(), sums + i * channels);
   }
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) int32_t lane_sum(__m256i lanes) {
+  __m128i sum = _mm_add_epi32(_mm256_castsi256_si128(lanes), _mm256_extracti128_si256(lanes, 1));
+  sum = _mm_add_epi32(sum, _mm_shuffle_epi32(sum, 0x4e));
+  sum = _mm_add_epi32(sum, _mm_shuffle_epi32(sum, 0xb1));
+  return _mm_cvtsi128_si32(sum);
+}
+
+// Four patches against weight rows o and o + 1: eight int32 sums (exact, as dot_rows).
+// Each weight chunk loaded serves four patches, so a group's weights are read once per
+// four output positions.
+__attribute__((target("avx2"))) void dot_block_avx2(const int16_t* patches, const int16_t* weights,
+                                                    int64_t length, int64_t channels, int64_t o, int64_t* sums) {
+  __m256i accumulators[4][2];
+  for (auto& row : accumulators) row[0] = row[1] = _mm256_setzero_si256();
+  const int16_t* w0 = weights + o * length;
+  const int16_t* w1 = w0 + length;
+  for (int64_t k = 0; k < length; k += kDotBlock) {
+    const __m256i weight0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w0 + k));
+    const __m256i weight1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w1 + k));
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
+      const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(patches + i * length + k));
+      accumulators[i][0] = _mm256_add_epi32(accumulators[i][0], _mm256_madd_epi16(x, weight0));
+      accumulators[i][1] = _mm256_add_epi32(accumulators[i][1], _mm256_madd_epi16(x, weight1));
+    }
+  }
+  for (int i = 0; i < 4; ++i) {
+    sums[i * channels + o] = lane_sum(accumulators[i][0]);
+    sums[i * channels + o + 1] = lane_sum(accumulators[i][1]);
+  }
+}
+
+// Blocks of four patches × two weight rows; the last rows and patches through dot_rows.
+__attribute__((target("avx2"))) void sums_int16_avx2(const int16_t* patches, const int16_t* weights,
+                                                     int64_t length, int64_t channels, int64_t count,
+                                                     int64_t* sums) {
+  int64_t i = 0;
+  for (; i + 4 <= count; i += 4) {
+    int64_t o = 0;
+    for (; o + 2 <= channels; o += 2) dot_block_avx2(patches + i * length, weights, length, channels, o, sums + i * channels);
+    for (int64_t r = 0; r < 4 && o < channels; ++r) {
+      int32_t last = 0;
+      dot_rows(patches + (i + r) * length, weights + o * length, length, 1, &last);
+      sums[(i + r) * channels + o] = last;
+    }
+  }
+  sums_int16_rows(patches, weights, length, channels, i, count, sums);
+}
+#endif
+
+void sums_int16(const void* patches, const void* weights, int64_t length, int64_t channels, int64_t count,
+                int64_t* sums) {
+  const int16_t* x = static_cast<const int16_t*>(patches);
+  const int16_t* w = static_cast<const int16_t*>(weights);
+#if defined(__x86_64__)
+  if (edgert::kernels::kernel_isa() != edgert::kernels::Isa::Portable) {
+    return sums_int16_avx2(x, w, length, channels, count, sums);
+  }
+#endif
+  sums_int16_rows(x, w, length, channels, 0, count, sums);
 }
 
 void sums_int64(const void* patches, const void* weights, int64_t length, int64_t channels, int64_t count,
@@ -155,7 +289,7 @@ void sums_int64(const void* patches, const void* weights, int64_t length, int64_
 template <class Integer>
 void convolve(const QuantizedConvolution& conv, int64_t row_length, SumsFunction sums_of) {
   const ConvolutionGeometry& g = conv.g;
-  const std::vector<Integer> input = centered_input<Integer>(conv);
+  const CenteredInput<Integer> input = centered_input<Integer>(conv);
   const std::vector<Integer> weights = centered_weights<Integer>(conv, row_length);
   const int64_t blocks = (g.out_plane() + kPositionsPerTask - 1) / kPositionsPerTask;
   const int64_t work = kPositionsPerTask * std::max<int64_t>(1, row_length * g.group_out_channels());
@@ -167,7 +301,7 @@ void convolve(const QuantizedConvolution& conv, int64_t row_length, SumsFunction
       const int64_t first = task % blocks * kPositionsPerTask;
       const int64_t count = std::min(kPositionsPerTask, g.out_plane() - first);
       for (int64_t i = 0; i < count; ++i) {
-        gather_patch(conv, input.data(), n, group, (first + i) / g.out_width, (first + i) % g.out_width,
+        gather_patch(conv, input, n, group, (first + i) / g.out_width, (first + i) % g.out_width,
                      patches.data() + i * row_length);
       }
       const Integer* group_weights = weights.data() + group * g.group_out_channels() * row_length;

@@ -49,8 +49,9 @@ def taps(size: int, outputs: int, kernel: int, stride: int, padding: int, dilati
         yield t, np.clip(index, 0, max(size - 1, 0)), (index >= 0) & (index < size)
 
 
-def conv_reference(x, weight, bias=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1),
-                   groups=1, relu=False) -> np.ndarray:
+def conv_reference(
+    x, weight, bias=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1, relu=False
+) -> np.ndarray:
     """Each output: +0, then + x·w for (c, kh, kw) in that order (padding: 0·w), + bias, relu."""
     n, channels, height, width = x.shape
     out_channels, group_channels, kernel_h, kernel_w = weight.shape
@@ -64,13 +65,18 @@ def conv_reference(x, weight, bias=None, stride=(1, 1), padding=(0, 0), dilation
         for c in range(group_channels):
             channel = padded[:, group * group_channels + c]
             for kh in range(kernel_h):
-                rows = slice(kh * dilation[0], kh * dilation[0] + stride[0] * (out_h - 1) + 1, stride[0])
+                rows = slice(
+                    kh * dilation[0], kh * dilation[0] + stride[0] * (out_h - 1) + 1, stride[0]
+                )
                 for kw in range(kernel_w):
-                    columns = slice(kw * dilation[1], kw * dilation[1] + stride[1] * (out_w - 1) + 1,
-                                    stride[1])
+                    columns = slice(
+                        kw * dilation[1], kw * dilation[1] + stride[1] * (out_w - 1) + 1, stride[1]
+                    )
                     patch = channel[:, rows, columns][:, None]
                     with np.errstate(invalid="ignore"):
-                        out[:, outputs] = out[:, outputs] + patch * weight[outputs, c, kh, kw][:, None, None]
+                        out[:, outputs] = (
+                            out[:, outputs] + patch * weight[outputs, c, kh, kw][:, None, None]
+                        )
     if bias is not None:
         out = out + bias[None, :, None, None]
     return np.where(out > 0, out, F32(0)) if relu else out
@@ -84,16 +90,26 @@ def output_size(size, kernel, stride, padding, dilation, ceil_mode) -> int:
     return out
 
 
-def pool_reference(x, kernel, stride, padding, dilation=(1, 1), ceil_mode=False, mode="max",
-                   count_include_pad=True, divisor_override=0) -> np.ndarray:
+def pool_reference(
+    x,
+    kernel,
+    stride,
+    padding,
+    dilation=(1, 1),
+    ceil_mode=False,
+    mode="max",
+    count_include_pad=True,
+    divisor_override=0,
+) -> np.ndarray:
     """Each window folded in row order over its in-bounds elements (torch's loops)."""
     n, c, height, width = x.shape
     out_h = output_size(height, kernel[0], stride[0], padding[0], dilation[0], ceil_mode)
     out_w = output_size(width, kernel[1], stride[1], padding[1], dilation[1], ceil_mode)
     result = np.full((n, c, out_h, out_w), -np.inf if mode == "max" else 0, F32)
     for _, rows, rows_inside in taps(height, out_h, kernel[0], stride[0], padding[0], dilation[0]):
-        for _, columns, columns_inside in taps(width, out_w, kernel[1], stride[1], padding[1],
-                                               dilation[1]):
+        for _, columns, columns_inside in taps(
+            width, out_w, kernel[1], stride[1], padding[1], dilation[1]
+        ):
             inside = rows_inside[:, None] & columns_inside[None, :]
             tap = x[:, :, rows][:, :, :, columns]
             if mode == "max":
@@ -102,8 +118,9 @@ def pool_reference(x, kernel, stride, padding, dilation=(1, 1), ceil_mode=False,
                 result = np.where(inside, result + tap, result)
     if mode == "max":
         return result
-    return result / avg_divisors(height, width, out_h, out_w, kernel, stride, padding,
-                                 count_include_pad, divisor_override)
+    return result / avg_divisors(
+        height, width, out_h, out_w, kernel, stride, padding, count_include_pad, divisor_override
+    )
 
 
 def avg_divisors(height, width, out_h, out_w, kernel, stride, padding, include, override):
@@ -208,12 +225,20 @@ CONV_CASES = [
     ((1, 4, 7, 5), (1, 4, 3, 3), (2, 2), (1, 1), (1, 1), 1),  # one output channel (m = 1)
     ((1, 6, 11, 13), (3, 2, 2, 2), (3, 2), (0, 1), (3, 4), 3),  # one output channel per group
     ((1, 3, 30, 40), (70, 3, 5, 5), (1, 1), (2, 2), (1, 1), 1),
+    ((1, 2, 3, 2), (3, 2, 2, 3), (1, 2), (1, 36), (1, 1), 1),  # padding far wider than x
+    ((1, 3, 6, 5), (3, 1, 2, 3), (2**40, 2**40), (1, 1), (1, 2), 3),  # strides far beyond x
+    ((1, 4, 6, 5), (2, 2, 2, 3), (2**40, 2**40), (1, 1), (1, 2), 2),
 ]
 
 
 def conv_attributes(stride, padding, dilation, groups, **extra) -> dict:
-    return {"stride": list(stride), "padding": list(padding), "dilation": list(dilation),
-            "groups": groups, **extra}
+    return {
+        "stride": list(stride),
+        "padding": list(padding),
+        "dilation": list(dilation),
+        "groups": groups,
+        **extra,
+    }
 
 
 @pytest.mark.parametrize("case", CONV_CASES)
@@ -222,8 +247,12 @@ def test_conv2d_adds_products_in_order(edgert: ModuleType, case: tuple, with_bia
     x_shape, w_shape, stride, padding, dilation, groups = case
     x, weight = values(x_shape, 1), values(w_shape, 2)
     bias = values((w_shape[0],), 3) if with_bias else None
-    (out,) = run_op(edgert, "edgert::conv2d", [x, weight, bias],
-                    conv_attributes(stride, padding, dilation, groups))
+    (out,) = run_op(
+        edgert,
+        "edgert::conv2d",
+        [x, weight, bias],
+        conv_attributes(stride, padding, dilation, groups),
+    )
     expected = conv_reference(x, weight, bias, stride, padding, dilation, groups)
     assert out.shape == expected.shape
     np.testing.assert_array_equal(out, expected)
@@ -245,10 +274,21 @@ def test_conv2d_matches_torch(edgert: ModuleType, case: tuple) -> None:
     torch = torch_or_skip()
     x_shape, w_shape, stride, padding, dilation, groups = case
     x, weight, bias = values(x_shape, 7), values(w_shape, 8), values((w_shape[0],), 9)
-    (out,) = run_op(edgert, "edgert::conv2d", [x, weight, bias],
-                    conv_attributes(stride, padding, dilation, groups))
-    expected = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(weight),
-                                          torch.from_numpy(bias), stride, padding, dilation, groups)
+    (out,) = run_op(
+        edgert,
+        "edgert::conv2d",
+        [x, weight, bias],
+        conv_attributes(stride, padding, dilation, groups),
+    )
+    expected = torch.nn.functional.conv2d(
+        torch.from_numpy(x),
+        torch.from_numpy(weight),
+        torch.from_numpy(bias),
+        stride,
+        padding,
+        dilation,
+        groups,
+    )
     np.testing.assert_allclose(out, expected.numpy(), **TORCH_TOLERANCE)
 
 
@@ -258,23 +298,29 @@ def test_conv2d_padding_contributes_zero_times_weight(edgert: ModuleType, case: 
     x_shape, w_shape, stride, padding, dilation, groups = case
     x, weight = values(x_shape, 10), values(w_shape, 11)
     weight[0, 0, 0, 0] = np.inf
-    (out,) = run_op(edgert, "edgert::conv2d", [x, weight],
-                    conv_attributes(stride, padding, dilation, groups))
+    (out,) = run_op(
+        edgert, "edgert::conv2d", [x, weight], conv_attributes(stride, padding, dilation, groups)
+    )
     expected = conv_reference(x, weight, None, stride, padding, dilation, groups)
     assert np.isnan(out[:, 0]).any() and not np.isnan(out[:, 1:]).any()
     np.testing.assert_array_equal(out, expected)
 
 
-@pytest.mark.parametrize("x_shape, w_shape, groups", [
-    ((0, 4, 5, 5), (6, 4, 3, 3), 1),  # no images
-    ((2, 4, 5, 5), (0, 4, 3, 3), 1),  # no output channels
-    ((1, 0, 5, 5), (4, 0, 3, 3), 2),  # no input channels: the sums are empty, out = bias
-    ((1, 3, 0, 4), (2, 3, 1, 1), 1),  # no rows (padded to one below)
-])
+@pytest.mark.parametrize(
+    "x_shape, w_shape, groups",
+    [
+        ((0, 4, 5, 5), (6, 4, 3, 3), 1),  # no images
+        ((2, 4, 5, 5), (0, 4, 3, 3), 1),  # no output channels
+        ((1, 0, 5, 5), (4, 0, 3, 3), 2),  # no input channels: the sums are empty, out = bias
+        ((1, 3, 0, 4), (2, 3, 1, 1), 1),  # no rows (padded to one below)
+    ],
+)
 def test_conv2d_of_empty_tensors(edgert: ModuleType, x_shape, w_shape, groups) -> None:
     x, weight, bias = values(x_shape, 12), values(w_shape, 13), values((w_shape[0],), 14)
     padding = [1, 0] if x_shape[2] == 0 else [1, 1]
-    (out,) = run_op(edgert, "edgert::conv2d", [x, weight, bias], {"padding": padding, "groups": groups})
+    (out,) = run_op(
+        edgert, "edgert::conv2d", [x, weight, bias], {"padding": padding, "groups": groups}
+    )
     expected = conv_reference(x, weight, bias, (1, 1), padding, (1, 1), groups)
     assert out.shape == expected.shape
     np.testing.assert_array_equal(out, expected)
@@ -286,8 +332,11 @@ def test_conv2d_with_a_dynamic_batch(edgert: ModuleType) -> None:
     weight, bias = values((5, 3, 3, 3), 15), values((5,), 16)
     builder = ProgramBuilder()
     x = builder.input(F32, (-1, 3, 9, 8))
-    out = builder.op("edgert::conv2d", [x, builder.constant(weight), builder.constant(bias)],
-                     {"padding": [1, 1], "stride": [2, 1]})
+    out = builder.op(
+        "edgert::conv2d",
+        [x, builder.constant(weight), builder.constant(bias)],
+        {"padding": [1, 1], "stride": [2, 1]},
+    )
     builder.output(builder.op("edgert::max_pool2d", [out], {"kernel": [2, 2]}))  # type: ignore[list-item]
     program = edgert.load(builder.to_bytes())
     program.set_backends([])
@@ -358,16 +407,33 @@ def pool_input() -> np.ndarray:
 @pytest.mark.parametrize("kernel, stride, padding, dilation, ceil_mode", MAX_POOL_CASES)
 def test_max_pool2d(edgert: ModuleType, kernel, stride, padding, dilation, ceil_mode) -> None:
     x = pool_input()
-    attributes = {"kernel": list(kernel), "stride": list(stride), "padding": list(padding),
-                  "dilation": list(dilation), "ceil_mode": ceil_mode}
+    attributes = {
+        "kernel": list(kernel),
+        "stride": list(stride),
+        "padding": list(padding),
+        "dilation": list(dilation),
+        "ceil_mode": ceil_mode,
+    }
     (out,) = run_op(edgert, "edgert::max_pool2d", [x], attributes)
     expected = pool_reference(x, kernel, stride, padding, dilation, bool(ceil_mode))
     np.testing.assert_array_equal(out, expected)
     assert np.isnan(out[0, 0]).any() and not np.isnan(out[0, 1:]).any()  # NaN propagates
     torch = pytest.importorskip("torch")
-    reference = torch.nn.functional.max_pool2d(torch.from_numpy(x), kernel, stride, padding, dilation,
-                                               ceil_mode=bool(ceil_mode))
+    reference = torch.nn.functional.max_pool2d(
+        torch.from_numpy(x), kernel, stride, padding, dilation, ceil_mode=bool(ceil_mode)
+    )
     np.testing.assert_array_equal(out, reference.numpy())
+
+
+@pytest.mark.parametrize("op", ["edgert::max_pool2d", "edgert::avg_pool2d"])
+def test_pooling_with_strides_far_beyond_the_input(edgert: ModuleType, op: str) -> None:
+    x = values((1, 2, 9, 40), 29)
+    attributes = {"kernel": [3, 3], "stride": [2**40, 2**40], "padding": [1, 1], "ceil_mode": 1}
+    (out,) = run_op(edgert, op, [x], attributes)
+    mode = "max" if op == "edgert::max_pool2d" else "avg"
+    expected = pool_reference(x, (3, 3), (2**40, 2**40), (1, 1), (1, 1), True, mode)
+    assert out.shape == (1, 2, 1, 1)
+    np.testing.assert_array_equal(out, expected)
 
 
 def test_max_pool2d_stride_defaults_to_the_kernel(edgert: ModuleType) -> None:
@@ -387,18 +453,33 @@ AVG_POOL_CASES = [  # kernel, stride, padding, ceil_mode, count_include_pad, div
 
 
 @pytest.mark.parametrize("kernel, stride, padding, ceil_mode, include, override", AVG_POOL_CASES)
-def test_avg_pool2d(edgert: ModuleType, kernel, stride, padding, ceil_mode, include, override) -> None:
+def test_avg_pool2d(
+    edgert: ModuleType, kernel, stride, padding, ceil_mode, include, override
+) -> None:
     x = values((2, 3, 13, 11), 32)
-    attributes = {"kernel": list(kernel), "stride": list(stride), "padding": list(padding),
-                  "ceil_mode": ceil_mode, "count_include_pad": include, "divisor_override": override}
+    attributes = {
+        "kernel": list(kernel),
+        "stride": list(stride),
+        "padding": list(padding),
+        "ceil_mode": ceil_mode,
+        "count_include_pad": include,
+        "divisor_override": override,
+    }
     (out,) = run_op(edgert, "edgert::avg_pool2d", [x], attributes)
-    expected = pool_reference(x, kernel, stride, padding, (1, 1), bool(ceil_mode), "avg", bool(include),
-                              override)
+    expected = pool_reference(
+        x, kernel, stride, padding, (1, 1), bool(ceil_mode), "avg", bool(include), override
+    )
     np.testing.assert_array_equal(out, expected)
     torch = pytest.importorskip("torch")
-    reference = torch.nn.functional.avg_pool2d(torch.from_numpy(x), kernel, stride, padding,
-                                               ceil_mode=bool(ceil_mode), count_include_pad=bool(include),
-                                               divisor_override=override or None)
+    reference = torch.nn.functional.avg_pool2d(
+        torch.from_numpy(x),
+        kernel,
+        stride,
+        padding,
+        ceil_mode=bool(ceil_mode),
+        count_include_pad=bool(include),
+        divisor_override=override or None,
+    )
     np.testing.assert_allclose(out, reference.numpy(), **TORCH_TOLERANCE)
 
 
@@ -449,7 +530,9 @@ def test_pooling_of_empty_tensors(edgert: ModuleType) -> None:
     ]:
         (out,) = run_op(edgert, op, [x], attributes)
         assert out.shape == shape
-    (out,) = run_op(edgert, "edgert::upsample_nearest2d", [values((1, 2, 3, 3), 37)], {"size": [0, 4]})
+    (out,) = run_op(
+        edgert, "edgert::upsample_nearest2d", [values((1, 2, 3, 3), 37)], {"size": [0, 4]}
+    )
     assert out.shape == (1, 2, 0, 4)
 
 
@@ -472,16 +555,20 @@ BAD_POOLING = [
 
 
 @pytest.mark.parametrize("op, attributes, message", BAD_POOLING)
-def test_pooling_rejects_bad_attributes(edgert: ModuleType, op: str, attributes: dict, message: str) -> None:
+def test_pooling_rejects_bad_attributes(
+    edgert: ModuleType, op: str, attributes: dict, message: str
+) -> None:
     with pytest.raises(edgert.EdgertError, match=f"{op}: .*{message}"):
         run_op(edgert, op, [values((1, 2, 8, 8), 38)], attributes)
 
 
 def test_pooling_rejects_bad_inputs(edgert: ModuleType) -> None:
-    for op, attributes in [("edgert::max_pool2d", {"kernel": [2, 2]}),
-                           ("edgert::avg_pool2d", {"kernel": [2, 2]}),
-                           ("edgert::adaptive_avg_pool2d", {"output_size": [2, 2]}),
-                           ("edgert::upsample_nearest2d", {"size": [2, 2]})]:
+    for op, attributes in [
+        ("edgert::max_pool2d", {"kernel": [2, 2]}),
+        ("edgert::avg_pool2d", {"kernel": [2, 2]}),
+        ("edgert::adaptive_avg_pool2d", {"output_size": [2, 2]}),
+        ("edgert::upsample_nearest2d", {"size": [2, 2]}),
+    ]:
         with pytest.raises(edgert.EdgertError, match=rf"{op}: .*must be \[N, C, H, W\]"):
             run_op(edgert, op, [values((2, 8, 8), 39)], attributes)
         with pytest.raises(edgert.EdgertError, match=f"{op}: .*input must be float32"):
@@ -508,9 +595,13 @@ def test_batch_norm(edgert: ModuleType, shape: tuple, affine: bool) -> None:
     np.testing.assert_array_equal(out, expected)
     torch = pytest.importorskip("torch")
     reference = torch.nn.functional.batch_norm(
-        torch.from_numpy(x), torch.from_numpy(mean), torch.from_numpy(var),
+        torch.from_numpy(x),
+        torch.from_numpy(mean),
+        torch.from_numpy(var),
         None if weight is None else torch.from_numpy(weight),
-        None if bias is None else torch.from_numpy(bias), eps=1e-3)
+        None if bias is None else torch.from_numpy(bias),
+        eps=1e-3,
+    )
     np.testing.assert_allclose(out, reference.numpy(), **TORCH_TOLERANCE)
 
 
@@ -545,8 +636,9 @@ def test_rms_norm(edgert: ModuleType, axis: int, with_weight: bool) -> None:
     eps = float(np.finfo(F32).eps)
     np.testing.assert_array_equal(out, rms_norm_reference(x, weight, axis % x.ndim, eps))
     torch = pytest.importorskip("torch")
-    reference = torch.nn.functional.rms_norm(torch.from_numpy(x), normalized,
-                                             None if weight is None else torch.from_numpy(weight))
+    reference = torch.nn.functional.rms_norm(
+        torch.from_numpy(x), normalized, None if weight is None else torch.from_numpy(weight)
+    )
     np.testing.assert_allclose(out, reference.numpy(), **TORCH_TOLERANCE)
     (custom,) = run_op(edgert, "edgert::rms_norm", [x, weight], {"axis": axis, "eps": 0.5})
     np.testing.assert_array_equal(custom, rms_norm_reference(x, weight, axis % x.ndim, 0.5))
@@ -594,19 +686,23 @@ def test_log_softmax_of_empty_tensor_and_bad_axis(edgert: ModuleType) -> None:
 SDPA = "edgert::scaled_dot_product_attention"
 
 
-@pytest.mark.parametrize("shapes", [
-    ((2, 3, 5, 8), (2, 3, 7, 8), (2, 3, 7, 4)),
-    ((1, 130, 40), (1, 300, 40), (1, 300, 33)),  # crosses gemm's tiles and k slices
-    ((2, 1, 4, 6), (1, 3, 9, 6), (1, 3, 9, 5)),  # broadcast batch dimensions
-    ((1, 6), (3, 6), (3, 2)),
-])
+@pytest.mark.parametrize(
+    "shapes",
+    [
+        ((2, 3, 5, 8), (2, 3, 7, 8), (2, 3, 7, 4)),
+        ((1, 130, 40), (1, 300, 40), (1, 300, 33)),  # crosses gemm's tiles and k slices
+        ((2, 1, 4, 6), (1, 3, 9, 6), (1, 3, 9, 5)),  # broadcast batch dimensions
+        ((1, 6), (3, 6), (3, 2)),
+    ],
+)
 def test_attention_is_matmul_then_softmax(edgert: ModuleType, shapes: tuple) -> None:
     q, k, v = (values(shape, 60 + i) for i, shape in enumerate(shapes))
     (out,) = run_op(edgert, SDPA, [q, k, v])
     np.testing.assert_array_equal(out, attention_reference(q, k, v))
     torch = pytest.importorskip("torch")
     reference = torch.nn.functional.scaled_dot_product_attention(
-        *(torch.from_numpy(np.array(a)) for a in broadcast_batches(q, k, v)))
+        *(torch.from_numpy(np.array(a)) for a in broadcast_batches(q, k, v))
+    )
     np.testing.assert_allclose(out, reference.numpy(), **TORCH_TOLERANCE)
 
 
@@ -620,12 +716,14 @@ def test_attention_masks(edgert: ModuleType) -> None:
     for mask in (keep, added):
         (out,) = run_op(edgert, SDPA, [q, k, v, mask])
         np.testing.assert_array_equal(out, attention_reference(q, k, v, mask))
-        np.testing.assert_allclose(out, sdpa(tq, tk, tv, attn_mask=torch.from_numpy(mask)).numpy(),
-                                   **TORCH_TOLERANCE)
+        np.testing.assert_allclose(
+            out, sdpa(tq, tk, tv, attn_mask=torch.from_numpy(mask)).numpy(), **TORCH_TOLERANCE
+        )
     (causal,) = run_op(edgert, SDPA, [q, k, v], {"is_causal": 1, "scale": 0.3})
     np.testing.assert_array_equal(causal, attention_reference(q, k, v, causal=True, scale=0.3))
-    np.testing.assert_allclose(causal, sdpa(tq, tk, tv, is_causal=True, scale=0.3).numpy(),
-                               **TORCH_TOLERANCE)
+    np.testing.assert_allclose(
+        causal, sdpa(tq, tk, tv, is_causal=True, scale=0.3).numpy(), **TORCH_TOLERANCE
+    )
 
 
 def test_fully_masked_rows_give_zeros(edgert: ModuleType) -> None:
@@ -641,9 +739,13 @@ def test_fully_masked_rows_give_zeros(edgert: ModuleType) -> None:
 
 
 def test_attention_of_empty_tensors(edgert: ModuleType) -> None:
-    (out,) = run_op(edgert, SDPA, [values((2, 0, 4), 72), values((2, 3, 4), 73), values((2, 3, 5), 74)])
+    (out,) = run_op(
+        edgert, SDPA, [values((2, 0, 4), 72), values((2, 3, 4), 73), values((2, 3, 5), 74)]
+    )
     assert out.shape == (2, 0, 5)
-    (out,) = run_op(edgert, SDPA, [values((2, 3, 4), 75), values((2, 0, 4), 76), values((2, 0, 5), 77)])
+    (out,) = run_op(
+        edgert, SDPA, [values((2, 3, 4), 75), values((2, 0, 4), 76), values((2, 0, 5), 77)]
+    )
     np.testing.assert_array_equal(out, np.zeros((2, 3, 5), F32))  # no keys: every row is masked
 
 
@@ -670,29 +772,68 @@ def test_attention_rejects_bad_inputs(edgert: ModuleType) -> None:
 def identical_bytes_cases() -> list[tuple[str, list[np.ndarray | None], dict]]:
     """Large enough that every kernel splits its work across threads."""
     return [
-        ("edgert::conv2d", [values((1, 32, 40, 36), 90), values((48, 32, 3, 3), 91), values((48,), 92)],
-         {"padding": [1, 1]}),
-        ("edgert::conv2d", [values((2, 12, 33, 30), 93), values((12, 3, 3, 3), 94), None],
-         {"stride": [2, 1], "dilation": [1, 2], "groups": 4, "activation": "relu"}),
-        ("edgert::conv2d", [values((1, 32, 40, 37), 95), values((64, 1, 3, 3), 96), values((64,), 97)],
-         {"padding": [1, 1], "groups": 32}),
-        ("edgert::conv2d", [values((1, 16, 33, 31), 98), values((16, 1, 5, 5), 99), None],
-         {"padding": [2, 2], "stride": [2, 2], "groups": 16}),
+        (
+            "edgert::conv2d",
+            [values((1, 32, 40, 36), 90), values((48, 32, 3, 3), 91), values((48,), 92)],
+            {"padding": [1, 1]},
+        ),
+        (
+            "edgert::conv2d",
+            [values((2, 12, 33, 30), 93), values((12, 3, 3, 3), 94), None],
+            {"stride": [2, 1], "dilation": [1, 2], "groups": 4, "activation": "relu"},
+        ),
+        (
+            "edgert::conv2d",
+            [values((1, 32, 40, 37), 95), values((64, 1, 3, 3), 96), values((64,), 97)],
+            {"padding": [1, 1], "groups": 32},
+        ),
+        (
+            "edgert::conv2d",
+            [values((1, 16, 33, 31), 98), values((16, 1, 5, 5), 99), None],
+            {"padding": [2, 2], "stride": [2, 2], "groups": 16},
+        ),
         ("edgert::conv2d", [values((2, 40, 20, 21), 100), values((50, 40, 1, 1), 101), None], {}),
-        ("edgert::max_pool2d", [values((2, 32, 56, 57), 102)], {"kernel": [3, 3], "stride": [2, 2],
-                                                                "padding": [1, 1], "ceil_mode": 1}),
+        (
+            "edgert::max_pool2d",
+            [values((2, 32, 56, 57), 102)],
+            {"kernel": [3, 3], "stride": [2, 2], "padding": [1, 1], "ceil_mode": 1},
+        ),
         ("edgert::avg_pool2d", [values((2, 32, 56, 57), 103)], {"kernel": [2, 2]}),
         ("edgert::adaptive_avg_pool2d", [values((2, 32, 50, 57), 104)], {"output_size": [7, 6]}),
         ("edgert::upsample_nearest2d", [values((2, 32, 50, 57), 105)], {"size": [77, 100]}),
-        ("edgert::batch_norm", [values((4, 64, 40, 40), 106), values((64,), 107), values((64,), 108),
-                                values((64,), 109), np.abs(values((64,), 110))], {}),
+        (
+            "edgert::batch_norm",
+            [
+                values((4, 64, 40, 40), 106),
+                values((64,), 107),
+                values((64,), 108),
+                values((64,), 109),
+                np.abs(values((64,), 110)),
+            ],
+            {},
+        ),
         ("edgert::rms_norm", [values((600, 256), 111), values((256,), 112)], {}),
         ("edgert::log_softmax", [log_softmax_input()], {}),
         ("edgert::log_softmax", [log_softmax_input()], {"axis": 1}),
-        (SDPA, [values((2, 4, 100, 32), 113), values((2, 4, 120, 32), 114), values((2, 4, 120, 24), 115)],
-         {"is_causal": 1}),
-        (SDPA, [values((2, 4, 100, 32), 116), values((2, 4, 120, 32), 117), values((2, 4, 120, 24), 118),
-                values((100, 120), 119)], {}),
+        (
+            SDPA,
+            [
+                values((2, 4, 100, 32), 113),
+                values((2, 4, 120, 32), 114),
+                values((2, 4, 120, 24), 115),
+            ],
+            {"is_causal": 1},
+        ),
+        (
+            SDPA,
+            [
+                values((2, 4, 100, 32), 116),
+                values((2, 4, 120, 32), 117),
+                values((2, 4, 120, 24), 118),
+                values((100, 120), 119),
+            ],
+            {},
+        ),
     ]
 
 
@@ -706,13 +847,16 @@ library.edgert_kernels_isa.restype = ctypes.c_char_p
 hashes = {}
 for threads in (1, 2):
     edgert.set_threadpool_size(threads)
-    hashes[threads] = [hashlib.sha256(run_op(edgert, op, arrays, attributes, backends=[])[0].tobytes()).hexdigest()
-                       for op, arrays, attributes in identical_bytes_cases()]
+    outputs = [run_op(edgert, op, arrays, attributes, backends=[])[0]
+               for op, arrays, attributes in identical_bytes_cases()]
+    hashes[threads] = [hashlib.sha256(out.tobytes()).hexdigest() for out in outputs]
 print(json.dumps({"isa": library.edgert_kernels_isa().decode(), "hashes": hashes}))
 """
 
 
-def test_every_instruction_set_and_thread_count_gives_the_same_bytes(native_install: NativeInstall) -> None:
+def test_every_instruction_set_and_thread_count_gives_the_same_bytes(
+    native_install: NativeInstall,
+) -> None:
     results = {}
     for isa in ("portable", "avx2", "avx512"):
         environment = {"EDGERT_KERNELS_ISA": isa, "PYTHONPATH": f"{native_install.prefix}:{ROOT}"}
@@ -733,11 +877,15 @@ def test_thread_count_does_not_change_results(edgert: ModuleType) -> None:
         results = {}
         for threads in (1, 3):
             edgert.set_threadpool_size(threads)
-            results[threads] = [run_op(edgert, op, arrays, attributes)[0].tobytes()
-                                for op, arrays, attributes in identical_bytes_cases()]
+            results[threads] = [
+                run_op(edgert, op, arrays, attributes)[0].tobytes()
+                for op, arrays, attributes in identical_bytes_cases()
+            ]
     finally:
         edgert.set_threadpool_size(previous)
-    for (op, _, _), single, pooled in zip(identical_bytes_cases(), results[1], results[3], strict=True):
+    for (op, _, _), single, pooled in zip(
+        identical_bytes_cases(), results[1], results[3], strict=True
+    ):
         assert single == pooled, f"{op}: results differ between 1 and 3 threads"
 
 
@@ -810,7 +958,8 @@ int main() {
   adaptive.set("output_size", std::vector<int64_t>{3, 2});
   upsample.set("size", std::vector<int64_t>{9, 7});
   axis0.set("axis", int64_t{0});
-  check("edgert::conv2d", {swapped(filled({2, 4, 6, 7}, 1)), swapped(filled({5, 4, 3, 3}, 2)), filled({5}, 3)}, conv);
+  check("edgert::conv2d",
+        {swapped(filled({2, 4, 6, 7}, 1)), swapped(filled({5, 4, 3, 3}, 2)), filled({5}, 3)}, conv);
   check("edgert::conv2d", {swapped(filled({1, 4, 6, 7}, 4)), filled({8, 1, 3, 2}, 5)}, depthwise);
   check("edgert::max_pool2d", {swapped(filled({2, 3, 6, 8}, 6))}, pool);
   check("edgert::avg_pool2d", {swapped(filled({2, 3, 6, 8}, 7))}, pool);
@@ -823,8 +972,9 @@ int main() {
   check("edgert::scaled_dot_product_attention",
         {swapped(filled({2, 6, 5}, 18)), filled({2, 7, 6}, 19), swapped(filled({2, 4, 7}, 20)),
          swapped(filled({7, 5}, 21))});
-  check("edgert_quantized::conv2d", {swapped(filled({1, 4, 6, 7}, 22)), Tensor(DType::Int8, {3, 4, 3, 3}),
-                                     filled({3}, 23, true), Tensor(DType::Int32, {3})}, conv);
+  check("edgert_quantized::conv2d",
+        {swapped(filled({1, 4, 6, 7}, 22)), Tensor(DType::Int8, {3, 4, 3, 3}),
+         filled({3}, 23, true), Tensor(DType::Int32, {3})}, conv);
   return failures == 0 ? 0 : 1;
 }
 """
@@ -840,12 +990,30 @@ def test_kernels_read_strided_inputs(native_install: NativeInstall, tmp_path: Pa
     package = native_install.package_dir
     lib = package / "lib"
     build = subprocess.run(
-        [compiler, "-std=c++17", "-O1", str(source), "-o", str(program), f"-I{package / 'include'}",
-         f"-L{lib}", "-Wl,--no-as-needed", "-ledgert_kernels", "-ledgert_kernels_quantized",
-         "-Wl,--as-needed", "-ledgert", f"-Wl,-rpath,{lib}"],
-        capture_output=True, text=True, check=False)
+        [
+            compiler,
+            "-std=c++17",
+            "-O1",
+            str(source),
+            "-o",
+            str(program),
+            f"-I{package / 'include'}",
+            f"-L{lib}",
+            "-Wl,--no-as-needed",
+            "-ledgert_kernels",
+            "-ledgert_kernels_quantized",
+            "-Wl,--as-needed",
+            "-ledgert",
+            f"-Wl,-rpath,{lib}",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert build.returncode == 0, build.stderr
-    completed = subprocess.run([str(program)], capture_output=True, text=True, timeout=60, check=False)
+    completed = subprocess.run(
+        [str(program)], capture_output=True, text=True, timeout=60, check=False
+    )
     assert completed.returncode == 0, completed.stdout + completed.stderr
     lines = completed.stdout.splitlines()
     assert len(lines) == 11 and all(line.startswith("SAME ") for line in lines), completed.stdout

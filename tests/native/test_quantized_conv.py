@@ -26,7 +26,9 @@ def scalar(value: float | int, dtype: type) -> np.ndarray:
     return np.array([value], dtype)
 
 
-def integer_conv(centered: np.ndarray, weight: np.ndarray, stride, padding, dilation, groups) -> np.ndarray:
+def integer_conv(
+    centered: np.ndarray, weight: np.ndarray, stride, padding, dilation, groups
+) -> np.ndarray:
     """Exact int64 sums of a convolution of centered inputs (padding: 0) and weights."""
     n, channels, height, width = centered.shape
     out_channels, group_channels, kernel_h, kernel_w = weight.shape
@@ -39,15 +41,30 @@ def integer_conv(centered: np.ndarray, weight: np.ndarray, stride, padding, dila
         first = o // per_group * group_channels
         for kh in range(kernel_h):
             for kw in range(kernel_w):
-                rows = slice(kh * dilation[0], kh * dilation[0] + stride[0] * (out_h - 1) + 1, stride[0])
-                columns = slice(kw * dilation[1], kw * dilation[1] + stride[1] * (out_w - 1) + 1, stride[1])
+                rows = slice(
+                    kh * dilation[0], kh * dilation[0] + stride[0] * (out_h - 1) + 1, stride[0]
+                )
+                columns = slice(
+                    kw * dilation[1], kw * dilation[1] + stride[1] * (out_w - 1) + 1, stride[1]
+                )
                 patch = padded[:, first : first + group_channels, rows, columns]
                 sums[:, o] += np.einsum("nchw,c->nhw", patch, weight[o, :, kh, kw])
     return sums
 
 
-def conv_reference(x, weight, scales, zero_points, bias=None, stride=(1, 1), padding=(0, 0),
-                   dilation=(1, 1), groups=1, relu=False, static=None) -> np.ndarray:
+def conv_reference(
+    x,
+    weight,
+    scales,
+    zero_points,
+    bias=None,
+    stride=(1, 1),
+    padding=(0, 0),
+    dilation=(1, 1),
+    groups=1,
+    relu=False,
+    static=None,
+) -> np.ndarray:
     """Per-image qparams (or the static ones), exact sums, then the documented float32 steps."""
     centered = np.zeros(x.shape, np.int64)
     image_scales = []
@@ -81,12 +98,19 @@ CASES = [  # x shape, weight shape, stride, padding, dilation, groups
     ((1, 4, 10, 10), (8, 1, 3, 3), (2, 2), (1, 1), (1, 1), 4),  # depthwise, two outputs each
     ((2, 5, 7, 7), (6, 5, 1, 1), (1, 1), (0, 0), (1, 1), 1),
     ((1, 20, 12, 13), (9, 20, 3, 3), (1, 1), (2, 1), (1, 1), 1),  # 180 taps, 156 positions
+    ((1, 2, 3, 2), (3, 2, 2, 3), (1, 2), (1, 36), (1, 1), 1),  # padding far wider than x
+    ((1, 3, 6, 5), (3, 1, 2, 3), (2**40, 2**40), (1, 1), (1, 2), 3),  # strides far beyond x
 ]
 
 
 def attributes(stride, padding, dilation, groups, **extra) -> dict:
-    return {"stride": list(stride), "padding": list(padding), "dilation": list(dilation),
-            "groups": groups, **extra}
+    return {
+        "stride": list(stride),
+        "padding": list(padding),
+        "dilation": list(dilation),
+        "groups": groups,
+        **extra,
+    }
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -95,9 +119,15 @@ def test_conv2d_with_per_image_qparams(edgert: ModuleType, case: tuple, with_bia
     x_shape, w_shape, stride, padding, dilation, groups = case
     x, weight, scales, zero_points, bias = conv_inputs(x_shape, w_shape, 1)
     bias = bias if with_bias else None
-    (out,) = run_op(edgert, CONV, [x, weight, scales, zero_points, bias],
-                    attributes(stride, padding, dilation, groups))
-    expected = conv_reference(x, weight, scales, zero_points, bias, stride, padding, dilation, groups)
+    (out,) = run_op(
+        edgert,
+        CONV,
+        [x, weight, scales, zero_points, bias],
+        attributes(stride, padding, dilation, groups),
+    )
+    expected = conv_reference(
+        x, weight, scales, zero_points, bias, stride, padding, dilation, groups
+    )
     assert out.shape == expected.shape
     np.testing.assert_array_equal(out, expected)
 
@@ -117,24 +147,44 @@ def test_conv2d_with_static_qparams_clamps(edgert: ModuleType, case: tuple) -> N
     x, weight, scales, zero_points, bias = conv_inputs(x_shape, w_shape, 3)
     static = (F32(0.01), 3)  # covers about [-1.3, 1.2]: most of x clamps
     inputs = [x, weight, scales, zero_points, bias, scalar(0.01, F32), scalar(3, np.int32)]
-    (out,) = run_op(edgert, CONV, inputs, attributes(stride, padding, dilation, groups, activation="relu"))
-    expected = conv_reference(x, weight, scales, zero_points, bias, stride, padding, dilation, groups,
-                              relu=True, static=static)
+    (out,) = run_op(
+        edgert, CONV, inputs, attributes(stride, padding, dilation, groups, activation="relu")
+    )
+    expected = conv_reference(
+        x,
+        weight,
+        scales,
+        zero_points,
+        bias,
+        stride,
+        padding,
+        dilation,
+        groups,
+        relu=True,
+        static=static,
+    )
     np.testing.assert_array_equal(out, expected)
-    dynamic = conv_reference(x, weight, scales, zero_points, bias, stride, padding, dilation, groups,
-                             relu=True)
+    dynamic = conv_reference(
+        x, weight, scales, zero_points, bias, stride, padding, dilation, groups, relu=True
+    )
     assert not np.array_equal(out, dynamic)  # the static qparams were used
     assert (out == 0).any() and (out > 0).any()
 
 
 def test_zero_points_outside_int8_take_the_int64_path(edgert: ModuleType) -> None:
     x, weight, scales, _, bias = conv_inputs((1, 3, 7, 6), (4, 3, 3, 3), 4)
-    zero_points = np.array([0, 300, -2**31, 2**31 - 1], np.int32)
+    zero_points = np.array([0, 300, -(2**31), 2**31 - 1], np.int32)
     (out,) = run_op(edgert, CONV, [x, weight, scales, zero_points, bias], {"padding": [1, 1]})
-    np.testing.assert_array_equal(out, conv_reference(x, weight, scales, zero_points, bias, padding=(1, 1)))
+    np.testing.assert_array_equal(
+        out, conv_reference(x, weight, scales, zero_points, bias, padding=(1, 1))
+    )
     static = [scalar(0.02, F32), scalar(-1000, np.int32)]
-    (out,) = run_op(edgert, CONV, [x, weight, scales, zero_points, bias, *static], {"padding": [1, 1]})
-    expected = conv_reference(x, weight, scales, zero_points, bias, padding=(1, 1), static=(F32(0.02), -1000))
+    (out,) = run_op(
+        edgert, CONV, [x, weight, scales, zero_points, bias, *static], {"padding": [1, 1]}
+    )
+    expected = conv_reference(
+        x, weight, scales, zero_points, bias, padding=(1, 1), static=(F32(0.02), -1000)
+    )
     np.testing.assert_array_equal(out, expected)
 
 
@@ -160,7 +210,9 @@ def test_conv2d_with_a_dynamic_batch(edgert: ModuleType) -> None:
     for batch in (1, 4):
         x = np.random.RandomState(batch).standard_normal((batch, 3, 6, 6)).astype(F32)
         (out,) = program.run([x])
-        np.testing.assert_array_equal(out, conv_reference(x, weight, scales, zero_points, bias, padding=(1, 1)))
+        np.testing.assert_array_equal(
+            out, conv_reference(x, weight, scales, zero_points, bias, padding=(1, 1))
+        )
 
 
 def test_conv2d_rejects_bad_inputs(edgert: ModuleType) -> None:
@@ -174,7 +226,11 @@ def test_conv2d_rejects_bad_inputs(edgert: ModuleType) -> None:
         ([x, weight, scales[:3], zero_points], {}, "scales"),
         ([x, weight, scales, zero_points, bias[:2]], {}, "bias"),
         ([x, weight, scales, zero_points, bias, scalar(0.1, F32), None], {}, "given together"),
-        ([x, weight, scales, zero_points, None, scalar(0.0, F32), scalar(0, np.int32)], {}, "scale must be"),
+        (
+            [x, weight, scales, zero_points, None, scalar(0.0, F32), scalar(0, np.int32)],
+            {},
+            "scale must be",
+        ),
         ([nan, weight, scales, zero_points], {}, "non-finite"),
         ([x, weight, scales, zero_points], {"stride": [0, 1]}, "stride must be >= 1"),
         ([x, weight, scales, zero_points], {"activation": "tanh"}, "activation must be"),
@@ -193,9 +249,12 @@ def linear_reference(x, weight, scales, zero_points, bias, static, relu) -> np.n
     centered_weight = weight.astype(np.int64) - zero_points.astype(np.int64)[:, None]
     scale, zero = static
     with np.errstate(invalid="ignore"):
-        quantized = quantize_reference(np.nan_to_num(rows, nan=0.0, posinf=np.inf, neginf=-np.inf),
-                                       scale, zero, np.int8)
-    centered = quantized.astype(np.int64) - zero  # NaN quantizes as 0 does: to the (clamped) zero point
+        quantized = quantize_reference(
+            np.nan_to_num(rows, nan=0.0, posinf=np.inf, neginf=-np.inf), scale, zero, np.int8
+        )
+    centered = (
+        quantized.astype(np.int64) - zero
+    )  # NaN quantizes as 0 does: to the (clamped) zero point
     out = (centered @ centered_weight.T).astype(F32) * (F32(scale) * scales)
     if bias is not None:
         out = out + bias
@@ -214,8 +273,12 @@ def test_linear_with_static_qparams(edgert: ModuleType, relu: bool, zero_point: 
     zero_points = np.array([0, 1, -2, 3, 0, 0, 5], np.int32)
     bias = random.standard_normal(7).astype(F32)
     static = [scalar(0.02, F32), scalar(zero_point, np.int32)]
-    (out,) = run_op(edgert, LINEAR, [x, weight, scales, zero_points, bias, *static],
-                    {"activation": "relu" if relu else "none"})
+    (out,) = run_op(
+        edgert,
+        LINEAR,
+        [x, weight, scales, zero_points, bias, *static],
+        {"activation": "relu" if relu else "none"},
+    )
     expected = linear_reference(x, weight, scales, zero_points, bias, (F32(0.02), zero_point), relu)
     np.testing.assert_array_equal(out, expected)
 
@@ -256,8 +319,9 @@ import edgert
 from tests.native.support import run_op
 from tests.native.test_quantized_conv import conv_inputs
 x, weight, scales, zero_points, bias = conv_inputs((2, 16, 30, 31), (24, 8, 3, 3), 11)
+static = [np.array([0.01], np.float32), np.array([2], np.int32)]
 cases = [([x, weight, scales, zero_points, bias], {"padding": [1, 1], "groups": 2}),
-         ([x, weight, scales, zero_points, bias, np.array([0.01], np.float32), np.array([2], np.int32)],
+         ([x, weight, scales, zero_points, bias, *static],
           {"stride": [2, 1], "activation": "relu", "groups": 2})]
 hashes = {}
 for threads in (1, 2):
@@ -269,7 +333,9 @@ print(json.dumps(hashes))
 """
 
 
-def test_every_instruction_set_and_thread_count_gives_the_same_bytes(native_install: NativeInstall) -> None:
+def test_every_instruction_set_and_thread_count_gives_the_same_bytes(
+    native_install: NativeInstall,
+) -> None:
     results = {}
     for isa in ("portable", "avx2", "avx512"):
         environment = {"EDGERT_KERNELS_ISA": isa, "PYTHONPATH": f"{native_install.prefix}:{ROOT}"}
