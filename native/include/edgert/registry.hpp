@@ -25,9 +25,26 @@ struct KernelContext {
   std::vector<const Tensor*> inputs;        // null for an absent optional input
   const Attributes* attributes = nullptr;
   std::vector<Tensor>* outputs = nullptr;   // sized to the node's outputs; the kernel fills them
+  // What the operator's prepare function made for this node (null when it has none or it
+  // kept nothing). Immutable: several runs, of several programs, may read it at once.
+  const void* prepared = nullptr;
 };
 
 using KernelFn = Status (*)(KernelContext& context);
+
+// What a kernel sees of a node when a program prepares (on its first run): the constants
+// among its inputs (null for a run-time value or an absent input) and its attributes.
+struct PrepareContext {
+  const char* op = nullptr;
+  std::vector<const Tensor*> constants;
+  const Attributes* attributes = nullptr;
+};
+
+// Computes once per node what every run reuses (weights packed into the layout the kernel
+// reads, ...). Leaves `state` null to keep nothing; an error fails the first run, naming the
+// node. The state must not depend on anything but the context: programs holding the same
+// constants and attributes may share it (docs/kernels.md).
+using PrepareFn = Status (*)(const PrepareContext& context, std::shared_ptr<const void>& state);
 
 struct OperatorEntry {
   std::string name;
@@ -36,7 +53,9 @@ struct OperatorEntry {
 
 // Aborts the process on a duplicate name. Returns true so it can initialize a static.
 EDGERT_API bool register_operator(const char* name, KernelFn kernel);
+EDGERT_API bool register_operator(const char* name, KernelFn kernel, PrepareFn prepare);
 EDGERT_API KernelFn find_operator(const std::string& name);  // null when not registered
+EDGERT_API PrepareFn find_operator_prepare(const std::string& name);  // null: none
 EDGERT_API std::vector<OperatorEntry> list_operators();     // sorted by name
 
 // What a backend keeps for one claimed run of nodes of one program: made once, on the first
@@ -99,6 +118,13 @@ EDGERT_API std::vector<OperatorEntry> list_backends();  // name + owning library
       EDGERT_CONCAT(edgert_registration_record_, __LINE__)[] = "op:" name_literal;        \
   static const bool EDGERT_CONCAT(edgert_registered_, __LINE__) =                         \
       ::edgert::register_operator(name_literal, kernel)
+
+// An operator with a prepare function (PrepareFn above).
+#define EDGERT_REGISTER_PREPARED_OPERATOR(name_literal, kernel, prepare)                 \
+  __attribute__((used, section(EDGERT_REGISTRATION_SECTION))) static const char          \
+      EDGERT_CONCAT(edgert_registration_record_, __LINE__)[] = "op:" name_literal;        \
+  static const bool EDGERT_CONCAT(edgert_registered_, __LINE__) =                         \
+      ::edgert::register_operator(name_literal, kernel, prepare)
 
 #define EDGERT_REGISTER_BACKEND(name_literal, backend_object)                            \
   __attribute__((used, section(EDGERT_REGISTRATION_SECTION))) static const char          \

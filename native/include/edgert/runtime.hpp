@@ -52,6 +52,9 @@ class EDGERT_API Program {
     size_t first = 0;
     size_t count = 1;
     KernelFn kernel = nullptr;
+    PrepareFn prepare_kernel = nullptr;         // the kernel's prepare function, or null
+    bool kernel_prepared = false;               // prepare_kernel ran (on the first run)
+    std::shared_ptr<const void> kernel_state;   // what it made (may be null)
     std::shared_ptr<Prepared> prepared;  // the backend's state for these nodes
   };
 

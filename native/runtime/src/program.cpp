@@ -136,6 +136,7 @@ Status Program::plan() {
     } else {
       const std::string& op = graph_.nodes[first].op;
       step.kernel = find_operator(op);
+      step.prepare_kernel = find_operator_prepare(op);
       if (step.kernel == nullptr) {
         return Status(Code::NotFound, "unknown operator '" + op + "' (node " +
                                           std::to_string(first) + ")" + provider_hint(op));

@@ -7,9 +7,11 @@
 namespace edgert {
 namespace {
 
-Status run_kernel(const Node& node, KernelFn kernel, std::vector<Tensor>& values) {
+Status run_kernel(const Node& node, KernelFn kernel, const void* prepared,
+                  std::vector<Tensor>& values) {
   KernelContext context;
   context.op = node.op.c_str();
+  context.prepared = prepared;
   context.attributes = &node.attributes;
   for (int32_t index : node.inputs) context.inputs.push_back(index < 0 ? nullptr : &values[index]);
   std::vector<Tensor> outputs(node.outputs.size());
@@ -22,6 +24,22 @@ Status run_kernel(const Node& node, KernelFn kernel, std::vector<Tensor>& values
     }
     values[node.outputs[i]] = std::move(outputs[i]);
   }
+  return Status::success();
+}
+
+// The kernel's own state for a node (packed weights), made on its first run from the node's
+// constant inputs and attributes.
+Status prepare_kernel(const Graph& graph, const Node& node, PrepareFn prepare,
+                      std::shared_ptr<const void>& state) {
+  PrepareContext context;
+  context.op = node.op.c_str();
+  context.attributes = &node.attributes;
+  for (int32_t index : node.inputs) {
+    const bool constant = index >= 0 && graph.values[static_cast<size_t>(index)].is_constant;
+    context.constants.push_back(constant ? &graph.values[static_cast<size_t>(index)].constant : nullptr);
+  }
+  Status status = prepare(context, state);
+  if (!status.ok()) return Status(status.code(), node.op + ": preparing: " + status.message());
   return Status::success();
 }
 
@@ -69,7 +87,12 @@ Status Program::run_checked() {
   delegated_.clear();
   for (Step& step : steps_) {
     if (step.backend == nullptr) {
-      EDGERT_RETURN_IF_ERROR(run_kernel(graph_.nodes[step.first], step.kernel, values_));
+      const Node& node = graph_.nodes[step.first];
+      if (step.prepare_kernel != nullptr && !step.kernel_prepared) {
+        EDGERT_RETURN_IF_ERROR(prepare_kernel(graph_, node, step.prepare_kernel, step.kernel_state));
+        step.kernel_prepared = true;
+      }
+      EDGERT_RETURN_IF_ERROR(run_kernel(node, step.kernel, step.kernel_state.get(), values_));
       continue;
     }
     if (step.prepared == nullptr) {

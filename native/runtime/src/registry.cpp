@@ -103,8 +103,13 @@ class Table {
 
 // Leaked on purpose: registrations happen from static initializers of other libraries and
 // lookups may happen during their static destruction.
-Table<KernelFn>& operators() {
-  static auto* table = new Table<KernelFn>();
+struct OperatorFunctions {
+  KernelFn kernel = nullptr;
+  PrepareFn prepare = nullptr;
+};
+
+Table<OperatorFunctions>& operators() {
+  static auto* table = new Table<OperatorFunctions>();
   return *table;
 }
 
@@ -145,11 +150,18 @@ Status Backend::prepare(const Graph& graph, size_t first, size_t count,
 }
 
 bool register_operator(const char* name, KernelFn kernel) {
-  operators().add("operator", name ? name : "", kernel, reinterpret_cast<const void*>(kernel));
+  return register_operator(name, kernel, nullptr);
+}
+
+bool register_operator(const char* name, KernelFn kernel, PrepareFn prepare) {
+  operators().add("operator", name ? name : "", OperatorFunctions{kernel, prepare},
+                  reinterpret_cast<const void*>(kernel));
   return true;
 }
 
-KernelFn find_operator(const std::string& name) { return operators().find(name); }
+KernelFn find_operator(const std::string& name) { return operators().find(name).kernel; }
+
+PrepareFn find_operator_prepare(const std::string& name) { return operators().find(name).prepare; }
 
 std::vector<OperatorEntry> list_operators() { return operators().list(); }
 
