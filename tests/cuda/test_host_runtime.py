@@ -100,3 +100,14 @@ def test_without_a_device_the_reason_is_given(cuda_build, stand_in: Path) -> Non
     result = scenario(cuda_build, stand_in, "no-device", HOST_CUDART_DEVICES="0")
     assert result["default_on_cuda"] == 0
     assert "no usable CUDA GPU" in result["error"] and "compute capability" in result["error"]
+
+
+def test_exported_models_mix_the_delegate_and_the_cpu_kernels(cuda_build, stand_in: Path) -> None:  # type: ignore[no-untyped-def]
+    """The delegate claims only the nodes it implements (linear, add, relu, softmax); the
+    other operators of a PyTorch model run on the CPU kernels in the same program."""
+    result = scenario(cuda_build, stand_in, "mixed")
+    for name, model in result.items():
+        assert 0 < model["delegated"] < model["nodes"], (name, model)
+        assert model["matches_cpu"] and model["matches_eager"], (name, model)
+    assert result["cnn"]["delegated"] == 1  # only the final linear
+    assert result["mlp"]["delegated"] == 5  # linear-relu-linear, then linear-softmax: not gelu

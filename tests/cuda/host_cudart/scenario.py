@@ -2,7 +2,7 @@
 only libcudart is the stand-in (LD_LIBRARY_PATH) and whose edgert is the CUDA build's site
 (PYTHONPATH). Prints one JSON object.
 
-    python scenario.py prepared|fault|fork|no-device"""
+    python scenario.py prepared|fault|fork|no-device|mixed"""
 
 from __future__ import annotations
 
@@ -170,7 +170,33 @@ def no_device() -> dict[str, object]:
     return {"default_on_cuda": on_default_backends(inputs), "error": error}
 
 
-SCENARIOS = {"prepared": prepared, "fault": fault, "fork": fork, "no-device": no_device}
+def mixed() -> dict[str, object]:
+    """Models exported from PyTorch hold many operators the delegate does not run: it claims
+    its own runs of nodes and the CPU kernels run the rest, in one program, on the default
+    backends."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+    import torch
+
+    from edgert.export import from_torch, read_program
+    from tests.native.torch_models import CASES
+    result: dict[str, object] = {}
+    for case in (c for c in CASES if c.name in ("encoder", "cnn", "mlp")):
+        data = from_torch(case.make(), case.example, dynamic_shapes=case.dynamic, check=False)
+        inputs = [t.numpy() for t in case.inputs[-1]]
+        default, cpu = edgert.load(data), on(data, [])
+        got = default.run(inputs)
+        with torch.no_grad():
+            eager = case.make()(*case.inputs[-1])
+        result[case.name] = {
+            "nodes": len(read_program(data).nodes),
+            "delegated": default.delegated_nodes("cuda"),
+            "matches_cpu": same(got, cpu.run(inputs)),
+            "matches_eager": same(got, [eager.numpy()])}
+    return result
+
+
+SCENARIOS = {"prepared": prepared, "fault": fault, "fork": fork, "no-device": no_device,
+             "mixed": mixed}
 
 if __name__ == "__main__":
     print(json.dumps(SCENARIOS[sys.argv[1]]()))
