@@ -177,12 +177,14 @@ EDGERT_SIMD_INLINE V round_small(const V& x) {
 }
 
 // Round half to even over the whole float range (as std::nearbyint in the default rounding
-// mode): from 2^23 up every float is an integer; the sign is kept (-0.3 gives -0).
+// mode): from 2^23 up every float is an integer; the sign is kept (-0.3 gives -0). (Written
+// as a copysign of a select: clang 22 compiles select(m, copysign(r, x), x) at 16 lanes to a
+// vpternlogd with a wrong truth table.)
 template <class V>
 EDGERT_SIMD_INLINE V round_half_even(const V& x) {
   const V magnitude = abs(x);
   const V rounded = (magnitude + 8388608.0f) - 8388608.0f;
-  return select(magnitude < 8388608.0f, copysign(rounded, x), x);
+  return copysign(select(magnitude < 8388608.0f, rounded, magnitude), x);
 }
 
 template <class V>
@@ -263,18 +265,19 @@ constexpr float kP4 = 1.6666665459e-1f;
 constexpr float kP5 = 5.0000001201e-1f;
 }  // namespace exp_constants
 
-// e^x over the whole float range: x = n·ln2 + r (Cody-Waite, |r| <= ln2/2), e^r from Cephes'
-// degree-5 polynomial, then two exact-or-final multiplications by 2^(n/2) and 2^(n - n/2),
-// so results below FLT_MIN come out as correctly scaled subnormals (gradual underflow) and
-// results over FLT_MAX as inf. NaN stays NaN; -inf gives 0, inf gives inf.
+namespace detail {
+// e^x · 2^k for integer lanes k in [0, 64]: x = n·ln2 + r (Cody-Waite, |r| <= ln2/2), e^r
+// from Cephes' degree-5 polynomial, then two multiplications by 2^((n+k)/2) and
+// 2^(n+k - (n+k)/2): the first is exact, the second rounds once, so results below FLT_MIN
+// come out as correctly rounded subnormals and results over FLT_MAX as inf. x must not be
+// NaN; below -104 - k·ln2 (where the result rounds to 0) x is taken as that bound.
 template <class V>
-EDGERT_SIMD_INLINE V exp(const V& x) {
+EDGERT_SIMD_INLINE V exp_scaled(const V& x, const Mask<V>& k) {
   using namespace exp_constants;
-  const Mask<V> nan = is_nan(x);
-  V t = select(nan, V{}, x);  // keeps the integer conversion below defined
-  t = select(t < kLowest, splat<V>(kLowest), t);
+  const V lowest = kLowest - __builtin_convertvector(k, V) * 0.693147181f;
+  V t = select(x < lowest, lowest, x);
   t = select(t > kHighest, splat<V>(kHighest), t);
-  const V n = round_small(t * kLog2e);  // in [-150, 128]
+  const V n = round_small(t * kLog2e);  // in [-150 - k, 128]
   V r = t - n * kLn2High;
   r = r - n * kLn2Low;
   V p = splat<V>(kP0);
@@ -284,10 +287,18 @@ EDGERT_SIMD_INLINE V exp(const V& x) {
   p = p * r + kP4;
   p = p * r + kP5;
   const V e = p * (r * r) + r + 1.0f;
-  const Mask<V> k = __builtin_convertvector(n, Mask<V>);
-  const Mask<V> half = k >> 1;  // both halves in [-75, 64]: normal powers of two
-  const V result = (e * power_of_two<V>(half)) * power_of_two<V>(k - half);
-  return select(nan, x, result);
+  const Mask<V> total = __builtin_convertvector(n, Mask<V>) + k;  // in [-150, 128 + k]
+  const Mask<V> half = total >> 1;  // both halves in [-75, 96]: normal powers of two
+  return (e * power_of_two<V>(half)) * power_of_two<V>(total - half);
+}
+}  // namespace detail
+
+// e^x over the whole float range (detail::exp_scaled with k = 0): gradual underflow to
+// subnormals and 0, overflow to inf; NaN stays NaN, -inf gives 0, inf gives inf.
+template <class V>
+EDGERT_SIMD_INLINE V exp(const V& x) {
+  const Mask<V> nan = is_nan(x);
+  return select(nan, x, detail::exp_scaled(select(nan, V{}, x), Mask<V>{}));
 }
 
 // ---------------------------------------------------------------- log
@@ -349,12 +360,26 @@ EDGERT_SIMD_INLINE V tanh(const V& x) {
   return copysign(select(a < 0.625f, small, large), x);
 }
 
-// 1 / (1 + e^-x), computed as e^-|x| / (1 + e^-|x|) for x < 0 so that no exponential
-// overflows and results below FLT_MIN come out as subnormals. NaN stays NaN.
+// 1 / (1 + e^-x); below -80, where 1 + e^-x is e^-x to float precision, as e^x (which
+// keeps its precision down to the subnormals instead of overflowing). NaN stays NaN.
 template <class V>
 EDGERT_SIMD_INLINE V sigmoid(const V& x) {
-  const V e = exp(-abs(x));
-  return select(x < 0.0f, e, splat<V>(1.0f)) / (1.0f + e);
+  const Mask<V> tiny = x < -80.0f;
+  const V e = exp(select(tiny, x, -x));  // e^-x; e^x below -80
+  return select(tiny, e, splat<V>(1.0f)) / (1.0f + e);
+}
+
+// x / (1 + e^-x) (torch's formula); below -80 as (x · e^x·2^64) · 2^-64, so that nothing
+// overflows and the small results keep their precision down to the subnormals; below -110
+// the result is -0 (|x·e^x| is under half the smallest subnormal there). NaN stays NaN;
+// silu(-inf) is NaN (-inf · sigmoid(-inf) = -inf · 0, as torch).
+template <class V>
+EDGERT_SIMD_INLINE V silu(const V& x) {
+  const Mask<V> nan = is_nan(x), tiny = x < -80.0f;
+  const V e = detail::exp_scaled(select(nan, V{}, select(tiny, x, -x)), tiny & 64);
+  V result = select(tiny, (x * e) * 0x1p-64f, x / (1.0f + e));
+  result = select(x < -110.0f, splat<V>(-0.0f), result);
+  return select(nan | (x == -__builtin_inff()), splat<V>(__builtin_nanf("")), result);
 }
 
 // ---------------------------------------------------------------- scalar versions
@@ -376,6 +401,9 @@ EDGERT_SIMD_INLINE float tanh(float x) {
 }
 EDGERT_SIMD_INLINE float sigmoid(float x) {
   return scalar(x, [](const auto& v) { return sigmoid(v); });
+}
+EDGERT_SIMD_INLINE float silu(float x) {
+  return scalar(x, [](const auto& v) { return silu(v); });
 }
 
 // ---------------------------------------------------------------- dispatch
