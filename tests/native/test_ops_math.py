@@ -816,6 +816,7 @@ void outputs_at_width(int lanes, const std::vector<float>& x, std::vector<float>
   if (lanes == 16) return simd::detail::run_avx512(body);
   if (lanes == 8) return simd::detail::run_avx2(body);
 #endif
+  (void)lanes;  // the baseline is the only width elsewhere
   simd::detail::run_baseline(body);
 }
 
