@@ -105,27 +105,13 @@ Status binary_inputs(KernelContext& context, Broadcast& plan) {
 
 // ---------------------------------------------------------------- maximum, minimum
 
-// The scalar form of simd::maximum / simd::minimum: a NaN in either input gives that NaN (a's
-// when both are); +0 is greater than -0.
-float float_extreme(float a, float b, bool greatest) {
-  if (a != a) return a;
-  if (b != b) return b;
-  if (a == b) {
-    uint32_t x, y;
-    std::memcpy(&x, &a, sizeof(x));
-    std::memcpy(&y, &b, sizeof(y));
-    const uint32_t bits = greatest ? (x & y) : (x | y);
-    std::memcpy(&a, &bits, sizeof(a));
-    return a;
-  }
-  return (a > b) == greatest ? a : b;
-}
-
 template <bool Greatest>
 void extreme_floats(const float* a, int64_t a_step, const float* b, int64_t b_step, float* out,
                     int64_t count) {
   if (a_step > 1 || b_step > 1 || a_step < 0 || b_step < 0) {
-    for (int64_t i = 0; i < count; ++i) out[i] = float_extreme(a[i * a_step], b[i * b_step], Greatest);
+    for (int64_t i = 0; i < count; ++i) {
+      out[i] = Greatest ? simd::maximum(a[i * a_step], b[i * b_step]) : simd::minimum(a[i * a_step], b[i * b_step]);
+    }
     return;
   }
   simd::map2(a, a_step, b, b_step, out, count, [](const auto& x, const auto& y) {
@@ -178,7 +164,8 @@ Status pow_kernel(KernelContext& context) {
   EDGERT_RETURN_IF_ERROR(binary_inputs(context, plan));
   const Tensor& a = *context.inputs[0];
   if (a.dtype() != DType::Float32) return unsupported(context, a.dtype(), "float32");
-  (*context.outputs)[0] = map_binary<float, float>(plan, a, *context.inputs[1], DType::Float32, power, kPowGrain);
+  (*context.outputs)[0] = map_binary<float, float>(plan, a, *context.inputs[1], DType::Float32,
+                                                   [](float x, float y) { return power(x, y); }, kPowGrain);
   return Status::success();
 }
 
@@ -188,7 +175,7 @@ enum class Comparison { Equal, NotEqual, Less, LessEqual, Greater, GreaterEqual 
 
 // IEEE comparisons: every one with a NaN is false, except not_equal.
 template <Comparison C, class T>
-uint8_t compare(T a, T b) {
+EDGERT_SIMD_INLINE uint8_t compare(T a, T b) {
   if constexpr (C == Comparison::Equal) return a == b;
   else if constexpr (C == Comparison::NotEqual) return a != b;
   else if constexpr (C == Comparison::Less) return a < b;
@@ -204,11 +191,12 @@ Status comparison_kernel(KernelContext& context) {
   const Tensor& a = *context.inputs[0];
   const Tensor& b = *context.inputs[1];
   constexpr bool equality = C == Comparison::Equal || C == Comparison::NotEqual;
+  auto comparison = [](auto x, auto y) { return compare<C>(x, y); };
   Tensor& out = (*context.outputs)[0];
   switch (a.dtype()) {
-    case DType::Float32: out = map_binary<float, uint8_t>(plan, a, b, DType::Bool, compare<C, float>); break;
-    case DType::Int32: out = map_binary<int32_t, uint8_t>(plan, a, b, DType::Bool, compare<C, int32_t>); break;
-    case DType::Int64: out = map_binary<int64_t, uint8_t>(plan, a, b, DType::Bool, compare<C, int64_t>); break;
+    case DType::Float32: out = map_binary<float, uint8_t>(plan, a, b, DType::Bool, comparison); break;
+    case DType::Int32: out = map_binary<int32_t, uint8_t>(plan, a, b, DType::Bool, comparison); break;
+    case DType::Int64: out = map_binary<int64_t, uint8_t>(plan, a, b, DType::Bool, comparison); break;
     case DType::Bool:
       if (equality) {  // any non-zero byte is true
         out = map_binary<uint8_t, uint8_t>(plan, a, b, DType::Bool, [](uint8_t x, uint8_t y) {

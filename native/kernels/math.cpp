@@ -27,7 +27,7 @@ template <Function F, class V>
 EDGERT_SIMD_INLINE V apply(const V& x) {
   if constexpr (F == Function::Sigmoid) return simd::sigmoid(x);
   else if constexpr (F == Function::Tanh) return simd::tanh(x);
-  else if constexpr (F == Function::Silu) return x * simd::sigmoid(x);
+  else if constexpr (F == Function::Silu) return simd::silu(x);
   else if constexpr (F == Function::Hardswish) {
     return x * simd::minimum(simd::maximum(x + 3.0f, V{}), simd::splat<V>(6.0f)) / 6.0f;
   } else if constexpr (F == Function::Hardsigmoid) {

@@ -234,27 +234,16 @@ T wrapped_sum(const T* x, int64_t length, int64_t step) {
   return result;
 }
 
-// The scalar form of simd::maximum / minimum: the first NaN wins; +0 is greater than -0.
-float float_extreme(float a, float b, bool greatest) {
-  if (a != a) return a;
-  if (b != b) return b;
-  if (a == b) {
-    uint32_t x, y;
-    std::memcpy(&x, &a, sizeof(x));
-    std::memcpy(&y, &b, sizeof(y));
-    const uint32_t bits = greatest ? (x & y) : (x | y);
-    std::memcpy(&a, &bits, sizeof(a));
-    return a;
-  }
-  return (a > b) == greatest ? a : b;
-}
-
 template <class T, bool Greatest>
 T extreme(const T* x, int64_t length, int64_t step) {
   T result = x[0];
   for (int64_t r = 1; r < length; ++r) {
-    if constexpr (std::is_same_v<T, float>) result = float_extreme(result, x[r * step], Greatest);
-    else result = Greatest ? std::max(result, x[r * step]) : std::min(result, x[r * step]);
+    const T value = x[r * step];
+    if constexpr (std::is_same_v<T, float>) {
+      result = Greatest ? simd::maximum(result, value) : simd::minimum(result, value);
+    } else {
+      result = Greatest ? std::max(result, value) : std::min(result, value);
+    }
   }
   return result;
 }

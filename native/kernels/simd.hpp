@@ -167,6 +167,22 @@ EDGERT_SIMD_INLINE V minimum(const V& a, const V& b) {
   return select(is_nan(a), a, result);
 }
 
+// The scalar forms of maximum and minimum (no arithmetic, so plain code gives the same
+// result as every vector lane).
+inline float maximum(float a, float b) {
+  if (a != a) return a;
+  if (b != b) return b;
+  if (a == b) return bit_cast<float>(bit_cast<uint32_t>(a) & bit_cast<uint32_t>(b));
+  return a > b ? a : b;
+}
+
+inline float minimum(float a, float b) {
+  if (a != a) return a;
+  if (b != b) return b;
+  if (a == b) return bit_cast<float>(bit_cast<uint32_t>(a) | bit_cast<uint32_t>(b));
+  return a < b ? a : b;
+}
+
 // ---------------------------------------------------------------- rounding
 
 // x rounded to an integer, halfway cases to even, for |x| <= 2^22 (the argument reductions
@@ -177,12 +193,14 @@ EDGERT_SIMD_INLINE V round_small(const V& x) {
 }
 
 // Round half to even over the whole float range (as std::nearbyint in the default rounding
-// mode): from 2^23 up every float is an integer; the sign is kept (-0.3 gives -0).
+// mode): from 2^23 up every float is an integer; the sign is kept (-0.3 gives -0). (Written
+// as a copysign of a select: clang 22 compiles select(m, copysign(r, x), x) at 16 lanes to a
+// vpternlogd with a wrong truth table.)
 template <class V>
 EDGERT_SIMD_INLINE V round_half_even(const V& x) {
   const V magnitude = abs(x);
   const V rounded = (magnitude + 8388608.0f) - 8388608.0f;
-  return select(magnitude < 8388608.0f, copysign(rounded, x), x);
+  return copysign(select(magnitude < 8388608.0f, rounded, magnitude), x);
 }
 
 template <class V>
@@ -263,18 +281,19 @@ constexpr float kP4 = 1.6666665459e-1f;
 constexpr float kP5 = 5.0000001201e-1f;
 }  // namespace exp_constants
 
-// e^x over the whole float range: x = n·ln2 + r (Cody-Waite, |r| <= ln2/2), e^r from Cephes'
-// degree-5 polynomial, then two exact-or-final multiplications by 2^(n/2) and 2^(n - n/2),
-// so results below FLT_MIN come out as correctly scaled subnormals (gradual underflow) and
-// results over FLT_MAX as inf. NaN stays NaN; -inf gives 0, inf gives inf.
+namespace detail {
+// e^x · 2^k for integer lanes k in [0, 64]: x = n·ln2 + r (Cody-Waite, |r| <= ln2/2), e^r
+// from Cephes' degree-5 polynomial, then two multiplications by 2^((n+k)/2) and
+// 2^(n+k - (n+k)/2): the first is exact, the second rounds once, so results below FLT_MIN
+// come out as correctly rounded subnormals and results over FLT_MAX as inf. x must not be
+// NaN; below -104 - k·ln2 (where the result rounds to 0) x is taken as that bound.
 template <class V>
-EDGERT_SIMD_INLINE V exp(const V& x) {
+EDGERT_SIMD_INLINE V exp_scaled(const V& x, const Mask<V>& k) {
   using namespace exp_constants;
-  const Mask<V> nan = is_nan(x);
-  V t = select(nan, V{}, x);  // keeps the integer conversion below defined
-  t = select(t < kLowest, splat<V>(kLowest), t);
+  const V lowest = kLowest - __builtin_convertvector(k, V) * 0.693147181f;
+  V t = select(x < lowest, lowest, x);
   t = select(t > kHighest, splat<V>(kHighest), t);
-  const V n = round_small(t * kLog2e);  // in [-150, 128]
+  const V n = round_small(t * kLog2e);  // in [-150 - k, 128]
   V r = t - n * kLn2High;
   r = r - n * kLn2Low;
   V p = splat<V>(kP0);
@@ -284,10 +303,38 @@ EDGERT_SIMD_INLINE V exp(const V& x) {
   p = p * r + kP4;
   p = p * r + kP5;
   const V e = p * (r * r) + r + 1.0f;
-  const Mask<V> k = __builtin_convertvector(n, Mask<V>);
-  const Mask<V> half = k >> 1;  // both halves in [-75, 64]: normal powers of two
-  const V result = (e * power_of_two<V>(half)) * power_of_two<V>(k - half);
-  return select(nan, x, result);
+  const Mask<V> total = __builtin_convertvector(n, Mask<V>) + k;  // in [-150, 128 + k]
+  const Mask<V> half = total >> 1;  // both halves in [-75, 96]: normal powers of two
+  return (e * power_of_two<V>(half)) * power_of_two<V>(total - half);
+}
+}  // namespace detail
+
+namespace detail {
+// e^x for x in [-87, 88] (results normal floats; no NaN): the arithmetic of exp_scaled with
+// k = 0 and one multiplication by 2^n, which gives the same bits in that range.
+template <class V>
+EDGERT_SIMD_INLINE V exp_normal(const V& x) {
+  using namespace exp_constants;
+  const V n = round_small(x * kLog2e);
+  V r = x - n * kLn2High;
+  r = r - n * kLn2Low;
+  V p = splat<V>(kP0);
+  p = p * r + kP1;
+  p = p * r + kP2;
+  p = p * r + kP3;
+  p = p * r + kP4;
+  p = p * r + kP5;
+  const V e = p * (r * r) + r + 1.0f;
+  return e * power_of_two<V>(__builtin_convertvector(n, Mask<V>));
+}
+}  // namespace detail
+
+// e^x over the whole float range (detail::exp_scaled with k = 0): gradual underflow to
+// subnormals and 0, overflow to inf; NaN stays NaN, -inf gives 0, inf gives inf.
+template <class V>
+EDGERT_SIMD_INLINE V exp(const V& x) {
+  const Mask<V> nan = is_nan(x);
+  return select(nan, x, detail::exp_scaled(select(nan, V{}, x), Mask<V>{}));
 }
 
 // ---------------------------------------------------------------- log
@@ -298,9 +345,15 @@ constexpr float kSqrtHalf = 0.707106781186547524f;
 constexpr float kLn2High = 0.693359375f;
 constexpr float kLn2Low = -2.12194440e-4f;
 // Cephes' logf polynomial for (log(1 + f) - f + f²/2) / f³ on sqrt(1/2) - 1 <= f < sqrt(2) - 1.
-constexpr float kP[9] = {7.0376836292e-2f, -1.1514610310e-1f, 1.1676998740e-1f,
-                         -1.2420140846e-1f, 1.4249322787e-1f, -1.6668057665e-1f,
-                         2.0000714765e-1f, -2.4999993993e-1f, 3.3333331174e-1f};
+constexpr float kP0 = 7.0376836292e-2f;
+constexpr float kP1 = -1.1514610310e-1f;
+constexpr float kP2 = 1.1676998740e-1f;
+constexpr float kP3 = -1.2420140846e-1f;
+constexpr float kP4 = 1.4249322787e-1f;
+constexpr float kP5 = -1.6668057665e-1f;
+constexpr float kP6 = 2.0000714765e-1f;
+constexpr float kP7 = -2.4999993993e-1f;
+constexpr float kP8 = 3.3333331174e-1f;
 }  // namespace log_constants
 
 // The natural logarithm: x = 2^e · m with m in [sqrt(1/2), sqrt(2)) (subnormal x scaled by 2^23
@@ -318,8 +371,15 @@ EDGERT_SIMD_INLINE V log(const V& x) {
   const V f = select(below, mantissa + mantissa, mantissa) - 1.0f;
   const V e = __builtin_convertvector(exponent, V);
   const V z = f * f;
-  V y = splat<V>(kP[0]);
-  for (int i = 1; i < 9; ++i) y = y * f + kP[i];
+  V y = splat<V>(kP0);  // written out: GCC -O2 keeps a loop here as a loop
+  y = y * f + kP1;
+  y = y * f + kP2;
+  y = y * f + kP3;
+  y = y * f + kP4;
+  y = y * f + kP5;
+  y = y * f + kP6;
+  y = y * f + kP7;
+  y = y * f + kP8;
   y = y * f * z;
   y = y + kLn2Low * e;
   y = y - 0.5f * z;
@@ -334,7 +394,8 @@ EDGERT_SIMD_INLINE V log(const V& x) {
 // ---------------------------------------------------------------- tanh, sigmoid
 
 // tanh: for |x| < 0.625 Cephes' odd polynomial x + x³·P(x²), above it 1 - 2 / (e^(2|x|) + 1)
-// (1 once e^(2|x|) overflows); the sign of x put back last, so tanh(-0) = -0.
+// with 2|x| capped at 18.2 (from 9.1 on the result rounds to 1); the sign of x put back last,
+// so tanh(-0) = -0. A NaN takes the polynomial, which keeps it.
 template <class V>
 EDGERT_SIMD_INLINE V tanh(const V& x) {
   const V a = abs(x);
@@ -345,16 +406,32 @@ EDGERT_SIMD_INLINE V tanh(const V& x) {
   p = p * z + 1.33314422036e-1f;
   p = p * z - 3.33332819422e-1f;
   const V small = p * z * a + a;
-  const V large = 1.0f - 2.0f / (exp(a + a) + 1.0f);
-  return copysign(select(a < 0.625f, small, large), x);
+  const V twice = a + a;
+  const V capped = select(twice < 18.2f, twice, splat<V>(18.2f));  // NaN too: its lane is small
+  const V large = 1.0f - 2.0f / (detail::exp_normal(capped) + 1.0f);
+  return copysign(select(a >= 0.625f, large, small), x);
 }
 
-// 1 / (1 + e^-x), computed as e^-|x| / (1 + e^-|x|) for x < 0 so that no exponential
-// overflows and results below FLT_MIN come out as subnormals. NaN stays NaN.
+// 1 / (1 + e^-x); below -80, where 1 + e^-x is e^-x to float precision, as e^x (which
+// keeps its precision down to the subnormals instead of overflowing). NaN stays NaN.
 template <class V>
 EDGERT_SIMD_INLINE V sigmoid(const V& x) {
-  const V e = exp(-abs(x));
-  return select(x < 0.0f, e, splat<V>(1.0f)) / (1.0f + e);
+  const Mask<V> tiny = x < -80.0f;
+  const V e = exp(select(tiny, x, -x));  // e^-x; e^x below -80
+  return select(tiny, e, splat<V>(1.0f)) / (1.0f + e);
+}
+
+// x / (1 + e^-x) (torch's formula); below -80 as (x · e^x·2^64) · 2^-64, so that nothing
+// overflows and the small results keep their precision down to the subnormals; below -110
+// the result is -0 (|x·e^x| is under half the smallest subnormal there). NaN stays NaN;
+// silu(-inf) is NaN (-inf · sigmoid(-inf) = -inf · 0, as torch).
+template <class V>
+EDGERT_SIMD_INLINE V silu(const V& x) {
+  const Mask<V> nan = is_nan(x), tiny = x < -80.0f;
+  const V e = detail::exp_scaled(select(nan, V{}, select(tiny, x, -x)), tiny & 64);
+  V result = select(tiny, (x * e) * 0x1p-64f, x / (1.0f + e));
+  result = select(x < -110.0f, splat<V>(-0.0f), result);
+  return select(nan | (x == -__builtin_inff()), splat<V>(__builtin_nanf("")), result);
 }
 
 // ---------------------------------------------------------------- scalar versions
@@ -376,6 +453,9 @@ EDGERT_SIMD_INLINE float tanh(float x) {
 }
 EDGERT_SIMD_INLINE float sigmoid(float x) {
   return scalar(x, [](const auto& v) { return sigmoid(v); });
+}
+EDGERT_SIMD_INLINE float silu(float x) {
+  return scalar(x, [](const auto& v) { return silu(v); });
 }
 
 // ---------------------------------------------------------------- dispatch
@@ -417,7 +497,7 @@ inline void dispatch(Body&& body) {
 // out[i] = fn(x[i]) for i < count, fn a generic function of one float vector (out may be x).
 template <class Fn>
 inline void map(const float* x, float* out, int64_t count, Fn fn) {
-  dispatch([&](auto width) {
+  dispatch([x, out, count, &fn](auto width) {  // copies: the loop keeps them in registers
     using V = typename decltype(width)::Float;
     constexpr int64_t kLanes = decltype(width)::lanes;
     int64_t i = 0;
@@ -431,7 +511,7 @@ inline void map(const float* x, float* out, int64_t count, Fn fn) {
 template <class Fn>
 inline void map2(const float* a, int64_t a_step, const float* b, int64_t b_step, float* out,
                  int64_t count, Fn fn) {
-  dispatch([&](auto width) {
+  dispatch([a, a_step, b, b_step, out, count, &fn](auto width) {  // copies, as in map
     using V = typename decltype(width)::Float;
     constexpr int64_t kLanes = decltype(width)::lanes;
     int64_t i = 0;
