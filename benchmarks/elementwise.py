@@ -65,23 +65,62 @@ def _positive(size: int, seed: int) -> np.ndarray:
 
 
 CASES = [
-    Case("exp", "edgert::exp", lambda n: [_random(n, 1)], lambda a: np.exp(a[0]),
-         lambda a, out: np.exp(a[0], out=out)),
-    Case("log", "edgert::log", lambda n: [_positive(n, 2)], lambda a: np.log(a[0]),
-         lambda a, out: np.log(a[0], out=out)),
-    Case("tanh", "edgert::tanh", lambda n: [_random(n, 3)], lambda a: np.tanh(a[0]),
-         lambda a, out: np.tanh(a[0], out=out)),
-    Case("sigmoid", "edgert::sigmoid", lambda n: [_random(n, 4)],
-         lambda a: np.float32(1) / (np.float32(1) + np.exp(-a[0])),
-         lambda a, out: _sigmoid_into(a[0], out)),
-    Case("sqrt", "edgert::sqrt", lambda n: [_positive(n, 5)], lambda a: np.sqrt(a[0]),
-         lambda a, out: np.sqrt(a[0], out=out)),
-    Case("abs", "edgert::abs", lambda n: [_random(n, 6)], lambda a: np.abs(a[0]),
-         lambda a, out: np.abs(a[0], out=out)),
-    Case("maximum", "edgert::maximum", lambda n: [_random(n, 7), _random(n, 8)],
-         lambda a: np.maximum(a[0], a[1]), lambda a, out: np.maximum(a[0], a[1], out=out)),
-    Case("where", "edgert::where", lambda n: [_random(n, 9) > 0, _random(n, 10), _random(n, 11)],
-         lambda a: np.where(a[0], a[1], a[2]), chained=1),
+    Case(
+        "exp",
+        "edgert::exp",
+        lambda n: [_random(n, 1)],
+        lambda a: np.exp(a[0]),
+        lambda a, out: np.exp(a[0], out=out),
+    ),
+    Case(
+        "log",
+        "edgert::log",
+        lambda n: [_positive(n, 2)],
+        lambda a: np.log(a[0]),
+        lambda a, out: np.log(a[0], out=out),
+    ),
+    Case(
+        "tanh",
+        "edgert::tanh",
+        lambda n: [_random(n, 3)],
+        lambda a: np.tanh(a[0]),
+        lambda a, out: np.tanh(a[0], out=out),
+    ),
+    Case(
+        "sigmoid",
+        "edgert::sigmoid",
+        lambda n: [_random(n, 4)],
+        lambda a: np.float32(1) / (np.float32(1) + np.exp(-a[0])),
+        lambda a, out: _sigmoid_into(a[0], out),
+    ),
+    Case(
+        "sqrt",
+        "edgert::sqrt",
+        lambda n: [_positive(n, 5)],
+        lambda a: np.sqrt(a[0]),
+        lambda a, out: np.sqrt(a[0], out=out),
+    ),
+    Case(
+        "abs",
+        "edgert::abs",
+        lambda n: [_random(n, 6)],
+        lambda a: np.abs(a[0]),
+        lambda a, out: np.abs(a[0], out=out),
+    ),
+    Case(
+        "maximum",
+        "edgert::maximum",
+        lambda n: [_random(n, 7), _random(n, 8)],
+        lambda a: np.maximum(a[0], a[1]),
+        lambda a, out: np.maximum(a[0], a[1], out=out),
+    ),
+    Case(
+        "where",
+        "edgert::where",
+        lambda n: [_random(n, 9) > 0, _random(n, 10), _random(n, 11)],
+        lambda a: np.where(a[0], a[1], a[2]),
+        chained=1,
+    ),
     Case("sum", "edgert::sum", lambda n: [_random(n, 12)], lambda a: np.sum(a[0]), chains=False),
 ]
 
@@ -112,7 +151,9 @@ def chain_program(edgert: ModuleType, case: Case, arrays: list[np.ndarray], link
     return program
 
 
-def edgert_seconds(edgert: ModuleType, case: Case, arrays: list[np.ndarray], repetitions: int) -> float:
+def edgert_seconds(
+    edgert: ModuleType, case: Case, arrays: list[np.ndarray], repetitions: int
+) -> float:
     """Median time of one node: (chain of LINKS + 1) - (one node), / LINKS."""
     single = chain_program(edgert, case, arrays, 1)
     chain = chain_program(edgert, case, arrays, LINKS + 1)
@@ -159,9 +200,15 @@ def measure(edgert: ModuleType, size: int, repetitions: int, thread_counts: list
             edgert.set_threadpool_size(threads)
             for case in CASES:
                 arrays = case.inputs(size)
-                rows.append((case.name, threads, edgert_seconds(edgert, case, arrays, repetitions),
-                             numpy_seconds(case, arrays, repetitions),
-                             numpy_outputs_seconds(case, arrays, repetitions)))
+                rows.append(
+                    (
+                        case.name,
+                        threads,
+                        edgert_seconds(edgert, case, arrays, repetitions),
+                        numpy_seconds(case, arrays, repetitions),
+                        numpy_outputs_seconds(case, arrays, repetitions),
+                    )
+                )
     edgert.set_threadpool_size(0)
     return rows
 
@@ -169,23 +216,32 @@ def measure(edgert: ModuleType, size: int, repetitions: int, thread_counts: list
 def print_table(rows: list[Row]) -> bool:
     """The ratio (target <= TARGET) is against kernels.py's numpy time; the last two columns
     give numpy's time and the ratio when numpy too writes LINKS distinct outputs."""
-    print(f"{'operator':<9} {'threads':>7} {'edgert ms':>10} {'numpy ms':>9} {'ratio':>6} "
-          f"{f'numpy ms, {LINKS} outputs':>20} {'ratio':>6}")
+    print(
+        f"{'operator':<9} {'threads':>7} {'edgert ms':>10} {'numpy ms':>9} {'ratio':>6} "
+        f"{f'numpy ms, {LINKS} outputs':>20} {'ratio':>6}"
+    )
     met = True
     for name, threads, ours, theirs, outputs in rows:
         ratio = ours / theirs
         met = met and ratio <= TARGET
         flag = "" if ratio <= TARGET else " *"
-        second = f"{outputs * 1e3:>20.3f} {ours / outputs:>6.2f}" if outputs else f"{'-':>20} {'-':>6}"
-        print(f"{name:<9} {threads:>7} {ours * 1e3:>10.3f} {theirs * 1e3:>9.3f} {ratio:>6.2f} {second}{flag}")
+        second = (
+            f"{outputs * 1e3:>20.3f} {ours / outputs:>6.2f}" if outputs else f"{'-':>20} {'-':>6}"
+        )
+        times = f"{ours * 1e3:>10.3f} {theirs * 1e3:>9.3f} {ratio:>6.2f}"
+        print(f"{name:<9} {threads:>7} {times} {second}{flag}")
     print(f"* over the target ({TARGET})")
     return met
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--prefix", type=Path, default=DEFAULT_PREFIX,
-                        help="folder holding the edgert package to measure (an install tree)")
+    parser.add_argument(
+        "--prefix",
+        type=Path,
+        default=DEFAULT_PREFIX,
+        help="folder holding the edgert package to measure (an install tree)",
+    )
     parser.add_argument("--size", type=int, default=1 << 20, help="elements of each operand")
     parser.add_argument("--repetitions", type=int, default=21, help="timed runs per measurement")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="pool sizes")
@@ -193,15 +249,17 @@ def main() -> int:
     rerun_without_openblas_overrides()
     if arguments.prefix.is_dir():
         sys.path.insert(0, str(arguments.prefix))
-    import edgert
-
     import ctypes
+
+    import edgert
 
     kernels = ctypes.CDLL(str(Path(edgert.lib_dir()) / "libedgert_kernels.so"))
     kernels.edgert_kernels_isa.restype = ctypes.c_char_p
     print(f"edgert {edgert.__file__}, kernels: {kernels.edgert_kernels_isa().decode()}")
-    print(f"{arguments.size} float32 elements, median of {arguments.repetitions} runs, numpy "
-          f"{np.__version__}; edgert: one node's time from a chain of {LINKS + 1} minus one node")
+    print(
+        f"{arguments.size} float32 elements, median of {arguments.repetitions} runs, numpy "
+        f"{np.__version__}; edgert: one node's time from a chain of {LINKS + 1} minus one node"
+    )
     rows = measure(edgert, arguments.size, arguments.repetitions, arguments.threads)
     return 0 if print_table(rows) else 1
 

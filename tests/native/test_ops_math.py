@@ -50,9 +50,36 @@ def values(shape: tuple[int, ...], dtype: type = F32, seed: int = 0) -> np.ndarr
 
 
 SPECIAL = np.array(
-    [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 1.17549435e-38, 3.4028235e38,
-     -3.4028235e38, 0.5, -0.5, 1.5, 2.5, -2.5, 3.0, -3.0, 0.625, 88.72283, 88.72284, -87.34,
-     -103.97, -110.5, 8388607.5, -8388607.5, 16777217.0, 1e30, -1e30],
+    [
+        0.0,
+        -0.0,
+        np.inf,
+        -np.inf,
+        np.nan,
+        1e-45,
+        -1e-45,
+        1.17549435e-38,
+        3.4028235e38,
+        -3.4028235e38,
+        0.5,
+        -0.5,
+        1.5,
+        2.5,
+        -2.5,
+        3.0,
+        -3.0,
+        0.625,
+        88.72283,
+        88.72284,
+        -87.34,
+        -103.97,
+        -110.5,
+        8388607.5,
+        -8388607.5,
+        16777217.0,
+        1e30,
+        -1e30,
+    ],
     F32,
 )
 
@@ -145,8 +172,17 @@ def test_transcendental_edge_cases(edgert: ModuleType) -> None:
         "log": [nan, inf, nan, -inf, -inf, nan, math.log(89), nan, nan],
         "tanh": [-1.0, 1.0, nan, -0.0, 0.0, math.tanh(-1), 1.0, -1.0, -1.0],
         "sigmoid": [0.0, 1.0, nan, 0.5, 0.5, 1 / (1 + math.e), 1.0, math.exp(-104), math.exp(-95)],
-        "silu": [nan, inf, nan, -0.0, 0.0, -1 / (1 + math.e), 89.0, -104 * math.exp(-104),
-                 -95 * math.exp(-95)],
+        "silu": [
+            nan,
+            inf,
+            nan,
+            -0.0,
+            0.0,
+            -1 / (1 + math.e),
+            89.0,
+            -104 * math.exp(-104),
+            -95 * math.exp(-95),
+        ],
     }
     for op, wanted in expected.items():
         result = one(edgert, op, [x])
@@ -187,12 +223,18 @@ def test_exact_functions_give_numpys_bytes(edgert: ModuleType, op: str) -> None:
 
 def test_rounding_cases(edgert: ModuleType) -> None:
     x = np.array([0.5, 1.5, 2.5, -0.5, -2.5, -0.3, 0.3, -0.7, 0.7, 8388607.5, 1e30, -0.0], F32)
-    assert_same_floats(one(edgert, "round", [x]),
-                       np.array([0, 2, 2, -0.0, -2, -0.0, 0, -1, 1, 8388608, 1e30, -0.0], F32))
-    assert_same_floats(one(edgert, "floor", [x]),
-                       np.array([0, 1, 2, -1, -3, -1, 0, -1, 0, 8388607, 1e30, -0.0], F32))
-    assert_same_floats(one(edgert, "ceil", [x]),
-                       np.array([1, 2, 3, -0.0, -2, -0.0, 1, -0.0, 1, 8388608, 1e30, -0.0], F32))
+    assert_same_floats(
+        one(edgert, "round", [x]),
+        np.array([0, 2, 2, -0.0, -2, -0.0, 0, -1, 1, 8388608, 1e30, -0.0], F32),
+    )
+    assert_same_floats(
+        one(edgert, "floor", [x]),
+        np.array([0, 1, 2, -1, -3, -1, 0, -1, 0, 8388607, 1e30, -0.0], F32),
+    )
+    assert_same_floats(
+        one(edgert, "ceil", [x]),
+        np.array([1, 2, 3, -0.0, -2, -0.0, 1, -0.0, 1, 8388608, 1e30, -0.0], F32),
+    )
 
 
 def test_erf_matches_float64(edgert: ModuleType) -> None:
@@ -201,15 +243,32 @@ def test_erf_matches_float64(edgert: ModuleType) -> None:
     assert ulp_errors(one(edgert, "erf", [x]), reference).max() <= 1.0
 
 
-UNARY_FLOAT = ["sigmoid", "tanh", "silu", "hardswish", "hardsigmoid", "exp", "log", "sqrt",
-               "rsqrt", "reciprocal", "erf", "floor", "ceil", "round"]
+UNARY_FLOAT = [
+    "sigmoid",
+    "tanh",
+    "silu",
+    "hardswish",
+    "hardsigmoid",
+    "exp",
+    "log",
+    "sqrt",
+    "rsqrt",
+    "reciprocal",
+    "erf",
+    "floor",
+    "ceil",
+    "round",
+]
 
 
 @pytest.mark.parametrize("op", UNARY_FLOAT + ["abs", "neg"])
 def test_unary_functions_agree_with_torch(edgert: ModuleType, op: str) -> None:
     torch = torch_module()
-    functions = {"silu": torch.nn.functional.silu, "hardswish": torch.nn.functional.hardswish,
-                 "hardsigmoid": torch.nn.functional.hardsigmoid}
+    functions = {
+        "silu": torch.nn.functional.silu,
+        "hardswish": torch.nn.functional.hardswish,
+        "hardsigmoid": torch.nn.functional.hardsigmoid,
+    }
     function = functions.get(op) or getattr(torch, op)
     x = np.concatenate([SPECIAL, values((3000,), F32, 2), np.linspace(-12, 12, 2001, dtype=F32)])
     expected = function(torch.from_numpy(x)).numpy()
@@ -244,8 +303,12 @@ def test_integer_abs_and_neg_wrap_around(edgert: ModuleType, dtype: type) -> Non
     x = np.array([info.min, info.min + 1, -7, 0, 7, info.max], dtype)
     abs_result, neg_result = one(edgert, "abs", [x]), one(edgert, "neg", [x])
     assert abs_result.dtype == dtype and neg_result.dtype == dtype
-    np.testing.assert_array_equal(abs_result, np.array([info.min, info.max, 7, 0, 7, info.max], dtype))
-    np.testing.assert_array_equal(neg_result, np.array([info.min, info.max, 7, 0, -7, -info.max], dtype))
+    np.testing.assert_array_equal(
+        abs_result, np.array([info.min, info.max, 7, 0, 7, info.max], dtype)
+    )
+    np.testing.assert_array_equal(
+        neg_result, np.array([info.min, info.max, 7, 0, -7, -info.max], dtype)
+    )
 
 
 @pytest.mark.parametrize("op", ["abs", "neg", "clamp"])
@@ -255,8 +318,14 @@ def test_sign_operators_reject_non_numeric_dtypes(edgert: ModuleType, op: str) -
             one(edgert, op, [np.zeros(3, dtype)])
 
 
-CLAMP_BOUNDS = [{"min": -1.5, "max": 2.0}, {"min": 0.25}, {"max": -0.5}, {"min": 3.0, "max": 1.0},
-                {}, {"min": -2, "max": 4}]
+CLAMP_BOUNDS = [
+    {"min": -1.5, "max": 2.0},
+    {"min": 0.25},
+    {"max": -0.5},
+    {"min": 3.0, "max": 1.0},
+    {},
+    {"min": -2, "max": 4},
+]
 
 
 @pytest.mark.parametrize("bounds", CLAMP_BOUNDS)
@@ -277,15 +346,23 @@ def test_clamp_integers_rounds_bounds_inward(edgert: ModuleType, dtype: type) ->
     result = one(edgert, "clamp", [x], {"min": -2.5, "max": 3.7})
     assert result.dtype == dtype
     np.testing.assert_array_equal(result, np.clip(x, -2, 3))
-    np.testing.assert_array_equal(one(edgert, "clamp", [x], {"min": 5.0, "max": 1.0}), np.full_like(x, 1))
+    np.testing.assert_array_equal(
+        one(edgert, "clamp", [x], {"min": 5.0, "max": 1.0}), np.full_like(x, 1)
+    )
     info = np.iinfo(dtype)
     extremes = np.array([info.min, 0, info.max], dtype)
-    np.testing.assert_array_equal(one(edgert, "clamp", [extremes], {"min": -1e300, "max": 1e300}), extremes)
-    np.testing.assert_array_equal(one(edgert, "clamp", [extremes], {"min": 1e300}), np.full_like(extremes, info.max))
+    np.testing.assert_array_equal(
+        one(edgert, "clamp", [extremes], {"min": -1e300, "max": 1e300}), extremes
+    )
+    np.testing.assert_array_equal(
+        one(edgert, "clamp", [extremes], {"min": 1e300}), np.full_like(extremes, info.max)
+    )
     if dtype == np.int64:  # an integer attribute is exact, beyond float64's 2^53
         big = np.array([2**62 + 1, 2**62 + 3], np.int64)
-        np.testing.assert_array_equal(one(edgert, "clamp", [big], {"max": 2**62 + 2}),
-                                      np.array([2**62 + 1, 2**62 + 2], np.int64))
+        np.testing.assert_array_equal(
+            one(edgert, "clamp", [big], {"max": 2**62 + 2}),
+            np.array([2**62 + 1, 2**62 + 2], np.int64),
+        )
 
 
 def test_clamp_rejects_bad_bounds(edgert: ModuleType) -> None:
@@ -300,15 +377,24 @@ def test_clamp_rejects_bad_bounds(edgert: ModuleType) -> None:
 def test_clamp_bound_beyond_float_range(edgert: ModuleType) -> None:
     x = np.array([np.inf, -np.inf, 3e38, 1.0], F32)
     np.testing.assert_array_equal(one(edgert, "clamp", [x], {"max": 1e39}), x)  # +inf bound
-    np.testing.assert_array_equal(one(edgert, "clamp", [x], {"max": 3.4028235e38}),
-                                  np.array([3.4028235e38, -np.inf, 3e38, 1.0], F32))
+    np.testing.assert_array_equal(
+        one(edgert, "clamp", [x], {"max": 3.4028235e38}),
+        np.array([3.4028235e38, -np.inf, 3e38, 1.0], F32),
+    )
 
 
 # ------------------------------------------------------------- binary and ternary
 
 BROADCAST_SHAPES = [
-    ((2, 3), (2, 3)), ((2, 1, 4), (3, 1)), ((), (5,)), ((4, 1), ()), ((0, 3), (1, 3)),
-    ((4, 0), (1,)), ((2, 3, 1, 2), (1, 5, 1)), ((1, 70001), (1,)), ((33, 77), (77,)),
+    ((2, 3), (2, 3)),
+    ((2, 1, 4), (3, 1)),
+    ((), (5,)),
+    ((4, 1), ()),
+    ((0, 3), (1, 3)),
+    ((4, 0), (1,)),
+    ((2, 3, 1, 2), (1, 5, 1)),
+    ((1, 70001), (1,)),
+    ((33, 77), (77,)),
 ]
 
 
@@ -316,7 +402,9 @@ def with_nans(array: np.ndarray, seed: int) -> np.ndarray:
     if array.dtype == F32 and array.size:
         array = array.copy()
         flat = array.reshape(-1)
-        flat[np.random.RandomState(seed).randint(0, flat.size, size=max(1, flat.size // 10))] = np.nan
+        flat[np.random.RandomState(seed).randint(0, flat.size, size=max(1, flat.size // 10))] = (
+            np.nan
+        )
     return array
 
 
@@ -336,8 +424,12 @@ def test_maximum_minimum_broadcast_and_propagate_nan(
 def test_maximum_minimum_order_signed_zeros(edgert: ModuleType) -> None:
     a = np.array([-0.0, 0.0, -0.0, 0.0, np.nan, 1.0], F32)
     b = np.array([0.0, -0.0, -0.0, 0.0, 1.0, np.nan], F32)
-    assert_same_floats(one(edgert, "maximum", [a, b]), np.array([0.0, 0.0, -0.0, 0.0, np.nan, np.nan], F32))
-    assert_same_floats(one(edgert, "minimum", [a, b]), np.array([-0.0, -0.0, -0.0, 0.0, np.nan, np.nan], F32))
+    assert_same_floats(
+        one(edgert, "maximum", [a, b]), np.array([0.0, 0.0, -0.0, 0.0, np.nan, np.nan], F32)
+    )
+    assert_same_floats(
+        one(edgert, "minimum", [a, b]), np.array([-0.0, -0.0, -0.0, 0.0, np.nan, np.nan], F32)
+    )
 
 
 def test_maximum_agrees_with_torch(edgert: ModuleType) -> None:
@@ -361,16 +453,26 @@ def test_pow(edgert: ModuleType) -> None:
     with np.errstate(invalid="ignore"):
         assert_same_floats(one(edgert, "pow", [x, np.array([0.5], F32)]), np.sqrt(x))
     torch = torch_module()
-    a, b = np.meshgrid(SPECIAL, np.array([0, -0.0, 1, -1, 2, 0.5, 3, -2.5, np.inf, -np.inf, np.nan], F32))
+    a, b = np.meshgrid(
+        SPECIAL, np.array([0, -0.0, 1, -1, 2, 0.5, 3, -2.5, np.inf, -np.inf, np.nan], F32)
+    )
     expected = torch.pow(torch.from_numpy(a), torch.from_numpy(b)).numpy()
     # torch's tensor-exponent pow gives pow(-inf, 0.5) = inf, its scalar one (sqrt) NaN: the
     # contract takes sqrt.
     expected[(a == -np.inf) & (b == 0.5)] = np.nan
-    np.testing.assert_allclose(one(edgert, "pow", [a, b]), expected, equal_nan=True, **FLOAT_TOLERANCE)
+    np.testing.assert_allclose(
+        one(edgert, "pow", [a, b]), expected, equal_nan=True, **FLOAT_TOLERANCE
+    )
 
 
-COMPARISONS = {"equal": np.equal, "not_equal": np.not_equal, "less": np.less,
-               "less_equal": np.less_equal, "greater": np.greater, "greater_equal": np.greater_equal}
+COMPARISONS = {
+    "equal": np.equal,
+    "not_equal": np.not_equal,
+    "less": np.less,
+    "less_equal": np.less_equal,
+    "greater": np.greater,
+    "greater_equal": np.greater_equal,
+}
 
 
 @pytest.mark.parametrize("shapes", BROADCAST_SHAPES)
@@ -420,9 +522,16 @@ def test_logical_not(edgert: ModuleType, shape: tuple) -> None:
     np.testing.assert_array_equal(one(edgert, "logical_not", [x]), np.logical_not(x))
 
 
-WHERE_SHAPES = [((2, 3), (2, 3), (2, 3)), ((2, 1, 4), (3, 1), (4,)), ((), (5,), (1,)),
-                ((4, 1), (), (1, 6)), ((0, 3), (1, 3), (3,)), ((1, 70001), (1,), (70001,)),
-                ((70001,), (70001,), (70001,)), ((37, 1), (37, 300), ())]
+WHERE_SHAPES = [
+    ((2, 3), (2, 3), (2, 3)),
+    ((2, 1, 4), (3, 1), (4,)),
+    ((), (5,), (1,)),
+    ((4, 1), (), (1, 6)),
+    ((0, 3), (1, 3), (3,)),
+    ((1, 70001), (1,), (70001,)),
+    ((70001,), (70001,), (70001,)),
+    ((37, 1), (37, 300), ()),
+]
 
 
 @pytest.mark.parametrize("shapes", WHERE_SHAPES)
@@ -440,12 +549,16 @@ def test_where_reads_nonzero_bytes_and_writes_bools_as_0_or_1(edgert: ModuleType
     condition = bools_with_bytes([0, 2, 255, 1])
     a, b = bools_with_bytes([5, 6, 7, 0]), bools_with_bytes([3, 0, 0, 0])
     assert_bool_bytes(one(edgert, "where", [condition, a, b]), [1, 1, 1, 0])
-    floats = one(edgert, "where", [condition, np.array([-0.0, 1, 2, 3], F32), np.full(4, np.nan, F32)])
+    floats = one(
+        edgert, "where", [condition, np.array([-0.0, 1, 2, 3], F32), np.full(4, np.nan, F32)]
+    )
     assert_same_floats(floats, np.array([np.nan, 1, 2, 3], F32))
 
 
 BINARY_DTYPES = {
-    "maximum": NUMERIC, "minimum": NUMERIC, "pow": [F32],
+    "maximum": NUMERIC,
+    "minimum": NUMERIC,
+    "pow": [F32],
     **{op: [*NUMERIC, np.bool_] for op in ("equal", "not_equal")},
     **{op: NUMERIC for op in ("less", "less_equal", "greater", "greater_equal")},
     **{op: [np.bool_] for op in ("logical_and", "logical_or", "logical_xor")},
@@ -460,7 +573,9 @@ def test_binary_operators_reject_bad_inputs(edgert: ModuleType, op: str) -> None
         if dtype in accepted:
             assert one(edgert, op, arrays).shape == (3,)
         else:
-            with pytest.raises(edgert.EdgertError, match=rf"edgert::{op}: dtype \w+ is not supported"):
+            with pytest.raises(
+                edgert.EdgertError, match=rf"edgert::{op}: dtype \w+ is not supported"
+            ):
                 one(edgert, op, arrays)
     first = accepted[0]
     other = np.int64 if first != np.int64 else F32
@@ -474,13 +589,17 @@ def test_binary_operators_reject_bad_inputs(edgert: ModuleType, op: str) -> None
 
 def test_where_and_logical_not_reject_bad_inputs(edgert: ModuleType) -> None:
     x = np.zeros(3, F32)
-    with pytest.raises(edgert.EdgertError, match="edgert::where: condition must be bool, got float32"):
+    with pytest.raises(
+        edgert.EdgertError, match="edgert::where: condition must be bool, got float32"
+    ):
         one(edgert, "where", [x, x, x])
     with pytest.raises(edgert.EdgertError, match="edgert::where: .*same dtype"):
         one(edgert, "where", [np.zeros(3, np.bool_), x, np.zeros(3, np.int32)])
     with pytest.raises(edgert.EdgertError, match="edgert::where: .*cannot be broadcast"):
         one(edgert, "where", [np.zeros(2, np.bool_), x, x])
-    with pytest.raises(edgert.EdgertError, match="edgert::logical_not: dtype float32 is not supported"):
+    with pytest.raises(
+        edgert.EdgertError, match="edgert::logical_not: dtype float32 is not supported"
+    ):
         one(edgert, "logical_not", [x])
 
 
@@ -496,7 +615,9 @@ def reduced_last(x: np.ndarray, axes: list[int] | None) -> tuple[np.ndarray, lis
     return moved.reshape(*kept, -1), axes
 
 
-def sum_in_order(x: np.ndarray, axes: list[int] | None, keepdim: bool, mean: bool = False) -> np.ndarray:
+def sum_in_order(
+    x: np.ndarray, axes: list[int] | None, keepdim: bool, mean: bool = False
+) -> np.ndarray:
     """docs/operators.md's float sum: 8 interleaved float64 partials from +0 (element r to
     partial r mod 8), added in order 0..7, rounded once (mean divides in float64 first)."""
     runs, axes = reduced_last(x, axes)
@@ -515,9 +636,19 @@ def sum_in_order(x: np.ndarray, axes: list[int] | None, keepdim: bool, mean: boo
 
 
 REDUCE_CASES = [  # shape, axes, keepdim
-    ((5, 37, 19), None, 0), ((5, 37, 19), [-1], 0), ((5, 37, 19), [0], 1), ((5, 37, 19), [1], 0),
-    ((5, 37, 19), [0, 2], 1), ((5, 37, 19), [2, 1], 0), ((4, 1, 6), [0, 2], 0), ((300, 700), [0], 0),
-    ((3, 100003), [1], 0), ((7,), [0], 1), ((), None, 0), ((), [0], 1), ((2, 3, 4, 5), [1, 3], 0),
+    ((5, 37, 19), None, 0),
+    ((5, 37, 19), [-1], 0),
+    ((5, 37, 19), [0], 1),
+    ((5, 37, 19), [1], 0),
+    ((5, 37, 19), [0, 2], 1),
+    ((5, 37, 19), [2, 1], 0),
+    ((4, 1, 6), [0, 2], 0),
+    ((300, 700), [0], 0),
+    ((3, 100003), [1], 0),
+    ((7,), [0], 1),
+    ((), None, 0),
+    ((), [0], 1),
+    ((2, 3, 4, 5), [1, 3], 0),
 ]
 
 
@@ -531,8 +662,11 @@ def test_float_sums_follow_the_documented_order(edgert: ModuleType, op: str, cas
     attributes = {"keepdim": keepdim, **({"axes": axes} if axes is not None else {})}
     result = one(edgert, op, [x], attributes)
     assert_same_floats(result, sum_in_order(x, axes, bool(keepdim), mean=op == "mean"))
-    reference = getattr(np, op)(x.astype(np.float64), axis=None if axes is None or not x.ndim else tuple(axes),
-                                keepdims=bool(keepdim))
+    reference = getattr(np, op)(
+        x.astype(np.float64),
+        axis=None if axes is None or not x.ndim else tuple(axes),
+        keepdims=bool(keepdim),
+    )
     np.testing.assert_allclose(result, reference, rtol=1e-6)
 
 
@@ -551,9 +685,13 @@ def test_integer_sums_wrap_around(edgert: ModuleType, dtype: type) -> None:
     for axes in (None, [0], [1]):
         result = one(edgert, "sum", [x], {"axes": axes} if axes else None)
         assert result.dtype == dtype
-        np.testing.assert_array_equal(result, np.sum(x, axis=None if axes is None else tuple(axes), dtype=dtype))
+        np.testing.assert_array_equal(
+            result, np.sum(x, axis=None if axes is None else tuple(axes), dtype=dtype)
+        )
     big = values((50, 300), dtype, 18) * dtype(10**6 if dtype == np.int32 else 10**17)
-    np.testing.assert_array_equal(one(edgert, "sum", [big], {"axes": [1]}), np.sum(big, axis=1, dtype=dtype))
+    np.testing.assert_array_equal(
+        one(edgert, "sum", [big], {"axes": [1]}), np.sum(big, axis=1, dtype=dtype)
+    )
 
 
 @pytest.mark.parametrize("case", REDUCE_CASES[:10])
@@ -564,7 +702,9 @@ def test_max_min(edgert: ModuleType, op: str, dtype: type, case: tuple) -> None:
     x = with_nans(values(shape, dtype, 19), 5) if op == "max" else values(shape, dtype, 19)
     attributes = {"keepdim": keepdim, **({"axes": axes} if axes is not None else {})}
     result = one(edgert, op, [x], attributes)
-    expected = getattr(np, op)(x, axis=None if axes is None else tuple(axes), keepdims=bool(keepdim))
+    expected = getattr(np, op)(
+        x, axis=None if axes is None else tuple(axes), keepdims=bool(keepdim)
+    )
     assert result.dtype == dtype
     np.testing.assert_array_equal(result, expected)  # a NaN in the run gives NaN
 
@@ -585,7 +725,9 @@ def test_any_all_take_every_dtype(edgert: ModuleType, op: str, dtype: type) -> N
     for axes in (None, [0], [1], [-1, 0]):
         result = one(edgert, op, [x], {"axes": axes} if axes else None)
         assert result.dtype == np.bool_
-        np.testing.assert_array_equal(result, getattr(np, op)(x, axis=None if axes is None else tuple(axes)))
+        np.testing.assert_array_equal(
+            result, getattr(np, op)(x, axis=None if axes is None else tuple(axes))
+        )
     special = np.array([0.0, -0.0, np.nan], F32)
     assert bool(one(edgert, "any", [special[:2]])) is False  # -0 is zero
     assert bool(one(edgert, "any", [special])) is True  # NaN is not
@@ -617,21 +759,41 @@ def test_reductions_of_empty_tensors(edgert: ModuleType) -> None:
     np.testing.assert_array_equal(one(edgert, "all", [empty], {"axes": [1]}), np.ones(3, np.bool_))
     assert one(edgert, "max", [empty], {"axes": [0]}).shape == (0,)  # nothing to reduce is fine
     assert one(edgert, "argmax", [empty], {"axis": 0}).shape == (0,)
-    assert one(edgert, "sum", [np.zeros((0, 4), np.int32)], {"axes": [0], "keepdim": 1}).shape == (1, 4)
-    for op, attributes in (("max", {"axes": [1]}), ("min", None), ("argmax", {"axis": 1}), ("argmin", None)):
-        with pytest.raises(edgert.EdgertError, match=rf"edgert::{op}: cannot reduce over an empty dimension"):
+    assert one(edgert, "sum", [np.zeros((0, 4), np.int32)], {"axes": [0], "keepdim": 1}).shape == (
+        1,
+        4,
+    )
+    for op, attributes in (
+        ("max", {"axes": [1]}),
+        ("min", None),
+        ("argmax", {"axis": 1}),
+        ("argmin", None),
+    ):
+        with pytest.raises(
+            edgert.EdgertError, match=rf"edgert::{op}: cannot reduce over an empty dimension"
+        ):
             one(edgert, op, [empty], attributes)
 
 
-REDUCTION_DTYPES = {"sum": NUMERIC, "mean": [F32], "max": NUMERIC, "min": NUMERIC,
-                    "any": EVERY_DTYPE, "all": EVERY_DTYPE, "argmax": NUMERIC, "argmin": NUMERIC}
+REDUCTION_DTYPES = {
+    "sum": NUMERIC,
+    "mean": [F32],
+    "max": NUMERIC,
+    "min": NUMERIC,
+    "any": EVERY_DTYPE,
+    "all": EVERY_DTYPE,
+    "argmax": NUMERIC,
+    "argmin": NUMERIC,
+}
 
 
 @pytest.mark.parametrize("op", sorted(REDUCTION_DTYPES))
 def test_reductions_reject_bad_inputs(edgert: ModuleType, op: str) -> None:
     for dtype in EVERY_DTYPE:
         if dtype not in REDUCTION_DTYPES[op]:
-            with pytest.raises(edgert.EdgertError, match=rf"edgert::{op}: dtype \w+ is not supported"):
+            with pytest.raises(
+                edgert.EdgertError, match=rf"edgert::{op}: dtype \w+ is not supported"
+            ):
                 one(edgert, op, [np.zeros(3, dtype)])
     x = np.zeros((2, 3), F32)
     axis_name = "axis" if op.startswith("arg") else "axes"
@@ -642,10 +804,14 @@ def test_reductions_reject_bad_inputs(edgert: ModuleType, op: str) -> None:
     wrong_type = [0, 1] if op.startswith("arg") else 1.5
     with pytest.raises(edgert.EdgertError, match=rf"edgert::{op}: attribute {axis_name} must be"):
         one(edgert, op, [x], {axis_name: wrong_type})
-    with pytest.raises(edgert.EdgertError, match=rf"edgert::{op}: attribute keepdim must be 0 or 1"):
+    with pytest.raises(
+        edgert.EdgertError, match=rf"edgert::{op}: attribute keepdim must be 0 or 1"
+    ):
         one(edgert, op, [x], {"keepdim": 2})
     if not op.startswith("arg"):
-        with pytest.raises(edgert.EdgertError, match=rf"edgert::{op}: axis -1 appears more than once"):
+        with pytest.raises(
+            edgert.EdgertError, match=rf"edgert::{op}: axis -1 appears more than once"
+        ):
             one(edgert, op, [x], {"axes": [1, -1]})
 
 
@@ -654,7 +820,9 @@ def test_reductions_of_a_scalar(edgert: ModuleType) -> None:
     assert one(edgert, "sum", [x], {"axes": [0]}) == F32(2.5)
     assert one(edgert, "mean", [x], {"axes": [-1], "keepdim": 1}).shape == ()
     assert one(edgert, "argmax", [x], {"axis": 0}) == 0
-    assert one(edgert, "argmin", [np.array([[1, 0], [3, -4]], np.int32)], {"keepdim": 1}).tolist() == [[3]]
+    assert one(
+        edgert, "argmin", [np.array([[1, 0], [3, -4]], np.int32)], {"keepdim": 1}
+    ).tolist() == [[3]]
 
 
 # ------------------------------------------------------------- programs, threads, ISAs
@@ -689,25 +857,36 @@ def test_a_dynamic_batch_dimension(edgert: ModuleType) -> None:
 def isa_cases() -> list[tuple[str, list[np.ndarray], dict | None]]:
     """Every operator, on inputs long enough for every vector width's body and tail and for
     several threads."""
-    x = np.concatenate([SPECIAL, values((70001,), F32, 23), np.linspace(-120, 100, 4099, dtype=F32)])
+    x = np.concatenate(
+        [SPECIAL, values((70001,), F32, 23), np.linspace(-120, 100, 4099, dtype=F32)]
+    )
     matrix = values((257, 301), F32, 24)
     cases = [(f"edgert::{op}", [x], None) for op in UNARY_FLOAT + ["abs", "neg"]]
     cases += [("edgert::clamp", [x], {"min": -2.0, "max": 3.5})]
     for op in ("maximum", "minimum", "pow", "less", "equal"):
-        cases += [(f"edgert::{op}", [matrix, matrix[0]], None), (f"edgert::{op}", [x, x[::-1].copy()], None)]
-    cases += [("edgert::where", [matrix > 0, matrix, matrix[:, :1].copy()], None),
-              ("edgert::where", [x > 0, x, np.array(7.0, F32)], None)]
+        cases += [
+            (f"edgert::{op}", [matrix, matrix[0]], None),
+            (f"edgert::{op}", [x, x[::-1].copy()], None),
+        ]
+    cases += [
+        ("edgert::where", [matrix > 0, matrix, matrix[:, :1].copy()], None),
+        ("edgert::where", [x > 0, x, np.array(7.0, F32)], None),
+    ]
     for op in ("sum", "mean", "max", "argmax"):
         axis = "axis" if op == "argmax" else "axes"
-        cases += [(f"edgert::{op}", [matrix], {axis: 0 if op == "argmax" else [0]}),
-                  (f"edgert::{op}", [matrix], {axis: 1 if op == "argmax" else [1]}),
-                  (f"edgert::{op}", [x], None)]
+        cases += [
+            (f"edgert::{op}", [matrix], {axis: 0 if op == "argmax" else [0]}),
+            (f"edgert::{op}", [matrix], {axis: 1 if op == "argmax" else [1]}),
+            (f"edgert::{op}", [x], None),
+        ]
     return cases
 
 
 def run_cases(edgert: ModuleType) -> list[str]:
-    return [hashlib.sha256(run_op(edgert, op, arrays, attributes)[0].tobytes()).hexdigest()
-            for op, arrays, attributes in isa_cases()]
+    return [
+        hashlib.sha256(run_op(edgert, op, arrays, attributes)[0].tobytes()).hexdigest()
+        for op, arrays, attributes in isa_cases()
+    ]
 
 
 def test_thread_count_does_not_change_results(edgert: ModuleType) -> None:
@@ -742,8 +921,10 @@ def test_every_instruction_set_gives_the_same_bytes(native_install: NativeInstal
         results[isa] = json.loads(completed.stdout)
     assert results["portable"]["isa"] == "portable"
     cases = isa_cases()
-    for isa, result in results.items():
-        for (op, _, _), hashed, portable in zip(cases, result["hashes"], results["portable"]["hashes"], strict=True):
+    for result in results.values():
+        for (op, _, _), hashed, portable in zip(
+            cases, result["hashes"], results["portable"]["hashes"], strict=True
+        ):
             assert hashed == portable, f"{op}: {result['isa']} differs from portable"
 
 
@@ -756,162 +937,7 @@ def compiler() -> str:
     return found
 
 
-SIMD_CHECK = r"""
-// Every function of simd.hpp the kernels use, at every width the processor runs: the same
-// bits at every width (NaN payloads aside) and the largest error in ulps against a double
-// reference, over the float32 bit patterns 0, step, 2·step, ... (argument 1; step 1 is every
-// float, the measurement docs/kernels.md reports) and special values. Argument 2 "all" runs
-// every width whatever the processor reports.
-#include <algorithm>
-#include <cfloat>
-#include <cmath>
-#include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <type_traits>
-#include <vector>
-
-#include "simd.hpp"
-
-namespace edgert::kernels {
-Isa kernel_isa() { return Isa::Portable; }  // unused: the widths are called directly
-}  // namespace edgert::kernels
-
-using namespace edgert::kernels;
-
-namespace {
-
-bool same_bits(float a, float b) {
-  if (a != a && b != b) return true;
-  return std::memcmp(&a, &b, sizeof(a)) == 0;
-}
-
-// The error of `got` in units of the last place of float32 at `exact`.
-double ulps(double got, double exact) {
-  if (std::isnan(exact) || std::isnan(got)) return std::isnan(exact) == std::isnan(got) ? 0 : 1e9;
-  const double rounded = static_cast<float>(exact);
-  if (std::isinf(rounded) || std::isinf(got)) return got == rounded ? 0 : 1e9;
-  int exponent = 0;
-  std::frexp(std::fmax(std::fabs(exact), FLT_MIN), &exponent);
-  return std::fabs(got - exact) / std::ldexp(1.0, std::min(exponent, 128) - 24);
-}
-
-struct Check {
-  const char* name;
-  double bound;  // ulps
-  long width_mismatches = 0;
-  double worst = 0;
-  float worst_at = 0;
-};
-
-template <class Fn>
-void outputs_at_width(int lanes, const std::vector<float>& x, std::vector<float>& out, Fn fn) {
-  auto body = [&](auto width) {
-    using V = typename decltype(width)::Float;
-    constexpr int kLanes = decltype(width)::lanes;
-    for (size_t i = 0; i + kLanes <= x.size(); i += kLanes) simd::store(out.data() + i, fn(simd::load<V>(x.data() + i)));
-  };
-#if defined(__x86_64__)
-  if (lanes == 16) return simd::detail::run_avx512(body);
-  if (lanes == 8) return simd::detail::run_avx2(body);
-#endif
-  (void)lanes;  // the baseline is the only width elsewhere
-  simd::detail::run_baseline(body);
-}
-
-template <class Fn, class Reference>
-void check(Check& check, const std::vector<int>& widths, const std::vector<float>& x, Fn fn,
-           Reference reference) {
-  std::vector<float> base(x.size()), other(x.size());
-  outputs_at_width(4, x, base, fn);
-  for (int lanes : widths) {
-    outputs_at_width(lanes, x, other, fn);
-    for (size_t i = 0; i < x.size(); ++i) check.width_mismatches += !same_bits(base[i], other[i]);
-  }
-  for (size_t i = 0; i < x.size(); ++i) {
-    const double error = ulps(base[i], reference(x[i]));
-    if (error > check.worst) check.worst = error, check.worst_at = x[i];
-  }
-}
-
-float hard(float x) { return x != x ? x : std::min(std::max(x + 3.0f, 0.0f), 6.0f); }
-
-template <class V>
-std::decay_t<V> splat(float value) { return simd::splat<std::decay_t<V>>(value); }
-
-Check checks[] = {{"exp", 1}, {"log", 1}, {"tanh", 1.5}, {"sigmoid", 2.5}, {"silu", 2.5},
-                  {"hardswish", 0}, {"hardsigmoid", 0}, {"sqrt", 0}, {"rsqrt", 1.5},
-                  {"reciprocal", 0}, {"floor", 0}, {"ceil", 0}, {"round", 0}, {"abs", 0},
-                  {"neg", 0}, {"maximum", 0}, {"minimum", 0}, {"clamp", 0}};
-
-void check_all(const std::vector<int>& widths, const std::vector<float>& x) {
-  Check* c = checks;
-  check(*c++, widths, x, [](const auto& v) { return simd::exp(v); }, [](double v) { return std::exp(v); });
-  check(*c++, widths, x, [](const auto& v) { return simd::log(v); }, [](double v) { return std::log(v); });
-  check(*c++, widths, x, [](const auto& v) { return simd::tanh(v); }, [](double v) { return std::tanh(v); });
-  check(*c++, widths, x, [](const auto& v) { return simd::sigmoid(v); }, [](double v) { return 1 / (1 + std::exp(-v)); });
-  check(*c++, widths, x, [](const auto& v) { return simd::silu(v); }, [](double v) { return v / (1 + std::exp(-v)); });
-  check(*c++, widths, x,
-        [](const auto& v) { return v * simd::minimum(simd::maximum(v + 3.0f, splat<decltype(v)>(0)), splat<decltype(v)>(6)) / 6.0f; },
-        [](double v) { const float f = static_cast<float>(v); return f * hard(f) / 6.0f; });
-  check(*c++, widths, x,
-        [](const auto& v) { return simd::minimum(simd::maximum(v + 3.0f, splat<decltype(v)>(0)), splat<decltype(v)>(6)) / 6.0f; },
-        [](double v) { return hard(static_cast<float>(v)) / 6.0f; });
-  check(*c++, widths, x, [](const auto& v) { return simd::sqrt(v); }, [](double v) { return std::sqrt(static_cast<float>(v)); });
-  check(*c++, widths, x, [](const auto& v) { return 1.0f / simd::sqrt(v); }, [](double v) { return 1.0 / std::sqrt(v); });
-  check(*c++, widths, x, [](const auto& v) { return 1.0f / v; }, [](double v) { return 1.0f / static_cast<float>(v); });
-  check(*c++, widths, x, [](const auto& v) { return simd::floor(v); }, [](double v) { return std::floor(v); });
-  check(*c++, widths, x, [](const auto& v) { return simd::ceil(v); }, [](double v) { return std::ceil(v); });
-  check(*c++, widths, x, [](const auto& v) { return simd::round_half_even(v); }, [](double v) { return std::nearbyint(v); });
-  check(*c++, widths, x, [](const auto& v) { return simd::abs(v); }, [](double v) { return std::fabs(v); });
-  check(*c++, widths, x, [](const auto& v) { return -v; }, [](double v) { return -v; });
-  // b = x · -0.5 in float: one of a, b is negative unless both are ±0.
-  check(*c++, widths, x, [](const auto& v) { return simd::maximum(v, v * -0.5f); },
-        [](double v) { const float a = static_cast<float>(v), b = a * -0.5f; return a != a ? a : a == b ? 0.0f : std::max(a, b); });
-  check(*c++, widths, x, [](const auto& v) { return simd::minimum(v, v * -0.5f); },
-        [](double v) { const float a = static_cast<float>(v), b = a * -0.5f; return a != a ? a : a == b ? -0.0f : std::min(a, b); });
-  check(*c++, widths, x, [](const auto& v) { return simd::minimum(simd::maximum(v, splat<decltype(v)>(-1.5f)), splat<decltype(v)>(2)); },
-        [](double v) { return std::isnan(v) ? v : std::min(std::max(v, -1.5), 2.0); });
-}
-
-}  // namespace
-
-int main(int argc, char** argv) {
-  const uint64_t step = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 4093;
-  std::vector<int> widths = {4};
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  const bool all = argc > 2 && std::strcmp(argv[2], "all") == 0;
-  if (all || __builtin_cpu_supports("avx2")) widths.push_back(8);
-  if (all || (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-              __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq"))) widths.push_back(16);
-#endif
-  std::vector<float> x = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, FLT_MIN, -FLT_MIN, FLT_MAX,
-                          -FLT_MAX, 1e-45f, -1e-45f, 0.5f, 1.5f, 2.5f, -0.5f, -2.5f, 88.72283f,
-                          88.72284f, -103.97f, -87.34f, 8388607.5f, -8388607.5f, 0.625f, -3.0f, 3.0f};
-  const uint64_t chunk = step << 20;  // a million values at a time
-  for (uint64_t first = 0; first < (uint64_t{1} << 32); first += chunk) {
-    for (uint64_t bits = first; bits < std::min(first + chunk, uint64_t{1} << 32); bits += step) {
-      const uint32_t pattern = static_cast<uint32_t>(bits);
-      float value;
-      std::memcpy(&value, &pattern, sizeof(value));
-      x.push_back(value);
-    }
-    while (x.size() % 16) x.push_back(1.0f);
-    check_all(widths, x);
-    x.clear();
-  }
-  int failures = 0;
-  for (const Check& done : checks) {
-    const bool ok = done.width_mismatches == 0 && done.worst <= done.bound;
-    failures += !ok;
-    std::printf("%s %s max_ulp %.3f at %a width_mismatches %ld\n", ok ? "OK" : "FAIL", done.name,
-                done.worst, done.worst_at, done.width_mismatches);
-  }
-  return failures ? 1 : 0;
-}
-"""
+SIMD_CHECK = (Path(__file__).parent / "programs" / "simd_check.cpp").read_text()
 
 
 def test_simd_functions_over_a_sample_of_every_float(tmp_path: Path) -> None:
@@ -921,140 +947,64 @@ def test_simd_functions_over_a_sample_of_every_float(tmp_path: Path) -> None:
     source.write_text(SIMD_CHECK)
     program = tmp_path / "simd_check"
     build = subprocess.run(
-        [compiler(), "-std=c++17", "-O2", "-ffp-contract=off", f"-I{ROOT / 'native' / 'kernels'}",
-         str(source), "-o", str(program)], capture_output=True, text=True, check=False)
+        [
+            compiler(),
+            "-std=c++17",
+            "-O2",
+            "-ffp-contract=off",
+            f"-I{ROOT / 'native' / 'kernels'}",
+            str(source),
+            "-o",
+            str(program),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert build.returncode == 0, build.stderr
-    completed = subprocess.run([str(program), "4093"], capture_output=True, text=True, timeout=120, check=False)
+    completed = subprocess.run(
+        [str(program), "4093"], capture_output=True, text=True, timeout=120, check=False
+    )
     lines = completed.stdout.splitlines()
     assert completed.returncode == 0 and len(lines) == 18, completed.stdout + completed.stderr
     assert all(line.startswith("OK ") for line in lines), completed.stdout
 
 
-STRIDED_CHECK = r"""
-// Each operator once with strided views (dimensions swapped, every other row) and once with
-// contiguous copies of the same values: the outputs must be the same bytes.
-#include <cstdio>
-#include <cstring>
-#include <string>
-#include <utility>
-#include <vector>
-
-#include "edgert/runtime.hpp"
-
-using namespace edgert;
-
-Tensor filled(DType dtype, std::vector<int64_t> shape, unsigned seed) {
-  Tensor tensor(dtype, std::move(shape));
-  unsigned state = seed * 2654435761u + 1;
-  for (int64_t i = 0; i < tensor.numel(); ++i) {
-    state = state * 1664525u + 1013904223u;
-    const int value = static_cast<int>((state >> 8) % 201) - 100;
-    switch (dtype) {
-      case DType::Float32: tensor.data_as<float>()[i] = value / 37.0f; break;
-      case DType::Int32: tensor.data_as<int32_t>()[i] = value; break;
-      case DType::Int64: tensor.data_as<int64_t>()[i] = value; break;
-      case DType::Bool: tensor.data_as<uint8_t>()[i] = value > 0; break;
-      default: tensor.data_as<uint8_t>()[i] = static_cast<uint8_t>(value); break;
-    }
-  }
-  return tensor;
-}
-
-Tensor swapped(const Tensor& base) {
-  std::vector<int64_t> shape = base.shape(), strides = base.strides();
-  std::swap(shape[0], shape[1]);
-  std::swap(strides[0], strides[1]);
-  return Tensor::view(base.dtype(), shape, strides, const_cast<void*>(base.data()), nullptr);
-}
-
-Tensor every_other(const Tensor& base) {
-  std::vector<int64_t> shape = base.shape(), strides = base.strides();
-  shape[0] = (shape[0] + 1) / 2;
-  strides[0] *= 2;
-  return Tensor::view(base.dtype(), shape, strides, const_cast<void*>(base.data()), nullptr);
-}
-
-int failures = 0;
-
-void check(const std::string& op, std::vector<Tensor> strided, Attributes attributes = {}) {
-  KernelFn kernel = find_operator(op);
-  std::vector<Tensor> contiguous;
-  for (const Tensor& t : strided) contiguous.push_back(t.contiguous());
-  std::vector<Tensor> a(1), b(1);
-  auto run = [&](std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
-    KernelContext context;
-    context.op = op.c_str();
-    for (const Tensor& t : inputs) context.inputs.push_back(&t);
-    context.attributes = &attributes;
-    context.outputs = &outputs;
-    return kernel ? kernel(context) : Status(Code::NotFound, "not registered");
-  };
-  Status first = run(strided, a), second = run(contiguous, b);
-  bool same = first.ok() && second.ok() && !strided[0].is_contiguous() &&
-              a[0].shape() == b[0].shape() && a[0].dtype() == b[0].dtype() &&
-              a[0].is_contiguous() && a[0].numel() > 0 &&
-              std::memcmp(a[0].data(), b[0].data(), a[0].nbytes()) == 0;
-  std::printf("%s %s %s %s\n", same ? "SAME" : "DIFFERENT", op.c_str(), first.message().c_str(),
-              second.message().c_str());
-  failures += !same;
-}
-
-int main() {
-  const Tensor big = filled(DType::Float32, {40, 33, 5}, 1), m = filled(DType::Float32, {37, 21}, 2);
-  const Tensor i32 = filled(DType::Int32, {37, 21}, 3), i64 = filled(DType::Int64, {37, 21}, 4);
-  const Tensor flags = filled(DType::Bool, {37, 21}, 5), bytes = filled(DType::Int8, {37, 21}, 6);
-  for (const char* name : {"sigmoid", "tanh", "silu", "hardswish", "hardsigmoid", "exp", "log",
-                           "sqrt", "rsqrt", "reciprocal", "erf", "floor", "ceil", "round", "abs", "neg"}) {
-    check(std::string("edgert::") + name, {swapped(big)});
-    check(std::string("edgert::") + name, {every_other(m)});
-  }
-  Attributes bounds, axes0, axes02, axis1;
-  bounds.set("min", -0.5);
-  bounds.set("max", 1.25);
-  axes0.set("axes", std::vector<int64_t>{0});
-  axes02.set("axes", std::vector<int64_t>{0, 2});
-  axis1.set("axis", int64_t{1});
-  check("edgert::clamp", {swapped(big)}, bounds);
-  check("edgert::clamp", {every_other(i64)}, bounds);
-  check("edgert::abs", {swapped(i32)});
-  for (const char* name : {"maximum", "minimum", "pow", "equal", "less_equal", "greater"}) {
-    check(std::string("edgert::") + name, {swapped(m), filled(DType::Float32, {21, 37}, 7)});
-    check(std::string("edgert::") + name, {every_other(big), filled(DType::Float32, {5}, 8)});
-  }
-  check("edgert::maximum", {swapped(i32), filled(DType::Int32, {21, 37}, 9)});
-  check("edgert::not_equal", {every_other(i64), filled(DType::Int64, {1, 21}, 10)});
-  check("edgert::equal", {swapped(flags), filled(DType::Bool, {21, 37}, 11)});
-  check("edgert::logical_xor", {swapped(flags), filled(DType::Bool, {21, 1}, 12)});
-  check("edgert::logical_not", {every_other(flags)});
-  check("edgert::where", {swapped(flags), swapped(m), filled(DType::Float32, {1}, 13)});
-  check("edgert::where", {every_other(flags), every_other(i64), every_other(i64)});
-  check("edgert::where", {swapped(flags), swapped(bytes), swapped(bytes)});
-  for (const char* name : {"sum", "mean", "max", "min", "any", "all"}) {
-    check(std::string("edgert::") + name, {swapped(big)}, axes0);
-    check(std::string("edgert::") + name, {every_other(big)}, axes02);
-    check(std::string("edgert::") + name, {swapped(m)});
-  }
-  check("edgert::sum", {swapped(i32)}, axes0);
-  check("edgert::any", {swapped(flags)}, axes0);
-  check("edgert::argmax", {swapped(big)}, axis1);
-  check("edgert::argmin", {every_other(i64)});
-  return failures == 0 ? 0 : 1;
-}
-"""
+STRIDED_CHECK = (Path(__file__).parent / "programs" / "math_strided_check.cpp").read_text()
 
 
-def test_strided_inputs_give_the_bytes_of_contiguous_ones(native_install: NativeInstall, tmp_path: Path) -> None:
+def test_strided_inputs_give_the_bytes_of_contiguous_ones(
+    native_install: NativeInstall, tmp_path: Path
+) -> None:
     package = native_install.package_dir
     source = tmp_path / "strided_check.cpp"
     source.write_text(STRIDED_CHECK)
     program = tmp_path / "strided_check"
     lib = package / "lib"
     build = subprocess.run(
-        [compiler(), "-std=c++17", "-O1", str(source), "-o", str(program), f"-I{package / 'include'}",
-         f"-L{lib}", "-Wl,--no-as-needed", "-ledgert_kernels", "-Wl,--as-needed", "-ledgert",
-         f"-Wl,-rpath,{lib}"], capture_output=True, text=True, check=False)
+        [
+            compiler(),
+            "-std=c++17",
+            "-O1",
+            str(source),
+            "-o",
+            str(program),
+            f"-I{package / 'include'}",
+            f"-L{lib}",
+            "-Wl,--no-as-needed",
+            "-ledgert_kernels",
+            "-Wl,--as-needed",
+            "-ledgert",
+            f"-Wl,-rpath,{lib}",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert build.returncode == 0, build.stderr
-    completed = subprocess.run([str(program)], capture_output=True, text=True, timeout=60, check=False)
+    completed = subprocess.run(
+        [str(program)], capture_output=True, text=True, timeout=60, check=False
+    )
     lines = completed.stdout.splitlines()
     assert completed.returncode == 0, completed.stdout + completed.stderr
     assert len(lines) == 77 and all(line.startswith("SAME ") for line in lines), completed.stdout

@@ -176,8 +176,8 @@ def mixed() -> dict[str, object]:
     backends."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
     import torch
-
     from edgert.export import from_torch, read_program
+
     from tests.native.torch_models import CASES
     result: dict[str, object] = {}
     for case in (c for c in CASES if c.name in ("encoder", "cnn", "mlp")):
