@@ -1,0 +1,230 @@
+"""edgert against its peers on the same models, in one process: an MLP, a small CNN and a
+transformer encoder block, exported to edgert with ``edgert.export.from_torch`` and built as
+ONNX graphs with the ``onnx`` package from the same weights, run by ONNX Runtime's CPU
+execution provider and by eager PyTorch, with the same number of threads. Prints the median
+time of a run at batch 1 and 64 and the ratio edgert / ONNX Runtime (target <= 1.5).
+
+    python benchmarks/peers.py [--prefix build/linux-x86_64-cpu/install] [--threads 1 2]
+
+Each side is checked to compute the same outputs (max relative difference printed) before
+it is timed. OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are removed from the environment (the
+script runs itself again without them); ONNX Runtime and torch use their own kernels.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_PREFIX = ROOT / "build" / "linux-x86_64-cpu" / "install"
+OPENBLAS_OVERRIDES = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+TARGET = 1.5
+
+
+def median_seconds(function: Callable[[], object], budget: float = 0.6) -> float:
+    function()
+    times: list[float] = []
+    started = time.perf_counter()
+    while len(times) < 7 or (time.perf_counter() - started < budget and len(times) < 2000):
+        start = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+# ---------------------------------------------------------------------------- the models
+
+
+def torch_models() -> dict[str, tuple[object, tuple[int, ...]]]:
+    """name -> (eval-mode module, input shape without the batch)."""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    mlp = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
+                        nn.Linear(512, 10))
+    cnn = nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                        nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+                        nn.Flatten(), nn.Linear(64, 10))
+    block = nn.TransformerEncoderLayer(128, 4, 256, dropout=0.0, batch_first=True)
+    return {"mlp": (mlp.eval(), (256,)), "cnn": (cnn.eval(), (3, 32, 32)),
+            "transformer": (block.eval(), (32, 128))}
+
+
+def _tensor(name: str, array: np.ndarray) -> object:  # type: ignore[type-arg]
+    from onnx import numpy_helper
+    return numpy_helper.from_array(np.ascontiguousarray(array, dtype=np.float32), name)
+
+
+class Graph:
+    """A tiny builder of ONNX nodes with generated names."""
+
+    def __init__(self) -> None:
+        self.nodes: list[object] = []
+        self.initializers: list[object] = []
+        self.count = 0
+
+    def constant(self, array: np.ndarray, dtype: object = np.float32) -> str:  # type: ignore[type-arg]
+        from onnx import numpy_helper
+        name = f"c{len(self.initializers)}"
+        self.initializers.append(numpy_helper.from_array(np.asarray(array, dtype=dtype), name))
+        return name
+
+    def op(self, kind: str, inputs: list[str], **attributes: object) -> str:
+        from onnx import helper
+        self.count += 1
+        output = f"v{self.count}"
+        self.nodes.append(helper.make_node(kind, inputs, [output], **attributes))
+        return output
+
+    def linear(self, x: str, layer: object) -> str:
+        weight = layer.weight.detach().numpy().T  # type: ignore[attr-defined]
+        product = self.op("MatMul", [x, self.constant(weight)])
+        return self.op("Add", [product, self.constant(layer.bias.detach().numpy())])  # type: ignore[attr-defined]
+
+    def model(self, x: str, output: str, shape: list[object]) -> bytes:
+        from onnx import TensorProto, helper
+        graph = helper.make_graph(
+            self.nodes, "peer", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+            [helper.make_tensor_value_info(output, TensorProto.FLOAT, None)], self.initializers)
+        made = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        return bytes(made.SerializeToString())
+
+
+def onnx_mlp(module: object) -> bytes:
+    graph = Graph()
+    x = "x"
+    for layer in module:  # type: ignore[attr-defined]
+        x = graph.linear(x, layer) if hasattr(layer, "weight") else graph.op("Relu", [x])
+    return graph.model("x", x, ["batch", 256])
+
+
+def onnx_cnn(module: object) -> bytes:
+    graph = Graph()
+    x = "x"
+    for layer in module:  # type: ignore[attr-defined]
+        kind = type(layer).__name__
+        if kind == "Conv2d":
+            x = graph.op("Conv", [x, graph.constant(layer.weight.detach().numpy()),
+                                  graph.constant(layer.bias.detach().numpy())], pads=[1, 1, 1, 1])
+        elif kind == "ReLU":
+            x = graph.op("Relu", [x])
+        elif kind == "MaxPool2d":
+            x = graph.op("MaxPool", [x], kernel_shape=[2, 2], strides=[2, 2])
+        elif kind == "AdaptiveAvgPool2d":
+            x = graph.op("GlobalAveragePool", [x])
+        elif kind == "Flatten":
+            x = graph.op("Flatten", [x], axis=1)
+        else:
+            x = graph.linear(x, layer)
+    return graph.model("x", x, ["batch", 3, 32, 32])
+
+
+def onnx_transformer(block: object) -> bytes:
+    """TransformerEncoderLayer (post-norm, relu) as ONNX operators of opset 17."""
+    graph = Graph()
+    attention = block.self_attn  # type: ignore[attr-defined]
+    width, heads = 128, 4
+    projected = graph.op("Add", [graph.op("MatMul", ["x", graph.constant(
+        attention.in_proj_weight.detach().numpy().T)]),
+        graph.constant(attention.in_proj_bias.detach().numpy())])
+    split = graph.constant(np.array([width] * 3), np.int64)
+    q, k, v = (f"qkv{i}" for i in range(3))
+    from onnx import helper
+    graph.nodes.append(helper.make_node("Split", [projected, split], [q, k, v], axis=-1))
+    shape = graph.constant(np.array([0, 0, heads, width // heads]), np.int64)
+
+    def heads_first(item: str) -> str:
+        return graph.op("Transpose", [graph.op("Reshape", [item, shape])], perm=[0, 2, 1, 3])
+
+    scores = graph.op("MatMul", [heads_first(q), graph.op("Transpose", [heads_first(k)],
+                                                          perm=[0, 1, 3, 2])])
+    scaled = graph.op("Mul", [scores, graph.constant(np.array(1 / np.sqrt(width // heads)))])
+    mixed = graph.op("MatMul", [graph.op("Softmax", [scaled], axis=-1), heads_first(v)])
+    merged = graph.op("Reshape", [graph.op("Transpose", [mixed], perm=[0, 2, 1, 3]),
+                                  graph.constant(np.array([0, 0, width]), np.int64)])
+    out = graph.linear(merged, attention.out_proj)
+
+    def norm(item: str, layer: object) -> str:
+        return graph.op("LayerNormalization", [item, graph.constant(layer.weight.detach().numpy()),
+                                               graph.constant(layer.bias.detach().numpy())],
+                        axis=-1, epsilon=1e-5)
+
+    first = norm(graph.op("Add", ["x", out]), block.norm1)  # type: ignore[attr-defined]
+    hidden = graph.op("Relu", [graph.linear(first, block.linear1)])  # type: ignore[attr-defined]
+    second = graph.op("Add", [first, graph.linear(hidden, block.linear2)])  # type: ignore[attr-defined]
+    return graph.model("x", norm(second, block.norm2), ["batch", 32, width])  # type: ignore[attr-defined]
+
+
+ONNX = {"mlp": onnx_mlp, "cnn": onnx_cnn, "transformer": onnx_transformer}
+
+
+# ---------------------------------------------------------------------------- the run
+
+
+def measure(threads: int) -> list[str]:
+    import onnxruntime
+    import torch
+
+    import edgert
+    from edgert.export import from_torch
+
+    edgert.set_threadpool_size(threads)
+    torch.set_num_threads(threads)
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    rows = []
+    for name, (module, shape) in torch_models().items():
+        batch_dim = torch.export.Dim("batch", min=1, max=1024)
+        program = edgert.load(from_torch(module, (torch.randn(2, *shape),),
+                                         dynamic_shapes=({0: batch_dim},)))
+        session = onnxruntime.InferenceSession(ONNX[name](module), options,
+                                               providers=["CPUExecutionProvider"])
+        for batch in (1, 64):
+            x = np.random.default_rng(batch).standard_normal((batch, *shape), np.float32)
+            with torch.no_grad():
+                expected = module(torch.from_numpy(x)).numpy()  # type: ignore[operator]
+            ours = program.run([x])[0]
+            theirs = session.run(None, {"x": x})[0]
+            scale = float(np.abs(expected).max())
+            difference = max(float(np.abs(ours - expected).max()),
+                             float(np.abs(theirs - expected).max())) / scale
+            edgert_time = median_seconds(lambda: program.run([x]))  # noqa: B023
+            onnx_time = median_seconds(lambda: session.run(None, {"x": x}))  # noqa: B023
+            with torch.no_grad():
+                torch_time = median_seconds(lambda: module(torch.from_numpy(x)))  # type: ignore[operator]  # noqa: B023
+            ratio = edgert_time / onnx_time
+            rows.append(f"{name:<12} {batch:>5} {threads:>7} {edgert_time * 1e3:>9.3f} "
+                        f"{onnx_time * 1e3:>9.3f} {torch_time * 1e3:>9.3f} {ratio:>7.2f}"
+                        f"{'' if ratio <= TARGET else ' *'}  {difference:.1e}")
+    return rows
+
+
+def main() -> int:
+    if any(name in os.environ for name in OPENBLAS_OVERRIDES):
+        environment = {k: v for k, v in os.environ.items() if k not in OPENBLAS_OVERRIDES}
+        os.execve(sys.executable, [sys.executable, *sys.argv], environment)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--prefix", type=Path, default=DEFAULT_PREFIX)
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    arguments = parser.parse_args()
+    sys.path.insert(0, str(arguments.prefix))
+    print("model        batch threads edgert ms  ORT ms  torch ms  edgert/ORT  max rel diff")
+    for threads in arguments.threads:
+        for row in measure(threads):
+            print(row)
+    print(f"* over the target ({TARGET})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
