@@ -16,10 +16,12 @@
 
 #include "quantized.hpp"
 
+// GCC's arm_neon.h declares sdot for armv8.2-a+dotprod: a function inlining it must be
+// compiled for that architecture (every processor with the extension implements it).
 #if defined(__clang__)
 #define EDGERT_TARGET_DOTPROD __attribute__((target("dotprod")))
 #else
-#define EDGERT_TARGET_DOTPROD __attribute__((target("+dotprod")))
+#define EDGERT_TARGET_DOTPROD __attribute__((target("arch=armv8.2-a+dotprod")))
 #endif
 
 namespace edgert_quantized {
