@@ -33,6 +33,8 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
 #endif
 
 namespace edgert_quantized {
@@ -333,6 +335,7 @@ void convolve(const QuantizedConvolution& conv, int64_t row_length, SumsFunction
 
 constexpr int64_t kMinGemmChannels = 4;  // output channels per group for the GEMM path
 constexpr int64_t kBlock = kMaxTileColumns;  // output positions per work item
+constexpr int64_t kCopySlack = 16;  // bytes copy_run may read and write past its run
 
 // The weights as the GEMM's left operand: one row of (c, kh, kw) taps per output channel,
 // for the instruction set they were packed for.
@@ -389,7 +392,7 @@ PaddedPlanes padded_planes(const Int8Gemm& gemm, const QuantizedConvolution& con
   PaddedPlanes planes;
   planes.height = g.height + 2 * g.padding.height, planes.width = g.width + 2 * g.padding.width;
   const int64_t image = g.channels * planes.height * planes.width;
-  planes.data.resize(static_cast<size_t>(g.batch * image));
+  planes.data.resize(static_cast<size_t>(g.batch * image + kCopySlack));
   for (int64_t n = 0; n < g.batch; ++n) {
     std::fill_n(planes.data.begin() + n * image, image, encoded(conv.image_zero_points[static_cast<size_t>(n)],
                                                                 gemm.panel_bias));
@@ -407,6 +410,20 @@ PaddedPlanes padded_planes(const Int8Gemm& gemm, const QuantizedConvolution& con
     }
   });
   return planes;
+}
+
+// Copies count bytes 16 at a time: it reads and writes up to kCopySlack - 1 bytes past the
+// run (the buffers hold that slack; a later run or the block's zeroing overwrites them).
+inline void copy_run(uint8_t* target, const uint8_t* source, int64_t count) {
+#if defined(__x86_64__)
+  for (int64_t i = 0; i < count; i += 16) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(target + i), _mm_loadu_si128(reinterpret_cast<const __m128i*>(source + i)));
+  }
+#elif defined(__aarch64__)
+  for (int64_t i = 0; i < count; i += 16) vst1q_u8(target + i, vld1q_u8(source + i));
+#else
+  std::memcpy(target, source, static_cast<size_t>(count));
+#endif
 }
 
 // Output positions [offset, offset + count) of a block that lie in output row oh from ow on.
@@ -428,7 +445,8 @@ std::vector<PositionRun> position_runs(const ConvolutionGeometry& g, int64_t fir
 
 // The block's im2col rows: rows[k * kBlock + j] is tap k = (c, kh, kw) of position first + j
 // in group `group` of image n (the padding's bytes included), and zeros for k in
-// [taps, depth).
+// [taps, depth). Runs are written in order, each overwriting what the previous one copied
+// past its end; `rows` holds kCopySlack bytes more than depth rows.
 void gather_block(const QuantizedConvolution& conv, const PaddedPlanes& planes, int64_t n, int64_t group,
                   int64_t first, int64_t count, int64_t depth, uint8_t* rows) {
   const ConvolutionGeometry& g = conv.g;
@@ -451,7 +469,7 @@ void gather_block(const QuantizedConvolution& conv, const PaddedPlanes& planes, 
           const uint8_t* source = channel + (run.oh * g.stride.height + kh * g.dilation.height) * planes.width +
                                   run.ow * g.stride.width + kw * g.dilation.width;
           if (g.stride.width == 1) {
-            std::memcpy(target + run.offset, source, static_cast<size_t>(run.count));
+            copy_run(target + run.offset, source, run.count);
           } else {
             for (int64_t t = 0; t < run.count; ++t) target[run.offset + t] = source[t * g.stride.width];
           }
@@ -517,7 +535,7 @@ void convolve_gemm(const QuantizedConvolution& conv, const PackedFilters& filter
   const char* left = reinterpret_cast<const char*>(filters.storage.data());
   edgert::parallel_for(0, g.batch * g.groups * blocks, std::max<int64_t>(1, kParallelMultiplyAdds / work),
                        [&](int64_t begin, int64_t end) {
-    std::vector<uint8_t> rows(static_cast<size_t>(depth * kBlock));
+    std::vector<uint8_t> rows(static_cast<size_t>(depth * kBlock + kCopySlack));
     std::vector<uint8_t> panels(static_cast<size_t>(kMaxTilePanels * bytes));
     BlockColumns columns;
     for (int64_t task = begin; task < end; ++task) {

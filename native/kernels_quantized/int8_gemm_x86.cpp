@@ -43,6 +43,11 @@ inline int64_t load_group(const int16_t* values) {
   return group;
 }
 
+// The lanes of a vector of 16 that the first `count` values fill.
+inline __mmask16 first_lanes(int64_t count) {
+  return count >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << count) - 1);
+}
+
 // ------------------------------------------------------------------- AVX-512 VNNI
 
 template <int Rows, int Panels>
@@ -215,8 +220,7 @@ EDGERT_TARGET_AVX512 void requantize_avx512(const Epilogue& e, const int32_t* ti
     const __m512 row_bias = _mm512_set1_ps(e.row_bias ? e.row_bias[r] : 0.0f);
     float* out = e.out + r * e.out_stride + column;
     for (int64_t j = 0; j < columns; j += kPanelColumns) {
-      const int64_t left = columns - j;
-      const __mmask16 mask = left >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << left) - 1);
+      const __mmask16 mask = first_lanes(columns - j);
       const __m512i sums = _mm512_maskz_loadu_epi32(mask, tile + i * kMaxTileColumns + j);
       const __m512i offsets = _mm512_maskz_loadu_epi32(mask, e.column_offsets + column + j);
       const __m512i column_sums = _mm512_maskz_loadu_epi32(mask, e.column_sums + column + j);
@@ -290,44 +294,41 @@ EDGERT_TARGET_AVX512 bool range_avx512(const float* x, int64_t count, float& low
   return non_finite == 0 && tail_finite;
 }
 
-EDGERT_TARGET_AVX512 int32_t quantize_left_int8_avx512(const float* x, int64_t count, float scale, int32_t zero,
-                                                       void* out) {
-  int8_t* target = static_cast<int8_t*>(out);
-  const __m512 scales = _mm512_set1_ps(scale), zeros = _mm512_set1_ps(static_cast<float>(zero));
-  __m512i sums = _mm512_setzero_si512();
-  int64_t i = 0;
-  for (; i + 16 <= count; i += 16) {
-    const __m512i q = quantize_lanes(_mm512_loadu_ps(x + i), scales, zeros);
-    sums = _mm512_add_epi32(sums, q);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(target + i), _mm512_cvtepi32_epi8(q));
-  }
-  return _mm512_reduce_add_epi32(sums) + quantize_left_int8_portable(x + i, count - i, scale, zero, target + i);
-}
+// How quantized values are stored: the left operand's int8 or int16, or the panels' bytes.
+enum class Stored { Int8, Int16, Bytes };
 
-EDGERT_TARGET_AVX512 int32_t quantize_left_int16_avx512(const float* x, int64_t count, float scale, int32_t zero,
-                                                        void* out) {
-  int16_t* target = static_cast<int16_t*>(out);
-  const __m512 scales = _mm512_set1_ps(scale), zeros = _mm512_set1_ps(static_cast<float>(zero));
-  __m512i sums = _mm512_setzero_si512();
-  int64_t i = 0;
-  for (; i + 16 <= count; i += 16) {
-    const __m512i q = quantize_lanes(_mm512_loadu_ps(x + i), scales, zeros);
-    sums = _mm512_add_epi32(sums, q);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(target + i), _mm512_cvtepi32_epi16(q));
-  }
-  return _mm512_reduce_add_epi32(sums) + quantize_left_int16_portable(x + i, count - i, scale, zero, target + i);
-}
-
-EDGERT_TARGET_AVX512 void quantize_bytes_avx512(const float* x, int64_t count, float scale, int32_t zero, uint8_t bias,
-                                                uint8_t* out) {
+// Quantizes `count` values 16 at a time (the last vector masked) into `out`; returns Σ q.
+template <Stored Kind>
+EDGERT_TARGET_AVX512 int32_t quantize_avx512(const float* x, int64_t count, float scale, int32_t zero, uint8_t bias,
+                                             void* out) {
   const __m512 scales = _mm512_set1_ps(scale), zeros = _mm512_set1_ps(static_cast<float>(zero));
   const __m128i flip = _mm_set1_epi8(static_cast<char>(bias));
-  int64_t i = 0;
-  for (; i + 16 <= count; i += 16) {
-    const __m128i q = _mm512_cvtepi32_epi8(quantize_lanes(_mm512_loadu_ps(x + i), scales, zeros));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm_xor_si128(q, flip));
+  __m512i sums = _mm512_setzero_si512();
+  for (int64_t i = 0; i < count; i += 16) {
+    const __mmask16 lanes = first_lanes(count - i);
+    const __m512i q = quantize_lanes(_mm512_maskz_loadu_ps(lanes, x + i), scales, zeros);
+    sums = _mm512_mask_add_epi32(sums, lanes, sums, q);
+    if constexpr (Kind == Stored::Int16) {
+      _mm256_mask_storeu_epi16(static_cast<int16_t*>(out) + i, lanes, _mm512_cvtepi32_epi16(q));
+    } else if constexpr (Kind == Stored::Int8) {
+      _mm_mask_storeu_epi8(static_cast<int8_t*>(out) + i, lanes, _mm512_cvtepi32_epi8(q));
+    } else {
+      _mm_mask_storeu_epi8(static_cast<uint8_t*>(out) + i, lanes, _mm_xor_si128(_mm512_cvtepi32_epi8(q), flip));
+    }
   }
-  quantize_bytes_portable(x + i, count - i, scale, zero, bias, out + i);
+  return _mm512_reduce_add_epi32(sums);
+}
+
+int32_t quantize_left_int8_avx512(const float* x, int64_t count, float scale, int32_t zero, void* out) {
+  return quantize_avx512<Stored::Int8>(x, count, scale, zero, 0, out);
+}
+
+int32_t quantize_left_int16_avx512(const float* x, int64_t count, float scale, int32_t zero, void* out) {
+  return quantize_avx512<Stored::Int16>(x, count, scale, zero, 0, out);
+}
+
+void quantize_bytes_avx512(const float* x, int64_t count, float scale, int32_t zero, uint8_t bias, uint8_t* out) {
+  quantize_avx512<Stored::Bytes>(x, count, scale, zero, bias, out);
 }
 
 // quantize_value on 8 lanes, as quantize_lanes.

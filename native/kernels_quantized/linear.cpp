@@ -9,6 +9,7 @@
 // and the activation. A row's result never depends on the other rows, the instruction set or
 // the thread count. Rows longer than the GEMM's kMaxDepth keep an int64 loop.
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -76,7 +77,7 @@ Status prepare_linear(const PrepareContext& context, std::shared_ptr<const void>
 
 // The quantized rows (the left operand) and what the epilogue needs of each row.
 struct QuantizedRows {
-  std::vector<int16_t> storage;  // int8 or int16 values, rows padded to the GEMM's depth
+  std::unique_ptr<int16_t[]> storage;  // int8 or int16 values, rows padded with zeros to the GEMM's depth
   std::vector<int32_t> sums, zeros;
   std::vector<float> scales;
   std::vector<uint8_t> finite;
@@ -85,12 +86,12 @@ struct QuantizedRows {
 QuantizedRows quantize_rows(const Int8Gemm& gemm, const LinearOperands& op, int64_t depth) {
   QuantizedRows rows;
   const int64_t element = left_element_size(gemm);
-  rows.storage.assign(static_cast<size_t>((op.rows * depth * element + 1) / 2), 0);
+  rows.storage.reset(new int16_t[static_cast<size_t>((op.rows * depth * element + 1) / 2)]);
   rows.sums.resize(static_cast<size_t>(op.rows));
   rows.zeros.resize(static_cast<size_t>(op.rows));
   rows.scales.resize(static_cast<size_t>(op.rows));
   rows.finite.assign(static_cast<size_t>(op.rows), 1);
-  char* base = reinterpret_cast<char*>(rows.storage.data());
+  char* base = reinterpret_cast<char*>(rows.storage.get());
   const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, op.features_in));
   edgert::parallel_for(0, op.rows, grain, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
@@ -103,7 +104,9 @@ QuantizedRows quantize_rows(const Int8Gemm& gemm, const LinearOperands& op, int6
         rows.finite[index] = gemm.range(x, op.features_in, low, high);
         qparams_of_range(low, high, kInt8, scale, zero);
       }
-      rows.sums[index] = gemm.quantize_left(x, op.features_in, scale, zero, base + r * depth * element);
+      char* row = base + r * depth * element;
+      rows.sums[index] = gemm.quantize_left(x, op.features_in, scale, zero, row);
+      std::memset(row + op.features_in * element, 0, static_cast<size_t>((depth - op.features_in) * element));
       rows.zeros[index] = zero;
       rows.scales[index] = scale;
     }
@@ -162,7 +165,7 @@ Status linear_gemm(const KernelContext& context, const LinearOperands& op) {
   epilogue.column_scales = op.weight_scales, epilogue.column_bias = op.bias;
   epilogue.exact_in_int32 = terms.exact_in_int32, epilogue.relu = op.relu;
   epilogue.out = op.out, epilogue.out_stride = op.features_out;
-  const Product product{rows.storage.data(), depth, op.rows, weight.panels.data(), op.features_out, depth, epilogue};
+  const Product product{rows.storage.get(), depth, op.rows, weight.panels.data(), op.features_out, depth, epilogue};
   multiply_parallel(gemm, product);
   return Status::success();
 }
