@@ -518,40 +518,60 @@ Epilogue block_epilogue(const QuantizedConvolution& conv, const PackedFilters& f
   return e;
 }
 
-// Every output: work items of kBlock positions of one (image, group), each gathered,
-// interleaved into panels and multiplied by the group's filters.
+// What every block of a GEMM convolution shares.
+struct GemmConvolution {
+  const Int8Gemm& gemm;
+  const QuantizedConvolution& conv;
+  const PackedFilters& filters;
+  PaddedPlanes planes;
+  int64_t taps, depth, bytes, blocks;
+  bool exact_in_int32;  // every weight zero point in int8's range and taps <= kMaxInt32Depth
+  bool centered_sums;   // some weight zero point is not 0: the blocks' column sums are needed
+};
+
+// A thread's buffers: a block's im2col rows and its panels.
+struct BlockScratch {
+  std::vector<uint8_t> rows, panels;
+  BlockColumns columns;
+};
+
+// Work item `task`: kBlock positions of one (image, group), gathered, interleaved into
+// panels and multiplied by the group's filters.
+void convolve_block(const GemmConvolution& work, int64_t task, BlockScratch& scratch) {
+  const ConvolutionGeometry& g = work.conv.g;
+  const int64_t n = task / (g.groups * work.blocks), group = task / work.blocks % g.groups;
+  const int64_t first = task % work.blocks * kBlock, count = std::min(kBlock, g.out_plane() - first);
+  gather_block(work.conv, work.planes, n, group, first, count, work.depth, scratch.rows.data());
+  interleave_block(scratch.rows.data(), work.depth, scratch.panels.data(), work.bytes);
+  const size_t image = static_cast<size_t>(n);
+  block_columns(scratch.rows.data(), work.taps, int64_t{work.gemm.panel_bias} + work.conv.image_zero_points[image],
+                work.conv.image_scales[image], work.centered_sums, scratch.columns);
+  const int64_t channel = group * g.group_out_channels();
+  const char* filters = reinterpret_cast<const char*>(work.filters.storage.data()) +
+                        channel * work.depth * left_element_size(work.gemm);
+  const Product product{filters, work.depth, g.group_out_channels(), scratch.panels.data(), count, work.depth,
+                        block_epilogue(work.conv, work.filters, scratch.columns, n, group, first,
+                                       work.exact_in_int32)};
+  multiply(work.gemm, product, 0, g.group_out_channels(), 0, panel_count(count));
+}
+
+// Every output, block by block on the thread pool (each output computed by one thread).
 void convolve_gemm(const QuantizedConvolution& conv, const PackedFilters& filters) {
   const Int8Gemm& gemm = int8_gemm();
   const ConvolutionGeometry& g = conv.g;
-  const int64_t taps = g.patch(), depth = padded_depth(taps), bytes = panel_bytes(depth);
-  const PaddedPlanes planes = padded_planes(gemm, conv);
+  const int32_t* zeros = conv.weight_zero_points;
   const auto in_int8 = [](int32_t zero) { return zero >= -128 && zero <= 127; };
-  const bool exact = taps <= kMaxInt32Depth &&
-                     std::all_of(conv.weight_zero_points, conv.weight_zero_points + g.out_channels, in_int8);
-  const bool centered_sums = std::any_of(conv.weight_zero_points, conv.weight_zero_points + g.out_channels,
-                                         [](int32_t zero) { return zero != 0; });
-  const int64_t blocks = (g.out_plane() + kBlock - 1) / kBlock;
-  const int64_t work = std::max<int64_t>(1, g.group_out_channels() * kBlock * std::max<int64_t>(depth, 1));
-  const char* left = reinterpret_cast<const char*>(filters.storage.data());
-  edgert::parallel_for(0, g.batch * g.groups * blocks, std::max<int64_t>(1, kParallelMultiplyAdds / work),
+  const int64_t taps = g.patch(), depth = padded_depth(taps);
+  const GemmConvolution work{gemm, conv, filters, padded_planes(gemm, conv), taps, depth, panel_bytes(depth),
+                             (g.out_plane() + kBlock - 1) / kBlock,
+                             taps <= kMaxInt32Depth && std::all_of(zeros, zeros + g.out_channels, in_int8),
+                             std::any_of(zeros, zeros + g.out_channels, [](int32_t zero) { return zero != 0; })};
+  const int64_t block_work = std::max<int64_t>(1, g.group_out_channels() * kBlock * std::max<int64_t>(depth, 1));
+  edgert::parallel_for(0, g.batch * g.groups * work.blocks, std::max<int64_t>(1, kParallelMultiplyAdds / block_work),
                        [&](int64_t begin, int64_t end) {
-    std::vector<uint8_t> rows(static_cast<size_t>(depth * kBlock + kCopySlack));
-    std::vector<uint8_t> panels(static_cast<size_t>(kMaxTilePanels * bytes));
-    BlockColumns columns;
-    for (int64_t task = begin; task < end; ++task) {
-      const int64_t n = task / (g.groups * blocks), group = task / blocks % g.groups;
-      const int64_t first = task % blocks * kBlock, count = std::min(kBlock, g.out_plane() - first);
-      gather_block(conv, planes, n, group, first, count, depth, rows.data());
-      interleave_block(rows.data(), depth, panels.data(), bytes);
-      const size_t image = static_cast<size_t>(n);
-      block_columns(rows.data(), taps, int64_t{gemm.panel_bias} + conv.image_zero_points[image],
-                    conv.image_scales[image], centered_sums, columns);
-      const int64_t channel = group * g.group_out_channels();
-      const Product product{left + channel * depth * left_element_size(gemm), depth, g.group_out_channels(),
-                            panels.data(), count, depth,
-                            block_epilogue(conv, filters, columns, n, group, first, exact)};
-      multiply(gemm, product, 0, g.group_out_channels(), 0, panel_count(count));
-    }
+    BlockScratch scratch{std::vector<uint8_t>(static_cast<size_t>(depth * kBlock + kCopySlack)),
+                         std::vector<uint8_t>(static_cast<size_t>(kMaxTilePanels * work.bytes)), {}};
+    for (int64_t task = begin; task < end; ++task) convolve_block(work, task, scratch);
   });
 }
 
@@ -599,6 +619,18 @@ Status check_optional_inputs(const KernelContext& context, const Tensor* bias, i
   return Status::success();
 }
 
+// The outputs on the first path that serves the convolution (see the top of this file).
+void convolve_any(const KernelContext& context, const QuantizedConvolution& conv, const Tensor& weight) {
+  if (gemm_applies(conv)) {
+    std::shared_ptr<const PackedFilters> packed;
+    return convolve_gemm(conv, filters_for(context, weight, packed));
+  }
+  if (fits_int16(conv)) {
+    return convolve<int16_t>(conv, (conv.g.patch() + kDotBlock - 1) / kDotBlock * kDotBlock, sums_int16);
+  }
+  convolve<int64_t>(conv, conv.g.patch(), sums_int64);
+}
+
 // Inputs: x float32 [N, C, H, W], weight int8 [O, C/groups, KH, KW], weight_scales [O],
 // weight_zero_points [O], bias [O] (optional), input_scale [1], input_zero_point [1]
 // (optional, together). Attributes as edgert::conv2d.
@@ -622,14 +654,7 @@ Status conv2d_kernel(KernelContext& context) {
   EDGERT_RETURN_IF_ERROR(choose_image_qparams(context, conv, optional_input(context, 5), optional_input(context, 6)));
   Tensor out = Tensor::uninitialized(DType::Float32, conv.g.output_shape());
   conv.out = out.data_as<float>();
-  if (out.numel() > 0 && gemm_applies(conv)) {
-    std::shared_ptr<const PackedFilters> packed;
-    convolve_gemm(conv, filters_for(context, cw, packed));
-  } else if (out.numel() > 0 && fits_int16(conv)) {
-    convolve<int16_t>(conv, (conv.g.patch() + kDotBlock - 1) / kDotBlock * kDotBlock, sums_int16);
-  } else if (out.numel() > 0) {
-    convolve<int64_t>(conv, conv.g.patch(), sums_int64);
-  }
+  if (out.numel() > 0) convolve_any(context, conv, cw);
   (*context.outputs)[0] = std::move(out);
   return Status::success();
 }
