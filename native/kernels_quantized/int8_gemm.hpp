@@ -27,7 +27,6 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
 
 #include "../kernels/isa.hpp"
 
