@@ -4,6 +4,15 @@
 #include <cstdlib>
 #include <cstring>
 
+#if defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1 << 20)  // the kernel's value; older C libraries do not name it
+#endif
+#elif defined(__aarch64__) && defined(__APPLE__)
+#include <sys/sysctl.h>
+#endif
+
 namespace edgert::kernels {
 namespace {
 
@@ -20,14 +29,82 @@ Isa best_supported() {
   return Isa::Portable;
 }
 
-Isa requested(Isa best) {
+const char* requested_name() {
   const char* name = std::getenv("EDGERT_KERNELS_ISA");
-  if (name == nullptr || *name == '\0') return best;
+  return name == nullptr || *name == '\0' ? nullptr : name;
+}
+
+Isa requested(Isa best) {
+  const char* name = requested_name();
+  if (name == nullptr) return best;
   Isa wanted = best;
-  if (std::strcmp(name, "portable") == 0) wanted = Isa::Portable;
+  if (std::strcmp(name, "portable") == 0 || std::strcmp(name, "dotprod") == 0) wanted = Isa::Portable;
   else if (std::strcmp(name, "avx2") == 0) wanted = Isa::Avx2;
-  else if (std::strcmp(name, "avx512") == 0) wanted = Isa::Avx512;
+  else if (std::strcmp(name, "avx512") == 0 || std::strcmp(name, "avx512vnni") == 0) wanted = Isa::Avx512;
   return static_cast<int>(wanted) < static_cast<int>(best) ? wanted : best;
+}
+
+#if !defined(__x86_64__)
+// Whether the processor has aarch64's dot-product instructions (sdot, udot).
+bool has_dotprod() {
+#if defined(__aarch64__) && defined(__linux__)
+  return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+#elif defined(__aarch64__) && defined(__APPLE__)
+  int value = 0;
+  size_t size = sizeof(value);
+  return sysctlbyname("hw.optional.arm.FEAT_DotProd", &value, &size, nullptr, 0) == 0 && value != 0;
+#else
+  return false;
+#endif
+}
+#endif
+
+IntegerIsa best_integer_supported() {
+#if defined(__x86_64__)
+  switch (best_supported()) {
+    case Isa::Avx512:
+      return __builtin_cpu_supports("avx512vnni") ? IntegerIsa::Avx512Vnni : IntegerIsa::Avx512;
+    case Isa::Avx2: return IntegerIsa::Avx2;
+    case Isa::Portable: break;
+  }
+  return IntegerIsa::Portable;
+#else
+  return has_dotprod() ? IntegerIsa::Dotprod : IntegerIsa::Portable;
+#endif
+}
+
+struct Level {
+  const char* name;
+  IntegerIsa isa;
+};
+
+// This architecture's levels, lowest first, and the names of the other architecture's.
+#if defined(__x86_64__)
+constexpr Level kLevels[] = {{"portable", IntegerIsa::Portable}, {"avx2", IntegerIsa::Avx2},
+                             {"avx512", IntegerIsa::Avx512}, {"avx512vnni", IntegerIsa::Avx512Vnni}};
+constexpr const char* kForeignNames[] = {"dotprod"};
+#elif defined(__aarch64__)
+constexpr Level kLevels[] = {{"portable", IntegerIsa::Portable}, {"dotprod", IntegerIsa::Dotprod}};
+constexpr const char* kForeignNames[] = {"avx2", "avx512", "avx512vnni"};
+#else
+constexpr Level kLevels[] = {{"portable", IntegerIsa::Portable}};
+constexpr const char* kForeignNames[] = {"avx2", "avx512", "avx512vnni", "dotprod"};
+#endif
+
+// The level a name asks for, at most `best`; portable for a level of the other
+// architecture; `best` for no name or one not known.
+IntegerIsa integer_requested(IntegerIsa best) {
+  const char* name = requested_name();
+  if (name == nullptr) return best;
+  for (const Level& level : kLevels) {
+    if (std::strcmp(name, level.name) == 0) {
+      return static_cast<int>(level.isa) < static_cast<int>(best) ? level.isa : best;
+    }
+  }
+  for (const char* foreign : kForeignNames) {
+    if (std::strcmp(name, foreign) == 0) return IntegerIsa::Portable;
+  }
+  return best;
 }
 
 }  // namespace
@@ -42,6 +119,22 @@ const char* isa_name(Isa isa) {
     case Isa::Avx512: return "avx512";
     case Isa::Avx2: return "avx2";
     case Isa::Portable: break;
+  }
+  return "portable";
+}
+
+IntegerIsa integer_kernel_isa() {
+  static const IntegerIsa chosen = integer_requested(best_integer_supported());
+  return chosen;
+}
+
+const char* integer_isa_name(IntegerIsa isa) {
+  switch (isa) {
+    case IntegerIsa::Avx512Vnni: return "avx512vnni";
+    case IntegerIsa::Avx512: return "avx512";
+    case IntegerIsa::Avx2: return "avx2";
+    case IntegerIsa::Dotprod: return "dotprod";
+    case IntegerIsa::Portable: break;
   }
   return "portable";
 }

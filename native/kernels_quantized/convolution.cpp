@@ -5,27 +5,42 @@
 // with the static input_scale / input_zero_point; every output is the exact integer sum
 // Σ (xq - xz)·(wq - wz[o]) over the float conv2d's window (the padding is the real value 0,
 // i.e. xq = xz, a zero term), then float32(sum) · (xs · ws[o]) + bias[o], then the
-// activation. When both factors lie in [-255, 255] (zero points in int8's range) and the
-// window has at most 33025 taps, the sums are int32 dot products of int16 patches
-// (integer_dot.hpp); otherwise they are int64 loops. Integer sums do not depend on their
-// order, so both give the same outputs on every instruction set and thread count.
+// activation. Three paths compute the sums:
+//   - the int8 GEMM (int8_gemm.hpp), the general case: the weights of a group are its left
+//     operand (packed once per program by the prepare function when the weight is a
+//     constant), blocks of 64 output positions of the im2col matrix its right operand,
+//     gathered from a zero-padded byte copy of the quantized input (the padding holds xz)
+//     and interleaved into panels; the epilogue writes NCHW rows directly;
+//   - int16 dot products of gathered windows (integer_dot.hpp) for groups of fewer than
+//     kMinGemmChannels output channels (depthwise convolutions), or padding far larger than
+//     the input, when every zero point lies in int8's range;
+//   - int64 loops otherwise (a static input zero point outside int8's range, windows longer
+//     than the GEMM's depth).
+// Integer sums do not depend on their order, so every path gives the same outputs on every
+// instruction set and thread count.
 #include <algorithm>
+#include <cstring>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
 #include "../kernels/isa.hpp"
 #include "../kernels/sliding_window.hpp"
 #include "edgert/threadpool.h"
+#include "int8_gemm.hpp"
 #include "integer_dot.hpp"
 #include "quantized.hpp"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
 #endif
 
 namespace edgert_quantized {
 namespace {
 
+using edgert::PrepareContext;
 using edgert::kernels::ConvolutionGeometry;
 using edgert::kernels::kParallelGrain;
 using edgert::kernels::optional_input;
@@ -58,11 +73,11 @@ Status choose_image_qparams(const KernelContext& context, QuantizedConvolution& 
     float s = fixed_scale;
     int32_t z = fixed_zero;
     if (!scale) {
-      const float* data = conv.x + n * image;
-      if (!std::all_of(data, data + image, [](float v) { return std::isfinite(v); })) {
+      float low, high;
+      if (!int8_gemm().range(conv.x + n * image, image, low, high)) {
         return invalid(context, "input holds a non-finite value");
       }
-      choose_qparams(data, image, kInt8, s, z);
+      qparams_of_range(low, high, kInt8, s, z);
     }
     conv.image_scales.push_back(s);
     conv.image_zero_points.push_back(z);
@@ -316,6 +331,271 @@ void convolve(const QuantizedConvolution& conv, int64_t row_length, SumsFunction
   });
 }
 
+// ------------------------------------------------------------------- the GEMM path
+
+constexpr int64_t kMinGemmChannels = 4;  // output channels per group for the GEMM path
+constexpr int64_t kBlock = kMaxTileColumns;  // output positions per work item
+constexpr int64_t kCopySlack = 16;  // bytes copy_run may read and write past its run
+
+// The weights as the GEMM's left operand: one row of (c, kh, kw) taps per output channel,
+// for the instruction set they were packed for.
+struct PackedFilters {
+  IntegerIsa isa;
+  std::vector<int64_t> shape;  // the weight's
+  std::vector<int16_t> storage;  // int8 or int16 values, rows padded to the GEMM's depth
+  std::vector<int32_t> sums;     // Σ_k wq[o, k]
+};
+
+std::shared_ptr<PackedFilters> pack_filters(const int8_t* weight, const std::vector<int64_t>& shape) {
+  const Int8Gemm& gemm = int8_gemm();
+  const int64_t channels = shape[0], taps = shape[1] * shape[2] * shape[3];
+  auto packed = std::make_shared<PackedFilters>();
+  packed->isa = gemm.isa;
+  packed->shape = shape;
+  packed->storage.assign(static_cast<size_t>((channels * padded_depth(taps) * left_element_size(gemm) + 1) / 2), 0);
+  packed->sums.resize(static_cast<size_t>(channels));
+  pack_left(gemm, weight, channels, taps, packed->storage.data(), packed->sums.data());
+  return packed;
+}
+
+// The taps of one output channel, C/groups · KH · KW, when it is within the GEMM's depth.
+bool gemm_taps(const std::vector<int64_t>& shape, int64_t& taps) {
+  int64_t area = 0;
+  return !__builtin_mul_overflow(shape[2], shape[3], &area) && !__builtin_mul_overflow(shape[1], area, &taps) &&
+         taps <= kMaxDepth;
+}
+
+// A constant int8 [O, C/groups, KH, KW] weight is packed once for every run; anything else
+// is left to the kernel, which reports what is wrong.
+Status prepare_conv2d(const PrepareContext& context, std::shared_ptr<const void>& state) {
+  const Tensor* weight = context.constants.size() > 1 ? context.constants[1] : nullptr;
+  int64_t taps = 0;
+  if (!weight || weight->dtype() != DType::Int8 || weight->dim() != 4 || !gemm_taps(weight->shape(), taps)) {
+    return Status::success();
+  }
+  const Tensor contiguous = weight->contiguous();
+  state = pack_filters(contiguous.data_as<int8_t>(), weight->shape());
+  return Status::success();
+}
+
+// The quantized input as the panels' bytes (q + bias), every plane with its zero padding
+// written out as the byte of the image's zero point.
+struct PaddedPlanes {
+  std::vector<uint8_t> data;
+  int64_t height, width;  // of a plane
+};
+
+uint8_t encoded(int32_t value, uint8_t bias) { return static_cast<uint8_t>(static_cast<uint8_t>(value) ^ bias); }
+
+PaddedPlanes padded_planes(const Int8Gemm& gemm, const QuantizedConvolution& conv) {
+  const ConvolutionGeometry& g = conv.g;
+  PaddedPlanes planes;
+  planes.height = g.height + 2 * g.padding.height, planes.width = g.width + 2 * g.padding.width;
+  const int64_t image = g.channels * planes.height * planes.width;
+  planes.data.resize(static_cast<size_t>(g.batch * image + kCopySlack));
+  for (int64_t n = 0; n < g.batch; ++n) {
+    std::fill_n(planes.data.begin() + n * image, image, encoded(conv.image_zero_points[static_cast<size_t>(n)],
+                                                                gemm.panel_bias));
+  }
+  const int64_t rows = g.batch * g.channels * g.height;
+  edgert::parallel_for(0, rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, g.width)),
+                       [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {  // row = (n·C + c)·H + h
+      const size_t n = static_cast<size_t>(row / (g.channels * g.height));
+      const int64_t plane = row / g.height, h = row % g.height;
+      uint8_t* target = planes.data.data() + (plane * planes.height + h + g.padding.height) * planes.width +
+                        g.padding.width;
+      gemm.quantize_bytes(conv.x + row * g.width, g.width, conv.image_scales[n], conv.image_zero_points[n],
+                          gemm.panel_bias, target);
+    }
+  });
+  return planes;
+}
+
+// Copies count bytes 16 at a time: it reads and writes up to kCopySlack - 1 bytes past the
+// run (the buffers hold that slack; a later run or the block's zeroing overwrites them).
+inline void copy_run(uint8_t* target, const uint8_t* source, int64_t count) {
+#if defined(__x86_64__)
+  for (int64_t i = 0; i < count; i += 16) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(target + i), _mm_loadu_si128(reinterpret_cast<const __m128i*>(source + i)));
+  }
+#elif defined(__aarch64__)
+  for (int64_t i = 0; i < count; i += 16) vst1q_u8(target + i, vld1q_u8(source + i));
+#else
+  std::memcpy(target, source, static_cast<size_t>(count));
+#endif
+}
+
+// Output positions [offset, offset + count) of a block that lie in output row oh from ow on.
+struct PositionRun {
+  int64_t oh, ow, count, offset;
+};
+
+std::vector<PositionRun> position_runs(const ConvolutionGeometry& g, int64_t first, int64_t count) {
+  std::vector<PositionRun> runs;
+  for (int64_t offset = 0; offset < count;) {
+    const int64_t position = first + offset;
+    const int64_t oh = position / g.out_width, ow = position % g.out_width;
+    const int64_t length = std::min(count - offset, g.out_width - ow);
+    runs.push_back(PositionRun{oh, ow, length, offset});
+    offset += length;
+  }
+  return runs;
+}
+
+// The block's im2col rows: rows[k * kBlock + j] is tap k = (c, kh, kw) of position first + j
+// in group `group` of image n (the padding's bytes included), and zeros for k in
+// [taps, depth). Runs are written in order, each overwriting what the previous one copied
+// past its end; `rows` holds kCopySlack bytes more than depth rows.
+void gather_block(const QuantizedConvolution& conv, const PaddedPlanes& planes, int64_t n, int64_t group,
+                  int64_t first, int64_t count, int64_t depth, uint8_t* rows) {
+  const ConvolutionGeometry& g = conv.g;
+  const int64_t plane = planes.height * planes.width;
+  const uint8_t* image = planes.data.data() + (n * g.channels + group * g.group_channels()) * plane;
+  // A 1×1 window with stride 1 and no padding reads each channel's positions in a row.
+  const bool pointwise = g.kernel_height == 1 && g.kernel_width == 1 && g.stride.height == 1 &&
+                         g.stride.width == 1 && g.padding.height == 0 && g.padding.width == 0;
+  const std::vector<PositionRun> runs = position_runs(g, first, pointwise ? 0 : count);
+  uint8_t* target = rows;
+  for (int64_t c = 0; c < g.group_channels(); ++c) {
+    const uint8_t* channel = image + c * plane;
+    for (int64_t kh = 0; kh < g.kernel_height; ++kh) {
+      for (int64_t kw = 0; kw < g.kernel_width; ++kw, target += kBlock) {
+        if (pointwise) {
+          std::memcpy(target, channel + first, static_cast<size_t>(count));
+          continue;
+        }
+        for (const PositionRun& run : runs) {
+          const uint8_t* source = channel + (run.oh * g.stride.height + kh * g.dilation.height) * planes.width +
+                                  run.ow * g.stride.width + kw * g.dilation.width;
+          if (g.stride.width == 1) {
+            copy_run(target + run.offset, source, run.count);
+          } else {
+            for (int64_t t = 0; t < run.count; ++t) target[run.offset + t] = source[t * g.stride.width];
+          }
+        }
+      }
+    }
+  }
+  std::memset(target, 0, static_cast<size_t>((depth - g.patch()) * kBlock));
+}
+
+// The column terms of a block (int8_gemm.hpp): offsets bias + xz, sums Σ_k (x - xz) over
+// each position's taps (zero when no weight zero point needs them).
+struct BlockColumns {
+  int32_t offsets[kBlock], sums[kBlock];
+  int64_t wide_offsets[kBlock], wide_sums[kBlock];
+  float scales[kBlock];
+};
+
+void block_columns(const uint8_t* rows, int64_t taps, int64_t offset, float scale, bool centered_sums,
+                   BlockColumns& columns) {
+  uint32_t totals[kBlock] = {};
+  for (int64_t k = 0; k < taps && centered_sums; ++k) {
+    for (int64_t j = 0; j < kBlock; ++j) totals[j] += rows[k * kBlock + j];
+  }
+  for (int64_t j = 0; j < kBlock; ++j) {
+    columns.wide_offsets[j] = offset, columns.offsets[j] = static_cast<int32_t>(offset);
+    columns.wide_sums[j] = centered_sums ? int64_t{totals[j]} - taps * offset : 0;
+    columns.sums[j] = static_cast<int32_t>(columns.wide_sums[j]);
+    columns.scales[j] = scale;
+  }
+}
+
+// The epilogue of group `group` of image n, for the block starting at position `first`.
+Epilogue block_epilogue(const QuantizedConvolution& conv, const PackedFilters& filters, const BlockColumns& columns,
+                        int64_t n, int64_t group, int64_t first, bool exact_in_int32) {
+  const ConvolutionGeometry& g = conv.g;
+  const int64_t channel = group * g.group_out_channels();
+  Epilogue e;
+  e.row_sums = filters.sums.data() + channel, e.row_zeros = conv.weight_zero_points + channel;
+  e.row_scales = conv.weight_scales + channel, e.row_bias = conv.bias ? conv.bias + channel : nullptr;
+  e.column_offsets = columns.offsets, e.column_sums = columns.sums;
+  e.wide_column_offsets = columns.wide_offsets, e.wide_column_sums = columns.wide_sums;
+  e.column_scales = columns.scales;
+  e.exact_in_int32 = exact_in_int32, e.relu = conv.relu;
+  e.out = conv.out + (n * g.out_channels + channel) * g.out_plane() + first, e.out_stride = g.out_plane();
+  return e;
+}
+
+// What every block of a GEMM convolution shares.
+struct GemmConvolution {
+  const Int8Gemm& gemm;
+  const QuantizedConvolution& conv;
+  const PackedFilters& filters;
+  PaddedPlanes planes;
+  int64_t taps, depth, bytes, blocks;
+  bool exact_in_int32;  // every weight zero point in int8's range and taps <= kMaxInt32Depth
+  bool centered_sums;   // some weight zero point is not 0: the blocks' column sums are needed
+};
+
+// A thread's buffers: a block's im2col rows and its panels.
+struct BlockScratch {
+  std::vector<uint8_t> rows, panels;
+  BlockColumns columns;
+};
+
+// Work item `task`: kBlock positions of one (image, group), gathered, interleaved into
+// panels and multiplied by the group's filters.
+void convolve_block(const GemmConvolution& work, int64_t task, BlockScratch& scratch) {
+  const ConvolutionGeometry& g = work.conv.g;
+  const int64_t n = task / (g.groups * work.blocks), group = task / work.blocks % g.groups;
+  const int64_t first = task % work.blocks * kBlock, count = std::min(kBlock, g.out_plane() - first);
+  gather_block(work.conv, work.planes, n, group, first, count, work.depth, scratch.rows.data());
+  interleave_block(scratch.rows.data(), work.depth, scratch.panels.data(), work.bytes);
+  const size_t image = static_cast<size_t>(n);
+  block_columns(scratch.rows.data(), work.taps, int64_t{work.gemm.panel_bias} + work.conv.image_zero_points[image],
+                work.conv.image_scales[image], work.centered_sums, scratch.columns);
+  const int64_t channel = group * g.group_out_channels();
+  const char* filters = reinterpret_cast<const char*>(work.filters.storage.data()) +
+                        channel * work.depth * left_element_size(work.gemm);
+  const Product product{filters, work.depth, g.group_out_channels(), scratch.panels.data(), count, work.depth,
+                        block_epilogue(work.conv, work.filters, scratch.columns, n, group, first,
+                                       work.exact_in_int32)};
+  multiply(work.gemm, product, 0, g.group_out_channels(), 0, panel_count(count));
+}
+
+// Every output, block by block on the thread pool (each output computed by one thread).
+void convolve_gemm(const QuantizedConvolution& conv, const PackedFilters& filters) {
+  const Int8Gemm& gemm = int8_gemm();
+  const ConvolutionGeometry& g = conv.g;
+  const int32_t* zeros = conv.weight_zero_points;
+  const auto in_int8 = [](int32_t zero) { return zero >= -128 && zero <= 127; };
+  const int64_t taps = g.patch(), depth = padded_depth(taps);
+  const GemmConvolution work{gemm, conv, filters, padded_planes(gemm, conv), taps, depth, panel_bytes(depth),
+                             (g.out_plane() + kBlock - 1) / kBlock,
+                             taps <= kMaxInt32Depth && std::all_of(zeros, zeros + g.out_channels, in_int8),
+                             std::any_of(zeros, zeros + g.out_channels, [](int32_t zero) { return zero != 0; })};
+  const int64_t block_work = std::max<int64_t>(1, g.group_out_channels() * kBlock * std::max<int64_t>(depth, 1));
+  edgert::parallel_for(0, g.batch * g.groups * work.blocks, std::max<int64_t>(1, kParallelMultiplyAdds / block_work),
+                       [&](int64_t begin, int64_t end) {
+    BlockScratch scratch{std::vector<uint8_t>(static_cast<size_t>(depth * kBlock + kCopySlack)),
+                         std::vector<uint8_t>(static_cast<size_t>(kMaxTilePanels * work.bytes)), {}};
+    for (int64_t task = begin; task < end; ++task) convolve_block(work, task, scratch);
+  });
+}
+
+// The GEMM serves groups of at least kMinGemmChannels output channels whose windows fit its
+// depth, when the padded input is not much larger than the input and every image's zero
+// point is a byte (the padding holds it).
+bool gemm_applies(const QuantizedConvolution& conv) {
+  const ConvolutionGeometry& g = conv.g;
+  const auto in_int8 = [](int32_t zero) { return zero >= -128 && zero <= 127; };
+  return g.group_out_channels() >= kMinGemmChannels && g.patch() <= kMaxDepth &&
+         g.padding.height <= g.height + 32 && g.padding.width <= g.width + 32 &&
+         std::all_of(conv.image_zero_points.begin(), conv.image_zero_points.end(), in_int8);
+}
+
+// The prepared filters when they were packed from this weight for this instruction set,
+// else the weight packed now into `packed`.
+const PackedFilters& filters_for(const KernelContext& context, const Tensor& weight,
+                                 std::shared_ptr<const PackedFilters>& packed) {
+  const auto* prepared = static_cast<const PackedFilters*>(context.prepared);
+  if (prepared && prepared->isa == int8_gemm().isa && prepared->shape == weight.shape()) return *prepared;
+  packed = pack_filters(weight.data_as<int8_t>(), weight.shape());
+  return *packed;
+}
+
 bool fits_int16(const QuantizedConvolution& conv) {
   const auto in_int8 = [](int32_t zero) { return zero >= -128 && zero <= 127; };
   return conv.g.patch() <= kMaxInt16Taps &&
@@ -337,6 +617,18 @@ Status check_optional_inputs(const KernelContext& context, const Tensor* bias, i
   const bool has_scale = optional_input(context, 5) != nullptr, has_zero = optional_input(context, 6) != nullptr;
   if (has_scale != has_zero) return invalid(context, "input_scale and input_zero_point must be given together");
   return Status::success();
+}
+
+// The outputs on the first path that serves the convolution (see the top of this file).
+void convolve_any(const KernelContext& context, const QuantizedConvolution& conv, const Tensor& weight) {
+  if (gemm_applies(conv)) {
+    std::shared_ptr<const PackedFilters> packed;
+    return convolve_gemm(conv, filters_for(context, weight, packed));
+  }
+  if (fits_int16(conv)) {
+    return convolve<int16_t>(conv, (conv.g.patch() + kDotBlock - 1) / kDotBlock * kDotBlock, sums_int16);
+  }
+  convolve<int64_t>(conv, conv.g.patch(), sums_int64);
 }
 
 // Inputs: x float32 [N, C, H, W], weight int8 [O, C/groups, KH, KW], weight_scales [O],
@@ -362,17 +654,13 @@ Status conv2d_kernel(KernelContext& context) {
   EDGERT_RETURN_IF_ERROR(choose_image_qparams(context, conv, optional_input(context, 5), optional_input(context, 6)));
   Tensor out = Tensor::uninitialized(DType::Float32, conv.g.output_shape());
   conv.out = out.data_as<float>();
-  if (out.numel() > 0 && fits_int16(conv)) {
-    convolve<int16_t>(conv, (conv.g.patch() + kDotBlock - 1) / kDotBlock * kDotBlock, sums_int16);
-  } else if (out.numel() > 0) {
-    convolve<int64_t>(conv, conv.g.patch(), sums_int64);
-  }
+  if (out.numel() > 0) convolve_any(context, conv, cw);
   (*context.outputs)[0] = std::move(out);
   return Status::success();
 }
 
 }  // namespace
 
-EDGERT_REGISTER_OPERATOR("edgert_quantized::conv2d", conv2d_kernel);
+EDGERT_REGISTER_PREPARED_OPERATOR("edgert_quantized::conv2d", conv2d_kernel, prepare_conv2d);
 
 }  // namespace edgert_quantized

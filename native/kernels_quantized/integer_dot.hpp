@@ -1,4 +1,5 @@
-// Exact integer dot products for the quantized linear kernel: int16 operands, int32 sums.
+// Exact integer dot products for the quantized conv2d's direct path (groups of few output
+// channels; the rest runs on the int8 GEMM, int8_gemm.hpp): int16 operands, int32 sums.
 #pragma once
 
 #include <cstdint>

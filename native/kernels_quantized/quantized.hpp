@@ -104,9 +104,19 @@ inline Status read_channel_qparams(const KernelContext& context, const Tensor* s
   return Status::success();
 }
 
-// Asymmetric qparams covering [min(0, min x), max(0, max x)] of `count` finite values:
-// scale = float((max - min) / (qmax - qmin)) in double (1 when that is 0),
-// zero_point = clamp(qmin - round_half_even(min / scale), qmin, qmax).
+// Asymmetric qparams covering [low, high] (low <= 0 <= high):
+// scale = float((high - low) / (qmax - qmin)) in double (1 when that is 0),
+// zero_point = clamp(qmin - round_half_even(low / scale), qmin, qmax).
+inline void qparams_of_range(float low, float high, QuantRange range, float& scale, int32_t& zero_point) {
+  scale = static_cast<float>((static_cast<double>(high) - static_cast<double>(low)) /
+                             static_cast<double>(range.max - range.min));
+  if (scale == 0.0f) scale = 1.0f;
+  const double zero = range.min - std::nearbyint(static_cast<double>(low) / static_cast<double>(scale));
+  zero_point = static_cast<int32_t>(std::fmin(std::fmax(zero, range.min), range.max));
+}
+
+// Asymmetric qparams covering [min(0, min x), max(0, max x)] of `count` finite values
+// (qparams_of_range).
 inline void choose_qparams(const float* data, int64_t count, QuantRange range, float& scale,
                            int32_t& zero_point) {
   float low = 0.0f, high = 0.0f;
@@ -114,11 +124,7 @@ inline void choose_qparams(const float* data, int64_t count, QuantRange range, f
     low = std::fmin(low, data[i]);
     high = std::fmax(high, data[i]);
   }
-  scale = static_cast<float>((static_cast<double>(high) - static_cast<double>(low)) /
-                             static_cast<double>(range.max - range.min));
-  if (scale == 0.0f) scale = 1.0f;
-  const double zero = range.min - std::nearbyint(static_cast<double>(low) / static_cast<double>(scale));
-  zero_point = static_cast<int32_t>(std::fmin(std::fmax(zero, range.min), range.max));
+  qparams_of_range(low, high, range, scale, zero_point);
 }
 
 }  // namespace edgert_quantized
