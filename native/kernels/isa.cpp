@@ -4,6 +4,13 @@
 #include <cstdlib>
 #include <cstring>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <cstdint>
+#if defined(__APPLE__)
+#include <sys/sysctl.h>
+#endif
+#endif
 #if defined(__aarch64__) && defined(__linux__)
 #include <sys/auxv.h>
 #ifndef HWCAP_ASIMDDP
@@ -16,15 +23,69 @@
 namespace edgert::kernels {
 namespace {
 
+#if defined(__x86_64__)
+// What the processor and the operating system together support. Read from cpuid and XCR0
+// directly rather than __builtin_cpu_supports, whose run-time support is missing from some
+// toolchains' runtime libraries (zig's, for the macOS and Windows wheels, answers "no" to
+// everything). AVX-512 here means the F, VL, BW and DQ subsets together (Skylake-SP, Zen 4).
+struct X86Features {
+  bool avx2 = false;
+  bool avx512 = false;
+  bool avx512vnni = false;
+};
+
+#if defined(__APPLE__)
+// macOS enables the AVX-512 register state on a thread's first use, so XCR0 understates
+// it; the kernel reports the features itself.
+bool sysctl_flag(const char* name) {
+  int value = 0;
+  size_t size = sizeof(value);
+  return sysctlbyname(name, &value, &size, nullptr, 0) == 0 && value != 0;
+}
+
+X86Features detect_x86() {
+  X86Features found;
+  found.avx2 = sysctl_flag("hw.optional.avx2_0");
+  found.avx512 = sysctl_flag("hw.optional.avx512f") && sysctl_flag("hw.optional.avx512vl") &&
+                 sysctl_flag("hw.optional.avx512bw") && sysctl_flag("hw.optional.avx512dq");
+  found.avx512vnni = found.avx512 && sysctl_flag("hw.optional.avx512vnni");
+  return found;
+}
+#else
+uint64_t extended_state_enabled() {
+  uint32_t low = 0, high = 0;
+  __asm__ volatile("xgetbv" : "=a"(low), "=d"(high) : "c"(0));
+  return (static_cast<uint64_t>(high) << 32) | low;
+}
+
+X86Features detect_x86() {
+  X86Features found;
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return found;
+  const bool saves_state = (c & (1u << 27)) != 0 && (c & (1u << 28)) != 0;  // OSXSAVE, AVX
+  if (!saves_state) return found;
+  const uint64_t enabled = extended_state_enabled();
+  const bool ymm = (enabled & 0x6) == 0x6;     // SSE and AVX state
+  const bool zmm = (enabled & 0xe6) == 0xe6;   // and the opmask and upper ZMM state
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return found;
+  found.avx2 = ymm && (b & (1u << 5)) != 0;
+  found.avx512 = zmm && (b & (1u << 16)) != 0 && (b & (1u << 17)) != 0 &&
+                 (b & (1u << 30)) != 0 && (b & (1u << 31)) != 0;  // F, DQ, BW, VL
+  found.avx512vnni = found.avx512 && (c & (1u << 11)) != 0;
+  return found;
+}
+#endif
+
+const X86Features& x86_features() {
+  static const X86Features found = detect_x86();
+  return found;
+}
+#endif
+
 Isa best_supported() {
 #if defined(__x86_64__)
-  __builtin_cpu_init();
-  // AVX-512 here means the F, VL, BW and DQ subsets together (Skylake-SP, Zen 4 and later).
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq")) {
-    return Isa::Avx512;
-  }
-  if (__builtin_cpu_supports("avx2")) return Isa::Avx2;
+  if (x86_features().avx512) return Isa::Avx512;
+  if (x86_features().avx2) return Isa::Avx2;
 #endif
   return Isa::Portable;
 }
@@ -63,7 +124,7 @@ IntegerIsa best_integer_supported() {
 #if defined(__x86_64__)
   switch (best_supported()) {
     case Isa::Avx512:
-      return __builtin_cpu_supports("avx512vnni") ? IntegerIsa::Avx512Vnni : IntegerIsa::Avx512;
+      return x86_features().avx512vnni ? IntegerIsa::Avx512Vnni : IntegerIsa::Avx512;
     case Isa::Avx2: return IntegerIsa::Avx2;
     case Isa::Portable: break;
   }

@@ -237,3 +237,47 @@ def test_a_renamed_component_dll_is_caught(windows_wheel: WindowsWheel, tmp_path
     assert any(check == "linkage" and "edgert_kernels.dll" in what for check, _, what in found)
     assert ("components", "edgert/lib/edgert_kernels.dll",
             "component 'kernels' is missing from the wheel") in found, found
+
+
+ISA_PROBE = r"""
+#include <stdio.h>
+#include <windows.h>
+typedef const char* (*name_fn)(void);
+int main(int argc, char** argv) {
+  for (int i = 1; i + 1 < argc; i += 2) {
+    HMODULE library = LoadLibraryA(argv[i]);
+    name_fn name = library ? (name_fn)GetProcAddress(library, argv[i + 1]) : NULL;
+    if (name == NULL) return fprintf(stderr, "cannot call %s in %s\n", argv[i + 1], argv[i]), 2;
+    printf("%s\n", name());
+  }
+  return 0;
+}
+"""
+
+
+def expected_levels() -> list[str]:
+    """The float and integer kernel levels this processor should get, from Linux's flags."""
+    flags = set(next(line for line in Path("/proc/cpuinfo").read_text().splitlines()
+                     if line.startswith("flags")).split())
+    if {"avx512f", "avx512vl", "avx512bw", "avx512dq"} <= flags:
+        return ["avx512", "avx512vnni" if "avx512_vnni" in flags else "avx512"]
+    return ["avx2", "avx2"] if "avx2" in flags else ["portable", "portable"]
+
+
+def test_the_dlls_choose_the_instruction_sets_the_processor_has(
+        windows_wheel: WindowsWheel, consumer: Consumer, tmp_path: Path) -> None:
+    """The zig-built DLLs detect the processor's vector units themselves (cpuid and XCR0),
+    so under wine they pick what this processor has (zig's runtime answers "no" to
+    __builtin_cpu_supports, which left them on the portable code)."""
+    tools_folder = toolchain_folder(tools.cache_dir())
+    zig.write_toolchain(ZIG_TARGET, tools_folder, cache=tools.cache_dir())
+    (tmp_path / "probe.c").write_text(ISA_PROBE)
+    run_checked([str(zig.tool_path(tools_folder, "cc")), "-o", str(tmp_path / "probe.exe"),
+                 str(tmp_path / "probe.c")])
+    dlls = consumer.build
+    output = run_checked(windows_wheel.runner.command(
+        str(tmp_path / "probe.exe"),
+        wine.windows_path(dlls / "edgert_kernels.dll"), "edgert_kernels_isa",
+        wine.windows_path(dlls / "edgert_kernels_quantized.dll"), "edgert_kernels_quantized_isa"),
+        cwd=str(dlls))
+    assert output.split() == expected_levels()
