@@ -111,6 +111,7 @@ class EDGERT_API Program {
   size_t live_bytes();
   void measure_constants();
   void mark_shared_outputs(std::vector<Output>& outputs);
+  Tensor take_output_value(size_t index, const std::vector<Output>& outputs);
 
   struct Step {
     Backend* backend = nullptr;  // null: run node `first` with its kernel

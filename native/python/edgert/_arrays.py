@@ -22,7 +22,7 @@ def input_array(array: object) -> np.ndarray:  # type: ignore[type-arg]
         name = dtype_name(value.dtype)
     except ValueError as error:
         raise InvalidArgumentError(str(error)) from None
-    return np.ascontiguousarray(value, dtype=DTYPES[DTYPE_CODES[name]])
+    return np.asarray(value, dtype=DTYPES[DTYPE_CODES[name]], order="C")  # keeps 0-d shapes
 
 
 def configure(module: ModuleType, buffer_protocol: bool = True) -> bool:

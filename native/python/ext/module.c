@@ -352,11 +352,11 @@ static int dtype_of_format(const char* format, Py_ssize_t itemsize) {
 }
 
 /* Holds `object`'s buffer and describes it in `view` when it can be read in place: 1; 0 when
-   it cannot (nothing held, no error set); -1 on an error. */
+   it cannot (nothing held, no error set: numpy refuses a C-contiguous buffer of a strided
+   array with a ValueError, which only means the converter must make a copy). */
 static int hold_buffer(PyObject* object, input_slot* slot, edgert_tensor_view* view) {
   if (get_buffer(object, &slot->buffer, BUFFER_C_CONTIGUOUS | BUFFER_FORMAT) != 0) {
-    if (!PyErr_ExceptionMatches(PyExc_BufferError)) return -1;
-    PyErr_Clear(); /* not C-contiguous: the converter makes a copy that is */
+    PyErr_Clear();
     return 0;
   }
   int dtype = dtype_of_format(slot->buffer.format, slot->buffer.itemsize);
@@ -410,13 +410,10 @@ static int describe_by_attributes(PyObject* array, input_slot* slot, edgert_tens
    converter makes of it. */
 static int prepare_input(PyObject* item, input_slot* slot, edgert_tensor_view* view) {
   if (numpy.configured && numpy.buffers && (PyObject*)Py_TYPE(item) == numpy.ndarray) {
-    int held = hold_buffer(item, slot, view);
-    if (held != 0) {
-      if (held > 0) {
-        Py_INCREF(item);
-        slot->owner = item;
-      }
-      return held > 0 ? 0 : -1;
+    if (hold_buffer(item, slot, view)) {
+      Py_INCREF(item);
+      slot->owner = item;
+      return 0;
     }
   }
   if (!numpy.configured) {
@@ -426,9 +423,9 @@ static int prepare_input(PyObject* item, input_slot* slot, edgert_tensor_view* v
   slot->owner = PyObject_CallFunctionObjArgs(numpy.convert, item, NULL);
   if (slot->owner == NULL) return -1;
   if (!numpy.buffers) return describe_by_attributes(slot->owner, slot, view);
-  int held = hold_buffer(slot->owner, slot, view);
-  if (held == 0) PyErr_SetString(PyExc_TypeError, "the converter returned no edgert array");
-  return held > 0 ? 0 : -1;
+  if (hold_buffer(slot->owner, slot, view)) return 0;
+  PyErr_SetString(PyExc_TypeError, "the converter returned no edgert array");
+  return -1;
 }
 
 static void release_input(input_slot* slot) {

@@ -395,11 +395,14 @@ edgert_status edgert_program_run_with(edgert_program* program, const edgert_tens
       held.release_values();  // nothing borrowed from the caller stays behind
       if (status != EDGERT_OK) return status;
     }
-    std::vector<std::unique_ptr<edgert_tensor>> made;
-    for (edgert::Program::Output& output : taken) {
-      made.emplace_back(new edgert_tensor{std::move(output.tensor), output.exclusive});
+    try {
+      for (size_t i = 0; i < taken.size(); ++i) {
+        outputs[i] = new edgert_tensor{std::move(taken[i].tensor), taken[i].exclusive};
+      }
+    } catch (...) {  // out of memory: no tensor is handed out
+      for (size_t i = 0; i < taken.size(); ++i) edgert_tensor_free(outputs[i]), outputs[i] = nullptr;
+      throw;
     }
-    for (size_t i = 0; i < made.size(); ++i) outputs[i] = made[i].release();
     return EDGERT_OK;
   });
 }

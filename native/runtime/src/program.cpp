@@ -270,7 +270,7 @@ Status Program::set_input(size_t index, Tensor tensor) {
   if (!tensor.defined()) return Status(Code::InvalidArgument, "input " + std::to_string(index) + " has no data");
   const int32_t value = graph_.inputs[index];
   EDGERT_RETURN_IF_ERROR(check_against_declaration(graph_.values[value], tensor, index));
-  values_[value] = tensor.contiguous();
+  values_[value] = tensor.is_contiguous() ? std::move(tensor) : tensor.contiguous();
   return Status::success();
 }
 

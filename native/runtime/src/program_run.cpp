@@ -218,43 +218,53 @@ void Program::discard_computed_values() {
 
 std::vector<Program::Output> Program::take_outputs() {
   std::vector<Output> outputs(graph_.outputs.size());
-  Ranges taken;
   for (size_t i = 0; i < outputs.size(); ++i) {
     Tensor& tensor = outputs[i].tensor;
-    tensor = values_[static_cast<size_t>(graph_.outputs[i])];
-    taken.clear();
-    add_range(tensor, taken);
-    if (taken.empty()) {
+    tensor = take_output_value(i, outputs);
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(tensor.data());
+    const uintptr_t end = begin + extent_bytes(tensor);
+    if (begin == end) {
       outputs[i].exclusive = true;  // no bytes: nothing to share
-      continue;
-    }
-    const auto [begin, end] = taken.front();
-    if (overlap(begin, end, input_ranges_) > 0) {
+    } else if (overlap(begin, end, input_ranges_) > 0) {
       Tensor copy = Tensor::uninitialized(tensor.dtype(), tensor.shape());
       std::memcpy(copy.data(), tensor.data(), tensor.nbytes());  // outputs are contiguous
       tensor = std::move(copy);
       outputs[i].exclusive = true;
-      continue;
+    } else {
+      outputs[i].exclusive = overlap(begin, end, constant_ranges_) == 0;
     }
-    outputs[i].exclusive = overlap(begin, end, constant_ranges_) == 0;
   }
   mark_shared_outputs(outputs);
   release_values();
   return outputs;
 }
 
+// Output `index`'s tensor: a computed value is moved out (release_values would drop it);
+// a constant or an input is shared, and so is a value an earlier output already took.
+Tensor Program::take_output_value(size_t index, const std::vector<Output>& outputs) {
+  const int32_t value = graph_.outputs[index];
+  for (size_t earlier = 0; earlier < index; ++earlier) {
+    if (graph_.outputs[earlier] == value) return outputs[earlier].tensor;
+  }
+  const bool computed = std::find(computed_outputs_.begin(), computed_outputs_.end(), value) !=
+                        computed_outputs_.end();
+  Tensor& held = values_[static_cast<size_t>(value)];
+  if (!computed) return held;
+  Tensor taken = std::move(held);
+  held = Tensor();  // a moved-from tensor keeps its data pointer: clear it
+  return taken;
+}
+
 // Outputs whose memory overlaps another's (one is a view of the other, or the same value is
 // listed twice) are not exclusive.
 void Program::mark_shared_outputs(std::vector<Output>& outputs) {
   for (size_t i = 0; i < outputs.size(); ++i) {
-    Ranges mine;
-    add_range(outputs[i].tensor, mine);
-    for (size_t j = 0; j < outputs.size() && !mine.empty(); ++j) {
-      Ranges theirs;
-      add_range(outputs[j].tensor, theirs);
-      if (j != i && !theirs.empty() && overlap(mine[0].first, mine[0].second, theirs) > 0) {
-        outputs[i].exclusive = false;
-      }
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(outputs[i].tensor.data());
+    const uintptr_t end = begin + extent_bytes(outputs[i].tensor);
+    for (size_t j = 0; j < outputs.size() && begin != end; ++j) {
+      const uintptr_t other = reinterpret_cast<uintptr_t>(outputs[j].tensor.data());
+      const uintptr_t other_end = other + extent_bytes(outputs[j].tensor);
+      if (j != i && other < end && begin < other_end) outputs[i].exclusive = false;
     }
   }
 }
