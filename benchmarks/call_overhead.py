@@ -1,7 +1,9 @@
 """The per-call floor: what one ``Program.run`` costs from Python when the work is nothing,
 against numpy's equivalent op, in one process. The program is one ``edgert::relu`` on a
 [1, 16] float32 tensor; numpy's side is ``np.maximum(x, 0)``. Prints the median of several
-samples of each (µs per call), the ratio edgert/numpy and whether edgert met its target.
+samples of each (µs per call), the ratio edgert/numpy and whether edgert met its target:
+3 µs per call where numpy's op takes 1 µs, judged as the ratio (at most 3), since both
+times move together with the machine's load.
 
     python benchmarks/call_overhead.py [--prefix build/linux-x86_64-cpu/install] [--calls 20000]
 
@@ -22,7 +24,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_PREFIX = ROOT / "build" / "linux-x86_64-cpu" / "install"
-TARGET_MICROSECONDS = 3.0
+TARGET_RATIO = 3.0   # 3 µs where numpy's equivalent op takes 1 µs
 SAMPLES = 7
 
 
@@ -72,8 +74,9 @@ def main() -> int:
             direct_time = per_call_microseconds(lambda: extension.run(direct, inputs),
                                                 arguments.calls)
             print(f"edgert _C.run(handle, [x])  {direct_time:6.2f} µs")
-    met = edgert_time <= TARGET_MICROSECONDS
-    print(f"target <= {TARGET_MICROSECONDS} µs per call: {'met' if met else 'NOT met'}")
+    met = edgert_time <= TARGET_RATIO * numpy_time
+    print(f"target <= {TARGET_RATIO:.0f} x numpy's time (3 µs at numpy's 1 µs): "
+          f"{'met' if met else 'NOT met'}")
     return 0 if met else 1
 
 

@@ -46,6 +46,10 @@ struct MemoryPlan {
 
 class EDGERT_API Program {
  public:
+  // Not copyable: each step's context points into this program's own values.
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+
   // Loading and running never throw for bad input: sizes that overflow are InvalidProgram
   // (load) or InvalidArgument (run), allocation failures OutOfMemory.
   //

@@ -274,9 +274,11 @@ Status Program::set_input(size_t index, Tensor tensor) {
   return Status::success();
 }
 
+// After a successful run only the outputs are left of it (the plan released the rest), and a
+// failed run discarded what it made: the inputs and outputs are all there is to drop.
 void Program::release_values() {
   for (int32_t index : graph_.inputs) values_[static_cast<size_t>(index)] = Tensor();
-  discard_computed_values();
+  for (int32_t index : computed_outputs_) values_[static_cast<size_t>(index)] = Tensor();
 }
 
 }  // namespace edgert

@@ -185,7 +185,8 @@ void Program::account_step(size_t index) {
   memory_.peak_bytes = std::max(memory_.peak_bytes, live_bytes());
   for (int32_t released : step.releases) {
     values_[static_cast<size_t>(released)] = Tensor();
-    live_.erase(std::find(live_.begin(), live_.end(), released));
+    auto held = std::find(live_.begin(), live_.end(), released);
+    if (held != live_.end()) live_.erase(held);
   }
 }
 
@@ -213,6 +214,9 @@ void Program::measure_constants() {
 
 void Program::discard_computed_values() {
   for (int32_t index : computed_) values_[static_cast<size_t>(index)] = Tensor();
+  for (Step& step : steps_) {
+    for (Tensor& output : step.outputs) output = Tensor();  // a kernel that threw midway
+  }
   live_.clear();
 }
 
