@@ -149,8 +149,9 @@ edgert_status adopt(const edgert::Status& status, std::unique_ptr<edgert::Progra
 }
 
 // An edgert_dtype argument as the number the caller passed: reading a C enum parameter as the
-// C++ enum type is undefined when the value is none of its enumerators (UBSan: "load of
-// value 42, which is not a valid value for type 'edgert_dtype'"), so its bytes are copied.
+// C++ enum type (even to pass it on by value) is undefined when the value is none of its
+// enumerators (UBSan: "load of value 42, which is not a valid value for type
+// 'edgert_dtype'"), so its bytes are copied, through a reference, before any other use.
 uint32_t dtype_code(const edgert_dtype& dtype) {
   static_assert(sizeof(edgert_dtype) == sizeof(uint32_t), "edgert_dtype is a 32-bit int");
   uint32_t code = 0;
@@ -160,9 +161,9 @@ uint32_t dtype_code(const edgert_dtype& dtype) {
 
 // Checks a caller's tensor description and makes it a tensor: a copy (copy = true) or a view
 // read in place. Errors name the input.
-edgert_status make_input(size_t index, edgert_dtype dtype, const int64_t* shape, size_t ndim,
+// `code` is the caller's edgert_dtype as a number (dtype_code): never an enum value here.
+edgert_status make_input(size_t index, uint32_t code, const int64_t* shape, size_t ndim,
                          const void* data, size_t nbytes, bool copy, edgert::Tensor& tensor) {
-  const uint32_t code = dtype_code(dtype);
   if (!edgert::dtype_is_valid(code)) {
     return fail(EDGERT_ERROR_INVALID_ARGUMENT, "input " + std::to_string(index) +
                                                    ": unknown dtype code " + std::to_string(code) +
@@ -230,8 +231,8 @@ edgert_status bind_and_run(edgert::Program& program, const edgert_tensor_view* i
   for (size_t i = 0; i < count; ++i) {
     const edgert_tensor_view& input = inputs[i];
     edgert::Tensor tensor;
-    if (edgert_status code = make_input(i, input.dtype, input.shape, input.ndim, input.data,
-                                        input.nbytes, /*copy=*/false, tensor)) {
+    if (edgert_status code = make_input(i, dtype_code(input.dtype), input.shape, input.ndim,
+                                        input.data, input.nbytes, /*copy=*/false, tensor)) {
       return code;
     }
     if (edgert_status code = report(program.set_input(i, std::move(tensor)))) return code;
@@ -350,10 +351,11 @@ edgert_status edgert_program_set_input(edgert_program* program, size_t index, ed
                                        const int64_t* shape, size_t ndim, const void* data,
                                        size_t nbytes) {
   if (edgert_status code = require_program(program)) return code;
+  const uint32_t code = dtype_code(dtype);  // before anything reads `dtype` as an enum
   return guarded([&] {
     edgert::Tensor tensor;
-    if (edgert_status code = make_input(index, dtype, shape, ndim, data, nbytes, true, tensor)) {
-      return code;
+    if (edgert_status status = make_input(index, code, shape, ndim, data, nbytes, true, tensor)) {
+      return status;
     }
     std::lock_guard<std::mutex> hold(program->lock);
     return report(program->program->set_input(index, std::move(tensor)));
