@@ -143,11 +143,13 @@ def test_threads_hammering_one_handle_through_the_extension(edgert: ModuleType) 
 
 
 def heavy_program() -> bytes:
-    """A few hundred milliseconds of matrix products on one input."""
+    """A hundred milliseconds or more of matrix products on one input (by the identity, so
+    the values stay what they are: no denormals to slow it down unpredictably)."""
     builder = ProgramBuilder()
     value = builder.input("float32", (384, 384))
+    identity = builder.constant(np.eye(384, dtype=np.float32))
     for _ in range(24):
-        value = builder.op("edgert::matmul", [value, value])
+        value = builder.op("edgert::matmul", [value, identity])
         value = builder.op("edgert::relu", [value])
     builder.output(value)
     return builder.to_bytes()
@@ -158,13 +160,13 @@ def test_the_gil_is_released_while_a_program_runs(edgert: ModuleType) -> None:
     loop turns, and turns made in the middle of the run (away from its start and end) can
     only happen if the run released the GIL."""
     program = edgert.load(heavy_program())
-    x = np.full((384, 384), 1e-3, np.float32)
+    x = np.full((384, 384), 0.5, np.float32)
     span: list[float] = []
 
     def run() -> None:
         start = time.perf_counter()
-        program.run([x])
-        span.extend([start, time.perf_counter()])
+        (out,) = program.run([x])
+        span.extend([start, time.perf_counter(), float(out[0, 0])])
 
     ticks = []
     worker = threading.Thread(target=run)
@@ -172,7 +174,8 @@ def test_the_gil_is_released_while_a_program_runs(edgert: ModuleType) -> None:
     while worker.is_alive():
         ticks.append(time.perf_counter())
     worker.join()
-    start, end = span
+    start, end, value = span
+    assert value == 0.5
     middle = [tick for tick in ticks if start + (end - start) / 4 < tick < end - (end - start) / 4]
     assert len(middle) > 100, f"{len(middle)} turns in the middle of a {end - start:.3f} s run"
 
