@@ -146,8 +146,9 @@ typedef struct edgert_memory_plan {
 EDGERT_API edgert_status edgert_program_memory_plan(const edgert_program* program,
                                                     edgert_memory_plan* plan);
 
-/* Borrowed views of an output, valid until the next set_input, run or free of the program.
- * Data is contiguous. After a failed run no output is available (the error says so). */
+/* Borrowed views of an output, valid until the next set_input, run, run_with or free of the
+ * program. Data is contiguous. After a failed run no output is available (the error says
+ * so). */
 EDGERT_API edgert_status edgert_program_output(const edgert_program* program, size_t index,
                                                edgert_dtype* dtype, const int64_t** shape,
                                                size_t* ndim, const void** data, size_t* nbytes);

@@ -4,7 +4,7 @@
 // including exceptions of another library's copy of the C++ runtime (caught_exception.hpp).
 // Each program carries a mutex: calls on one program from several threads are serialized,
 // and edgert_program_run_with holds it across binding, running and reading. A forked child
-// gets every program's mutex unlocked (fork_safety below).
+// gets every program's mutex unlocked (LivePrograms below).
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -34,7 +34,7 @@ struct edgert_tensor {
 struct edgert_program {
   std::unique_ptr<edgert::Program> program;
   mutable std::mutex lock;
-  // Links of the list of live programs (fork_safety).
+  // Links of the list of live programs (LivePrograms).
   edgert_program* previous = nullptr;
   edgert_program* next = nullptr;
 };
@@ -160,8 +160,8 @@ uint32_t dtype_code(const edgert_dtype& dtype) {
 }
 
 // Checks a caller's tensor description and makes it a tensor: a copy (copy = true) or a view
-// read in place. Errors name the input.
-// `code` is the caller's edgert_dtype as a number (dtype_code): never an enum value here.
+// read in place. Errors name the input. `code` is the caller's edgert_dtype as a number
+// (dtype_code), never an enum value here.
 edgert_status make_input(size_t index, uint32_t code, const int64_t* shape, size_t ndim,
                          const void* data, size_t nbytes, bool copy, edgert::Tensor& tensor) {
   if (!edgert::dtype_is_valid(code)) {
@@ -238,6 +238,39 @@ edgert_status bind_and_run(edgert::Program& program, const edgert_tensor_view* i
     if (edgert_status code = report(program.set_input(i, std::move(tensor)))) return code;
   }
   return report(program.run());
+}
+
+// edgert_program_run_with's unit under the program's lock: bind, run, take the outputs, and
+// drop whatever the program still holds of the call, whatever happens.
+edgert_status run_and_take(edgert_program& program, const edgert_tensor_view* inputs,
+                           size_t count, std::vector<edgert::Program::Output>& taken) {
+  std::lock_guard<std::mutex> hold(program.lock);
+  edgert::Program& held = *program.program;
+  edgert_status status = EDGERT_ERROR_INTERNAL;
+  try {
+    status = bind_and_run(held, inputs, count);
+    if (status == EDGERT_OK) taken = held.take_outputs();
+  } catch (...) {
+    held.release_values();
+    throw;
+  }
+  held.release_values();  // nothing borrowed from the caller stays behind
+  return status;
+}
+
+// Makes one edgert_tensor per taken output; on running out of memory, none (and throws).
+void hand_over(std::vector<edgert::Program::Output>& taken, edgert_tensor** outputs) {
+  try {
+    for (size_t i = 0; i < taken.size(); ++i) {
+      outputs[i] = new edgert_tensor{std::move(taken[i].tensor), taken[i].exclusive};
+    }
+  } catch (...) {
+    for (size_t i = 0; i < taken.size(); ++i) {
+      delete outputs[i];
+      outputs[i] = nullptr;
+    }
+    throw;
+  }
 }
 
 std::vector<std::string> split_names(const char* names) {
@@ -376,35 +409,16 @@ edgert_status edgert_program_run_with(edgert_program* program, const edgert_tens
   if (edgert_status code = require_program(program)) return code;
   const size_t output_count = program->program->output_count();
   if (output_count > 0 && (outputs == nullptr || output_capacity < output_count)) {
-    return fail(EDGERT_ERROR_INVALID_ARGUMENT, "room for " + std::to_string(output_capacity) +
-                                                   " outputs given, the program has " +
-                                                   std::to_string(output_count));
+    return fail(EDGERT_ERROR_INVALID_ARGUMENT,
+                "room for " + std::to_string(output_capacity) + " outputs given, the program has " +
+                    std::to_string(output_count) +
+                    " (pass an array of edgert_program_output_count() pointers)");
   }
   for (size_t i = 0; i < output_count; ++i) outputs[i] = nullptr;
   return guarded([&] {
     std::vector<edgert::Program::Output> taken;
-    {
-      std::lock_guard<std::mutex> hold(program->lock);
-      edgert::Program& held = *program->program;
-      edgert_status status = EDGERT_ERROR_INTERNAL;
-      try {
-        status = bind_and_run(held, inputs, input_count);
-        if (status == EDGERT_OK) taken = held.take_outputs();
-      } catch (...) {
-        held.release_values();
-        throw;
-      }
-      held.release_values();  // nothing borrowed from the caller stays behind
-      if (status != EDGERT_OK) return status;
-    }
-    try {
-      for (size_t i = 0; i < taken.size(); ++i) {
-        outputs[i] = new edgert_tensor{std::move(taken[i].tensor), taken[i].exclusive};
-      }
-    } catch (...) {  // out of memory: no tensor is handed out
-      for (size_t i = 0; i < taken.size(); ++i) edgert_tensor_free(outputs[i]), outputs[i] = nullptr;
-      throw;
-    }
+    if (edgert_status code = run_and_take(*program, inputs, input_count, taken)) return code;
+    hand_over(taken, outputs);
     return EDGERT_OK;
   });
 }

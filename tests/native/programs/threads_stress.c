@@ -1,8 +1,10 @@
 /* ThreadSanitizer workload: four threads run one shared program (each set_input/run/output
- * sequence under the caller's lock, as edgert.h asks, and each edgert_program_run_with call
- * without one: the runtime holds the program's lock across it), each also runs its own
- * program without a lock, and a fifth thread resizes the pool meanwhile. Exits 0 when every
- * result matches the first one. Usage: threads_stress MODEL.edgert */
+ * sequence under the caller's lock, as edgert.h asks), a second shared program through
+ * edgert_program_run_with without a lock (the runtime holds the program's lock across each
+ * call), and each its own program without a lock, while a fifth thread resizes the pool.
+ * (The two ways do not mix on one program: run_with drops the outputs that another thread's
+ * edgert_program_output views would still be reading.) Exits 0 when every result matches
+ * the first one. Usage: threads_stress MODEL.edgert */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +16,7 @@
 #define WORKERS 4
 
 static edgert_program* shared;
+static edgert_program* shared_run_with;
 static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
 static const char* model;
 static float expected[64];
@@ -75,7 +78,7 @@ static void* worker(void* unused) {
     int failed = run_once(shared, out, &count);
     pthread_mutex_unlock(&shared_lock);
     check(failed, out, count);
-    check(run_with_once(shared, out, &count), out, count);
+    check(run_with_once(shared_run_with, out, &count), out, count);
     check(run_once(own, out, &count), out, count);
   }
   edgert_program_free(own);
@@ -91,7 +94,8 @@ static void* resizer(void* unused) {
 int main(int argc, char** argv) {
   if (argc != 2) return 2;
   model = argv[1];
-  if (edgert_program_load_file(model, &shared)) {
+  if (edgert_program_load_file(model, &shared) ||
+      edgert_program_load_file(model, &shared_run_with)) {
     fprintf(stderr, "load: %s\n", edgert_last_error());
     return 2;
   }
@@ -101,6 +105,7 @@ int main(int argc, char** argv) {
   pthread_create(&threads[WORKERS], NULL, resizer, NULL);
   for (int i = 0; i <= WORKERS; ++i) pthread_join(threads[i], NULL);
   edgert_program_free(shared);
+  edgert_program_free(shared_run_with);
   printf("%d failures\n", failures);
   return failures != 0;
 }
