@@ -12,3 +12,8 @@ size_t load_peak_growth();   // peak_growth() when the target said loading was d
 // Called by the fuzz target once the program is loaded, before it runs it (weak there: the
 // libFuzzer build has no tracker).
 extern "C" void edgert_fuzz_loaded(void);
+// Called by the fuzz target after a run in which the CPU delegate ran nodes (weak there too).
+extern "C" void edgert_fuzz_delegated(void);
+namespace edgert_fuzz {
+size_t delegated_runs();     // how many times edgert_fuzz_delegated() was called
+}  // namespace edgert_fuzz

@@ -1,7 +1,9 @@
-// Fuzz target of the program loader: parse_program and Program::load_bytes must reject any
-// malformed bytes with a Status, never crash, hang or allocate out of proportion; and a
-// program the loader accepts is then run (small zero inputs of its declared shapes), which
-// must end in a Status too.
+// Fuzz target of the program loader: parse_program, Program::load_bytes and
+// Program::load_borrowed (constants read in place) must reject any malformed bytes with a
+// Status, never crash, hang or allocate out of proportion, and agree on what they accept; a
+// program the loader accepts is then run (small zero inputs of its declared shapes) on the
+// plain kernels and with the default backends (the CPU delegate, linked into the fuzzer,
+// takes linear -> relu chains), which must end in a Status too.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -10,6 +12,7 @@
 #include "edgert/runtime.hpp"
 
 extern "C" __attribute__((weak)) void edgert_fuzz_loaded(void);
+extern "C" __attribute__((weak)) void edgert_fuzz_delegated(void);
 
 namespace {
 
@@ -45,10 +48,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (parsed.ok() && !loaded.ok() && loaded.code() != edgert::Code::NotFound) __builtin_trap();
   if (edgert_fuzz_loaded != nullptr) edgert_fuzz_loaded();
   if (loaded.ok() && set_small_inputs(*program)) {
-    program->set_backends({});     // the plain kernels, then the default delegates
+    program->set_backends({});  // the plain kernels
     (void)program->run();
-    program->use_default_backends();
-    (void)program->run();
+  }
+  std::unique_ptr<edgert::Program> borrowed;
+  const edgert::Status aliased = edgert::Program::load_borrowed(data, size, nullptr, borrowed);
+  if (aliased.ok() != loaded.ok()) __builtin_trap();
+  if (aliased.ok() && set_small_inputs(*borrowed)) {  // the default backends
+    const bool ran = borrowed->run().ok();
+    if (ran && borrowed->delegated_nodes("cpu") > 0 && edgert_fuzz_delegated != nullptr) {
+      edgert_fuzz_delegated();
+    }
+    (void)borrowed->take_outputs();
   }
   return 0;
 }

@@ -111,6 +111,8 @@ int main(int argc, char** argv) {
       run_one(input);
     }
   }
-  std::printf("executed %llu inputs in %.1f s (corpus of %zu)\n", static_cast<unsigned long long>(executed), seconds, corpus.size());
+  std::printf("executed %llu inputs in %.1f s (corpus of %zu); %zu runs delegated to cpu\n",
+              static_cast<unsigned long long>(executed), seconds, corpus.size(),
+              edgert_fuzz::delegated_runs());
   return 0;
 }

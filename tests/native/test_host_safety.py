@@ -3,7 +3,9 @@ are MemoryError, no exception crosses the C API, and one Program shared by threa
 
 from __future__ import annotations
 
+import re
 import threading
+from pathlib import Path
 from types import ModuleType
 
 import numpy as np
@@ -74,6 +76,24 @@ def test_the_c_api_bounds_ndim_and_sizes(edgert: ModuleType,
         assert status == 2, lib.edgert_last_error()
     finally:
         lib.edgert_program_free(program)
+
+
+def test_bad_dtype_codes_are_refused_by_every_c_api_call(native_install: NativeInstall,
+                                                         tmp_path: Path) -> None:
+    """tests/native/programs/bad_dtype.c (test_sanitizers.py runs it under UBSan too)."""
+    import subprocess
+
+    from tests.native.support import MLP_MODEL, run_checked
+    program = tmp_path / "bad_dtype"
+    source = ROOT / "tests" / "native" / "programs" / "bad_dtype.c"
+    run_checked(["gcc", "-O1", "-o", program, source,
+                 f"-I{native_install.package_dir / 'include'}", f"-L{native_install.lib_dir}",
+                 "-ledgert", "-Wl,--no-as-needed", "-ledgert_kernels",
+                 f"-Wl,-rpath,{native_install.lib_dir}"])
+    completed = subprocess.run([str(program), str(MLP_MODEL)], capture_output=True, text=True,
+                               timeout=60, check=False)
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.strip() == "0 failures"
 
 
 def test_four_threads_share_one_program(edgert: ModuleType) -> None:
@@ -157,6 +177,100 @@ def test_load_time_is_near_linear_in_the_graph(edgert: ModuleType) -> None:
 
     ratio = load_seconds(large) / load_seconds(small)
     assert ratio < 20, f"16,000 pairs load {ratio:.1f}x slower than 2,000"
+
+
+# What cmake/edgert.map exports, by mangled name: C names, and C++ entities whose outermost
+# scope is namespace edgert (with their typeinfo, vtables, VTTs and guard variables).
+_EXPORTED_PATTERNS = re.compile(
+    r"^(edgert_|PyInit_|_ZN[KRO]*6edgert|_ZNK[RO]?6edgert|_ZT[ISVT]N6edgert|_ZGVN6edgert)")
+# The mangled scope of an entity of the C++ standard library: std:: ("St", or one of the
+# abbreviations Sa Sb Ss Si So Sd) or libstdc++'s __gnu_cxx.
+_STANDARD_SCOPE = re.compile(r"^(S[tabsiod]|9__gnu_cxx|10__cxxabiv1)")
+
+
+def standard_library_entity(mangled: str) -> bool:
+    """Whether a mangled symbol defines something of the C++ standard library: a function,
+    variable, typeinfo, vtable or guard variable in std:: (an instance of a std template
+    included, whatever its template arguments or return type)."""
+    if not mangled.startswith("_Z"):
+        return False
+    rest = re.sub(r"^(T[ISVT]|GV|GR|TH|TW|Th[n0-9]+_|Tv[n0-9_]+_)", "", mangled[2:])
+    rest = re.sub(r"^Z", "", rest)            # a local entity: the scope of its function
+    rest = re.sub(r"^N[rVKRO]*", "", rest)    # a nested name and its qualifiers
+    return bool(_STANDARD_SCOPE.match(rest))
+
+
+def test_the_standard_library_test_recognises_its_entities() -> None:
+    assert standard_library_entity("_ZNSt6vectorIN6edgert6TensorESaIS1_EE17_M_realloc_insertEv")
+    assert standard_library_entity("_ZSt8__invokeIRFN6edgert6StatusEvEEDav")   # edgert return type
+    assert standard_library_entity("_ZTISt16bad_variant_access")
+    assert standard_library_entity("_ZNKSs4sizeEv")
+    assert not standard_library_entity("_ZN6edgert13find_operatorERKNSt7__cxx1112basic_string"
+                                       "IcSt11char_traitsIcESaIcEEE")
+    assert not standard_library_entity("_ZTVN6edgert7BackendE")
+    assert not standard_library_entity("edgert_program_run")
+
+
+def test_no_shipped_library_exports_a_standard_library_definition(
+        native_install: NativeInstall) -> None:
+    """Every shipped library's dynamic symbol table (nm -D --defined-only) holds only the
+    API cmake/edgert.map exports: no std:: definition (a template instance of the C++ runtime
+    would interpose between components), while the edgert classes' vtables and typeinfo
+    other components derive from and catch stay exported."""
+    import subprocess
+    libraries = [*native_install.lib_dir.glob("*.so"), *native_install.package_dir.glob("_C*.so")]
+    assert len(libraries) >= 6
+    standard, unexpected = {}, {}
+    for library in libraries:
+        listed = subprocess.run(["nm", "-D", "--defined-only", str(library)], capture_output=True,
+                                text=True, check=True).stdout.split("\n")
+        names = [line.split()[-1] for line in listed if len(line.split()) >= 3]
+        if found := [name for name in names if standard_library_entity(name)]:
+            standard[library.name] = found[:5]
+        if found := [name for name in names if not _EXPORTED_PATTERNS.match(name)]:
+            unexpected[library.name] = found[:5]
+    assert standard == {} and unexpected == {}
+    runtime = subprocess.run(["nm", "-D", "--defined-only", "-C",
+                              str(native_install.library("edgert"))], capture_output=True,
+                             text=True, check=True).stdout
+    assert "vtable for edgert::Backend" in runtime and "typeinfo for edgert::Prepared" in runtime
+
+
+_TEMPLATE_INSTANCES = r"""
+#include <functional>
+namespace edgert {
+struct __attribute__((visibility("default"))) Status { int code = 0; };
+__attribute__((visibility("default"))) Status api() { return {}; }
+}
+// Instances of std:: templates with an edgert return type: "edgert::Status std::...".
+template edgert::Status std::__invoke<edgert::Status (&)()>(edgert::Status (&)());
+int use() { return std::function<edgert::Status()>(edgert::api)().code; }
+"""
+
+
+def test_the_version_script_keeps_std_instances_with_edgert_types_private(
+        tmp_path: Path) -> None:
+    """cmake/edgert.map on a library holding std:: template instances whose demangled names
+    begin with an edgert type: the edgert API is exported, the instances are not."""
+    import subprocess
+
+    from tests.native.support import NATIVE, run_checked
+    source = tmp_path / "instances.cpp"
+    source.write_text(_TEMPLATE_INSTANCES)
+    library = tmp_path / "libinstances.so"
+    run_checked(["c++", "-std=c++17", "-O0", "-fPIC", "-shared", "-fvisibility=hidden",
+                 "-o", library, source, f"-Wl,--version-script={NATIVE / 'cmake' / 'edgert.map'}"])
+    listed = subprocess.run(["nm", "-D", "--defined-only", str(library)], capture_output=True,
+                            text=True, check=True).stdout.split("\n")
+    names = [line.split()[-1] for line in listed if len(line.split()) >= 3]
+    assert "_ZN6edgert3apiEv" in names
+    assert [name for name in names if standard_library_entity(name)] == []
+    unrestricted = tmp_path / "libunrestricted.so"   # the same without the script: they leak
+    run_checked(["c++", "-std=c++17", "-O0", "-fPIC", "-shared", "-fvisibility=hidden",
+                 "-o", unrestricted, source])
+    listed = subprocess.run(["nm", "-D", "--defined-only", str(unrestricted)],
+                            capture_output=True, text=True, check=True).stdout.split("\n")
+    assert any(standard_library_entity(line.split()[-1]) for line in listed if line.strip())
 
 
 def test_an_operator_name_that_is_not_utf8_is_an_edgert_error(edgert: ModuleType) -> None:

@@ -220,12 +220,26 @@ def test_python_reader_rejects_what_the_loader_rejects() -> None:
 # ----------------------------------------------------------------------------- fuzzing
 
 
+def delegate_chain(pairs: int = 3) -> bytes:
+    """linear -> relu pairs the CPU delegate claims, with and without biases."""
+    builder = export.ProgramBuilder()
+    value = builder.input("float32", (-1, 4))
+    for pair in range(pairs):
+        weight = builder.constant(np.full((4, 4), 0.25 * (pair + 1), np.float32))
+        bias = builder.constant(np.arange(4, dtype=np.float32)) if pair % 2 == 0 else None
+        value = builder.op("edgert::linear", [value, weight, bias])
+        value = builder.op("edgert::relu", [value])
+    builder.output(value)
+    return builder.to_bytes()
+
+
 def write_corpus(folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "constants.bin").write_bytes(constants_program()[0])
     (folder / "simple.bin").write_bytes(_simple())
     (folder / "int64.bin").write_bytes(_simple((3,), "int64"))
     (folder / "mlp.bin").write_bytes(MLP_MODEL.read_bytes())
+    (folder / "delegated.bin").write_bytes(delegate_chain())
 
 
 def test_fuzzer_runs_clean_for_20_seconds(native_install: NativeInstall, tmp_path: Path) -> None:
@@ -246,3 +260,5 @@ def test_fuzzer_runs_clean_for_20_seconds(native_install: NativeInstall, tmp_pat
     assert completed.returncode == 0, completed.stderr[-2000:]
     executed = int(completed.stdout.split("executed ")[1].split()[0])
     assert executed > 10_000, completed.stdout
+    delegated = int(completed.stdout.split("; ")[1].split()[0])
+    assert delegated > 0, completed.stdout   # the CPU delegate ran fuzzed programs

@@ -3,7 +3,8 @@ sanitized tree (its own build folder, kept and rebuilt incrementally), the progr
 fuzzer runs on it for a bounded time, and the host-safety, kernel and thread-pool tests run
 against it in a child pytest with the ASan runtime preloaded into Python. Any report fails.
 (The unallocatable-output test is left out there: ASan's operator new reports a 4 TiB request
-instead of throwing std::bad_alloc, so that path is only testable without it.)"""
+instead of throwing std::bad_alloc, so that path is only testable without it; so are the
+tests that measure resident memory or time, and the one that forks while a thread runs.)"""
 
 from __future__ import annotations
 
@@ -44,6 +45,27 @@ def test_the_loader_fuzzer_is_clean_under_sanitizers(sanitized: NativeInstall,
                                timeout=FUZZ_SECONDS + 60)
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert "executed" in completed.stdout + completed.stderr
+    assert "; 0 runs delegated" not in completed.stdout   # the CPU delegate was fuzzed too
+
+
+def test_bad_dtype_codes_are_refused_without_undefined_behaviour(sanitized: NativeInstall,
+                                                                tmp_path: Path) -> None:
+    """tests/native/programs/bad_dtype.c passes codes no edgert_dtype names to every C API
+    call taking one; UBSan halts on any load of such a value as the enum type (the bad-dtype
+    paths used to read it as one: "load of value 42, which is not a valid value")."""
+    program = tmp_path / "bad_dtype"
+    subprocess.run(["gcc", *SANITIZE.split(), "-O1", "-o", str(program),
+                    str(ROOT / "tests" / "native" / "programs" / "bad_dtype.c"),
+                    f"-I{sanitized.package_dir / 'include'}", f"-L{sanitized.lib_dir}",
+                    "-ledgert", "-Wl,--no-as-needed", "-ledgert_kernels",
+                    f"-Wl,-rpath,{sanitized.lib_dir}"], check=True)
+    completed = subprocess.run([str(program), str(ROOT / "native" / "python" / "edgert" /
+                                                  "models" / "mlp.edgert")],
+                               capture_output=True, text=True, timeout=120,
+                               env={**os.environ, **ENVIRONMENT})
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert completed.stdout.strip() == "0 failures"
+    assert "runtime error:" not in completed.stderr
 
 
 def test_native_tests_pass_under_sanitizers(sanitized: NativeInstall, tmp_path: Path) -> None:
@@ -51,12 +73,14 @@ def test_native_tests_pass_under_sanitizers(sanitized: NativeInstall, tmp_path: 
                              text=True, check=True).stdout.strip()
     tests = [str(ROOT / "tests" / "native" / name) for name in
              ("test_host_safety.py", "test_threadpool.py", "test_kernels.py",
-              "test_program_loader.py")]
+              "test_program_loader.py", "test_memory_plan.py", "test_constants.py",
+              "test_python_calls.py")]
     reports = tmp_path / "report"   # pytest captures stderr: reports go to files
     environment = {name: f"{value}:log_path={reports}" for name, value in ENVIRONMENT.items()}
     completed = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x",
-         "-k", "not fuzzer and not load_time and not cannot_be_allocated", *tests], cwd=ROOT,
+         "-k", "not fuzzer and not load_time and not cannot_be_allocated and not resident "
+         "and not forked and not gil", *tests], cwd=ROOT,
         capture_output=True, text=True, timeout=900,
         env={**os.environ, **environment, "LD_PRELOAD": runtime,
              "EDGERT_TEST_NATIVE_BUILD": str(sanitized.build_dir)})

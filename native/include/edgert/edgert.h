@@ -40,10 +40,13 @@ typedef struct edgert_program edgert_program;
  * overflow (or exceed 2^48 bytes) are EDGERT_ERROR_INVALID_ARGUMENT at set_input and an
  * error from the node at run, never a wrap. Inputs have at most EDGERT_MAX_DIMS dimensions.
  * Threads: the registries and the thread pool may be used from any thread. Each call on one
- * program holds that program's lock, so calls from several threads take turns; a sequence
- * (set_input, run, output) is one unit only under the caller's own lock, so share a program
- * between threads with a lock around the sequence (as the Python package does) or give
- * each thread its own program. */
+ * program holds that program's lock, so calls from several threads take turns.
+ * edgert_program_run_with is one call for the whole sequence (bind, run, read), so threads
+ * may share a program through it without a lock of their own (the Python package does); the
+ * separate calls (set_input, run, output) are one unit only under the caller's own lock.
+ * Fork: a child process forked while another thread held a program's lock gets it unlocked
+ * (POSIX); a run that thread had in progress is abandoned, the child's next run starts
+ * afresh. */
 #define EDGERT_MAX_DIMS 32
 
 EDGERT_API const char* edgert_version(void);
@@ -51,9 +54,23 @@ EDGERT_API const char* edgert_version(void);
 EDGERT_API const char* edgert_last_error(void);
 EDGERT_API size_t edgert_dtype_size(edgert_dtype dtype);
 
+/* Maps the file (path in UTF-8) read-only, private: constants are read in place from the
+ * mapping, which stays until the program is freed. Files under 1 MiB, and files that cannot
+ * be mapped (pipes), are read into memory instead. While a program maps it, replace the file
+ * by renaming a new one over it, never by truncating or rewriting it in place: pages of a
+ * truncated mapped file cannot be read (SIGBUS), docs/program-format.md "Loading". */
 EDGERT_API edgert_status edgert_program_load_file(const char* path, edgert_program** program);
+/* Copies the bytes once; the caller may free them when the call returns. */
 EDGERT_API edgert_status edgert_program_load_bytes(const void* data, size_t size,
                                                    edgert_program** program);
+/* Reads the constants in place from the caller's bytes, which must stay valid and unchanged
+ * until release(context) is called: once, from whichever thread drops the last constant (at
+ * the latest in edgert_program_free), and also when loading fails (then before this call
+ * returns). With release NULL the caller keeps the bytes valid until edgert_program_free
+ * returns. Bytes not aligned to 16 are copied (and release is called before returning). */
+EDGERT_API edgert_status edgert_program_load_borrowed(const void* data, size_t size,
+                                                      void (*release)(void* context),
+                                                      void* context, edgert_program** program);
 EDGERT_API void edgert_program_free(edgert_program* program);
 
 /* Comma-separated backend names tried in order before the plain kernels ("" uses none);
@@ -77,8 +94,61 @@ EDGERT_API edgert_status edgert_program_set_input(edgert_program* program, size_
                                                   edgert_dtype dtype, const int64_t* shape,
                                                   size_t ndim, const void* data, size_t nbytes);
 EDGERT_API edgert_status edgert_program_run(edgert_program* program);
-/* Borrowed views of an output, valid until the next set_input, run or free of the program.
- * Data is contiguous. After a failed run no output is available (the error says so). */
+/* A tensor's description: contiguous, row-major, little-endian data. */
+typedef struct edgert_tensor_view {
+  edgert_dtype dtype;
+  size_t ndim;
+  const int64_t* shape;
+  const void* data;
+  size_t nbytes;
+} edgert_tensor_view;
+
+/* An output kept past the run that made it: it owns (or shares) the output's memory. */
+typedef struct edgert_tensor edgert_tensor;
+
+/* One unit under the program's lock: binds `input_count` inputs (one per program input, read
+ * in place, never copied: they must stay valid and unchanged during the call), runs, and
+ * stores one new edgert_tensor per output into outputs[0 .. output count) (the caller frees
+ * each with edgert_tensor_free; output_capacity must be at least the output count). The
+ * program keeps nothing of the call: an output that would share memory with an input is
+ * copied, and edgert_program_output reports no output afterwards. On failure no tensor is
+ * made (every outputs[i] is NULL). */
+EDGERT_API edgert_status edgert_program_run_with(edgert_program* program,
+                                                 const edgert_tensor_view* inputs,
+                                                 size_t input_count, edgert_tensor** outputs,
+                                                 size_t output_capacity);
+/* Describes a kept output: its view is valid until edgert_tensor_free. *exclusive is 1 when
+ * nothing else (no other output, input or constant) shares its memory, so the holder may
+ * write it; 0 when it must be treated as read-only (an output that is a constant, or a view
+ * of another output). */
+EDGERT_API edgert_status edgert_tensor_info(const edgert_tensor* tensor, edgert_tensor_view* view,
+                                            int* exclusive);
+/* Any thread; NULL is ignored. */
+EDGERT_API void edgert_tensor_free(edgert_tensor* tensor);
+
+/* Where a program's constants live. */
+typedef enum edgert_constant_storage {
+  EDGERT_CONSTANTS_COPIED = 0,   /* one copy owned by the program */
+  EDGERT_CONSTANTS_MAPPED = 1,   /* read in place from a mapping of the file */
+  EDGERT_CONSTANTS_BORROWED = 2  /* read in place from the caller's bytes */
+} edgert_constant_storage;
+
+/* What the executor's memory plan did in the last run (docs/operators.md, "Memory"). */
+typedef struct edgert_memory_plan {
+  uint64_t peak_bytes;      /* most bytes the run's computed values held at once */
+  uint64_t input_bytes;     /* bytes of the inputs it read */
+  uint64_t output_bytes;    /* bytes of its outputs */
+  uint64_t constant_bytes;  /* bytes of the program's constants */
+  uint64_t released_values; /* values each run releases once their last reader has run */
+  uint32_t constants;       /* an edgert_constant_storage */
+} edgert_memory_plan;
+
+EDGERT_API edgert_status edgert_program_memory_plan(const edgert_program* program,
+                                                    edgert_memory_plan* plan);
+
+/* Borrowed views of an output, valid until the next set_input, run, run_with or free of the
+ * program. Data is contiguous. After a failed run no output is available (the error says
+ * so). */
 EDGERT_API edgert_status edgert_program_output(const edgert_program* program, size_t index,
                                                edgert_dtype* dtype, const int64_t** shape,
                                                size_t* ndim, const void** data, size_t* nbytes);

@@ -16,7 +16,6 @@ check_single_distribution()  # first: two edgert distributions in one environmen
 
 import operator
 import os
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -40,9 +39,10 @@ from edgert._errors import (
     UnavailableError,
     UnsupportedError,
     UnsupportedOperatorError,
+    error_for,
 )
 from edgert._native import backend_problem, call, extension, load_library, package_dir
-from edgert.export import DTYPE_CODES, DTYPE_NAMES, dtype_name
+from edgert.export import DTYPE_NAMES
 
 __version__ = "0.1.0"
 
@@ -60,6 +60,7 @@ __all__ = [
     "UnsupportedOperatorError",
     "Registration",
     "TensorInfo",
+    "MemoryPlan",
     "Program",
     "load",
     "operators",
@@ -90,25 +91,39 @@ class TensorInfo(NamedTuple):
     shape: tuple[int, ...]
 
 
-def _to_native(array: object) -> tuple[bytes, tuple[int, ...], int]:
-    value = np.asarray(array)
-    try:
-        name = dtype_name(value.dtype)
-    except ValueError as error:
-        raise InvalidArgumentError(str(error)) from None
-    little = np.ascontiguousarray(value, dtype=np.dtype(name).newbyteorder("<"))
-    return little.tobytes(), tuple(int(d) for d in value.shape), DTYPE_CODES[name]
+class MemoryPlan(NamedTuple):
+    """What the executor's memory plan did in the program's last run (docs/operators.md,
+    "Memory"). Bytes are those of tensor data, each byte once: a value that is a view of
+    another (reshape, squeeze, a contiguous slice), of an input or of a constant adds only
+    memory no other value covers."""
+
+    peak_bytes: int       # most bytes the run's computed values (node outputs) held at once
+    input_bytes: int      # the inputs the run read
+    output_bytes: int     # its outputs (as the runtime held them, before the copy to numpy)
+    constant_bytes: int   # the program's constants
+    released_values: int  # values each run releases as soon as their last reader has run
+    constants: str        # "copied", "mapped" (the file) or "borrowed" (the bytes object)
 
 
-def _from_native(data: bytes, shape: tuple[int, ...], code: int) -> np.ndarray:  # type: ignore[type-arg]
-    dtype = np.dtype(DTYPE_NAMES[code]).newbyteorder("<")
-    return np.frombuffer(data, dtype=dtype).astype(DTYPE_NAMES[code]).reshape(shape)
+_CONSTANT_STORAGE = ("copied", "mapped", "borrowed")
+
+
+def _input_list(inputs: object) -> list[object]:
+    """A sequence of inputs other than a list or tuple as a list (TypeError for a string or a
+    non-sequence)."""
+    if isinstance(inputs, (str, bytes, bytearray)) or not isinstance(inputs, Sequence):
+        raise TypeError(
+            "run takes a sequence of arrays, one per input (for example [x]), not "
+            f"{type(inputs).__name__}"
+        )
+    return list(inputs)
 
 
 class Program:
     """A loaded program, made by ``edgert.load``. Safe to share between threads: runs of one
-    program take turns (each run sets its inputs, runs and copies its outputs under the
-    program's lock); use one program per thread to run in parallel."""
+    program take turns (the native layer holds the program's lock while it binds the inputs,
+    runs and copies the outputs, with the GIL released), and runs of different programs in
+    different threads proceed at the same time."""
 
     def __init__(self, handle: object) -> None:
         """Wraps the native handle ``edgert.load`` makes; load programs with ``edgert.load``."""
@@ -120,7 +135,8 @@ class Program:
                 f"{type(handle).__name__}: load a program with edgert.load(path or bytes)"
             ) from None
         self._handle = handle
-        self._lock = threading.Lock()
+        self._run = extension().run
+        self._native_error = extension().NativeError
 
     @property
     def input_count(self) -> int:
@@ -141,6 +157,12 @@ class Program:
             infos.append(TensorInfo(np.dtype(DTYPE_NAMES[code]), tuple(shape)))
         return infos
 
+    @property
+    def memory_plan(self) -> MemoryPlan:
+        """What the memory plan did in the last run (all zero but the constants before one)."""
+        *sizes, storage = call(extension().memory_plan, self._handle)
+        return MemoryPlan(*(int(size) for size in sizes), _CONSTANT_STORAGE[storage])
+
     def set_backends(self, names: Sequence[str]) -> None:
         """Backends tried in order before the plain kernels; [] runs only the kernels.
         A backend this installation lacks raises NotFoundError (UnavailableError when its
@@ -150,18 +172,17 @@ class Program:
         if isinstance(names, str):
             raise TypeError("set_backends takes a list of names, not a string")
         names = list(names)
-        with self._lock:
-            try:
-                call(extension().set_backends, self._handle, ",".join(names))
-            except NotFoundError as error:
-                registered = available_backends()
-                for name in names:
-                    problem = backend_problem(name, registered)
-                    if problem is not None:
-                        raise problem from None
-                raise NotFoundError(
-                    f"{error}; the backends of this installation: {', '.join(registered)}"
-                ) from None
+        try:
+            call(extension().set_backends, self._handle, ",".join(names))
+        except NotFoundError as error:
+            registered = available_backends()
+            for name in names:
+                problem = backend_problem(name, registered)
+                if problem is not None:
+                    raise problem from None
+            raise NotFoundError(
+                f"{error}; the backends of this installation: {', '.join(registered)}"
+            ) from None
 
     def delegated_nodes(self, backend: str) -> int:
         """Nodes the named backend ran in the last run."""
@@ -169,38 +190,47 @@ class Program:
 
     def run(self, inputs: Sequence[object]) -> list[np.ndarray]:  # type: ignore[type-arg]
         """Runs the program on ``inputs`` (one array, or array-like, per input, in order)
-        and returns its outputs as new numpy arrays."""
-        if isinstance(inputs, (str, bytes, bytearray)) or not isinstance(inputs, Sequence):
-            raise TypeError(
-                "run takes a sequence of arrays, one per input (for example [x]), not "
-                f"{type(inputs).__name__}"
-            )
-        if len(inputs) != self.input_count:
-            raise InvalidArgumentError(
-                f"the program takes {self.input_count} inputs, {len(inputs)} given"
-            )
-        native_inputs = [_to_native(array) for array in inputs]
-        with self._lock:
-            outputs = call(extension().run, self._handle, native_inputs)
-        return [_from_native(*output) for output in outputs]
+        and returns its outputs as new numpy arrays. C-contiguous little-endian arrays of an
+        edgert dtype are read in place; anything else is converted first."""
+        if type(inputs) is not list and type(inputs) is not tuple:
+            inputs = _input_list(inputs)
+        try:
+            return self._run(self._handle, inputs)  # type: ignore[no-any-return]
+        except self._native_error as error:
+            code, message = error.args
+            raise error_for(int(code), str(message)) from None
 
 
 def load(source: str | os.PathLike[str] | bytes | bytearray | memoryview) -> Program:
-    """Loads a program from a file path or from its bytes. A missing file raises
-    ProgramFileNotFoundError (both a NotFoundError and a FileNotFoundError)."""
-    if isinstance(source, (bytes, bytearray, memoryview)):
-        data = bytes(source)
-    else:
-        try:
-            data = Path(source).read_bytes()
-        except FileNotFoundError as error:
-            raise ProgramFileNotFoundError(
-                f"cannot read program file {source}: {error.strerror}",
-                errno=error.errno, strerror=error.strerror, filename=error.filename,
-            ) from None
-        except OSError as error:
-            raise NotFoundError(f"cannot read program file {source}: {error.strerror}") from None
-    return Program(call(extension().load, data))
+    """Loads a program from a file path or from its bytes. A file is mapped, not read: its
+    constants are read in place (replace a loaded file by renaming a new one over it, never
+    by rewriting it: docs/program-format.md, "Loading"). A bytes object is read in place too
+    (the program holds a reference to it); a bytearray or memoryview is copied once. A
+    missing file raises ProgramFileNotFoundError (a NotFoundError and a FileNotFoundError)."""
+    if isinstance(source, (bytearray, memoryview)):
+        source = bytes(source)   # mutable: the program keeps its own copy
+    if isinstance(source, bytes):
+        return Program(call(extension().load, source))
+    path = os.fspath(source)
+    try:
+        return Program(call(extension().load_file, os.fsencode(path)))
+    except NotFoundError as error:
+        raise _file_error(path, error) from None
+
+
+def _file_error(path: str | bytes, error: NotFoundError) -> NotFoundError:
+    """The error for a program file the runtime could not open: ProgramFileNotFoundError
+    (with errno and strerror) when it does not exist, else the runtime's NotFoundError."""
+    try:
+        os.stat(path)
+    except FileNotFoundError as missing:
+        return ProgramFileNotFoundError(
+            f"cannot read program file {os.fsdecode(path)}: {missing.strerror}",
+            errno=missing.errno, strerror=missing.strerror, filename=missing.filename,
+        )
+    except OSError:
+        pass
+    return error
 
 
 def operators() -> list[Registration]:

@@ -29,7 +29,16 @@ def extension() -> ModuleType:
     link (opt-in ones such as backend_cuda) loaded beside it."""
     module = importlib.import_module("edgert._C")
     _load_optional_delegates()
+    _configure_arrays()
     return module
+
+
+@functools.cache
+def _configure_arrays() -> None:
+    """Once: gives the extension numpy and the input converter (edgert._arrays)."""
+    from edgert import _arrays
+
+    _arrays.configure(importlib.import_module("edgert._C"))
 
 
 @functools.cache

@@ -9,7 +9,10 @@ numpy and needs no native extension.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import struct
+import tempfile
 from dataclasses import dataclass, field
 from os import PathLike
 from typing import Union
@@ -19,8 +22,8 @@ import numpy as np
 from edgert._errors import ExportError, InvalidProgramError, UnsupportedOperatorError
 
 __all__ = ["DTYPE_CODES", "DTYPE_NAMES", "ValueDef", "NodeDef", "ProgramDef", "ProgramBuilder",
-           "dtype_name", "write_program", "read_program", "from_torch", "ExportError",
-           "UnsupportedOperatorError"]
+           "dtype_name", "write_program", "read_program", "save_program", "from_torch",
+           "ExportError", "UnsupportedOperatorError"]
 
 MAGIC = b"EDGRTPRG"
 VERSION = 1
@@ -154,9 +157,38 @@ class ProgramBuilder:
         return write_program(self.program)
 
     def save(self, path: str | PathLike[str]) -> None:
-        """Writes the program's bytes to ``path``."""
-        with open(path, "wb") as file:
-            file.write(self.to_bytes())
+        """Writes the program's bytes to ``path`` (save_program: by replacing the file, never
+        by rewriting it, so a process that has it loaded keeps a valid mapping)."""
+        save_program(self.to_bytes(), path)
+
+
+def _file_mode(path: str) -> int:
+    """The permissions ``path`` has, or those a new file gets (0666 less the umask)."""
+    try:
+        return os.stat(path).st_mode & 0o777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+def save_program(data: bytes, path: str | PathLike[str]) -> None:
+    """Writes ``data`` to a temporary file beside ``path`` and renames it over ``path``. A
+    program file is mapped while it is loaded (edgert.load): rewriting it in place would
+    change or cut the pages under the running program, while a rename leaves the loaded
+    program its own copy (docs/program-format.md, "Loading")."""
+    target = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(target))
+    descriptor, temporary = tempfile.mkstemp(prefix=".edgert-", suffix=".partial", dir=folder)
+    try:
+        with os.fdopen(descriptor, "wb") as file:
+            file.write(data)
+        os.chmod(temporary, _file_mode(target))   # mkstemp makes it private (0600)
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
 
 
 # ---------------------------------------------------------------------------- writing

@@ -2,7 +2,9 @@
 // No exception crosses it: every entry point runs inside `guarded`, which maps allocation
 // failures to EDGERT_ERROR_OUT_OF_MEMORY and anything else to a status with its message,
 // including exceptions of another library's copy of the C++ runtime (caught_exception.hpp).
-// Each program carries a mutex: calls on one program from several threads are serialized.
+// Each program carries a mutex: calls on one program from several threads are serialized,
+// and edgert_program_run_with holds it across binding, running and reading. A forked child
+// gets every program's mutex unlocked (LivePrograms below).
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -11,6 +13,9 @@
 #include <stdexcept>
 #include <string>
 #include <system_error>
+#if !defined(_WIN32)
+#include <pthread.h>
+#endif
 
 #include "caught_exception.hpp"
 #include "edgert/edgert.h"
@@ -21,12 +26,64 @@
 #define EDGERT_VERSION_STRING "0.0.0"
 #endif
 
+struct edgert_tensor {
+  edgert::Tensor tensor;
+  bool exclusive = false;
+};
+
 struct edgert_program {
   std::unique_ptr<edgert::Program> program;
   mutable std::mutex lock;
+  // Links of the list of live programs (LivePrograms).
+  edgert_program* previous = nullptr;
+  edgert_program* next = nullptr;
 };
 
 namespace {
+
+// Fork safety. A program's mutex held by another thread when the process forks stays held
+// in the child, where that thread does not exist: the child's first call on the program
+// would wait forever. Every live program is on a list; fork() takes the list's lock around
+// the fork, and in the child re-creates each program's mutex, unlocked. (A run the other
+// thread was in the middle of is abandoned; the child's next run starts afresh.)
+struct LivePrograms {
+  std::mutex mutex;
+  edgert_program* first = nullptr;
+
+  void add(edgert_program* program) {
+    std::lock_guard<std::mutex> hold(mutex);
+    program->next = first;
+    if (first != nullptr) first->previous = program;
+    first = program;
+  }
+
+  void remove(edgert_program* program) {
+    std::lock_guard<std::mutex> hold(mutex);
+    if (program->previous != nullptr) program->previous->next = program->next;
+    if (program->next != nullptr) program->next->previous = program->previous;
+    if (first == program) first = program->next;
+  }
+
+  void unlock_all_in_child() {
+    for (edgert_program* program = first; program != nullptr; program = program->next) {
+      new (&program->lock) std::mutex();  // the holder is gone: a fresh, unlocked mutex
+    }
+    mutex.unlock();
+  }
+};
+
+LivePrograms& live_programs() {
+  // Never destroyed: programs may be freed by static destructors of other libraries.
+  static LivePrograms* programs = [] {
+    auto* made = new LivePrograms();
+#if !defined(_WIN32)
+    pthread_atfork([] { live_programs().mutex.lock(); }, [] { live_programs().mutex.unlock(); },
+                   [] { live_programs().unlock_all_in_child(); });
+#endif
+    return made;
+  }();
+  return *programs;
+}
 
 thread_local std::string last_error;
 constexpr size_t kMaxDims = 32;  // EDGERT_MAX_DIMS
@@ -84,8 +141,136 @@ edgert_status require_program(const edgert_program* program) {
 edgert_status adopt(const edgert::Status& status, std::unique_ptr<edgert::Program> loaded,
                     edgert_program** program) {
   if (!status.ok()) return report(status);
-  *program = new edgert_program{std::move(loaded)};
+  auto* made = new edgert_program();
+  made->program = std::move(loaded);
+  live_programs().add(made);
+  *program = made;
   return EDGERT_OK;
+}
+
+// An edgert_dtype argument as the number the caller passed: reading a C enum parameter as the
+// C++ enum type (even to pass it on by value) is undefined when the value is none of its
+// enumerators (UBSan: "load of value 42, which is not a valid value for type
+// 'edgert_dtype'"), so its bytes are copied, through a reference, before any other use.
+uint32_t dtype_code(const edgert_dtype& dtype) {
+  static_assert(sizeof(edgert_dtype) == sizeof(uint32_t), "edgert_dtype is a 32-bit int");
+  uint32_t code = 0;
+  std::memcpy(&code, &dtype, sizeof code);
+  return code;
+}
+
+// Checks a caller's tensor description and makes it a tensor: a copy (copy = true) or a view
+// read in place. Errors name the input. `code` is the caller's edgert_dtype as a number
+// (dtype_code), never an enum value here.
+edgert_status make_input(size_t index, uint32_t code, const int64_t* shape, size_t ndim,
+                         const void* data, size_t nbytes, bool copy, edgert::Tensor& tensor) {
+  if (!edgert::dtype_is_valid(code)) {
+    return fail(EDGERT_ERROR_INVALID_ARGUMENT, "input " + std::to_string(index) +
+                                                   ": unknown dtype code " + std::to_string(code) +
+                                                   " (see edgert_dtype in edgert.h)");
+  }
+  if (ndim > 0 && shape == nullptr) return fail(EDGERT_ERROR_INVALID_ARGUMENT, "null shape");
+  if (ndim > kMaxDims) {
+    return fail(EDGERT_ERROR_INVALID_ARGUMENT, std::to_string(ndim) + " dimensions: at most " +
+                                                   std::to_string(kMaxDims) + " are supported");
+  }
+  const auto type = static_cast<edgert::DType>(code);
+  std::vector<int64_t> dims(shape, shape + ndim);
+  size_t expected = edgert::dtype_size(type);
+  for (int64_t dim : dims) {
+    if (dim < 0 || (dim != 0 && expected > (size_t{1} << 62) / static_cast<size_t>(dim))) {
+      return fail(EDGERT_ERROR_INVALID_ARGUMENT, "invalid dimension " + std::to_string(dim));
+    }
+    expected *= static_cast<size_t>(dim);
+  }
+  if (nbytes != expected) {
+    return fail(EDGERT_ERROR_INVALID_ARGUMENT, "input " + std::to_string(index) + ": " +
+                                                   std::to_string(nbytes) + " bytes given, shape and dtype need " +
+                                                   std::to_string(expected));
+  }
+  if (expected > 0 && data == nullptr) return fail(EDGERT_ERROR_INVALID_ARGUMENT, "null input data");
+  if (copy) {
+    tensor = edgert::Tensor::uninitialized(type, std::move(dims));  // every byte is written
+    if (expected) std::memcpy(tensor.data(), data, expected);
+  } else {
+    tensor = edgert::Tensor::view(type, std::move(dims), {}, const_cast<void*>(data), nullptr);
+  }
+  return EDGERT_OK;
+}
+
+// The caller's release function as a keep-alive: called once, when the last constant lets
+// go of the bytes. Null for a null function. When no memory is left for it, release is
+// called at once and this throws std::bad_alloc (the load fails for want of memory anyway).
+std::shared_ptr<const void> release_guard(void (*function)(void*), void* context) {
+  struct Release {
+    void (*function)(void*);
+    void* context;
+  };
+  if (function == nullptr) return nullptr;
+  auto* release = new (std::nothrow) Release{function, context};
+  if (release == nullptr) {
+    function(context);
+    throw std::bad_alloc();
+  }
+  // Should the control block not be allocated, the deleter runs (and releases) before the throw.
+  return std::shared_ptr<const void>(release, [](const Release* held) {
+    held->function(held->context);
+    delete held;
+  });
+}
+
+// Binds the caller's inputs in place (views, not copies) and runs.
+edgert_status bind_and_run(edgert::Program& program, const edgert_tensor_view* inputs,
+                           size_t count) {
+  if (count != program.input_count()) {
+    return fail(EDGERT_ERROR_INVALID_ARGUMENT,
+                "the program takes " + std::to_string(program.input_count()) + " inputs, " +
+                    std::to_string(count) + " given");
+  }
+  if (count > 0 && inputs == nullptr) return fail(EDGERT_ERROR_INVALID_ARGUMENT, "null inputs");
+  for (size_t i = 0; i < count; ++i) {
+    const edgert_tensor_view& input = inputs[i];
+    edgert::Tensor tensor;
+    if (edgert_status code = make_input(i, dtype_code(input.dtype), input.shape, input.ndim,
+                                        input.data, input.nbytes, /*copy=*/false, tensor)) {
+      return code;
+    }
+    if (edgert_status code = report(program.set_input(i, std::move(tensor)))) return code;
+  }
+  return report(program.run());
+}
+
+// edgert_program_run_with's unit under the program's lock: bind, run, take the outputs, and
+// drop whatever the program still holds of the call, whatever happens.
+edgert_status run_and_take(edgert_program& program, const edgert_tensor_view* inputs,
+                           size_t count, std::vector<edgert::Program::Output>& taken) {
+  std::lock_guard<std::mutex> hold(program.lock);
+  edgert::Program& held = *program.program;
+  edgert_status status = EDGERT_ERROR_INTERNAL;
+  try {
+    status = bind_and_run(held, inputs, count);
+    if (status == EDGERT_OK) taken = held.take_outputs();
+  } catch (...) {
+    held.release_values();
+    throw;
+  }
+  held.release_values();  // nothing borrowed from the caller stays behind
+  return status;
+}
+
+// Makes one edgert_tensor per taken output; on running out of memory, none (and throws).
+void hand_over(std::vector<edgert::Program::Output>& taken, edgert_tensor** outputs) {
+  try {
+    for (size_t i = 0; i < taken.size(); ++i) {
+      outputs[i] = new edgert_tensor{std::move(taken[i].tensor), taken[i].exclusive};
+    }
+  } catch (...) {
+    for (size_t i = 0; i < taken.size(); ++i) {
+      delete outputs[i];
+      outputs[i] = nullptr;
+    }
+    throw;
+  }
 }
 
 std::vector<std::string> split_names(const char* names) {
@@ -112,9 +297,8 @@ const char* edgert_version(void) { return EDGERT_VERSION_STRING; }
 const char* edgert_last_error(void) { return last_error.c_str(); }
 
 size_t edgert_dtype_size(edgert_dtype dtype) {
-  return edgert::dtype_is_valid(static_cast<uint32_t>(dtype))
-             ? edgert::dtype_size(static_cast<edgert::DType>(dtype))
-             : 0;
+  const uint32_t code = dtype_code(dtype);
+  return edgert::dtype_is_valid(code) ? edgert::dtype_size(static_cast<edgert::DType>(code)) : 0;
 }
 
 edgert_status edgert_program_load_file(const char* path, edgert_program** program) {
@@ -137,7 +321,27 @@ edgert_status edgert_program_load_bytes(const void* data, size_t size, edgert_pr
   });
 }
 
-void edgert_program_free(edgert_program* program) { delete program; }
+edgert_status edgert_program_load_borrowed(const void* data, size_t size,
+                                           void (*release)(void* context), void* context,
+                                           edgert_program** program) {
+  if (program == nullptr) {
+    if (release != nullptr) release(context);
+    return fail(EDGERT_ERROR_INVALID_ARGUMENT, "null program pointer");
+  }
+  *program = nullptr;
+  return guarded([&] {
+    std::shared_ptr<const void> keep_alive = release_guard(release, context);
+    std::unique_ptr<edgert::Program> loaded;
+    edgert::Status status = edgert::Program::load_borrowed(data, size, std::move(keep_alive), loaded);
+    return adopt(status, std::move(loaded), program);
+  });
+}
+
+void edgert_program_free(edgert_program* program) {
+  if (program == nullptr) return;
+  live_programs().remove(program);
+  delete program;
+}
 
 edgert_status edgert_program_set_backends(edgert_program* program, const char* names) {
   if (edgert_status code = require_program(program)) return code;
@@ -180,33 +384,14 @@ edgert_status edgert_program_set_input(edgert_program* program, size_t index, ed
                                        const int64_t* shape, size_t ndim, const void* data,
                                        size_t nbytes) {
   if (edgert_status code = require_program(program)) return code;
-  if (!edgert::dtype_is_valid(static_cast<uint32_t>(dtype))) {
-    return fail(EDGERT_ERROR_INVALID_ARGUMENT, "unknown dtype code " + std::to_string(dtype));
-  }
-  if (ndim > 0 && shape == nullptr) return fail(EDGERT_ERROR_INVALID_ARGUMENT, "null shape");
-  if (ndim > kMaxDims) {
-    return fail(EDGERT_ERROR_INVALID_ARGUMENT, std::to_string(ndim) + " dimensions: at most " +
-                                                   std::to_string(kMaxDims) + " are supported");
-  }
+  const uint32_t code = dtype_code(dtype);  // before anything reads `dtype` as an enum
   return guarded([&] {
-  std::vector<int64_t> dims(shape, shape + ndim);
-  size_t expected = edgert::dtype_size(static_cast<edgert::DType>(dtype));
-  for (int64_t dim : dims) {
-    if (dim < 0 || (dim != 0 && expected > (size_t{1} << 62) / static_cast<size_t>(dim))) {
-      return fail(EDGERT_ERROR_INVALID_ARGUMENT, "invalid dimension " + std::to_string(dim));
+    edgert::Tensor tensor;
+    if (edgert_status status = make_input(index, code, shape, ndim, data, nbytes, true, tensor)) {
+      return status;
     }
-    expected *= static_cast<size_t>(dim);
-  }
-  if (nbytes != expected) {
-    return fail(EDGERT_ERROR_INVALID_ARGUMENT, "input " + std::to_string(index) + ": " +
-                                                   std::to_string(nbytes) + " bytes given, shape and dtype need " +
-                                                   std::to_string(expected));
-  }
-  if (expected > 0 && data == nullptr) return fail(EDGERT_ERROR_INVALID_ARGUMENT, "null input data");
-  edgert::Tensor tensor(static_cast<edgert::DType>(dtype), dims);
-  if (expected) std::memcpy(tensor.data(), data, expected);
-  std::lock_guard<std::mutex> hold(program->lock);
-  return report(program->program->set_input(index, std::move(tensor)));
+    std::lock_guard<std::mutex> hold(program->lock);
+    return report(program->program->set_input(index, std::move(tensor)));
   });
 }
 
@@ -216,6 +401,56 @@ edgert_status edgert_program_run(edgert_program* program) {
     std::lock_guard<std::mutex> hold(program->lock);
     return report(program->program->run());
   });
+}
+
+edgert_status edgert_program_run_with(edgert_program* program, const edgert_tensor_view* inputs,
+                                      size_t input_count, edgert_tensor** outputs,
+                                      size_t output_capacity) {
+  if (edgert_status code = require_program(program)) return code;
+  const size_t output_count = program->program->output_count();
+  if (output_count > 0 && (outputs == nullptr || output_capacity < output_count)) {
+    return fail(EDGERT_ERROR_INVALID_ARGUMENT,
+                "room for " + std::to_string(output_capacity) + " outputs given, the program has " +
+                    std::to_string(output_count) +
+                    " (pass an array of edgert_program_output_count() pointers)");
+  }
+  for (size_t i = 0; i < output_count; ++i) outputs[i] = nullptr;
+  return guarded([&] {
+    std::vector<edgert::Program::Output> taken;
+    if (edgert_status code = run_and_take(*program, inputs, input_count, taken)) return code;
+    hand_over(taken, outputs);
+    return EDGERT_OK;
+  });
+}
+
+edgert_status edgert_tensor_info(const edgert_tensor* tensor, edgert_tensor_view* view,
+                                 int* exclusive) {
+  if (tensor == nullptr) return fail(EDGERT_ERROR_INVALID_ARGUMENT, "null tensor");
+  if (view != nullptr) {
+    view->dtype = static_cast<edgert_dtype>(tensor->tensor.dtype());
+    view->ndim = tensor->tensor.shape().size();
+    view->shape = tensor->tensor.shape().data();
+    view->data = tensor->tensor.data();
+    view->nbytes = tensor->tensor.nbytes();
+  }
+  if (exclusive != nullptr) *exclusive = tensor->exclusive ? 1 : 0;
+  return EDGERT_OK;
+}
+
+void edgert_tensor_free(edgert_tensor* tensor) { delete tensor; }
+
+edgert_status edgert_program_memory_plan(const edgert_program* program, edgert_memory_plan* plan) {
+  if (edgert_status code = require_program(program)) return code;
+  if (plan == nullptr) return fail(EDGERT_ERROR_INVALID_ARGUMENT, "null memory plan pointer");
+  std::lock_guard<std::mutex> hold(program->lock);
+  const edgert::MemoryPlan& memory = program->program->memory_plan();
+  plan->peak_bytes = memory.peak_bytes;
+  plan->input_bytes = memory.input_bytes;
+  plan->output_bytes = memory.output_bytes;
+  plan->constant_bytes = memory.constant_bytes;
+  plan->released_values = memory.released_values;
+  plan->constants = static_cast<uint32_t>(memory.constants);
+  return EDGERT_OK;
 }
 
 edgert_status edgert_program_output(const edgert_program* program, size_t index,

@@ -3,6 +3,7 @@
 #include <new>
 #include <stdexcept>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "byte_reader.hpp"
@@ -10,7 +11,17 @@
 #include "program_format.hpp"
 
 namespace edgert {
+
+Status validate_graph(const Graph& graph);  // program_validate.cpp
+
 namespace {
+
+// Where constant data goes: copied into tensors of its own, or viewed in place in the bytes
+// being parsed, each view holding `keep_alive` (null: the caller keeps the bytes alive).
+struct ConstantSource {
+  bool in_place = false;
+  std::shared_ptr<void> keep_alive;
+};
 
 Status invalid(const ByteReader& reader, const std::string& what) {
   return Status(Code::InvalidProgram,
@@ -66,7 +77,7 @@ Status checked_numel(ByteReader& reader, const std::vector<int64_t>& shape, bool
   return Status::success();
 }
 
-Status read_constant(ByteReader& reader, ValueInfo& value) {
+Status read_constant(ByteReader& reader, const ConstantSource& source, ValueInfo& value) {
   int64_t numel = 0;
   EDGERT_RETURN_IF_ERROR(checked_numel(reader, value.shape, false, value.dtype, numel));
   uint64_t byte_length = 0;
@@ -80,13 +91,18 @@ Status read_constant(ByteReader& reader, ValueInfo& value) {
     return invalid(reader, "truncated or non-zero constant padding");
   }
   if (byte_length > reader.remaining()) return invalid(reader, "truncated constant data");
-  value.constant = Tensor(value.dtype, value.shape);
-  if (byte_length) std::memcpy(value.constant.data(), reader.cursor(), byte_length);
+  if (source.in_place) {
+    value.constant = Tensor::view(value.dtype, value.shape, {},
+                                  const_cast<uint8_t*>(reader.cursor()), source.keep_alive);
+  } else {
+    value.constant = Tensor::uninitialized(value.dtype, value.shape);  // every byte is written
+    if (byte_length) std::memcpy(value.constant.data(), reader.cursor(), byte_length);
+  }
   reader.skip(byte_length);
   return Status::success();
 }
 
-Status read_value(ByteReader& reader, ValueInfo& value) {
+Status read_value(ByteReader& reader, const ConstantSource& source, ValueInfo& value) {
   uint8_t dtype = 0, kind = 0;
   uint16_t reserved = 0;
   uint32_t ndim = 0;
@@ -104,7 +120,7 @@ Status read_value(ByteReader& reader, ValueInfo& value) {
   for (int64_t& dim : value.shape) {
     if (!reader.read_i64(dim)) return invalid(reader, "truncated shape");
   }
-  if (value.is_constant) return read_constant(reader, value);
+  if (value.is_constant) return read_constant(reader, source, value);
   int64_t numel = 0;
   return checked_numel(reader, value.shape, true, value.dtype, numel);
 }
@@ -190,11 +206,11 @@ Status read_node(ByteReader& reader, Node& node) {
   return read_attributes(reader, node.attributes);
 }
 
-Status read_sections(ByteReader& reader, Graph& graph) {
+Status read_sections(ByteReader& reader, const ConstantSource& source, Graph& graph) {
   uint32_t count = 0;
   EDGERT_RETURN_IF_ERROR(read_count(reader, format::kMinValueSize, "value", count));
   graph.values.resize(count);
-  for (ValueInfo& value : graph.values) EDGERT_RETURN_IF_ERROR(read_value(reader, value));
+  for (ValueInfo& value : graph.values) EDGERT_RETURN_IF_ERROR(read_value(reader, source, value));
   EDGERT_RETURN_IF_ERROR(read_count(reader, format::kMinNodeSize, "node", count));
   graph.nodes.resize(count);
   for (Node& node : graph.nodes) EDGERT_RETURN_IF_ERROR(read_node(reader, node));
@@ -204,17 +220,13 @@ Status read_sections(ByteReader& reader, Graph& graph) {
   return Status::success();
 }
 
-}  // namespace
-
-Status validate_graph(const Graph& graph);  // program_validate.cpp
-
-Status parse_program(const void* data, size_t size, Graph& graph) {
+Status parse_with(const void* data, size_t size, const ConstantSource& source, Graph& graph) {
   graph = Graph();
   if (data == nullptr && size != 0) return Status(Code::InvalidArgument, "null program data");
   ByteReader reader(data, size);
   Status status = read_header(reader, size);
   try {
-    if (status.ok()) status = read_sections(reader, graph);
+    if (status.ok()) status = read_sections(reader, source, graph);
   } catch (const std::length_error& error) {
     status = Status(Code::InvalidProgram, std::string("a tensor size is too large: ") + error.what());
   } catch (const std::bad_alloc&) {
@@ -224,6 +236,18 @@ Status parse_program(const void* data, size_t size, Graph& graph) {
   if (status.ok()) count_readers(graph);
   if (!status.ok()) graph = Graph();
   return status;
+}
+
+}  // namespace
+
+Status parse_program(const void* data, size_t size, Graph& graph) {
+  return parse_with(data, size, ConstantSource{}, graph);
+}
+
+Status parse_program_in_place(const void* data, size_t size,
+                              const std::shared_ptr<const void>& keep_alive, Graph& graph) {
+  return parse_with(data, size, ConstantSource{true, std::const_pointer_cast<void>(keep_alive)},
+                    graph);
 }
 
 }  // namespace edgert

@@ -3,6 +3,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+
+#include "edgert/graph.hpp"
+#include "edgert/status.hpp"
 
 namespace edgert {
 namespace format {
@@ -22,4 +26,14 @@ enum ValueKind : uint8_t { kRuntimeValue = 0, kConstantValue = 1 };
 enum AttributeKind : uint8_t { kInt = 0, kFloat = 1, kString = 2, kInts = 3, kFloats = 4 };
 
 }  // namespace format
+}  // namespace edgert
+
+namespace edgert {
+
+// parse_program with the constants left in place: each is a view into `data` (which must be
+// aligned to format::kConstantAlignment) holding `keep_alive`; with a null keep_alive the
+// caller keeps the bytes alive as long as any constant.
+Status parse_program_in_place(const void* data, size_t size,
+                              const std::shared_ptr<const void>& keep_alive, Graph& graph);
+
 }  // namespace edgert

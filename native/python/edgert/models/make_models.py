@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from edgert.export import ProgramBuilder
+from edgert.export import ProgramBuilder, save_program
 from edgert.quantization import quantize_linear_layers
 
 SEED = 20240611
@@ -53,7 +53,7 @@ def write_models(folder: Path) -> list[Path]:
         ("mlp_quantized", quantize_linear_layers(float_model)),
     ):
         target = folder / f"{name}.edgert"
-        target.write_bytes(data)
+        save_program(data, target)   # by rename: a loaded copy keeps its mapping
         written.append(target)
     return written
 
