@@ -42,8 +42,9 @@ struct PrepareContext {
 
 // Computes once per node what every run reuses (weights packed into the layout the kernel
 // reads, ...). Leaves `state` null to keep nothing; an error fails the first run, naming the
-// node. The state must not depend on anything but the context: programs holding the same
-// constants and attributes may share it (docs/kernels.md).
+// node. The state must depend on nothing but the context and own what it holds (no pointer
+// into the program's constants): programs holding the same constants and attributes share
+// one state, which lives as long as one of them (docs/kernels.md, "Prepared weights").
 using PrepareFn = Status (*)(const PrepareContext& context, std::shared_ptr<const void>& state);
 
 struct OperatorEntry {

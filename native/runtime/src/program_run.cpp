@@ -7,6 +7,7 @@
 
 #include "caught_exception.hpp"
 #include "edgert/runtime.hpp"
+#include "prepared_cache.hpp"
 
 namespace edgert {
 namespace {
@@ -22,7 +23,7 @@ Status prepare_kernel(const Graph& graph, const Node& node, PrepareFn prepare,
     const bool constant = index >= 0 && graph.values[static_cast<size_t>(index)].is_constant;
     context.constants.push_back(constant ? &graph.values[static_cast<size_t>(index)].constant : nullptr);
   }
-  Status status = prepare(context, state);
+  Status status = prepare_shared(context, prepare, state);
   if (!status.ok()) return Status(status.code(), node.op + ": preparing: " + status.message());
   return Status::success();
 }
