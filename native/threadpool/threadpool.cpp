@@ -149,15 +149,15 @@ class Pool {
     return true;
   }
 
-  // Every chunk is taken: unpublishes the region and waits for its helpers' last chunks.
+  // Every chunk is taken: unpublishes the region, frees the caller's slot (a helper that
+  // finishes here may go on to another region) and waits for its helpers' last chunks.
   void close(Region& region) {
     std::unique_lock<std::mutex> lock(mutex_);
     unlink(region);
-    region.helpers_left.wait(lock, [&] { return region.helpers == 0; });
     --computing_;
-    --open_regions_;
-    if (open_regions_ == 0 && resizing_) regions_closed_.notify_all();
-    if (idle_workers_ > 0 && claimable() != nullptr) work_available_.notify_one();  // a slot freed
+    if (idle_workers_ > 0 && claimable() != nullptr) work_available_.notify_one();
+    region.helpers_left.wait(lock, [&] { return region.helpers == 0; });
+    if (--open_regions_ == 0 && resizing_) regions_closed_.notify_all();
   }
 
   // Wakes up to `wanted` idle workers, no more than there are free slots (threads not
@@ -253,7 +253,7 @@ class Pool {
   Region* oldest_ = nullptr;  // the open regions, a doubly linked list
   Region* newest_ = nullptr;
   size_t open_regions_ = 0;   // regions between open() and the end of close()
-  size_t computing_ = 0;      // callers and helpers inside open regions
+  size_t computing_ = 0;      // callers taking chunks of their open regions, and helpers
   size_t idle_workers_ = 0;   // workers waiting on work_available_
   bool resizing_ = false;
   bool stopping_ = false;
