@@ -130,13 +130,23 @@ class Pool {
       for (int64_t index = 0; index < region.chunks; ++index) region.run_chunk(index);
       return;
     }
+    OpenRegion closing_at_scope_end{*this, region};
     inside_parallel_region = true;
     region.take_chunks();
-    inside_parallel_region = false;
-    close(region);
   }
 
  private:
+  // Closes a published region when its caller leaves parallel_for, also when a chunk throws
+  // there: the list must never keep a pointer into a finished caller's stack.
+  struct OpenRegion {
+    Pool& pool;
+    Region& region;
+    ~OpenRegion() {
+      inside_parallel_region = false;
+      pool.close(region);
+    }
+  };
+
   // Publishes the region to the workers; false while a resize is under way (the caller then
   // runs it inline).
   bool open(Region& region) {
