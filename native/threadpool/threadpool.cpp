@@ -1,12 +1,24 @@
-// The process-wide thread pool: workers wait on a condition variable for a job; the caller
-// and the workers take chunks from an atomic counter. Chunk boundaries depend only on the
-// range, the grain and the pool size, so results are reproducible run to run.
+// The process-wide thread pool. Several threads may be inside parallel regions at once (two
+// programs run from two threads): each caller publishes its region on the pool's list of
+// open regions and then takes chunks of it itself, from the region's atomic counter, until
+// none are left; idle workers join the open region that has the fewest helpers and take
+// chunks from it too. A region therefore never waits for a worker that is busy elsewhere,
+// and none starves: its caller alone finishes it if no worker comes.
 //
-// Safe from any thread (one parallel region or resize at a time) and across fork(): the
-// fork handlers hold the pool still while the process forks, and the child drops the
-// parent's pool (its worker threads do not exist there) and builds a new one on first use.
-// The default size is the number of CPUs this process may run on (its affinity mask on
-// Linux; the processor count elsewhere). Windows has no fork(): no handlers there.
+// The pool's size is the number of threads that compute at once: the callers inside pooled
+// regions count, so a worker is woken only while fewer than `size` threads are computing
+// (two callers on a 2-thread pool each run their regions alone, without a third thread
+// taking turns with them on two cores).
+//
+// Chunk boundaries depend only on the range, the grain and the pool size, never on which
+// thread takes a chunk, so results are reproducible run to run.
+//
+// Resizing waits for the open regions to close (regions begun meanwhile run inline on their
+// caller), stops the workers and starts new ones. fork(): the child drops the parent's pool
+// (its worker threads, and the other callers' regions, do not exist there) and builds a new
+// one on first use; a fork does not wait for regions open in other threads. The default size
+// is the number of CPUs this process may run on (its affinity mask on Linux; the processor
+// count elsewhere). Windows has no fork(): no handlers there.
 #if defined(__linux__)
 #include <sched.h>
 #endif
@@ -26,18 +38,9 @@
 
 namespace {
 
+// True on a pool worker, and on a caller while it runs its region's chunks: a parallel_for
+// called from there runs inline.
 thread_local bool inside_parallel_region = false;
-
-struct Job {
-  edgert_range_fn fn = nullptr;
-  void* context = nullptr;
-  int64_t begin = 0;
-  int64_t end = 0;
-  int64_t chunk = 1;
-  int64_t chunks = 0;
-  std::atomic<int64_t> next{0};
-  std::atomic<int64_t> done{0};
-};
 
 size_t threads_from_environment() {
   const char* configured = std::getenv("EDGERT_NUM_THREADS");
@@ -65,155 +68,236 @@ size_t resolve_size(size_t requested) {
   return usable_cpus();
 }
 
+// One parallel_for call. [begin, end) is cut into `chunks` consecutive chunks whose lengths
+// differ by at most one, each at least `grain` long (one chunk when the range is shorter),
+// and at most one per pool thread. It lives on its caller's stack; the pool's mutex guards
+// `helpers` and the list links.
+struct Region {
+  Region(int64_t begin, int64_t end, int64_t grain, edgert_range_fn fn, void* context,
+         size_t threads)
+      : fn(fn), context(context), begin(begin) {
+    const int64_t range = end - begin;
+    const int64_t by_grain = std::max<int64_t>(1, range / std::max<int64_t>(grain, 1));
+    chunks = std::min<int64_t>(by_grain, static_cast<int64_t>(threads));
+    length = range / chunks;
+    longer = range % chunks;  // the first `longer` chunks are one item longer
+  }
+
+  void run_chunk(int64_t index) const {
+    const int64_t first = begin + index * length + std::min(index, longer);
+    fn(context, first, first + length + (index < longer ? 1 : 0));
+  }
+
+  // Runs chunks until every chunk is taken; each index is handed out once.
+  void take_chunks() {
+    for (int64_t index = next.fetch_add(1, std::memory_order_relaxed); index < chunks;
+         index = next.fetch_add(1, std::memory_order_relaxed)) {
+      run_chunk(index);
+    }
+  }
+
+  bool has_untaken_chunks() const { return next.load(std::memory_order_relaxed) < chunks; }
+
+  edgert_range_fn fn;
+  void* context;
+  int64_t begin;
+  int64_t chunks = 1;
+  int64_t length = 0;
+  int64_t longer = 0;
+  std::atomic<int64_t> next{0};
+  int helpers = 0;                        // workers inside the region
+  std::condition_variable helpers_left;   // signalled when helpers drops to 0
+  Region* earlier = nullptr;              // the pool's open regions, oldest first
+  Region* later = nullptr;
+};
+
 class Pool {
  public:
-  Pool() { start(resolve_size(threads_from_environment())); }
+  Pool() { start_workers(resolve_size(threads_from_environment())); }
 
-  size_t size() const { return size_.load(); }
-
-  // fork(): the prepare handler holds the pool still; parent and child release it.
-  void hold_for_fork() { submit_mutex_.lock(); }
-  void release_after_fork() { submit_mutex_.unlock(); }
+  size_t size() const { return size_.load(std::memory_order_relaxed); }
 
   void resize(size_t requested) {
-    std::lock_guard<std::mutex> submit(submit_mutex_);
-    stop();
-    start(resolve_size(requested));
+    std::lock_guard<std::mutex> one_resize_at_a_time(resize_mutex_);
+    stop_workers();
+    start_workers(resolve_size(requested));
   }
 
   void parallel_for(int64_t begin, int64_t end, int64_t grain, edgert_range_fn fn, void* context) {
     if (end <= begin || fn == nullptr) return;
-    Job job;
-    plan(job, begin, end, grain, fn, context);
-    if (inside_parallel_region || size_.load() == 1 || job.chunks == 1) {
-      run_inline(job);
+    Region region(begin, end, grain, fn, context, size());
+    if (inside_parallel_region || region.chunks == 1 || !open(region)) {
+      for (int64_t index = 0; index < region.chunks; ++index) region.run_chunk(index);
       return;
     }
-    std::lock_guard<std::mutex> submit(submit_mutex_);
-    publish(&job);
-    work_on(job);
-    std::unique_lock<std::mutex> lock(mutex_);
-    finished_.wait(lock, [&] { return job.done.load() == job.chunks && users_ == 0; });
-    job_ = nullptr;
+    OpenRegion closing_at_scope_end{*this, region};
+    inside_parallel_region = true;
+    region.take_chunks();
   }
 
  private:
-  void plan(Job& job, int64_t begin, int64_t end, int64_t grain, edgert_range_fn fn, void* context) {
-    const int64_t range = end - begin;
-    grain = std::max<int64_t>(grain, 1);
-    const int64_t by_grain = (range + grain - 1) / grain;
-    job.chunks = std::max<int64_t>(1, std::min<int64_t>(by_grain, static_cast<int64_t>(size_.load())));
-    job.chunk = (range + job.chunks - 1) / job.chunks;
-    job.chunks = (range + job.chunk - 1) / job.chunk;
-    job.fn = fn;
-    job.context = context;
-    job.begin = begin;
-    job.end = end;
-  }
-
-  static void run_chunk(Job& job, int64_t index) {
-    const int64_t first = job.begin + index * job.chunk;
-    job.fn(job.context, first, std::min(job.end, first + job.chunk));
-  }
-
-  static void run_inline(Job& job) {
-    for (int64_t i = 0; i < job.chunks; ++i) run_chunk(job, i);
-  }
-
-  void publish(Job* job) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    job_ = job;
-    ++generation_;
-    wake_.notify_all();
-  }
-
-  void work_on(Job& job) {
-    const bool was_inside = inside_parallel_region;
-    inside_parallel_region = true;
-    for (int64_t index = job.next++; index < job.chunks; index = job.next++) {
-      run_chunk(job, index);
-      job.done++;
+  // Closes a published region when its caller leaves parallel_for, also when a chunk throws
+  // there: the list must never keep a pointer into a finished caller's stack.
+  struct OpenRegion {
+    Pool& pool;
+    Region& region;
+    ~OpenRegion() {
+      inside_parallel_region = false;
+      pool.close(region);
     }
-    inside_parallel_region = was_inside;
+  };
+
+  // Publishes the region to the workers; false while a resize is under way (the caller then
+  // runs it inline).
+  bool open(Region& region) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (resizing_) return false;
+    link(region);
+    ++open_regions_;
+    ++computing_;
+    wake_helpers(static_cast<size_t>(region.chunks - 1));
+    return true;
+  }
+
+  // Every chunk is taken: unpublishes the region, frees the caller's slot (a helper that
+  // finishes here may go on to another region) and waits for its helpers' last chunks.
+  void close(Region& region) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    unlink(region);
+    --computing_;
+    if (idle_workers_ > 0 && claimable() != nullptr) work_available_.notify_one();
+    region.helpers_left.wait(lock, [&] { return region.helpers == 0; });
+    if (--open_regions_ == 0 && resizing_) regions_closed_.notify_all();
+  }
+
+  // Wakes up to `wanted` idle workers, no more than there are free slots (threads not
+  // computing). Called with mutex_ held.
+  void wake_helpers(size_t wanted) {
+    const size_t slots = size() > computing_ ? size() - computing_ : 0;
+    const size_t waking = std::min({wanted, slots, idle_workers_});
+    if (waking == idle_workers_) {
+      if (waking > 0) work_available_.notify_all();
+      return;
+    }
+    for (size_t i = 0; i < waking; ++i) work_available_.notify_one();
+  }
+
+  // The open region with untaken chunks and the fewest helpers (the oldest among equals), or
+  // nullptr when there is none or every slot is taken. Called with mutex_ held.
+  Region* claimable() const {
+    if (computing_ >= size()) return nullptr;
+    Region* chosen = nullptr;
+    for (Region* region = oldest_; region != nullptr; region = region->later) {
+      if (region->has_untaken_chunks() && (chosen == nullptr || region->helpers < chosen->helpers)) {
+        chosen = region;
+      }
+    }
+    return chosen;
+  }
+
+  void link(Region& region) {
+    region.earlier = newest_;
+    region.later = nullptr;
+    (newest_ != nullptr ? newest_->later : oldest_) = &region;
+    newest_ = &region;
+  }
+
+  void unlink(Region& region) {
+    (region.earlier != nullptr ? region.earlier->later : oldest_) = region.later;
+    (region.later != nullptr ? region.later->earlier : newest_) = region.earlier;
   }
 
   void worker_loop() {
-    uint64_t seen = 0;
+    inside_parallel_region = true;  // a kernel's nested region runs inline on its worker
     std::unique_lock<std::mutex> lock(mutex_);
     while (true) {
-      wake_.wait(lock, [&] { return stopping_ || (generation_ != seen && job_ != nullptr); });
+      Region* region = nullptr;
+      ++idle_workers_;
+      work_available_.wait(lock, [&] { return stopping_ || (region = claimable()) != nullptr; });
+      --idle_workers_;
       if (stopping_) return;
-      seen = generation_;
-      Job* job = job_;
-      ++users_;
-      lock.unlock();
-      work_on(*job);
-      lock.lock();
-      --users_;
-      finished_.notify_all();
+      help(lock, *region);
     }
   }
 
-  void start(size_t size) {
-    size_ = size;
-    stopping_ = false;
+  // Takes chunks of `region` until none are left, then leaves it. Called with mutex_ held.
+  void help(std::unique_lock<std::mutex>& lock, Region& region) {
+    ++region.helpers;
+    ++computing_;
+    lock.unlock();
+    region.take_chunks();
+    lock.lock();
+    --computing_;
+    if (--region.helpers == 0) region.helpers_left.notify_one();
+  }
+
+  void start_workers(size_t size) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      size_ = size;
+      stopping_ = false;
+      resizing_ = false;
+    }
     for (size_t i = 1; i < size; ++i) workers_.emplace_back([this] { worker_loop(); });
   }
 
-  void stop() {
+  // Waits for the open regions to close (regions begun meanwhile run inline), then stops and
+  // joins the workers.
+  void stop_workers() {
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      std::unique_lock<std::mutex> lock(mutex_);
+      resizing_ = true;
+      regions_closed_.wait(lock, [&] { return open_regions_ == 0; });
       stopping_ = true;
-      wake_.notify_all();
+      work_available_.notify_all();
     }
     for (std::thread& worker : workers_) worker.join();
     workers_.clear();
   }
 
-  std::mutex submit_mutex_;  // one parallel region (or resize) at a time
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::condition_variable finished_;
+  std::mutex resize_mutex_;  // one resize at a time; guards workers_
   std::vector<std::thread> workers_;
-  Job* job_ = nullptr;
-  uint64_t generation_ = 0;
-  int users_ = 0;
+  std::mutex mutex_;         // guards everything below but size_
+  std::condition_variable work_available_;  // idle workers wait here
+  std::condition_variable regions_closed_;  // a resize waits here for open_regions_ == 0
+  Region* oldest_ = nullptr;  // the open regions, a doubly linked list
+  Region* newest_ = nullptr;
+  size_t open_regions_ = 0;   // regions between open() and the end of close()
+  size_t computing_ = 0;      // callers taking chunks of their open regions, and helpers
+  size_t idle_workers_ = 0;   // workers waiting on work_available_
+  bool resizing_ = false;
   bool stopping_ = false;
-  std::atomic<size_t> size_{1};
+  std::atomic<size_t> size_{1};  // written under mutex_ while no region is open
 };
 
 // Leaked on purpose: kernels may run during other libraries' static destruction, and
 // joining threads from a static destructor at exit can deadlock. After fork() the child's
 // copy is abandoned (never touched again) and a new pool is made on first use.
 std::mutex creation;
-Pool* instance = nullptr;
+std::atomic<Pool*> instance{nullptr};
 
-void before_fork() {
-  creation.lock();
-  if (instance != nullptr) instance->hold_for_fork();
-}
+void before_fork() { creation.lock(); }
 
-void after_fork_in_parent() {
-  if (instance != nullptr) instance->release_after_fork();
-  creation.unlock();
-}
+void after_fork_in_parent() { creation.unlock(); }
 
 void after_fork_in_child() {
-  instance = nullptr;  // its worker threads exist only in the parent
+  instance.store(nullptr);  // its worker threads exist only in the parent
   creation.unlock();
 }
 
 Pool& pool() {
+  Pool* existing = instance.load(std::memory_order_acquire);
+  if (existing != nullptr) return *existing;
   std::lock_guard<std::mutex> hold(creation);
-  if (instance == nullptr) {
+  if (instance.load() == nullptr) {
 #if !defined(_WIN32)
     static const bool registered =
         pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child) == 0;
     (void)registered;
 #endif
-    instance = new Pool();
+    instance.store(new Pool(), std::memory_order_release);
   }
-  return *instance;
+  return *instance.load();
 }
 
 }  // namespace

@@ -6,7 +6,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from tests.native.support import MLP_MODEL, NativeInstall
+from tests.native.support import MLP_MODEL, ROOT, NativeInstall, run_checked
 
 SAME_POOL = r"""
 import ctypes, edgert
@@ -166,3 +166,100 @@ def test_thread_counts_are_bounded(native_install: NativeInstall) -> None:
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout.split() == ["InvalidArgumentError", "InvalidArgumentError",
                                         "TypeError", "True"]
+
+
+# ------------------------------------------------------------ regions of several threads
+
+CONCURRENCY_PROGRAM = ROOT / "tests" / "native" / "programs" / "threadpool_concurrency.cpp"
+
+
+def concurrency_program(native_install: NativeInstall, tmp_path: Path) -> Path:
+    """tests/native/programs/threadpool_concurrency.cpp built against the install."""
+    binary = tmp_path / "threadpool_concurrency"
+    lib = native_install.lib_dir
+    run_checked(["c++", "-std=c++17", "-O1", "-o", str(binary), str(CONCURRENCY_PROGRAM),
+                 f"-I{native_install.package_dir / 'include'}", f"-L{lib}", "-Wl,--no-as-needed",
+                 "-ledgert", "-ledgert_threadpool", "-ledgert_kernels", "-ledgert_backend_cpu",
+                 f"-Wl,-rpath,{lib}", "-pthread"])
+    return binary
+
+
+def run_concurrency(binary: Path, *args: str) -> list[str]:
+    completed = subprocess.run([str(binary), *args], capture_output=True, text=True,
+                               timeout=120, check=False)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    return completed.stdout.split()
+
+
+def test_regions_of_many_threads_run_every_chunk_once(native_install: NativeInstall,
+                                                      tmp_path: Path) -> None:
+    """Six threads x 200 regions at each of five pool sizes (resized while idle), then four
+    threads in regions while a fifth resizes the pool 40 times: every item of every region
+    runs exactly once, chunks are at least the grain long and, at a fixed size, exactly the
+    planned ones; nested regions run inline on their chunk's thread."""
+    words = run_concurrency(concurrency_program(native_install, tmp_path), "regions")
+    assert words[0::2] == ["regions", "chunks", "nested"]
+    regions, chunks, nested = (int(word) for word in words[1::2])
+    assert regions >= 5 * 6 * 200 + 4 * 20 and chunks > regions and nested >= regions // 5
+
+
+def test_regions_of_two_threads_are_in_progress_at_once(native_install: NativeInstall,
+                                                        tmp_path: Path) -> None:
+    """Each thread's chunks wait until the other thread is inside its own region: a pool that
+    ran one region at a time would never return (the subprocess timeout would fail this)."""
+    assert run_concurrency(concurrency_program(native_install, tmp_path), "overlap") == ["overlap"]
+
+
+def test_a_fork_while_another_thread_is_inside_a_region(native_install: NativeInstall,
+                                                        tmp_path: Path) -> None:
+    """The child gets a working pool: it resizes, runs regions from two threads and runs a
+    program with the parent's results; the parent's region then finishes."""
+    binary = concurrency_program(native_install, tmp_path)
+    assert run_concurrency(binary, "fork", str(MLP_MODEL)) == ["child", "0"]
+
+
+PROGRAMS_IN_THREADS = r"""
+import sys, threading
+import numpy as np, edgert
+from edgert.export import ProgramBuilder
+
+def conv_program():
+    rng = np.random.default_rng(3)
+    builder = ProgramBuilder()
+    x = builder.input(np.float32, (2, 8, 24, 24))
+    w = builder.constant((rng.standard_normal((16, 8, 3, 3)) / 8).astype(np.float32))
+    y = builder.op("edgert::conv2d", [x, w], {"padding": [1, 1]})
+    builder.output(builder.op("edgert::relu", [y]))
+    return builder.to_bytes()
+
+rng = np.random.default_rng(1)
+cases = [(open(sys.argv[1], "rb").read(), rng.standard_normal((64, 16)).astype(np.float32)),
+         (conv_program(), rng.standard_normal((2, 8, 24, 24)).astype(np.float32))]
+edgert.set_threadpool_size(1)
+expected = [edgert.load(data).run([x])[0].tobytes() for data, x in cases]
+failures = []
+
+def run(data, x, reference):
+    program = edgert.load(data)
+    for _ in range(30):
+        if program.run([x])[0].tobytes() != reference:
+            failures.append(1)
+
+for size in (2, 3):
+    edgert.set_threadpool_size(size)
+    threads = [threading.Thread(target=run, args=(*cases[i % 2], expected[i % 2]))
+               for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+print(len(failures))
+"""
+
+
+def test_programs_in_several_threads_match_one_thread(native_install: NativeInstall) -> None:
+    """Four Python threads, two on an MLP and two on a convolution, each with its own program,
+    at pool sizes 2 and 3: every output is bit-identical to the one-thread pool's."""
+    completed = native_install.python(PROGRAMS_IN_THREADS, str(MLP_MODEL), timeout=300)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert completed.stdout.split() == ["0"]

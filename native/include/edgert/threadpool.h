@@ -24,11 +24,15 @@ typedef void (*edgert_range_fn)(void* context, int64_t begin, int64_t end);
 EDGERT_THREADPOOL_API const void* edgert_threadpool_instance(void);
 /* Number of threads that run work, the calling thread included (>= 1). */
 EDGERT_THREADPOOL_API size_t edgert_threadpool_size(void);
-/* Resizes the pool; 0 means one thread per available core. Not to be called from inside
- * a parallel region. */
+/* Resizes the pool; 0 means one thread per available core. Waits for the regions open in
+ * other threads to finish (regions begun meanwhile run inline on their caller). Not to be
+ * called from inside a parallel region. */
 EDGERT_THREADPOOL_API void edgert_threadpool_set_size(size_t threads);
-/* Splits [begin, end) into chunks of at least `grain` items and runs fn on them, on the pool
- * and the calling thread; returns when every chunk is done. Nested calls run inline. */
+/* Splits [begin, end) into at most size() chunks of at least `grain` items (one chunk when
+ * the range is shorter) and runs fn once on each, on the calling thread and the pool's idle
+ * workers; returns when every chunk is done. The chunks depend only on the range, the grain
+ * and the pool size. Callable from several threads at once: their regions run concurrently,
+ * each caller working on its own. Nested calls run inline. */
 EDGERT_THREADPOOL_API void edgert_threadpool_parallel_for(int64_t begin, int64_t end,
                                                           int64_t grain, edgert_range_fn fn,
                                                           void* context);
