@@ -36,6 +36,8 @@ struct Convolution {
   const float* bias;    // [O] or null
   float* out;           // contiguous [N, O, OH, OW]
   bool relu;
+  // The weight already in gemm's left panels, one matrix per group (prepare), or null.
+  const PackedPanels* packed_weight = nullptr;
 };
 
 // ----------------------------------------------------------------- matrix-product paths
@@ -51,7 +53,8 @@ std::vector<GemmOperands> group_products(const Convolution& conv, bool read_inpu
       products.push_back({conv.weight + first_out * g.patch(),
                           read_input ? conv.x + (n * g.channels + group * g.group_channels()) * plane : nullptr,
                           conv.out + (n * g.out_channels + first_out) * g.out_plane(),
-                          conv.bias ? conv.bias + first_out : nullptr});
+                          conv.bias ? conv.bias + first_out : nullptr,
+                          conv.packed_weight ? conv.packed_weight->matrix(group) : nullptr});
     }
   }
   return products;
@@ -447,6 +450,14 @@ Status check_bias(const KernelContext& context, const Tensor* bias, int64_t out_
 
 // Inputs: x [N, C, H, W], weight [O, C/groups, KH, KW], bias [O] (optional). Attributes:
 // stride, padding, dilation (2 ints each), groups, activation ("none" or "relu").
+// The weight's packed panels when prepare made them for this geometry and this process's
+// kernels.
+const PackedPanels* usable_weight(const KernelContext& context, const ConvolutionGeometry& g) {
+  const auto* packed = static_cast<const PackedPanels*>(context.prepared);
+  if (packed == nullptr || !fits_left_kernel(*packed) || packed->matrices != g.groups) return nullptr;
+  return packed->extent == g.group_out_channels() && packed->depth == g.patch() ? packed : nullptr;
+}
+
 Status conv2d_kernel(KernelContext& context) {
   EDGERT_RETURN_IF_ERROR(check_arity(context, 2, 3));
   const Tensor& input = *context.inputs[0];
@@ -464,7 +475,8 @@ Status conv2d_kernel(KernelContext& context) {
     const Tensor x = input.contiguous(), w = weight.contiguous();
     const Tensor b = bias ? bias->contiguous() : Tensor();
     const Convolution conv{geometry, x.data_as<float>(), w.data_as<float>(),
-                           bias ? b.data_as<float>() : nullptr, out.data_as<float>(), relu};
+                           bias ? b.data_as<float>() : nullptr, out.data_as<float>(), relu,
+                           usable_weight(context, geometry)};
     if (geometry.group_channels() == 1) convolve_depthwise(conv);
     else if (is_pointwise(geometry)) convolve_pointwise(conv);
     else convolve_im2col(conv);
@@ -473,8 +485,23 @@ Status conv2d_kernel(KernelContext& context) {
   return Status::success();
 }
 
+// A constant weight [O, C/groups, KH, KW] of a convolution that runs on gemm (not the
+// depthwise kernel) is packed once into left panels, one matrix [O/groups, C/groups·KH·KW]
+// per group. Anything unusable is left to the kernel, which reports it.
+Status prepare_conv2d(const PrepareContext& context, std::shared_ptr<const void>& state) {
+  const Tensor* weight = context.constants.size() > 1 ? context.constants[1] : nullptr;
+  if (weight == nullptr || weight->dtype() != DType::Float32 || weight->dim() != 4) return Status::success();
+  const int64_t groups = context.attributes ? context.attributes->get_int("groups", 1) : 1;
+  const std::vector<int64_t>& shape = weight->shape();
+  if (groups < 1 || shape[0] % groups != 0 || shape[1] == 1) return Status::success();
+  const Tensor w = weight->contiguous();
+  state = std::make_shared<const PackedPanels>(
+      pack_left_panels(w.data_as<float>(), groups, shape[0] / groups, shape[1] * shape[2] * shape[3]));
+  return Status::success();
+}
+
 }  // namespace
 
-EDGERT_REGISTER_OPERATOR("edgert::conv2d", conv2d_kernel);
+EDGERT_REGISTER_PREPARED_OPERATOR("edgert::conv2d", conv2d_kernel, prepare_conv2d);
 
 }  // namespace edgert::kernels
