@@ -249,9 +249,17 @@ void finish_block(const Problem& problem, const Block& block) {
   }
 }
 
+// The length of the k slices: k cut into as few slices of at most depth_block as it takes,
+// of about equal length (a multiple of 8, the transposes' blocks), so that no slice is a
+// short remainder whose tiles spend their time loading and storing c.
+int64_t slice_depth(const MicroKernel& kernel, int64_t k) {
+  const int64_t slices = std::max<int64_t>(1, ceil_div(k, kernel.depth_block));
+  return std::min(kernel.depth_block, round_up(ceil_div(k, slices), 8));
+}
+
 void run_block(const Problem& problem, int64_t index, Buffers& buffers) {
   const Block block = block_at(problem, index);
-  const int64_t slice = problem.kernel.depth_block;
+  const int64_t slice = slice_depth(problem.kernel, problem.k);
   for (int64_t p = 0; p < problem.k; p += slice) {
     const int64_t depth = std::min(slice, problem.k - p);
     const Panels right = right_panels(problem, block, p, depth, buffers);
@@ -268,7 +276,7 @@ void run_blocks(const Problem& problem) {
   const int64_t products = problem.m * problem.n * std::max<int64_t>(problem.k, 1) * static_cast<int64_t>(problem.batch.size());
   const int64_t threads = std::min({static_cast<int64_t>(edgert_threadpool_size()), blocks,
                                     std::max<int64_t>(1, products / kParallelProducts)});
-  const int64_t depth = std::min(problem.k, problem.kernel.depth_block);
+  const int64_t depth = std::min(problem.k, slice_depth(problem.kernel, problem.k));
   std::atomic<int64_t> next{0};
   parallel_for(0, threads, 1, [&](int64_t, int64_t) {
     Buffers buffers(problem, depth);
