@@ -59,7 +59,8 @@ void copy_transposed(const MicroKernel& kernel, const float* source, int64_t sou
     for (; i + 8 <= rows; i += 8) {
       int64_t p = 0;
       for (; p + 8 <= depth; p += 8) {
-        kernel.transpose8(source + i * source_stride + p, source_stride, target + p * target_stride + i, target_stride);
+        kernel.transpose8(source + i * source_stride + p, source_stride, target + p * target_stride + i,
+                          target_stride);
       }
       for (int64_t r = i; r < i + 8; ++r) {
         for (int64_t q = p; q < depth; ++q) target[q * target_stride + r] = source[r * source_stride + q];
@@ -71,6 +72,12 @@ void copy_transposed(const MicroKernel& kernel, const float* source, int64_t sou
   }
 }
 
+// Zeros in lanes [valid, width) of each of the depth steps of a panel `width` wide.
+void pad_panel(float* panel, int64_t depth, int64_t valid, int64_t width) {
+  if (valid == width) return;
+  for (int64_t p = 0; p < depth; ++p) std::fill(panel + p * width + valid, panel + (p + 1) * width, 0.0f);
+}
+
 // Rows [row, row + rows) of a [., stride] over k [depth_begin, depth_begin + depth) as left
 // panels of the kernel's height, p-major, zero-padded: panel q at packed + q * depth * height.
 void pack_left_block(const MicroKernel& kernel, const float* a, int64_t stride, int64_t row, int64_t rows,
@@ -80,7 +87,7 @@ void pack_left_block(const MicroKernel& kernel, const float* a, int64_t stride, 
     float* out = packed + panel * depth;
     const int64_t valid = std::min(height, rows - panel);
     copy_transposed(kernel, a + (row + panel) * stride + depth_begin, stride, valid, depth, out, height);
-    for (int64_t p = 0; p < depth && valid < height; ++p) std::fill(out + p * height + valid, out + (p + 1) * height, 0.0f);
+    pad_panel(out, depth, valid, height);
   }
 }
 
@@ -109,7 +116,7 @@ void pack_right_block(const MicroKernel& kernel, const StoredRight& right, int64
       continue;
     }
     copy_transposed(kernel, right.b + first * right.k + depth_begin, right.k, valid, depth, out, width);
-    for (int64_t p = 0; p < depth && valid < width; ++p) std::fill(out + p * width + valid, out + (p + 1) * width, 0.0f);
+    pad_panel(out, depth, valid, width);
   }
 }
 
@@ -146,6 +153,7 @@ struct Problem {
   int64_t row_blocks = 0, column_blocks = 0;
 
   int64_t blocks() const { return static_cast<int64_t>(batch.size()) * row_blocks * column_blocks; }
+  int64_t products() const { return m * n * std::max<int64_t>(k, 1) * static_cast<int64_t>(batch.size()); }
 };
 
 // One block of one entry's output.
@@ -178,20 +186,26 @@ struct Buffers {
         right(problem.right_packed ? 0 : round_up(problem.column_block, problem.kernel.columns) * depth) {}
 };
 
-Panels left_panels(const Problem& problem, const Block& block, int64_t depth_begin, int64_t depth, Buffers& buffers) {
+// The block's rows of a over one k slice: where they lie already, or packed now.
+Panels left_panels(const Problem& problem, const Block& block, int64_t depth_begin, int64_t depth,
+                   Buffers& buffers) {
   const int64_t height = problem.kernel.rows;
   if (problem.left_packed) {
-    return {block.operands.packed_a + block.row / height * problem.k * height + depth_begin * height, problem.k * height};
+    const float* panels = block.operands.packed_a + block.row / height * problem.k * height;
+    return {panels + depth_begin * height, problem.k * height};
   }
   pack_left_block(problem.kernel, block.operands.a, problem.k, block.row, block.rows, depth_begin, depth,
                   buffers.left.data());
   return {buffers.left.data(), depth * height};
 }
 
-Panels right_panels(const Problem& problem, const Block& block, int64_t depth_begin, int64_t depth, Buffers& buffers) {
+// The block's columns of b over one k slice: where they lie already, or packed now.
+Panels right_panels(const Problem& problem, const Block& block, int64_t depth_begin, int64_t depth,
+                    Buffers& buffers) {
   const int64_t width = problem.kernel.columns;
   if (problem.right_packed) {
-    return {block.operands.packed_b + block.column / width * problem.k * width + depth_begin * width, problem.k * width};
+    const float* panels = block.operands.packed_b + block.column / width * problem.k * width;
+    return {panels + depth_begin * width, problem.k * width};
   }
   float* packed = buffers.right.data();
   if (problem.packer != nullptr) {
@@ -273,9 +287,8 @@ void run_block(const Problem& problem, int64_t index, Buffers& buffers) {
 // counter until none are left. A block, and so each output, is computed by one thread.
 void run_blocks(const Problem& problem) {
   const int64_t blocks = problem.blocks();
-  const int64_t products = problem.m * problem.n * std::max<int64_t>(problem.k, 1) * static_cast<int64_t>(problem.batch.size());
   const int64_t threads = std::min({static_cast<int64_t>(edgert_threadpool_size()), blocks,
-                                    std::max<int64_t>(1, products / kParallelProducts)});
+                                    std::max<int64_t>(1, problem.products() / kParallelProducts)});
   const int64_t depth = std::min(problem.k, slice_depth(problem.kernel, problem.k));
   std::atomic<int64_t> next{0};
   parallel_for(0, threads, 1, [&](int64_t, int64_t) {
@@ -285,25 +298,30 @@ void run_blocks(const Problem& problem) {
 }
 
 // Cuts the output into blocks. A side packed per block is cut at the kernel's blocking (the
-// left block stays in L2); a side already packed spans the whole output, since cutting
-// there would only pack the other side again. Then, for large enough work, the already
-// packed side is cut further until every thread has kBlocksPerThread blocks.
+// left block stays in L2); a side already in panels spans the whole output, since cutting
+// there would only pack the other side again. Then, for large enough work, the columns are
+// cut further until every thread has kBlocksPerThread blocks (a column block packs only
+// its own columns of b and reads a's panels, or packs the block's rows of a again, which
+// is the smaller side when b is not in panels yet), and the rows when the columns run out.
 void choose_blocks(Problem& problem) {
   const MicroKernel& kernel = problem.kernel;
-  problem.row_block = problem.left_packed ? round_up(problem.m, kernel.rows) : kernel.row_block;
+  problem.row_block = problem.left_packed ? std::min(round_up(problem.m, kernel.rows), 4 * kernel.row_block)
+                                          : kernel.row_block;
   problem.column_block = problem.right_packed ? round_up(problem.n, kernel.columns) : kernel.column_block;
   const int64_t entries = static_cast<int64_t>(problem.batch.size());
-  const int64_t products = problem.m * problem.n * std::max<int64_t>(problem.k, 1) * entries;
   const int64_t threads = std::min(static_cast<int64_t>(edgert_threadpool_size()),
-                                   std::max<int64_t>(1, products / kParallelProducts));
+                                   std::max<int64_t>(1, problem.products() / kParallelProducts));
   const int64_t wanted = threads > 1 ? threads * kBlocksPerThread : 1;
-  const int64_t have = entries * ceil_div(problem.m, problem.row_block) * ceil_div(problem.n, problem.column_block);
-  if (have < wanted) {
-    const int64_t split = ceil_div(wanted, have);
-    if (problem.right_packed || !problem.left_packed) {
-      problem.column_block = std::min(problem.column_block, round_up(ceil_div(problem.n, split), kernel.columns));
-    } else {
-      problem.row_block = std::min(problem.row_block, round_up(ceil_div(problem.m, split), kernel.rows));
+  const int64_t row_blocks = ceil_div(problem.m, problem.row_block);
+  const int64_t column_blocks = ceil_div(problem.n, problem.column_block);
+  if (entries * row_blocks * column_blocks < wanted) {
+    const int64_t columns = ceil_div(wanted, entries * row_blocks);
+    problem.column_block = std::min(problem.column_block,
+                                    round_up(ceil_div(problem.n, columns), kernel.columns));
+    const int64_t have = entries * row_blocks * ceil_div(problem.n, problem.column_block);
+    if (have < wanted) {
+      const int64_t rows = ceil_div(wanted, entries * ceil_div(problem.n, problem.column_block));
+      problem.row_block = std::min(problem.row_block, round_up(ceil_div(problem.m, rows), kernel.rows));
     }
   }
   problem.row_blocks = ceil_div(problem.m, problem.row_block);
@@ -340,14 +358,11 @@ void multiply_strip(const RowsProblem& problem, size_t entry, int64_t first_pane
     const int64_t panel_stride = problem.packed ? problem.k * width : width;
     const int64_t step = problem.packed || tail ? width : problem.n;
     float* out = sums + panel * width;
-    const bool whole_strip = panel + strip_panels <= panels && (problem.packed || (q + strip_panels) * width <= problem.n);
-    if (whole_strip) {
-      kernel.strips[rows - 1](problem.k, operands.a, problem.k, b, panel_stride, step, out, out_stride);
-      panel += strip_panels;
-    } else {
-      kernel.panel_rows[rows - 1](problem.k, operands.a, problem.k, b, tail ? 0 : panel_stride, step, out, out_stride);
-      panel += 1;
-    }
+    const bool whole_strip =
+        panel + strip_panels <= panels && (problem.packed || (q + strip_panels) * width <= problem.n);
+    const RowsKernel multiply = whole_strip ? kernel.strips[rows - 1] : kernel.panel_rows[rows - 1];
+    multiply(problem.k, operands.a, problem.k, b, panel_stride, step, out, out_stride);
+    panel += whole_strip ? strip_panels : 1;
   }
   const int64_t column = first_panel * width;
   const int64_t columns = std::min(out_stride, problem.n - column);
@@ -368,12 +383,20 @@ void gemm_rows(const RowsProblem& problem) {
   const int64_t unit = std::max<int64_t>(1, 8 / strip_panels) * strip_panels;
   const int64_t units = ceil_div(panels, unit);
   const int64_t total = static_cast<int64_t>(problem.batch.size()) * units;
-  const int64_t grain = std::max<int64_t>(1, kParallelProducts / (unit * kernel.columns * problem.m * std::max<int64_t>(problem.k, 1)));
-  parallel_for(0, total, grain, [&](int64_t begin, int64_t end) {
-    for (int64_t index = begin; index < end; ++index) {
-      const size_t entry = static_cast<size_t>(index / units);
-      const int64_t first = index % units * unit;
-      multiply_strip(problem, entry, first, std::min(unit, panels - first));
+  const int64_t products = total * unit * kernel.columns * problem.m * problem.k;
+  const int64_t threads = std::min({static_cast<int64_t>(edgert_threadpool_size()), total,
+                                    std::max<int64_t>(1, products / kParallelProducts)});
+  // Each thread takes units from a counter (about 8 per thread): one that starts late or
+  // shares its core takes fewer.
+  const int64_t grab = std::max<int64_t>(1, total / (8 * threads));
+  std::atomic<int64_t> next{0};
+  parallel_for(0, threads, 1, [&](int64_t, int64_t) {
+    for (int64_t begin = next.fetch_add(grab); begin < total; begin = next.fetch_add(grab)) {
+      for (int64_t index = begin; index < std::min(total, begin + grab); ++index) {
+        const size_t entry = static_cast<size_t>(index / units);
+        const int64_t first = index % units * unit;
+        multiply_strip(problem, entry, first, std::min(unit, panels - first));
+      }
     }
   });
 }
@@ -516,8 +539,9 @@ void gemm(const std::vector<GemmOperands>& batch, int64_t m, int64_t n, int64_t 
   }
   Problem problem = make_problem(batch, m, n, k, layout, epilogue);
   choose_blocks(problem);
-  const bool pack_first = !problem.right_packed && problem.row_blocks > 1 && k > 0 &&
-                          static_cast<int64_t>(batch.size()) * round_up(n, kernel.columns) * k * 4 <= kPackedRightLimit;
+  const int64_t packed_bytes = static_cast<int64_t>(batch.size()) * round_up(n, kernel.columns) * k * 4;
+  const bool pack_first =
+      !problem.right_packed && problem.row_blocks > 1 && k > 0 && packed_bytes <= kPackedRightLimit;
   if (!pack_first) return run_blocks(problem);
   Scratch storage;
   const std::vector<GemmOperands> packed = with_packed_right(batch, layout, n, k, kernel, storage);
@@ -539,10 +563,11 @@ void gemm_packed_right(const std::vector<GemmOperands>& batch, int64_t m, int64_
 PackedPanels pack_left_panels(const float* a, int64_t matrices, int64_t extent, int64_t depth) {
   const MicroKernel& kernel = micro_kernel();
   PackedPanels packed{matrices, extent, depth, kernel.rows, Tensor()};
-  packed.storage = Tensor::uninitialized(DType::Float32, {std::max<int64_t>(1, matrices * packed.panels() * depth * packed.width)});
+  const int64_t matrix = packed.panels() * depth * packed.width;
+  packed.storage = Tensor::uninitialized(DType::Float32, {std::max<int64_t>(1, matrices * matrix)});
   for (int64_t index = 0; index < matrices; ++index) {
     pack_left_block(kernel, a + index * extent * depth, depth, 0, extent, 0, depth,
-                    const_cast<float*>(packed.matrix(index)));
+                    packed.storage.data_as<float>() + index * matrix);
   }
   return packed;
 }
@@ -550,8 +575,10 @@ PackedPanels pack_left_panels(const float* a, int64_t matrices, int64_t extent, 
 PackedPanels pack_right_panels(const float* b, RightLayout layout, int64_t extent, int64_t depth) {
   const MicroKernel& kernel = micro_kernel();
   PackedPanels packed{1, extent, depth, kernel.columns, Tensor()};
-  packed.storage = Tensor::uninitialized(DType::Float32, {std::max<int64_t>(1, packed.panels() * depth * packed.width)});
-  pack_right_block(kernel, StoredRight{b, layout, extent, depth}, 0, extent, 0, depth, packed.storage.data_as<float>());
+  const int64_t floats = packed.panels() * depth * packed.width;
+  packed.storage = Tensor::uninitialized(DType::Float32, {std::max<int64_t>(1, floats)});
+  pack_right_block(kernel, StoredRight{b, layout, extent, depth}, 0, extent, 0, depth,
+                   packed.storage.data_as<float>());
   return packed;
 }
 
