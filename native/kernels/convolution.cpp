@@ -203,6 +203,51 @@ struct PaddedInput {
   }
 };
 
+// The inputs of one packed row from the padded input, stride 1: run i copies runs[i].count
+// floats from tap + sources[i] to row + runs[i].offset. A run lies within one panel, so it
+// is at most 16 floats: one masked copy with AVX-512, two with AVX2.
+using RowCopy = void (*)(const float* tap, const int64_t* sources, const PackedRun* runs, size_t count, float* row);
+
+void copy_row_portable(const float* tap, const int64_t* sources, const PackedRun* runs, size_t count, float* row) {
+  for (size_t i = 0; i < count; ++i) copy_short(tap + sources[i], row + runs[i].offset, runs[i].count);
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) void copy_row_avx512(const float* tap, const int64_t* sources,
+                                                        const PackedRun* runs, size_t count, float* row) {
+  for (size_t i = 0; i < count; ++i) {
+    const __mmask16 mask = static_cast<__mmask16>((1u << runs[i].count) - 1);
+    _mm512_mask_storeu_ps(row + runs[i].offset, mask, _mm512_maskz_loadu_ps(mask, tap + sources[i]));
+  }
+}
+
+__attribute__((target("avx2"))) void copy_row_avx2(const float* tap, const int64_t* sources, const PackedRun* runs,
+                                                   size_t count, float* row) {
+  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  for (size_t i = 0; i < count; ++i) {
+    const int32_t length = static_cast<int32_t>(runs[i].count);
+    const float* source = tap + sources[i];
+    float* target = row + runs[i].offset;
+    const __m256i low = _mm256_cmpgt_epi32(_mm256_set1_epi32(length), lanes);
+    _mm256_maskstore_ps(target, low, _mm256_maskload_ps(source, low));
+    if (length > 8) {
+      const __m256i high = _mm256_cmpgt_epi32(_mm256_set1_epi32(length - 8), lanes);
+      _mm256_maskstore_ps(target + 8, high, _mm256_maskload_ps(source + 8, high));
+    }
+  }
+}
+#endif
+
+RowCopy select_row_copy(int64_t width) {
+  switch (width <= 16 ? kernel_isa() : Isa::Portable) {
+#if defined(__x86_64__)
+    case Isa::Avx512: return copy_row_avx512;
+    case Isa::Avx2: return copy_row_avx2;
+#endif
+    default: return copy_row_portable;
+  }
+}
+
 // RightPacker::pack from the padded input: tap (c, kh, kw) of output (oh, ow) reads padded
 // (oh·sh + kh·dh, ow·sw + kw·dw).
 void pack_padded_im2col(const void* context, size_t entry, int64_t depth_begin, int64_t depth,
@@ -214,17 +259,19 @@ void pack_padded_im2col(const void* context, size_t entry, int64_t depth_begin, 
   const float* image = padded->data + (n * g.channels + group * g.group_channels()) * plane;
   const int64_t padded_columns = (columns + width - 1) / width * width;
   const std::vector<PackedRun> runs = packed_runs(g, column, columns, width, depth);
+  std::vector<int64_t> sources;  // of each run, from its tap's first input
+  for (const PackedRun& run : runs) sources.push_back(run.oh * g.stride.height * padded->width + run.ow * g.stride.width);
+  const RowCopy copy_row = select_row_copy(width);
   for (int64_t r = 0; r < depth; ++r) {
     const int64_t p = depth_begin + r;
     const int64_t kh = p % taps / g.kernel_width, kw = p % g.kernel_width;
     const float* tap = image + p / taps * plane + kh * g.dilation.height * padded->width + kw * g.dilation.width;
     float* row = packed + r * width;
-    for (const PackedRun& run : runs) {
-      const float* source = tap + run.oh * g.stride.height * padded->width + run.ow * g.stride.width;
-      if (g.stride.width == 1) {
-        copy_short(source, row + run.offset, run.count);
-      } else {
-        for (int64_t o = 0; o < run.count; ++o) row[run.offset + o] = source[o * g.stride.width];
+    if (g.stride.width == 1) {
+      copy_row(tap, sources.data(), runs.data(), runs.size(), row);
+    } else {
+      for (size_t i = 0; i < runs.size(); ++i) {
+        for (int64_t o = 0; o < runs[i].count; ++o) row[runs[i].offset + o] = tap[sources[i] + o * g.stride.width];
       }
     }
     if (padded_columns > columns) zero_short(row + columns / width * width * depth + columns % width, padded_columns - columns);

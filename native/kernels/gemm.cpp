@@ -30,7 +30,7 @@ constexpr int64_t kParallelProducts = int64_t{1} << 18;
 constexpr int64_t kPackedRightLimit = int64_t{64} << 20;
 // Blocks per thread the work is cut into when it is large enough: a thread that starts late
 // or shares its core with other work takes fewer.
-constexpr int64_t kBlocksPerThread = 2;
+constexpr int64_t kBlocksPerThread = 4;
 
 int64_t round_up(int64_t value, int64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
 
@@ -297,12 +297,19 @@ void run_blocks(const Problem& problem) {
   });
 }
 
+// Cuts `extent` (rows or columns) into `parts` blocks of a multiple of `unit`, no larger than
+// `block`.
+int64_t cut(int64_t extent, int64_t parts, int64_t unit, int64_t block) {
+  return std::min(block, round_up(ceil_div(extent, parts), unit));
+}
+
 // Cuts the output into blocks. A side packed per block is cut at the kernel's blocking (the
 // left block stays in L2); a side already in panels spans the whole output, since cutting
-// there would only pack the other side again. Then, for large enough work, the columns are
-// cut further until every thread has kBlocksPerThread blocks (a column block packs only
-// its own columns of b and reads a's panels, or packs the block's rows of a again, which
-// is the smaller side when b is not in panels yet), and the rows when the columns run out.
+// there would only pack the other side again. Then, for large enough work, the blocks are
+// cut further until every thread has kBlocksPerThread of them: first along the side whose
+// partner is already in panels (more row blocks only read b's panels again; more column
+// blocks only read a's again, or pack the block's rows of a again, the smaller side when b
+// is not in panels yet), then along the other.
 void choose_blocks(Problem& problem) {
   const MicroKernel& kernel = problem.kernel;
   problem.row_block = problem.left_packed ? std::min(round_up(problem.m, kernel.rows), 4 * kernel.row_block)
@@ -312,18 +319,20 @@ void choose_blocks(Problem& problem) {
   const int64_t threads = std::min(static_cast<int64_t>(edgert_threadpool_size()),
                                    std::max<int64_t>(1, problem.products() / kParallelProducts));
   const int64_t wanted = threads > 1 ? threads * kBlocksPerThread : 1;
-  const int64_t row_blocks = ceil_div(problem.m, problem.row_block);
-  const int64_t column_blocks = ceil_div(problem.n, problem.column_block);
-  if (entries * row_blocks * column_blocks < wanted) {
-    const int64_t columns = ceil_div(wanted, entries * row_blocks);
-    problem.column_block = std::min(problem.column_block,
-                                    round_up(ceil_div(problem.n, columns), kernel.columns));
-    const int64_t have = entries * row_blocks * ceil_div(problem.n, problem.column_block);
-    if (have < wanted) {
-      const int64_t rows = ceil_div(wanted, entries * ceil_div(problem.n, problem.column_block));
-      problem.row_block = std::min(problem.row_block, round_up(ceil_div(problem.m, rows), kernel.rows));
-    }
-  }
+  const auto blocks = [&] {
+    return entries * ceil_div(problem.m, problem.row_block) * ceil_div(problem.n, problem.column_block);
+  };
+  const auto cut_rows = [&] {
+    const int64_t parts = ceil_div(wanted, entries * ceil_div(problem.n, problem.column_block));
+    problem.row_block = cut(problem.m, parts, kernel.rows, problem.row_block);
+  };
+  const auto cut_columns = [&] {
+    const int64_t parts = ceil_div(wanted, entries * ceil_div(problem.m, problem.row_block));
+    problem.column_block = cut(problem.n, parts, kernel.columns, problem.column_block);
+  };
+  const bool rows_first = problem.right_packed && !problem.left_packed;
+  if (blocks() < wanted) rows_first ? cut_rows() : cut_columns();
+  if (blocks() < wanted) rows_first ? cut_columns() : cut_rows();
   problem.row_blocks = ceil_div(problem.m, problem.row_block);
   problem.column_blocks = ceil_div(problem.n, problem.column_block);
 }
