@@ -10,6 +10,9 @@ edgert runs each operator inside a program, and a run copies its inputs in and i
 out. To time the kernel alone, each operator is timed as a chain of LINKS + 1 nodes and as a
 single node, and the difference is divided by LINKS: the cost of one more node, copies
 excluded. numpy's side is the plain expression, evaluated LINKS times per timed sample.
+With one thread the three take turns sample by sample (other work on the machine falls on
+both sides alike); with more, each is timed in its own phase (OpenBLAS's threads spin after
+a call and would take a core from edgert's pool).
 The batch-1 cases are memory-bound: each link of their chain has its own weight on both
 sides ("8 weights": numpy cycles through LINKS weights, as edgert's chain does through its
 nodes' packed weights), since a weight repeated in every link would stay in cache on numpy's
@@ -120,36 +123,47 @@ def chain_program(edgert: ModuleType, case: Case, size: int, links: int) -> obje
 
 
 def median_seconds(function: Callable[[], object], repetitions: int) -> float:
-    function()  # warm-up: first-touch page faults, lazy pool start
-    samples = []
+    return medians_in_turns([function], repetitions)[0]
+
+
+def medians_in_turns(functions: list[Callable[[], object]], repetitions: int) -> list[float]:
+    """The median time of each function; the functions take turns, sample by sample, so that
+    other work on the machine falls on all of them alike."""
+    for function in functions:
+        function()  # warm-up: first-touch page faults, lazy pool start, prepare
+    samples: list[list[float]] = [[] for _ in functions]
     for _ in range(repetitions):
-        start = time.perf_counter()
-        function()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+        for function, taken in zip(functions, samples, strict=True):
+            start = time.perf_counter()
+            function()
+            taken.append(time.perf_counter() - start)
+    return [statistics.median(taken) for taken in samples]
 
 
-def edgert_seconds(edgert: ModuleType, case: Case, size: int, repetitions: int) -> float:
-    """Median time of one node of ``case``: (chain of LINKS + 1) - (one node), / LINKS."""
+def case_seconds(edgert: ModuleType, case: Case, size: int, repetitions: int,
+                 interleaved: bool) -> tuple[float, float]:
+    """(edgert, numpy) seconds of one ``case`` operation. edgert: the median time of one node,
+    (chain of LINKS + 1) - (one node), / LINKS. numpy: the median time of ``case.reference``
+    over samples LINKS evaluations long like edgert's chain (so both sides' samples are
+    equally exposed to other work on the machine), each with its link's constants when the
+    links have their own, / LINKS. ``interleaved``: the three take turns sample by sample;
+    otherwise each is timed in its own phase (OpenBLAS's threads spin for a while after a
+    call, which would take a core from edgert's pool)."""
     single = chain_program(edgert, case, size, 1)
     chain = chain_program(edgert, case, size, LINKS + 1)
     x = case.inputs(size, 0)[0]
-    short = median_seconds(lambda: single.run([x]), repetitions)  # type: ignore[attr-defined]
-    long = median_seconds(lambda: chain.run([x]), repetitions)  # type: ignore[attr-defined]
-    return max(long - short, 0.0) / LINKS
-
-
-def numpy_seconds(case: Case, size: int, repetitions: int) -> float:
-    """Median time of ``case.reference``, each sample LINKS evaluations long like edgert's
-    chain (so both sides' samples are equally exposed to other work on the machine), each
-    with its link's constants when the links have their own."""
     links = [case.inputs(size, link if case.distinct else 0) for link in range(LINKS)]
 
     def evaluate() -> None:
         for arrays in links:
             case.reference(arrays)
 
-    return median_seconds(evaluate, repetitions) / LINKS
+    functions = [lambda: single.run([x]), lambda: chain.run([x]), evaluate]  # type: ignore[attr-defined]
+    if interleaved:
+        short, long, reference = medians_in_turns(functions, repetitions)
+    else:
+        short, long, reference = (median_seconds(f, repetitions) for f in functions)
+    return max(long - short, 0.0) / LINKS, reference / LINKS
 
 
 def blas_description() -> str:
@@ -172,9 +186,8 @@ def measure(edgert: ModuleType, size: int, repetitions: int) -> list[Row]:
         edgert.set_threadpool_size(threads)
         with threadpoolctl.threadpool_limits(limits=threads):
             for case in CASES:
-                case_size = case.size or size
-                ours = edgert_seconds(edgert, case, case_size, repetitions)
-                theirs = numpy_seconds(case, case_size, repetitions)
+                ours, theirs = case_seconds(edgert, case, case.size or size, repetitions,
+                                            interleaved=threads == 1)
                 rows.append((case, threads, ours, theirs))
     edgert.set_threadpool_size(0)
     return rows
