@@ -108,9 +108,13 @@ void pack_right_block(const MicroKernel& kernel, const StoredRight& right, int64
     const int64_t valid = std::min(width, columns - panel);
     const int64_t first = column + panel;
     if (right.layout == RightLayout::KByN) {
+      const float* source = right.b + depth_begin * right.n + first;
+      if (valid == 16 && width == 16) {  // a fixed-size copy the compiler inlines, not a call
+        for (int64_t p = 0; p < depth; ++p) std::memcpy(out + p * 16, source + p * right.n, 16 * sizeof(float));
+        continue;
+      }
       for (int64_t p = 0; p < depth; ++p) {
-        const float* source = right.b + (depth_begin + p) * right.n + first;
-        std::memcpy(out + p * width, source, static_cast<size_t>(valid) * sizeof(float));
+        std::memcpy(out + p * width, source + p * right.n, static_cast<size_t>(valid) * sizeof(float));
         std::fill(out + p * width + valid, out + (p + 1) * width, 0.0f);
       }
       continue;
