@@ -1,7 +1,8 @@
 // The "cpu" delegate: claims chains edgert::linear → edgert::relu (→ linear → relu …) whose
 // intermediate values nothing else reads, and runs each pair in one pass with the bias and
-// the relu applied as each output tile is finished. The fusion is decided once, when the
-// program is planned (prepare): each run walks a list of fused pairs, not the graph. It uses the linear kernel's own arithmetic
+// the relu applied as each output block is finished. The fusion is decided once, when the
+// program is prepared (on its first run), and constant weights are packed then: each run
+// walks a list of fused pairs, not the graph. It uses the linear kernel's own arithmetic
 // (edgert::kernels::linear), so results are bit-identical to the unfused kernels.
 #include <memory>
 #include <string>
@@ -62,24 +63,15 @@ class CpuBackend final : public edgert::Backend {
 
   edgert::Status prepare(const Graph& graph, size_t first, size_t count,
                          std::unique_ptr<edgert::Prepared>& prepared) override {
-    auto fused = std::make_unique<FusedChain>();
-    for (size_t index = first; index + 1 < first + count; index += 2) {
-      const Node& linear = graph.nodes[index];
-      const Node& relu = graph.nodes[index + 1];
-      fused->pairs.push_back({index, static_cast<size_t>(linear.inputs[0]),
-                              static_cast<size_t>(linear.inputs[1]),
-                              linear.inputs.size() > 2 ? linear.inputs[2] : -1,
-                              static_cast<size_t>(relu.outputs[0])});
-    }
-    prepared = std::move(fused);
+    prepared = fused_chain(graph, first, count, true);
     return edgert::Status::success();
   }
 
+  // A single run packs nothing: packing a weight costs as much memory traffic as the product
+  // it would serve once.
   edgert::Status run(const Graph& graph, size_t first, size_t count,
                      std::vector<edgert::Tensor>& values) override {
-    std::unique_ptr<edgert::Prepared> prepared;
-    EDGERT_RETURN_IF_ERROR(prepare(graph, first, count, prepared));
-    return prepared->run(values);
+    return fused_chain(graph, first, count, false)->run(values);
   }
 
  private:
@@ -90,6 +82,7 @@ class CpuBackend final : public edgert::Backend {
     size_t weight;
     int32_t bias;  // -1: none
     size_t output;
+    std::shared_ptr<const edgert::kernels::PackedPanels> packed_weight;  // null: run-time weight
   };
 
   struct FusedChain final : public edgert::Prepared {
@@ -100,7 +93,7 @@ class CpuBackend final : public edgert::Backend {
         const edgert::Status status = edgert::kernels::linear(
             values[pair.input], values[pair.weight],
             pair.bias >= 0 ? &values[static_cast<size_t>(pair.bias)] : nullptr,
-            edgert::kernels::Activation::Relu, values[pair.output]);
+            edgert::kernels::Activation::Relu, values[pair.output], pair.packed_weight.get());
         if (!status.ok()) {
           return edgert::Status(status.code(), "edgert::linear (node " + std::to_string(pair.node) +
                                                    ", fused with edgert::relu): " + status.message());
@@ -109,6 +102,26 @@ class CpuBackend final : public edgert::Backend {
       return edgert::Status::success();
     }
   };
+
+  // The pairs of nodes [first, first + count); with pack_weights, each constant weight is
+  // packed once into the panels the product reads.
+  static std::unique_ptr<FusedChain> fused_chain(const Graph& graph, size_t first, size_t count,
+                                                 bool pack_weights) {
+    auto fused = std::make_unique<FusedChain>();
+    for (size_t index = first; index + 1 < first + count; index += 2) {
+      const Node& linear = graph.nodes[index];
+      const Node& relu = graph.nodes[index + 1];
+      const auto weight = static_cast<size_t>(linear.inputs[1]);
+      std::shared_ptr<const edgert::kernels::PackedPanels> packed;
+      if (pack_weights && graph.values[weight].is_constant) {
+        packed = edgert::kernels::prepare_linear_weight(graph.values[weight].constant);
+      }
+      fused->pairs.push_back({index, static_cast<size_t>(linear.inputs[0]), weight,
+                              linear.inputs.size() > 2 ? linear.inputs[2] : -1,
+                              static_cast<size_t>(relu.outputs[0]), std::move(packed)});
+    }
+    return fused;
+  }
 };
 
 CpuBackend cpu_backend;

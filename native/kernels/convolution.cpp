@@ -36,6 +36,8 @@ struct Convolution {
   const float* bias;    // [O] or null
   float* out;           // contiguous [N, O, OH, OW]
   bool relu;
+  // The weight already in gemm's left panels, one matrix per group (prepare), or null.
+  const PackedPanels* packed_weight = nullptr;
 };
 
 // ----------------------------------------------------------------- matrix-product paths
@@ -51,7 +53,8 @@ std::vector<GemmOperands> group_products(const Convolution& conv, bool read_inpu
       products.push_back({conv.weight + first_out * g.patch(),
                           read_input ? conv.x + (n * g.channels + group * g.group_channels()) * plane : nullptr,
                           conv.out + (n * g.out_channels + first_out) * g.out_plane(),
-                          conv.bias ? conv.bias + first_out : nullptr});
+                          conv.bias ? conv.bias + first_out : nullptr,
+                          conv.packed_weight ? conv.packed_weight->matrix(group) : nullptr});
     }
   }
   return products;
@@ -200,6 +203,51 @@ struct PaddedInput {
   }
 };
 
+// The inputs of one packed row from the padded input, stride 1: run i copies runs[i].count
+// floats from tap + sources[i] to row + runs[i].offset. A run lies within one panel, so it
+// is at most 16 floats: one masked copy with AVX-512, two with AVX2.
+using RowCopy = void (*)(const float* tap, const int64_t* sources, const PackedRun* runs, size_t count, float* row);
+
+void copy_row_portable(const float* tap, const int64_t* sources, const PackedRun* runs, size_t count, float* row) {
+  for (size_t i = 0; i < count; ++i) copy_short(tap + sources[i], row + runs[i].offset, runs[i].count);
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) void copy_row_avx512(const float* tap, const int64_t* sources,
+                                                        const PackedRun* runs, size_t count, float* row) {
+  for (size_t i = 0; i < count; ++i) {
+    const __mmask16 mask = static_cast<__mmask16>((1u << runs[i].count) - 1);
+    _mm512_mask_storeu_ps(row + runs[i].offset, mask, _mm512_maskz_loadu_ps(mask, tap + sources[i]));
+  }
+}
+
+__attribute__((target("avx2"))) void copy_row_avx2(const float* tap, const int64_t* sources, const PackedRun* runs,
+                                                   size_t count, float* row) {
+  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  for (size_t i = 0; i < count; ++i) {
+    const int32_t length = static_cast<int32_t>(runs[i].count);
+    const float* source = tap + sources[i];
+    float* target = row + runs[i].offset;
+    const __m256i low = _mm256_cmpgt_epi32(_mm256_set1_epi32(length), lanes);
+    _mm256_maskstore_ps(target, low, _mm256_maskload_ps(source, low));
+    if (length > 8) {
+      const __m256i high = _mm256_cmpgt_epi32(_mm256_set1_epi32(length - 8), lanes);
+      _mm256_maskstore_ps(target + 8, high, _mm256_maskload_ps(source + 8, high));
+    }
+  }
+}
+#endif
+
+RowCopy select_row_copy(int64_t width) {
+  switch (width <= 16 ? kernel_isa() : Isa::Portable) {
+#if defined(__x86_64__)
+    case Isa::Avx512: return copy_row_avx512;
+    case Isa::Avx2: return copy_row_avx2;
+#endif
+    default: return copy_row_portable;
+  }
+}
+
 // RightPacker::pack from the padded input: tap (c, kh, kw) of output (oh, ow) reads padded
 // (oh·sh + kh·dh, ow·sw + kw·dw).
 void pack_padded_im2col(const void* context, size_t entry, int64_t depth_begin, int64_t depth,
@@ -211,17 +259,19 @@ void pack_padded_im2col(const void* context, size_t entry, int64_t depth_begin, 
   const float* image = padded->data + (n * g.channels + group * g.group_channels()) * plane;
   const int64_t padded_columns = (columns + width - 1) / width * width;
   const std::vector<PackedRun> runs = packed_runs(g, column, columns, width, depth);
+  std::vector<int64_t> sources;  // of each run, from its tap's first input
+  for (const PackedRun& run : runs) sources.push_back(run.oh * g.stride.height * padded->width + run.ow * g.stride.width);
+  const RowCopy copy_row = select_row_copy(width);
   for (int64_t r = 0; r < depth; ++r) {
     const int64_t p = depth_begin + r;
     const int64_t kh = p % taps / g.kernel_width, kw = p % g.kernel_width;
     const float* tap = image + p / taps * plane + kh * g.dilation.height * padded->width + kw * g.dilation.width;
     float* row = packed + r * width;
-    for (const PackedRun& run : runs) {
-      const float* source = tap + run.oh * g.stride.height * padded->width + run.ow * g.stride.width;
-      if (g.stride.width == 1) {
-        copy_short(source, row + run.offset, run.count);
-      } else {
-        for (int64_t o = 0; o < run.count; ++o) row[run.offset + o] = source[o * g.stride.width];
+    if (g.stride.width == 1) {
+      copy_row(tap, sources.data(), runs.data(), runs.size(), row);
+    } else {
+      for (size_t i = 0; i < runs.size(); ++i) {
+        for (int64_t o = 0; o < runs[i].count; ++o) row[runs[i].offset + o] = tap[sources[i] + o * g.stride.width];
       }
     }
     if (padded_columns > columns) zero_short(row + columns / width * width * depth + columns % width, padded_columns - columns);
@@ -447,6 +497,14 @@ Status check_bias(const KernelContext& context, const Tensor* bias, int64_t out_
 
 // Inputs: x [N, C, H, W], weight [O, C/groups, KH, KW], bias [O] (optional). Attributes:
 // stride, padding, dilation (2 ints each), groups, activation ("none" or "relu").
+// The weight's packed panels when prepare made them for this geometry and this process's
+// kernels.
+const PackedPanels* usable_weight(const KernelContext& context, const ConvolutionGeometry& g) {
+  const auto* packed = static_cast<const PackedPanels*>(context.prepared);
+  if (packed == nullptr || !fits_left_kernel(*packed) || packed->matrices != g.groups) return nullptr;
+  return packed->extent == g.group_out_channels() && packed->depth == g.patch() ? packed : nullptr;
+}
+
 Status conv2d_kernel(KernelContext& context) {
   EDGERT_RETURN_IF_ERROR(check_arity(context, 2, 3));
   const Tensor& input = *context.inputs[0];
@@ -464,7 +522,8 @@ Status conv2d_kernel(KernelContext& context) {
     const Tensor x = input.contiguous(), w = weight.contiguous();
     const Tensor b = bias ? bias->contiguous() : Tensor();
     const Convolution conv{geometry, x.data_as<float>(), w.data_as<float>(),
-                           bias ? b.data_as<float>() : nullptr, out.data_as<float>(), relu};
+                           bias ? b.data_as<float>() : nullptr, out.data_as<float>(), relu,
+                           usable_weight(context, geometry)};
     if (geometry.group_channels() == 1) convolve_depthwise(conv);
     else if (is_pointwise(geometry)) convolve_pointwise(conv);
     else convolve_im2col(conv);
@@ -473,8 +532,23 @@ Status conv2d_kernel(KernelContext& context) {
   return Status::success();
 }
 
+// A constant weight [O, C/groups, KH, KW] of a convolution that runs on gemm (not the
+// depthwise kernel) is packed once into left panels, one matrix [O/groups, C/groups·KH·KW]
+// per group. Anything unusable is left to the kernel, which reports it.
+Status prepare_conv2d(const PrepareContext& context, std::shared_ptr<const void>& state) {
+  const Tensor* weight = context.constants.size() > 1 ? context.constants[1] : nullptr;
+  if (weight == nullptr || weight->dtype() != DType::Float32 || weight->dim() != 4) return Status::success();
+  const int64_t groups = context.attributes ? context.attributes->get_int("groups", 1) : 1;
+  const std::vector<int64_t>& shape = weight->shape();
+  if (groups < 1 || shape[0] % groups != 0 || shape[1] == 1) return Status::success();
+  const Tensor w = weight->contiguous();
+  state = std::make_shared<const PackedPanels>(
+      pack_left_panels(w.data_as<float>(), groups, shape[0] / groups, shape[1] * shape[2] * shape[3]));
+  return Status::success();
+}
+
 }  // namespace
 
-EDGERT_REGISTER_OPERATOR("edgert::conv2d", conv2d_kernel);
+EDGERT_REGISTER_PREPARED_OPERATOR("edgert::conv2d", conv2d_kernel, prepare_conv2d);
 
 }  // namespace edgert::kernels

@@ -1,39 +1,442 @@
-// Blocking, packing and threading of the matrix products (gemm.hpp), and the portable
-// micro-kernel.
+// Blocking, packing and threading of the matrix products (gemm.hpp) around the micro-kernels
+// of gemm_kernels.cpp.
 //
-// The output of each product is cut into tiles of up to kTileRows × kTileColumns; runs of
-// tiles are the units of work on the thread pool, so each output element belongs to one
-// thread. For
-// every kDepth-long slice of k a tile packs its slice of b into panels of the micro-kernel's
-// width and its slice of a into panels of its height (zero-padded at the edges), then runs
-// the micro-kernel over them: the sums of one slice continue from the previous slice's, so
-// each output still adds its products in increasing k.
+// A product's output is cut into blocks, the units of work on the thread pool: each output
+// element belongs to one block, so to one thread. A block runs over k in slices of
+// depth_block; for each slice it takes its rows of a and its columns of b as panels (already
+// packed, or packed now into the thread's buffers, zero-padded at the edges) and runs the
+// micro-kernel over every tile, the right-hand panel outer and the left-hand panels inner
+// (the right panel stays in L1 while the left block streams from L2). The sums of one slice
+// continue from the previous slice's, so each output still adds its products in increasing
+// k. Products of at most four rows stream b once through the RowsKernels instead.
 #include <algorithm>
 #include <atomic>
 #include <cstring>
-#include <new>
+#include <type_traits>
 
 #include "common.hpp"
 #include "edgert/threadpool.h"
 #include "gemm.hpp"
-#include "isa.hpp"
+#include "gemm_kernels.hpp"
 #include "linear.hpp"
+#include "simd.hpp"
 
 namespace edgert::kernels {
 namespace {
 
-// Sizes for caches of 32-64 KiB (L1) and 512 KiB-2 MiB (L2): a packed b panel of one
-// micro-kernel (kDepth × 32 floats) stays in L1, the tile's packed a (kTileRows × kDepth) in
-// L2. kTileRows is a multiple of every micro-kernel's height, kTileColumns of every width.
-constexpr int64_t kTileRows = 96;
-constexpr int64_t kTileColumns = 256;
-constexpr int64_t kDepth = 256;
-// Multiply-adds below which a chunk of tiles is not worth another thread.
+// Multiply-adds below which a share of the work is not worth another thread.
 constexpr int64_t kParallelProducts = int64_t{1} << 18;
+// A stored b used by several blocks of rows is packed once, before them, up to this size.
+constexpr int64_t kPackedRightLimit = int64_t{64} << 20;
+// Blocks per thread the work is cut into when it is large enough: a thread that starts late
+// or shares its core with other work takes fewer.
+constexpr int64_t kBlocksPerThread = 4;
 
-// Portable micro-kernel (4×8) in GCC/Clang vector types: SSE2 on x86-64, NEON on aarch64.
+int64_t round_up(int64_t value, int64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
+
+int64_t ceil_div(int64_t value, int64_t divisor) { return (value + divisor - 1) / divisor; }
+
+// Float scratch memory, 64-byte aligned, from the runtime's cache of large buffers.
+class Scratch {
+ public:
+  Scratch() = default;
+  explicit Scratch(int64_t floats)
+      : storage_(Tensor::uninitialized(DType::Float32, {std::max<int64_t>(floats, 1)})) {}
+  float* data() { return storage_.data_as<float>(); }
+
+ private:
+  Tensor storage_;
+};
+
+// ---------------------------------------------------------------- packing
+
+// target[p * target_stride + i] = source[i * source_stride + p] for i < rows, p < depth;
+// in 8×8 blocks where the kernel has a transpose.
+void copy_transposed(const MicroKernel& kernel, const float* source, int64_t source_stride, int64_t rows,
+                     int64_t depth, float* target, int64_t target_stride) {
+  int64_t i = 0;
+  if (kernel.transpose8 != nullptr) {
+    for (; i + 8 <= rows; i += 8) {
+      int64_t p = 0;
+      for (; p + 8 <= depth; p += 8) {
+        kernel.transpose8(source + i * source_stride + p, source_stride, target + p * target_stride + i,
+                          target_stride);
+      }
+      for (int64_t r = i; r < i + 8; ++r) {
+        for (int64_t q = p; q < depth; ++q) target[q * target_stride + r] = source[r * source_stride + q];
+      }
+    }
+  }
+  for (; i < rows; ++i) {
+    for (int64_t p = 0; p < depth; ++p) target[p * target_stride + i] = source[i * source_stride + p];
+  }
+}
+
+// Zeros in lanes [valid, width) of each of the depth steps of a panel `width` wide.
+void pad_panel(float* panel, int64_t depth, int64_t valid, int64_t width) {
+  if (valid == width) return;
+  for (int64_t p = 0; p < depth; ++p) std::fill(panel + p * width + valid, panel + (p + 1) * width, 0.0f);
+}
+
+// Rows [row, row + rows) of a [., stride] over k [depth_begin, depth_begin + depth) as left
+// panels of the kernel's height, p-major, zero-padded: panel q at packed + q * depth * height.
+void pack_left_block(const MicroKernel& kernel, const float* a, int64_t stride, int64_t row, int64_t rows,
+                     int64_t depth_begin, int64_t depth, float* packed) {
+  const int64_t height = kernel.rows;
+  for (int64_t panel = 0; panel < rows; panel += height) {
+    float* out = packed + panel * depth;
+    const int64_t valid = std::min(height, rows - panel);
+    copy_transposed(kernel, a + (row + panel) * stride + depth_begin, stride, valid, depth, out, height);
+    pad_panel(out, depth, valid, height);
+  }
+}
+
+// Where a stored b lies and how (the entry's b, its layout, n and k).
+struct StoredRight {
+  const float* b;
+  RightLayout layout;
+  int64_t n, k;
+};
+
+// Columns [column, column + columns) of a stored b over k [depth_begin, depth_begin + depth)
+// as right panels of the kernel's width (RightPacker's layout).
+void pack_right_block(const MicroKernel& kernel, const StoredRight& right, int64_t column, int64_t columns,
+                      int64_t depth_begin, int64_t depth, float* packed) {
+  const int64_t width = kernel.columns;
+  for (int64_t panel = 0; panel < columns; panel += width) {
+    float* out = packed + panel * depth;
+    const int64_t valid = std::min(width, columns - panel);
+    const int64_t first = column + panel;
+    if (right.layout == RightLayout::KByN) {
+      const float* source = right.b + depth_begin * right.n + first;
+      if (valid == 16 && width == 16) {  // a fixed-size copy the compiler inlines, not a call
+        for (int64_t p = 0; p < depth; ++p) std::memcpy(out + p * 16, source + p * right.n, 16 * sizeof(float));
+        continue;
+      }
+      for (int64_t p = 0; p < depth; ++p) {
+        std::memcpy(out + p * width, source + p * right.n, static_cast<size_t>(valid) * sizeof(float));
+        std::fill(out + p * width + valid, out + (p + 1) * width, 0.0f);
+      }
+      continue;
+    }
+    copy_transposed(kernel, right.b + first * right.k + depth_begin, right.k, valid, depth, out, width);
+    pad_panel(out, depth, valid, width);
+  }
+}
+
+// ---------------------------------------------------------------- the epilogue
+
+// out = relu?(out + bias[j] + row_bias) over one row of outputs, vectorized: the same IEEE
+// operations, in the same order, as one element at a time.
+void finish_row(const GemmEpilogue& epilogue, const float* bias, const float* row_bias, float* out,
+                int64_t count) {
+  const auto add = [](const auto& x, const auto& y) { return x + y; };
+  if (bias) simd::map2(out, 1, bias, 1, out, count, add);
+  if (row_bias) simd::map2(out, 1, row_bias, 0, out, count, add);
+  if (epilogue.relu) {
+    simd::map(out, out, count, [](const auto& x) {
+      using V = std::decay_t<decltype(x)>;
+      return simd::select(x > V{}, x, V{});  // NaN and -0 give +0, as relu()
+    });
+  }
+}
+
+// ---------------------------------------------------------------- the problem
+
+struct Problem {
+  const std::vector<GemmOperands>& batch;
+  int64_t m, n, k;
+  RightLayout layout;
+  GemmEpilogue epilogue;
+  const MicroKernel& kernel;
+  const RightPacker* packer = nullptr;  // when set, b comes from it
+  bool left_packed = false;             // the entries carry packed_a
+  bool right_packed = false;            // the entries carry packed_b
+  // Blocks of work: row_block × column_block outputs of one entry.
+  int64_t row_block = 0, column_block = 0;
+  int64_t row_blocks = 0, column_blocks = 0;
+
+  int64_t blocks() const { return static_cast<int64_t>(batch.size()) * row_blocks * column_blocks; }
+  int64_t products() const { return m * n * std::max<int64_t>(k, 1) * static_cast<int64_t>(batch.size()); }
+};
+
+// One block of one entry's output.
+struct Block {
+  const GemmOperands& operands;
+  size_t entry;
+  int64_t row, rows, column, columns;
+};
+
+Block block_at(const Problem& problem, int64_t index) {
+  const int64_t per_entry = problem.row_blocks * problem.column_blocks;
+  const size_t entry = static_cast<size_t>(index / per_entry);
+  const int64_t row = index % per_entry / problem.column_blocks * problem.row_block;
+  const int64_t column = index % problem.column_blocks * problem.column_block;
+  return Block{problem.batch[entry], entry, row, std::min(problem.row_block, problem.m - row), column,
+               std::min(problem.column_block, problem.n - column)};
+}
+
+// A k slice of panels: panel q at data + q * stride.
+struct Panels {
+  const float* data;
+  int64_t stride;
+};
+
+// A thread's buffers for the panels it packs itself.
+struct Buffers {
+  Scratch left, right;
+  Buffers(const Problem& problem, int64_t depth)
+      : left(problem.left_packed ? 0 : round_up(problem.row_block, problem.kernel.rows) * depth),
+        right(problem.right_packed ? 0 : round_up(problem.column_block, problem.kernel.columns) * depth) {}
+};
+
+// The block's rows of a over one k slice: where they lie already, or packed now.
+Panels left_panels(const Problem& problem, const Block& block, int64_t depth_begin, int64_t depth,
+                   Buffers& buffers) {
+  const int64_t height = problem.kernel.rows;
+  if (problem.left_packed) {
+    const float* panels = block.operands.packed_a + block.row / height * problem.k * height;
+    return {panels + depth_begin * height, problem.k * height};
+  }
+  pack_left_block(problem.kernel, block.operands.a, problem.k, block.row, block.rows, depth_begin, depth,
+                  buffers.left.data());
+  return {buffers.left.data(), depth * height};
+}
+
+// The block's columns of b over one k slice: where they lie already, or packed now.
+Panels right_panels(const Problem& problem, const Block& block, int64_t depth_begin, int64_t depth,
+                    Buffers& buffers) {
+  const int64_t width = problem.kernel.columns;
+  if (problem.right_packed) {
+    const float* panels = block.operands.packed_b + block.column / width * problem.k * width;
+    return {panels + depth_begin * width, problem.k * width};
+  }
+  float* packed = buffers.right.data();
+  if (problem.packer != nullptr) {
+    problem.packer->pack(problem.packer->context, block.entry, depth_begin, depth, block.column, block.columns, width,
+                         packed);
+  } else {
+    const StoredRight stored{block.operands.b, problem.layout, problem.n, problem.k};
+    pack_right_block(problem.kernel, stored, block.column, block.columns, depth_begin, depth, packed);
+  }
+  return {packed, depth * width};
+}
+
+// A tile on the edge of the output (rows or columns short of the kernel's): computed into
+// a full-size scratch tile, the half-height kernel when the rows fit it.
+void run_edge_tile(const MicroKernel& kernel, int64_t depth, const float* a, const float* b, float* c, int64_t ldc,
+                   int64_t rows, int64_t columns, bool accumulate) {
+  alignas(64) float scratch[32 * 32];
+  for (int64_t i = 0; i < rows && accumulate; ++i) {
+    std::memcpy(scratch + i * kernel.columns, c + i * ldc, static_cast<size_t>(columns) * sizeof(float));
+  }
+  const TileKernel tile = rows <= kernel.rows / 2 ? kernel.half_tile : kernel.tile;
+  tile(depth, a, b, scratch, kernel.columns, accumulate);
+  for (int64_t i = 0; i < rows; ++i) {
+    std::memcpy(c + i * ldc, scratch + i * kernel.columns, static_cast<size_t>(columns) * sizeof(float));
+  }
+}
+
+// Every tile of the block for one k slice: right panels outer, left panels inner.
+void multiply_slice(const Problem& problem, const Block& block, const Panels& left, const Panels& right,
+                    int64_t depth, bool accumulate) {
+  const MicroKernel& kernel = problem.kernel;
+  for (int64_t jr = 0; jr < block.columns; jr += kernel.columns) {
+    const int64_t columns = std::min<int64_t>(kernel.columns, block.columns - jr);
+    const float* b = right.data + jr / kernel.columns * right.stride;
+    for (int64_t ir = 0; ir < block.rows; ir += kernel.rows) {
+      const int64_t rows = std::min<int64_t>(kernel.rows, block.rows - ir);
+      const float* a = left.data + ir / kernel.rows * left.stride;
+      float* c = block.operands.c + (block.row + ir) * problem.n + block.column + jr;
+      if (rows == kernel.rows && columns == kernel.columns) {
+        kernel.tile(depth, a, b, c, problem.n, accumulate);
+      } else {
+        run_edge_tile(kernel, depth, a, b, c, problem.n, rows, columns, accumulate);
+      }
+    }
+  }
+}
+
+void finish_block(const Problem& problem, const Block& block) {
+  const GemmEpilogue& epilogue = problem.epilogue;
+  for (int64_t i = 0; i < block.rows; ++i) {
+    float* c = block.operands.c + (block.row + i) * problem.n + block.column;
+    if (problem.k == 0) std::fill(c, c + block.columns, 0.0f);
+    const float* row_bias = block.operands.row_bias ? block.operands.row_bias + block.row + i : nullptr;
+    finish_row(epilogue, epilogue.bias ? epilogue.bias + block.column : nullptr, row_bias, c, block.columns);
+  }
+}
+
+// The length of the k slices: k cut into as few slices of at most depth_block as it takes,
+// of about equal length (a multiple of 8, the transposes' blocks), so that no slice is a
+// short remainder whose tiles spend their time loading and storing c.
+int64_t slice_depth(const MicroKernel& kernel, int64_t k) {
+  const int64_t slices = std::max<int64_t>(1, ceil_div(k, kernel.depth_block));
+  return std::min(kernel.depth_block, round_up(ceil_div(k, slices), 8));
+}
+
+void run_block(const Problem& problem, int64_t index, Buffers& buffers) {
+  const Block block = block_at(problem, index);
+  const int64_t slice = slice_depth(problem.kernel, problem.k);
+  for (int64_t p = 0; p < problem.k; p += slice) {
+    const int64_t depth = std::min(slice, problem.k - p);
+    const Panels right = right_panels(problem, block, p, depth, buffers);
+    const Panels left = left_panels(problem, block, p, depth, buffers);
+    multiply_slice(problem, block, left, right, depth, p > 0);
+  }
+  finish_block(problem, block);
+}
+
+// Every block of every product, on the pool: each pool thread takes blocks from an atomic
+// counter until none are left. A block, and so each output, is computed by one thread.
+void run_blocks(const Problem& problem) {
+  const int64_t blocks = problem.blocks();
+  const int64_t threads = std::min({static_cast<int64_t>(edgert_threadpool_size()), blocks,
+                                    std::max<int64_t>(1, problem.products() / kParallelProducts)});
+  const int64_t depth = std::min(problem.k, slice_depth(problem.kernel, problem.k));
+  std::atomic<int64_t> next{0};
+  parallel_for(0, threads, 1, [&](int64_t, int64_t) {
+    Buffers buffers(problem, depth);
+    for (int64_t index = next++; index < blocks; index = next++) run_block(problem, index, buffers);
+  });
+}
+
+// Cuts `extent` (rows or columns) into `parts` blocks of a multiple of `unit`, no larger than
+// `block`.
+int64_t cut(int64_t extent, int64_t parts, int64_t unit, int64_t block) {
+  return std::min(block, round_up(ceil_div(extent, parts), unit));
+}
+
+// Cuts the output into blocks. A side packed per block is cut at the kernel's blocking (the
+// left block stays in L2); a side already in panels spans the whole output, since cutting
+// there would only pack the other side again. Then, for large enough work, the blocks are
+// cut further until every thread has kBlocksPerThread of them: first along the side whose
+// partner is already in panels (more row blocks only read b's panels again; more column
+// blocks only read a's again, or pack the block's rows of a again, the smaller side when b
+// is not in panels yet), then along the other.
+void choose_blocks(Problem& problem) {
+  const MicroKernel& kernel = problem.kernel;
+  problem.row_block = problem.left_packed ? std::min(round_up(problem.m, kernel.rows), 4 * kernel.row_block)
+                                          : kernel.row_block;
+  problem.column_block = problem.right_packed ? round_up(problem.n, kernel.columns) : kernel.column_block;
+  const int64_t entries = static_cast<int64_t>(problem.batch.size());
+  const int64_t threads = std::min(static_cast<int64_t>(edgert_threadpool_size()),
+                                   std::max<int64_t>(1, problem.products() / kParallelProducts));
+  const int64_t wanted = threads > 1 ? threads * kBlocksPerThread : 1;
+  const auto blocks = [&] {
+    return entries * ceil_div(problem.m, problem.row_block) * ceil_div(problem.n, problem.column_block);
+  };
+  const auto cut_rows = [&] {
+    const int64_t parts = ceil_div(wanted, entries * ceil_div(problem.n, problem.column_block));
+    problem.row_block = cut(problem.m, parts, kernel.rows, problem.row_block);
+  };
+  const auto cut_columns = [&] {
+    const int64_t parts = ceil_div(wanted, entries * ceil_div(problem.m, problem.row_block));
+    problem.column_block = cut(problem.n, parts, kernel.columns, problem.column_block);
+  };
+  const bool rows_first = problem.right_packed && !problem.left_packed;
+  if (blocks() < wanted) rows_first ? cut_rows() : cut_columns();
+  if (blocks() < wanted) rows_first ? cut_columns() : cut_rows();
+  problem.row_blocks = ceil_div(problem.m, problem.row_block);
+  problem.column_blocks = ceil_div(problem.n, problem.column_block);
+}
+
+// ---------------------------------------------------------------- small batches
+
+// A batch of at most kMaxBatchRows rows: each unit of work is one entry's strip of right
+// panels (a few panels side by side), b streamed once from where it lies.
+struct RowsProblem {
+  const std::vector<GemmOperands>& batch;
+  int64_t m, n, k;
+  GemmEpilogue epilogue;
+  const MicroKernel& kernel;
+  bool packed;                  // b in panels (packed_b), else stored [K, N]
+  std::vector<const float*> tails;  // stored b: each entry's last panel, packed (null: none)
+};
+
+// Outputs [column, column + columns) of the rows: sums into `out` (rows × columns, the
+// kernel's strip or panel row kernels), then the epilogue into c.
+void multiply_strip(const RowsProblem& problem, size_t entry, int64_t first_panel, int64_t panels) {
+  const MicroKernel& kernel = problem.kernel;
+  const GemmOperands& operands = problem.batch[entry];
+  const int64_t width = kernel.columns, rows = problem.m;
+  const int64_t strip_panels = kernel.strip_panels[rows - 1];
+  alignas(64) float sums[kMaxBatchRows * 8 * 16];
+  const int64_t out_stride = panels * width;
+  for (int64_t panel = 0; panel < panels;) {
+    const int64_t q = first_panel + panel;
+    const bool tail = !problem.packed && (q + 1) * width > problem.n;
+    const float* b = problem.packed ? operands.packed_b + q * problem.k * width
+                                    : (tail ? problem.tails[entry] : operands.b + q * width);
+    const int64_t panel_stride = problem.packed ? problem.k * width : width;
+    const int64_t step = problem.packed || tail ? width : problem.n;
+    float* out = sums + panel * width;
+    const bool whole_strip =
+        panel + strip_panels <= panels && (problem.packed || (q + strip_panels) * width <= problem.n);
+    const RowsKernel multiply = whole_strip ? kernel.strips[rows - 1] : kernel.panel_rows[rows - 1];
+    multiply(problem.k, operands.a, problem.k, b, panel_stride, step, out, out_stride);
+    panel += whole_strip ? strip_panels : 1;
+  }
+  const int64_t column = first_panel * width;
+  const int64_t columns = std::min(out_stride, problem.n - column);
+  for (int64_t r = 0; r < rows; ++r) {
+    float* c = operands.c + r * problem.n + column;
+    std::memcpy(c, sums + r * out_stride, static_cast<size_t>(columns) * sizeof(float));
+    const float* row_bias = operands.row_bias ? operands.row_bias + r : nullptr;
+    finish_row(problem.epilogue, problem.epilogue.bias ? problem.epilogue.bias + column : nullptr, row_bias, c,
+               columns);
+  }
+}
+
+void gemm_rows(const RowsProblem& problem) {
+  const MicroKernel& kernel = problem.kernel;
+  const int64_t panels = ceil_div(problem.n, kernel.columns);
+  // Units of up to 8 panels (the sums buffer), a whole number of strips.
+  const int64_t strip_panels = kernel.strip_panels[problem.m - 1];
+  const int64_t unit = std::max<int64_t>(1, 8 / strip_panels) * strip_panels;
+  const int64_t units = ceil_div(panels, unit);
+  const int64_t total = static_cast<int64_t>(problem.batch.size()) * units;
+  const int64_t products = total * unit * kernel.columns * problem.m * problem.k;
+  const int64_t threads = std::min({static_cast<int64_t>(edgert_threadpool_size()), total,
+                                    std::max<int64_t>(1, products / kParallelProducts)});
+  // Each thread takes units from a counter (about 8 per thread): one that starts late or
+  // shares its core takes fewer.
+  const int64_t grab = std::max<int64_t>(1, total / (8 * threads));
+  std::atomic<int64_t> next{0};
+  parallel_for(0, threads, 1, [&](int64_t, int64_t) {
+    for (int64_t begin = next.fetch_add(grab); begin < total; begin = next.fetch_add(grab)) {
+      for (int64_t index = begin; index < std::min(total, begin + grab); ++index) {
+        const size_t entry = static_cast<size_t>(index / units);
+        const int64_t first = index % units * unit;
+        multiply_strip(problem, entry, first, std::min(unit, panels - first));
+      }
+    }
+  });
+}
+
+// The small-batch path for stored [K, N] b: the last, partial panel of each entry is
+// packed (zero-padded) so that no load reads past a row of b.
+void gemm_rows_stored(const std::vector<GemmOperands>& batch, int64_t m, int64_t n, int64_t k,
+                      const GemmEpilogue& epilogue, const MicroKernel& kernel) {
+  RowsProblem problem{batch, m, n, k, epilogue, kernel, false, {}};
+  const int64_t width = kernel.columns;
+  const int64_t tail_column = n / width * width;
+  Scratch tails(n > tail_column ? static_cast<int64_t>(batch.size()) * k * width : 0);
+  for (size_t entry = 0; entry < batch.size() && n > tail_column; ++entry) {
+    float* packed = tails.data() + static_cast<int64_t>(entry) * k * width;
+    pack_right_block(kernel, StoredRight{batch[entry].b, RightLayout::KByN, n, k}, tail_column, n - tail_column, 0, k,
+                     packed);
+    problem.tails.push_back(packed);
+  }
+  gemm_rows(problem);
+}
+
+// ---------------------------------------------------------------- one row, weight [N, K] stored
+
+// A product of one row with a stored [N, K] b (a linear weight given at run time): packing b
+// would move as much memory as the product reads, so b is read in place once, 8 columns by
+// 8 k at a time, each block transposed into a small buffer first.
 typedef float Float4 __attribute__((vector_size(16)));
-constexpr int kPortableRows = 4;
 
 Float4 load4(const float* data) {
   Float4 value;
@@ -41,270 +444,37 @@ Float4 load4(const float* data) {
   return value;
 }
 
-void store4(float* data, Float4 value) { std::memcpy(data, &value, sizeof(value)); }
-
-void portable_kernel(int64_t depth, const float* a, const float* b, float* c, int64_t ldc,
-                     bool accumulate) {
-  Float4 sums[kPortableRows][2];
-#pragma GCC unroll 4
-  for (int i = 0; i < kPortableRows; ++i) {
-    sums[i][0] = accumulate ? load4(c + i * ldc) : Float4{};
-    sums[i][1] = accumulate ? load4(c + i * ldc + 4) : Float4{};
-  }
-  for (int64_t p = 0; p < depth; ++p) {
-    const Float4 right0 = load4(b), right1 = load4(b + 4);
-#pragma GCC unroll 4
-    for (int i = 0; i < kPortableRows; ++i) {
-      const Float4 left = Float4{} + a[i];
-      sums[i][0] = sums[i][0] + left * right0;
-      sums[i][1] = sums[i][1] + left * right1;
-    }
-    a += kPortableRows;
-    b += 8;
-  }
-#pragma GCC unroll 4
-  for (int i = 0; i < kPortableRows; ++i) {
-    store4(c + i * ldc, sums[i][0]);
-    store4(c + i * ldc + 4, sums[i][1]);
-  }
-}
-
-MicroKernel select_micro_kernel() {
-  switch (kernel_isa()) {
-#if defined(__x86_64__)
-    case Isa::Avx512: return avx512_micro_kernel();
-    case Isa::Avx2: return avx2_micro_kernel();
-#endif
-    default: return {kPortableRows, 8, portable_kernel};
-  }
-}
-
-// 64-byte aligned scratch memory for the packed panels.
-class PackBuffer {
- public:
-  explicit PackBuffer(int64_t floats)
-      : data_(static_cast<float*>(::operator new(static_cast<size_t>(floats) * sizeof(float),
-                                                 std::align_val_t(64)))) {}
-  ~PackBuffer() { ::operator delete(data_, std::align_val_t(64)); }
-  PackBuffer(const PackBuffer&) = delete;
-  PackBuffer& operator=(const PackBuffer&) = delete;
-  float* data() const { return data_; }
-
- private:
-  float* data_;
-};
-
-struct Problem {
-  const std::vector<GemmOperands>& batch;
-  int64_t m, n, k;
-  RightLayout layout;
-  GemmEpilogue epilogue;
-  MicroKernel kernel;
-  int64_t row_tiles, column_tiles;
-  const RightPacker* packer = nullptr;  // when set, b comes from it
-};
-
-// One tile's region of one product (batch entry `entry`), and the k slice being packed.
-struct Block {
-  const GemmOperands& operands;
-  size_t entry;
-  int64_t row, rows, column, columns, depth_begin, depth;
-};
-
-// Copies rows × depth values of `source` (row stride source_stride) transposed into
-// `target`: target[p * target_stride + i] = source[i * source_stride + p]; in 8×8 blocks
-// when the kernel has a transpose and there are 8 rows.
-void copy_transposed(const MicroKernel& kernel, const float* source, int64_t source_stride,
-                     int64_t rows, int64_t depth, float* target, int64_t target_stride) {
-  int64_t p = 0;
-  if (kernel.transpose8 != nullptr && rows == 8) {
-    for (; p + 8 <= depth; p += 8) {
-      kernel.transpose8(source + p, source_stride, target + p * target_stride, target_stride);
-    }
-  }
-  for (int64_t i = 0; i < rows; ++i) {
-    for (int64_t q = p; q < depth; ++q) target[q * target_stride + i] = source[i * source_stride + q];
-  }
-}
-
-// a rows [row, row + rows), k slice: panels of kernel.rows rows, p-major, zero-padded.
-void pack_left(const Problem& problem, const Block& block, float* packed) {
-  const int64_t height = problem.kernel.rows;
-  for (int64_t panel = 0; panel < block.rows; panel += height) {
-    float* out = packed + panel * block.depth;
-    const int64_t valid = std::min(height, block.rows - panel);
-    const float* source = block.operands.a + (block.row + panel) * problem.k + block.depth_begin;
-    copy_transposed(problem.kernel, source, problem.k, valid, block.depth, out, height);
-    for (int64_t i = valid; i < height; ++i) {
-      for (int64_t p = 0; p < block.depth; ++p) out[p * height + i] = 0.0f;
-    }
-  }
-}
-
-// b columns [column, column + columns), k slice: panels of kernel.columns, p-major.
-void pack_right(const Problem& problem, const Block& block, float* packed) {
-  const int64_t width = problem.kernel.columns;
-  if (problem.packer != nullptr) {
-    problem.packer->pack(problem.packer->context, block.entry, block.depth_begin, block.depth,
-                         block.column, block.columns, width, packed);
-    return;
-  }
-  for (int64_t panel = 0; panel < block.columns; panel += width) {
-    float* out = packed + panel * block.depth;
-    const int64_t valid = std::min(width, block.columns - panel);
-    const int64_t first = block.column + panel;
-    if (problem.layout == RightLayout::KByN) {
-      for (int64_t p = 0; p < block.depth; ++p) {
-        const float* source = block.operands.b + (block.depth_begin + p) * problem.n + first;
-        std::memcpy(out + p * width, source, static_cast<size_t>(valid) * sizeof(float));
-        std::fill(out + p * width + valid, out + (p + 1) * width, 0.0f);
-      }
-      continue;
-    }
-    for (int64_t j = 0; j < valid; j += 8) {  // weight rows j.. become packed columns
-      const float* source = block.operands.b + (first + j) * problem.k + block.depth_begin;
-      copy_transposed(problem.kernel, source, problem.k, std::min<int64_t>(8, valid - j), block.depth,
-                      out + j, width);
-    }
-    for (int64_t j = valid; j < width; ++j) {
-      for (int64_t p = 0; p < block.depth; ++p) out[p * width + j] = 0.0f;
-    }
-  }
-}
-
-// A micro-kernel call on a partial edge: through a full-size scratch tile.
-void run_edge(const MicroKernel& kernel, const Block& block, const float* a, const float* b,
-              float* c, int64_t ldc, int64_t rows, int64_t columns) {
-  float scratch[32 * 32];
-  const bool accumulate = block.depth_begin > 0;
-  for (int64_t i = 0; i < rows && accumulate; ++i) {
-    std::memcpy(scratch + i * kernel.columns, c + i * ldc, static_cast<size_t>(columns) * sizeof(float));
-  }
-  kernel.run(block.depth, a, b, scratch, kernel.columns, accumulate);
-  for (int64_t i = 0; i < rows; ++i) {
-    std::memcpy(c + i * ldc, scratch + i * kernel.columns, static_cast<size_t>(columns) * sizeof(float));
-  }
-}
-
-void multiply_block(const Problem& problem, const Block& block, const float* a, const float* b) {
-  const MicroKernel& kernel = problem.kernel;
-  for (int64_t jr = 0; jr < block.columns; jr += kernel.columns) {
-    const int64_t columns = std::min<int64_t>(kernel.columns, block.columns - jr);
-    for (int64_t ir = 0; ir < block.rows; ir += kernel.rows) {
-      const int64_t rows = std::min<int64_t>(kernel.rows, block.rows - ir);
-      float* c = block.operands.c + (block.row + ir) * problem.n + block.column + jr;
-      const float* left = a + ir * block.depth;
-      const float* right = b + jr * block.depth;
-      if (rows == kernel.rows && columns == kernel.columns) {
-        kernel.run(block.depth, left, right, c, problem.n, block.depth_begin > 0);
-      } else {
-        run_edge(kernel, block, left, right, c, problem.n, rows, columns);
-      }
-    }
-  }
-}
-
-void finish_tile(const Problem& problem, const Block& block) {
-  const GemmEpilogue& epilogue = problem.epilogue;
-  for (int64_t i = 0; i < block.rows; ++i) {
-    float* c = block.operands.c + (block.row + i) * problem.n + block.column;
-    if (problem.k == 0) std::fill(c, c + block.columns, 0.0f);
-    const float* row_bias = block.operands.row_bias;
-    if (epilogue.bias == nullptr && row_bias == nullptr && !epilogue.relu) continue;
-    for (int64_t j = 0; j < block.columns; ++j) {
-      float v = c[j];
-      if (epilogue.bias) v += epilogue.bias[block.column + j];
-      if (row_bias) v += row_bias[block.row + i];
-      c[j] = epilogue.relu ? relu(v) : v;
-    }
-  }
-}
-
-Block tile_block(const Problem& problem, int64_t tile) {
-  const int64_t per_product = problem.row_tiles * problem.column_tiles;
-  const size_t entry = static_cast<size_t>(tile / per_product);
-  const int64_t row = (tile % per_product % problem.row_tiles) * kTileRows;
-  const int64_t column = (tile % per_product) / problem.row_tiles * kTileColumns;
-  return Block{problem.batch[entry], entry, row, std::min(kTileRows, problem.m - row), column,
-               std::min(kTileColumns, problem.n - column), 0, 0};
-}
-
-// The tiles [begin, end) on one thread. Tiles are numbered row tile first, so consecutive
-// tiles of one column share b: each k slice of b is packed once for all of them.
-struct PackBuffers {
-  explicit PackBuffers(int64_t depth)
-      : left(kTileRows * std::max<int64_t>(depth, 1)), right(kTileColumns * std::max<int64_t>(depth, 1)) {}
-  PackBuffer left, right;
-};
-
-void run_tiles(const Problem& problem, PackBuffers& buffers, int64_t begin, int64_t end) {
-  float* const left = buffers.left.data();
-  float* const right = buffers.right.data();
-  while (begin < end) {
-    // Tiles [begin, group_end) share one column of one product.
-    const int64_t group_end = std::min(end, (begin / problem.row_tiles + 1) * problem.row_tiles);
-    for (int64_t p = 0; p < problem.k; p += kDepth) {
-      for (int64_t tile = begin; tile < group_end; ++tile) {
-        Block block = tile_block(problem, tile);
-        block.depth_begin = p;
-        block.depth = std::min(kDepth, problem.k - p);
-        if (tile == begin) pack_right(problem, block, right);
-        pack_left(problem, block, left);
-        multiply_block(problem, block, left, right);
-      }
-    }
-    for (int64_t tile = begin; tile < group_end; ++tile) finish_tile(problem, tile_block(problem, tile));
-    begin = group_end;
-  }
-}
-
-// Products of one row (a vector times a weight, batch-1 inference): packing b would move as
-// much memory as the product reads, so b is read in place once, 8 columns by 8 k at a time,
-// each block transposed (linear's weight) into a small buffer first. (Measured: from two
-// rows on, packing is faster again.)
-
 // b[p0 + c][j0 + j] at block[c * 8 + j] for c < depth, j < columns; zero elsewhere.
-const float* right_block(const Problem& problem, const GemmOperands& operands, int64_t j0,
-                         int64_t columns, int64_t p0, int64_t depth, float* block) {
-  const bool full = columns == 8 && depth == 8;
-  if (problem.layout == RightLayout::KByN) {
-    if (full && problem.n >= 8) {  // rows of b are read where they are
-      for (int64_t c = 0; c < 8; ++c) std::memcpy(block + c * 8, operands.b + (p0 + c) * problem.n + j0, 32);
-      return block;
-    }
-  } else if (full && problem.kernel.transpose8 != nullptr) {
-    problem.kernel.transpose8(operands.b + j0 * problem.k + p0, problem.k, block, 8);
-    return block;
+void transposed_block(const MicroKernel& kernel, const float* b, int64_t k, int64_t j0, int64_t columns, int64_t p0,
+                      int64_t depth, float* block) {
+  if (columns == 8 && depth == 8 && kernel.transpose8 != nullptr) {
+    kernel.transpose8(b + j0 * k + p0, k, block, 8);
+    return;
   }
   std::fill(block, block + 64, 0.0f);
   for (int64_t c = 0; c < depth; ++c) {
-    for (int64_t j = 0; j < columns; ++j) {
-      block[c * 8 + j] = problem.layout == RightLayout::KByN ? operands.b[(p0 + c) * problem.n + j0 + j]
-                                                             : operands.b[(j0 + j) * problem.k + p0 + c];
-    }
+    for (int64_t j = 0; j < columns; ++j) block[c * 8 + j] = b[(j0 + j) * k + p0 + c];
   }
-  return block;
 }
 
 // Output columns [j0, j0 + 8) of the row: the same sums, in the same order, as the
 // micro-kernels; then the epilogue.
-void multiply_row(const Problem& problem, const GemmOperands& operands, int64_t j0) {
-  const int64_t columns = std::min<int64_t>(8, problem.n - j0);
+void multiply_row(const GemmOperands& operands, int64_t n, int64_t k, const GemmEpilogue& epilogue,
+                  const MicroKernel& kernel, int64_t j0) {
+  const int64_t columns = std::min<int64_t>(8, n - j0);
   Float4 sums[2] = {};
   alignas(64) float block[64];
-  for (int64_t p0 = 0; p0 < problem.k; p0 += 8) {
-    const int64_t depth = std::min<int64_t>(8, problem.k - p0);
-    const float* right = right_block(problem, operands, j0, columns, p0, depth, block);
+  for (int64_t p0 = 0; p0 < k; p0 += 8) {
+    const int64_t depth = std::min<int64_t>(8, k - p0);
+    transposed_block(kernel, operands.b, k, j0, columns, p0, depth, block);
     for (int64_t c = 0; c < depth; ++c) {
-      const Float4 left = Float4{} + operands.a[p0 + c];
-      sums[0] = sums[0] + left * load4(right + c * 8);
-      sums[1] = sums[1] + left * load4(right + c * 8 + 4);
+      const Float4 left = simd::splat<Float4>(operands.a[p0 + c]);
+      sums[0] = sums[0] + left * load4(block + c * 8);
+      sums[1] = sums[1] + left * load4(block + c * 8 + 4);
     }
   }
-  const GemmEpilogue& epilogue = problem.epilogue;
   float values[8];
-  store4(values, sums[0]);
-  store4(values + 4, sums[1]);
+  std::memcpy(values, sums, sizeof(values));
   for (int64_t j = 0; j < columns; ++j) {
     float v = values[j];
     if (epilogue.bias) v += epilogue.bias[j0 + j];
@@ -313,54 +483,84 @@ void multiply_row(const Problem& problem, const GemmOperands& operands, int64_t 
   }
 }
 
-void gemm_one_row(const Problem& problem) {
-  const int64_t blocks = (problem.n + 7) / 8;
-  const int64_t total = static_cast<int64_t>(problem.batch.size()) * blocks;
-  const int64_t grain = std::max<int64_t>(1, kParallelProducts / (8 * std::max<int64_t>(problem.k, 1)));
+void gemm_one_row_transposed(const std::vector<GemmOperands>& batch, int64_t n, int64_t k,
+                             const GemmEpilogue& epilogue, const MicroKernel& kernel) {
+  const int64_t blocks = (n + 7) / 8;
+  const int64_t total = static_cast<int64_t>(batch.size()) * blocks;
+  const int64_t grain = std::max<int64_t>(1, kParallelProducts / (8 * std::max<int64_t>(k, 1)));
   parallel_for(0, total, grain, [&](int64_t begin, int64_t end) {
     for (int64_t index = begin; index < end; ++index) {
-      multiply_row(problem, problem.batch[static_cast<size_t>(index / blocks)], index % blocks * 8);
+      multiply_row(batch[static_cast<size_t>(index / blocks)], n, k, epilogue, kernel, index % blocks * 8);
     }
   });
 }
 
-// The packed path: every tile of every product, on the pool.
-void gemm_tiles(const Problem& problem) {
-  const int64_t m = problem.m, n = problem.n, k = problem.k;
-  const std::vector<GemmOperands>& batch = problem.batch;
-  const int64_t tiles = static_cast<int64_t>(batch.size()) * problem.row_tiles * problem.column_tiles;
-  const int64_t products_per_tile =
-      std::min(m, kTileRows) * std::min(n, kTileColumns) * std::max<int64_t>(k, 1);
-  // Runs of consecutive tiles (about four per thread, at least kParallelProducts of work)
-  // are handed out one at a time to whichever thread is free: a thread that starts late or
-  // shares its core with other work takes fewer. Each tile still runs on one thread.
-  const int64_t threads = static_cast<int64_t>(edgert_threadpool_size());
-  const int64_t run = std::max((tiles + 4 * threads - 1) / (4 * threads),
-                               std::max<int64_t>(1, kParallelProducts / products_per_tile));
-  const int64_t runs = (tiles + run - 1) / run;
-  std::atomic<int64_t> next{0};
-  parallel_for(0, std::min(runs, threads), 1, [&](int64_t, int64_t) {
-    PackBuffers buffers(std::min(k, kDepth));
-    for (int64_t index = next++; index < runs; index = next++) {
-      run_tiles(problem, buffers, index * run, std::min(tiles, (index + 1) * run));
-    }
-  });
+// ---------------------------------------------------------------- b packed before the blocks
+
+// The entries with their stored b packed into panels once (entries sharing a b share its
+// panels), kept alive by `storage`.
+std::vector<GemmOperands> with_packed_right(const std::vector<GemmOperands>& batch, RightLayout layout, int64_t n,
+                                            int64_t k, const MicroKernel& kernel, Scratch& storage) {
+  std::vector<const float*> distinct;
+  std::vector<size_t> which(batch.size());
+  for (size_t entry = 0; entry < batch.size(); ++entry) {
+    const auto found = std::find(distinct.begin(), distinct.end(), batch[entry].b);
+    which[entry] = static_cast<size_t>(found - distinct.begin());
+    if (found == distinct.end()) distinct.push_back(batch[entry].b);
+  }
+  const int64_t width = kernel.columns;
+  const int64_t panels = ceil_div(n, width);
+  const int64_t matrix = panels * k * width;
+  storage = Scratch(static_cast<int64_t>(distinct.size()) * matrix);
+  float* packed = storage.data();
+  const int64_t total = static_cast<int64_t>(distinct.size()) * panels;
+  parallel_for(0, total, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, k * width)),
+               [&](int64_t begin, int64_t end) {
+                 for (int64_t index = begin; index < end; ++index) {
+                   const int64_t matrix_index = index / panels, panel = index % panels;
+                   const StoredRight stored{distinct[static_cast<size_t>(matrix_index)], layout, n, k};
+                   pack_right_block(kernel, stored, panel * width, std::min(width, n - panel * width), 0, k,
+                                    packed + matrix_index * matrix + panel * k * width);
+                 }
+               });
+  std::vector<GemmOperands> result = batch;
+  for (size_t entry = 0; entry < batch.size(); ++entry) {
+    result[entry].packed_b = packed + static_cast<int64_t>(which[entry]) * matrix;
+  }
+  return result;
 }
 
-Problem make_problem(const std::vector<GemmOperands>& batch, int64_t m, int64_t n, int64_t k,
-                     RightLayout layout, const GemmEpilogue& epilogue) {
-  return Problem{batch, m, n, k, layout, epilogue, select_micro_kernel(),
-                 (m + kTileRows - 1) / kTileRows, (n + kTileColumns - 1) / kTileColumns};
+Problem make_problem(const std::vector<GemmOperands>& batch, int64_t m, int64_t n, int64_t k, RightLayout layout,
+                     const GemmEpilogue& epilogue) {
+  Problem problem{batch, m, n, k, layout, epilogue, micro_kernel()};
+  problem.left_packed = batch.front().packed_a != nullptr;
+  problem.right_packed = batch.front().packed_b != nullptr;
+  return problem;
 }
 
 }  // namespace
 
-void gemm(const std::vector<GemmOperands>& batch, int64_t m, int64_t n, int64_t k,
-          RightLayout layout, const GemmEpilogue& epilogue) {
+void gemm(const std::vector<GemmOperands>& batch, int64_t m, int64_t n, int64_t k, RightLayout layout,
+          const GemmEpilogue& epilogue) {
   if (batch.empty() || m <= 0 || n <= 0) return;
-  const Problem problem = make_problem(batch, m, n, k, layout, epilogue);
-  if (m == 1) return gemm_one_row(problem);
-  gemm_tiles(problem);
+  const MicroKernel& kernel = micro_kernel();
+  const bool right_packed = batch.front().packed_b != nullptr;
+  if (m <= kMaxBatchRows && batch.front().packed_a == nullptr && k > 0) {
+    if (right_packed) return gemm_rows(RowsProblem{batch, m, n, k, epilogue, kernel, true, {}});
+    if (layout == RightLayout::KByN) return gemm_rows_stored(batch, m, n, k, epilogue, kernel);
+    if (m == 1) return gemm_one_row_transposed(batch, n, k, epilogue, kernel);
+  }
+  Problem problem = make_problem(batch, m, n, k, layout, epilogue);
+  choose_blocks(problem);
+  const int64_t packed_bytes = static_cast<int64_t>(batch.size()) * round_up(n, kernel.columns) * k * 4;
+  const bool pack_first =
+      !problem.right_packed && problem.row_blocks > 1 && k > 0 && packed_bytes <= kPackedRightLimit;
+  if (!pack_first) return run_blocks(problem);
+  Scratch storage;
+  const std::vector<GemmOperands> packed = with_packed_right(batch, layout, n, k, kernel, storage);
+  Problem repacked = make_problem(packed, m, n, k, layout, epilogue);
+  choose_blocks(repacked);
+  run_blocks(repacked);
 }
 
 void gemm_packed_right(const std::vector<GemmOperands>& batch, int64_t m, int64_t n, int64_t k,
@@ -368,7 +568,35 @@ void gemm_packed_right(const std::vector<GemmOperands>& batch, int64_t m, int64_
   if (batch.empty() || m <= 0 || n <= 0) return;
   Problem problem = make_problem(batch, m, n, k, RightLayout::KByN, epilogue);
   problem.packer = &packer;
-  gemm_tiles(problem);  // also for one row: there is no stored b to read in place
+  problem.right_packed = false;
+  choose_blocks(problem);
+  run_blocks(problem);
 }
+
+PackedPanels pack_left_panels(const float* a, int64_t matrices, int64_t extent, int64_t depth) {
+  const MicroKernel& kernel = micro_kernel();
+  PackedPanels packed{matrices, extent, depth, kernel.rows, Tensor()};
+  const int64_t matrix = packed.panels() * depth * packed.width;
+  packed.storage = Tensor::uninitialized(DType::Float32, {std::max<int64_t>(1, matrices * matrix)});
+  for (int64_t index = 0; index < matrices; ++index) {
+    pack_left_block(kernel, a + index * extent * depth, depth, 0, extent, 0, depth,
+                    packed.storage.data_as<float>() + index * matrix);
+  }
+  return packed;
+}
+
+PackedPanels pack_right_panels(const float* b, RightLayout layout, int64_t extent, int64_t depth) {
+  const MicroKernel& kernel = micro_kernel();
+  PackedPanels packed{1, extent, depth, kernel.columns, Tensor()};
+  const int64_t floats = packed.panels() * depth * packed.width;
+  packed.storage = Tensor::uninitialized(DType::Float32, {std::max<int64_t>(1, floats)});
+  pack_right_block(kernel, StoredRight{b, layout, extent, depth}, 0, extent, 0, depth,
+                   packed.storage.data_as<float>());
+  return packed;
+}
+
+bool fits_left_kernel(const PackedPanels& panels) { return panels.width == micro_kernel().rows; }
+
+bool fits_right_kernel(const PackedPanels& panels) { return panels.width == micro_kernel().columns; }
 
 }  // namespace edgert::kernels

@@ -9,8 +9,19 @@
 
 namespace edgert::kernels {
 
+namespace {
+
+// The packed weight when it was made for this weight's shape and this process's kernels.
+const float* usable_panels(const PackedPanels* packed, int64_t features_out, int64_t features_in) {
+  if (packed == nullptr || !fits_right_kernel(*packed)) return nullptr;
+  if (packed->extent != features_out || packed->depth != features_in) return nullptr;
+  return packed->matrix(0);
+}
+
+}  // namespace
+
 Status linear(const Tensor& input, const Tensor& weight, const Tensor* bias, Activation activation,
-              Tensor& output) {
+              Tensor& output, const PackedPanels* packed) {
   const KernelContext context;
   EDGERT_RETURN_IF_ERROR(check_dtype(context, input, DType::Float32, "input"));
   EDGERT_RETURN_IF_ERROR(check_dtype(context, weight, DType::Float32, "weight"));
@@ -29,28 +40,47 @@ Status linear(const Tensor& input, const Tensor& weight, const Tensor* bias, Act
   }
   std::vector<int64_t> shape = input.shape();
   shape.back() = features_out;
-  Tensor out(DType::Float32, shape);
+  // gemm writes every element (a sum over no k as +0).
+  Tensor out = Tensor::uninitialized(DType::Float32, shape);
   const int64_t rows = product(shape, 0, shape.size() - 1);
   if (rows > 0 && features_out > 0) {
     const Tensor x = input.contiguous();
-    const Tensor w = weight.contiguous();
+    const float* panels = usable_panels(packed, features_out, features_in);
+    const Tensor w = panels ? Tensor() : weight.contiguous();
     const Tensor b = bias ? bias->contiguous() : Tensor();
     GemmEpilogue epilogue;
     epilogue.bias = bias ? b.data_as<float>() : nullptr;
     epilogue.relu = activation == Activation::Relu;
-    gemm({{x.data_as<float>(), w.data_as<float>(), out.data_as<float>()}}, rows, features_out,
-         features_in, RightLayout::NByK, epilogue);
+    GemmOperands operands{x.data_as<float>(), w.data_as<float>(), out.data_as<float>()};
+    operands.packed_b = panels;
+    gemm({operands}, rows, features_out, features_in, RightLayout::NByK, epilogue);
   }
   output = std::move(out);
   return Status::success();
 }
 
+std::shared_ptr<const PackedPanels> prepare_linear_weight(const Tensor& weight) {
+  if (weight.dtype() != DType::Float32 || weight.dim() != 2) return nullptr;
+  const Tensor w = weight.contiguous();
+  return std::make_shared<const PackedPanels>(
+      pack_right_panels(w.data_as<float>(), RightLayout::NByK, w.shape()[0], w.shape()[1]));
+}
+
 namespace {
+
+// A constant weight is packed once, here; a weight computed at run time is packed by each
+// run.
+Status prepare_linear(const PrepareContext& context, std::shared_ptr<const void>& state) {
+  const Tensor* weight = context.constants.size() > 1 ? context.constants[1] : nullptr;
+  if (weight != nullptr) state = prepare_linear_weight(*weight);
+  return Status::success();
+}
 
 Status linear_kernel(KernelContext& context) {
   EDGERT_RETURN_IF_ERROR(check_arity(context, 2, 3));
   return linear(*context.inputs[0], *context.inputs[1], optional_input(context, 2),
-                Activation::None, (*context.outputs)[0]);
+                Activation::None, (*context.outputs)[0],
+                static_cast<const PackedPanels*>(context.prepared));
 }
 
 // A 1-D operand is promoted like numpy: [K] as a row [1, K] (left) or a column [K, 1] (right),
@@ -84,7 +114,7 @@ Status matmul_kernel(KernelContext& context) {
   std::vector<int64_t> shape = plan.shape;
   if (a.dim() > 1) shape.push_back(m);
   if (b.dim() > 1) shape.push_back(n);
-  Tensor out(DType::Float32, shape);
+  Tensor out = Tensor::uninitialized(DType::Float32, shape);  // gemm writes every element
   const int64_t batches = product(plan.shape, 0, plan.shape.size());
   if (batches * m * n > 0) {
     const Tensor ca = a.contiguous(), cb = b.contiguous();
@@ -109,6 +139,6 @@ Status matmul_kernel(KernelContext& context) {
 }  // namespace
 
 EDGERT_REGISTER_OPERATOR("edgert::matmul", matmul_kernel);
-EDGERT_REGISTER_OPERATOR("edgert::linear", linear_kernel);
+EDGERT_REGISTER_PREPARED_OPERATOR("edgert::linear", linear_kernel, prepare_linear);
 
 }  // namespace edgert::kernels

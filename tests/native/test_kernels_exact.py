@@ -1,9 +1,12 @@
 """The float32 kernels compute exactly the arithmetic docs/kernels.md documents, bit for bit:
-linear and matmul add rounded products in increasing k from +0 (no FMA), softmax uses
+linear, matmul and conv2d add rounded products in increasing k from +0 (no FMA), softmax uses
 edgert's own exp and sums in index order. numpy repeats that arithmetic step by step, and
-every instruction set the kernels can choose (EDGERT_KERNELS_ISA) gives the same bytes.
-Shapes cross the blocking's edges: partial micro-kernel tiles, several row and column tiles,
-k longer than one packed slice (256), and single rows (read without packing)."""
+every instruction set the kernels can choose (EDGERT_KERNELS_ISA) and every thread count
+gives the same bytes. Shapes cross the blocking's edges: partial tiles (16 rows and columns
+with AVX-512, 6 × 16 with AVX2, 4 × 8 portable), several row and column blocks, k longer than
+one slice (256), batches of 1-4 rows (the strip kernels) and just past them; constant
+weights (packed once, at prepare) give the same bytes as the same weights given at run time,
+and the CPU delegate the same bytes as the plain kernels."""
 
 from __future__ import annotations
 
@@ -68,6 +71,117 @@ def test_linear_adds_products_in_order(edgert: ModuleType, shape: tuple, feature
     np.testing.assert_array_equal(result, products_in_order(x, weight.T) + bias)
 
 
+def run_with_constants(edgert: ModuleType, op: str, x: np.ndarray, constants: list,
+                       attributes: dict | None = None,
+                       backends: list[str] | None = None) -> np.ndarray:
+    """``op`` on the program input x and constant operands (None: absent), which the kernel
+    prepares (packs) once; run by the plain kernels unless ``backends`` names delegates."""
+    from edgert.export import ProgramBuilder
+
+    builder = ProgramBuilder()
+    wired = [builder.input(F32, x.shape)]
+    wired += [None if c is None else builder.constant(c) for c in constants]
+    builder.output(builder.op(op, wired, attributes))  # type: ignore[arg-type]
+    program = edgert.load(builder.to_bytes())
+    program.set_backends([] if backends is None else backends)
+    (first,) = program.run([x])
+    (second,) = program.run([x])  # the prepared state is kept: the same bytes again
+    np.testing.assert_array_equal(first, second)
+    return first
+
+
+# (K, N): k across the 256-long slices, N across the 16- and 8-wide panels and the small
+# batches' strips of 64 columns and units of 128.
+LINEAR_SHAPES = [(300, 45), (257, 260), (513, 17), (16, 1100), (1, 1), (256, 16), (64, 2100)]
+# Batch rows: the strip kernels (1-4), just past them, the 6- and 16-row tiles' edges and
+# more than one 128-row block.
+BATCH_ROWS = [1, 2, 3, 4, 5, 6, 7, 8, 9, 17, 130]
+
+
+@pytest.mark.parametrize("rows", BATCH_ROWS)
+@pytest.mark.parametrize("shape", LINEAR_SHAPES)
+def test_prepared_linear_weight_is_the_same_arithmetic(edgert: ModuleType, rows: int,
+                                                       shape: tuple) -> None:
+    features_in, features_out = shape
+    x = values((rows, features_in), 11)
+    weight, bias = values((features_out, features_in), 12), values((features_out,), 13)
+    expected = products_in_order(x, weight.T) + bias
+    prepared = run_with_constants(edgert, "edgert::linear", x, [weight, bias])
+    np.testing.assert_array_equal(prepared, expected)
+    (at_run_time,) = run_op(edgert, "edgert::linear", [x, weight, bias], backends=[])
+    np.testing.assert_array_equal(at_run_time, expected)
+    no_bias = run_with_constants(edgert, "edgert::linear", x, [weight])
+    np.testing.assert_array_equal(no_bias, products_in_order(x, weight.T))
+
+
+@pytest.mark.parametrize("rows", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize("columns", [45, 260, 1100])
+def test_small_batch_matmul_reads_b_in_place(edgert: ModuleType, rows: int, columns: int) -> None:
+    a, b = values((2, rows, 300), 14), values((300, columns), 15)
+    (result,) = run_op(edgert, "edgert::matmul", [a, b], backends=[])
+    np.testing.assert_array_equal(result, products_in_order(a, b))
+
+
+@pytest.mark.parametrize("rows", [1, 4, 9, 40])
+def test_cpu_delegate_with_constant_weights_is_the_same_arithmetic(edgert: ModuleType,
+                                                                   rows: int) -> None:
+    from edgert.export import ProgramBuilder
+
+    w1, b1 = values((260, 300), 16), values((260,), 17)
+    w2 = values((45, 260), 18)
+    builder = ProgramBuilder()
+    x = builder.input(F32, (rows, 300))
+    first_linear = builder.op("edgert::linear", [x, builder.constant(w1), builder.constant(b1)])
+    hidden = builder.op("edgert::relu", [first_linear])  # type: ignore[list-item]
+    second_linear = builder.op("edgert::linear", [hidden, builder.constant(w2)])  # type: ignore[list-item]
+    out = builder.op("edgert::relu", [second_linear])  # type: ignore[list-item]
+    builder.output(out)  # type: ignore[arg-type]
+    data = values((rows, 300), 19)
+    delegated, plain = edgert.load(builder.to_bytes()), edgert.load(builder.to_bytes())
+    plain.set_backends([])
+    (with_cpu,), (without,) = delegated.run([data]), plain.run([data])
+    assert delegated.delegated_nodes("cpu") == 4 and plain.delegated_nodes("cpu") == 0
+    first = np.maximum(products_in_order(data, w1.T) + b1, 0)
+    expected = np.maximum(products_in_order(first, w2.T), 0)
+    np.testing.assert_array_equal(with_cpu, expected)
+    np.testing.assert_array_equal(without, expected)
+    np.testing.assert_array_equal(delegated.run([data])[0], expected)  # prepared once, reused
+
+
+# (x shape, weight shape, stride, padding, dilation, groups): the gemm paths of conv2d
+# (im2col, pointwise, grouped), output channels across the 16-row panels, taps across the
+# 256-long slices, positions across the 256-wide blocks.
+PREPARED_CONV_CASES = [
+    ((2, 5, 13, 11), (7, 5, 3, 3), (1, 1), (1, 1), (1, 1), 1),
+    ((1, 6, 17, 9), (4, 3, 3, 2), (2, 1), (1, 0), (1, 2), 2),
+    ((1, 30, 19, 17), (100, 30, 3, 3), (1, 1), (1, 1), (1, 1), 1),
+    ((1, 64, 12, 12), (64, 64, 3, 3), (1, 1), (1, 1), (1, 1), 1),
+    ((1, 33, 9, 30), (17, 33, 3, 3), (1, 1), (1, 1), (1, 1), 1),
+    ((2, 6, 7, 7), (9, 6, 1, 1), (1, 1), (0, 0), (1, 1), 1),
+    ((1, 6, 7, 5), (4, 3, 1, 1), (1, 1), (0, 0), (1, 1), 2),
+    ((1, 4, 7, 5), (1, 4, 3, 3), (2, 2), (1, 1), (1, 1), 1),
+    ((1, 2, 3, 2), (3, 2, 2, 3), (1, 2), (1, 36), (1, 1), 1),
+    ((1, 8, 10, 10), (8, 1, 3, 3), (1, 1), (1, 1), (1, 1), 8),  # depthwise: nothing prepared
+]
+
+
+@pytest.mark.parametrize("case", PREPARED_CONV_CASES)
+@pytest.mark.parametrize("activation", ["none", "relu"])
+def test_prepared_conv2d_weight_is_the_same_arithmetic(edgert: ModuleType, case: tuple,
+                                                       activation: str) -> None:
+    from tests.native.test_ops_nn import conv_attributes, conv_reference  # it imports this module
+
+    x_shape, w_shape, stride, padding, dilation, groups = case
+    x, weight, bias = values(x_shape, 20), values(w_shape, 21), values((w_shape[0],), 22)
+    attributes = conv_attributes(stride, padding, dilation, groups, activation=activation)
+    relu = activation == "relu"
+    expected = conv_reference(x, weight, bias, stride, padding, dilation, groups, relu=relu)
+    prepared = run_with_constants(edgert, "edgert::conv2d", x, [weight, bias], attributes)
+    np.testing.assert_array_equal(prepared, expected)
+    (at_run_time,) = run_op(edgert, "edgert::conv2d", [x, weight, bias], attributes, backends=[])
+    np.testing.assert_array_equal(at_run_time, expected)
+
+
 def test_fused_linear_relu_is_the_same_arithmetic(edgert: ModuleType) -> None:
     x, weight, bias = values((100, 300), 4), values((70, 300), 5), values((70,), 6)
     from edgert.export import ProgramBuilder
@@ -126,29 +240,53 @@ from edgert.export import ProgramBuilder
 from tests.native.test_kernels_exact import softmax_input, values
 library = ctypes.CDLL(str(edgert.lib_dir() / "libedgert_kernels.so"))
 library.edgert_kernels_isa.restype = ctypes.c_char_p
-def run(op, arrays, attributes=None):
+def run(op, arrays, attributes=None, constants=0, backends=()):
+    # the last `constants` arrays are constants of the program (prepared), the others inputs
     builder = ProgramBuilder()
-    wired = [builder.input(a.dtype, a.shape) for a in arrays]
-    builder.output(builder.op(op, wired, attributes))
+    inputs = arrays[:len(arrays) - constants]
+    wired = [builder.input(a.dtype, a.shape) for a in inputs]
+    wired += [builder.constant(a) for a in arrays[len(inputs):]]
+    value = builder.op(op, wired, attributes)
+    if backends:
+        value = builder.op("edgert::relu", [value])
+    builder.output(value)
     program = edgert.load(builder.to_bytes())
-    program.set_backends([])
-    return program.run(arrays)[0].tobytes()
-cases = [
-    run("edgert::linear", [values((101, 300), 1), values((45, 300), 2), values((45,), 3)]),
-    run("edgert::linear", [values((1, 300), 1), values((45, 300), 2), values((45,), 3)]),
-    run("edgert::matmul", [values((3, 50, 70), 4), values((70, 33), 5)]),
-    run("edgert::softmax", [softmax_input()]),
-    run("edgert::softmax", [softmax_input()], {"axis": 1}),
-    run("edgert::add", [values((33, 77), 6), values((77,), 7)]),
-    run("edgert::div", [values((33, 77), 8), values((33, 77), 9)]),
-    run("edgert::relu", [softmax_input()]),
-]
-print(json.dumps({"isa": library.edgert_kernels_isa().decode(),
-                  "hashes": [hashlib.sha256(c).hexdigest() for c in cases]}))
+    program.set_backends(list(backends))
+    return program.run(inputs)[0].tobytes()
+conv = {"padding": [1, 1], "stride": [1, 1], "dilation": [1, 1], "groups": 1}
+def cases():
+    linear_weights = [values((45, 300), 2), values((45,), 3)]
+    wide_weights = [values((1100, 64), 10), values((1100,), 11)]
+    conv_arrays = [values((1, 30, 19, 17), 13), values((100, 30, 3, 3), 14), values((100,), 15)]
+    return [
+        run("edgert::linear", [values((101, 300), 1), *linear_weights]),
+        run("edgert::linear", [values((1, 300), 1), *linear_weights]),
+        *[run("edgert::linear", [values((rows, 300), 1), *linear_weights], constants=2)
+          for rows in (1, 3, 9, 101)],
+        *[run("edgert::linear", [values((rows, 64), 12), *wide_weights], constants=2)
+          for rows in (1, 2, 4, 130)],
+        run("edgert::linear", [values((9, 300), 1), *linear_weights], constants=2,
+            backends=["cpu"]),
+        run("edgert::matmul", [values((3, 50, 70), 4), values((70, 33), 5)]),
+        run("edgert::matmul", [values((3, 2, 70), 4), values((70, 1100), 5)]),
+        run("edgert::conv2d", conv_arrays, conv),
+        run("edgert::conv2d", conv_arrays, conv, constants=2),
+        run("edgert::softmax", [softmax_input()]),
+        run("edgert::softmax", [softmax_input()], {"axis": 1}),
+        run("edgert::add", [values((33, 77), 6), values((77,), 7)]),
+        run("edgert::div", [values((33, 77), 8), values((33, 77), 9)]),
+        run("edgert::relu", [softmax_input()]),
+    ]
+hashes = {}
+for threads in (1, 2):
+    edgert.set_threadpool_size(threads)
+    hashes[threads] = [hashlib.sha256(c).hexdigest() for c in cases()]
+print(json.dumps({"isa": library.edgert_kernels_isa().decode(), "hashes": hashes}))
 """
 
 
-def test_every_instruction_set_gives_the_same_bytes(native_install: NativeInstall) -> None:
+def test_every_instruction_set_and_thread_count_gives_the_same_bytes(
+        native_install: NativeInstall) -> None:
     results = {}
     for isa in ("portable", "avx2", "avx512"):
         environment = {"EDGERT_KERNELS_ISA": isa, "PYTHONPATH": _python_path(native_install)}
@@ -157,8 +295,10 @@ def test_every_instruction_set_gives_the_same_bytes(native_install: NativeInstal
         results[isa] = json.loads(completed.stdout)
     assert results["portable"]["isa"] == "portable"
     assert {r["isa"] for r in results.values()} <= {"portable", "avx2", "avx512"}
+    reference = results["portable"]["hashes"]["1"]
     for isa, result in results.items():
-        assert result["hashes"] == results["portable"]["hashes"], f"{isa} differs from portable"
+        for threads, hashes in result["hashes"].items():
+            assert hashes == reference, f"{isa} with {threads} threads differs from portable with 1"
 
 
 def _python_path(install: NativeInstall) -> str:
