@@ -12,6 +12,7 @@ import sys
 import numpy as np
 
 import edgert
+from edgert.export import dtype_name
 
 
 def pattern(input_index: int, count: int, dtype: np.dtype) -> np.ndarray:  # type: ignore[type-arg]
@@ -46,7 +47,7 @@ def make_inputs(program: edgert.Program, files: list[str]) -> list[np.ndarray]: 
 
 
 def format_output(index: int, array: np.ndarray) -> str:  # type: ignore[type-arg]
-    lines = [f"output {index} {edgert.dtype_name(array.dtype)} [{','.join(map(str, array.shape))}]"]
+    lines = [f"output {index} {dtype_name(array.dtype)} [{','.join(map(str, array.shape))}]"]
     if array.dtype == np.float32:
         lines += [f"{float(value):.9g}" for value in array.reshape(-1)]
     else:
