@@ -139,8 +139,9 @@ class LinuxLoader:
             # A plain linux_<arch> tag (auditwheel's "linux" policy, which lists nothing)
             # promises no glibc version, but every Linux still has the C/C++ runtime: the
             # most permissive allow-list, with no symbol-version limit.
-            permissive = min(policies.policies,
-                             key=lambda p: p.priority if p.libraries else 999)
+            permissive = min((p for p in policies.policies
+                              if p.family == "manylinux" and p.libraries),
+                             key=lambda p: p.priority)
             return SystemPolicy(name="linux", libraries=permissive.libraries, machine=machine,
                                 source=policies.source, provided_by=DRIVER_LIBRARIES)
         policy, tag = max(found, key=lambda pair: pair[0].priority)
@@ -176,9 +177,9 @@ DRIVER_LIBRARIES: Mapping[str, str] = {
 
 
 def _system_policy(policy: Policy, arch: str, source: str, machine: str) -> SystemPolicy:
-    return SystemPolicy(name=policy.name, libraries=policy.libraries, machine=machine,
+    return SystemPolicy(name=policy.name, libraries=policy.libraries_for(arch), machine=machine,
                         symbol_versions=policy.symbol_versions.get(arch, {}),
-                        fix="build in an older manylinux image or raise the platform tag",
+                        fix=f"build in an older {policy.family} image or raise the platform tag",
                         source=source, provided_by=DRIVER_LIBRARIES)
 
 

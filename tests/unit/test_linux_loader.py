@@ -200,17 +200,54 @@ def test_binaries_for_another_machine_than_the_tag_are_errors() -> None:
     assert LOADER.claims_tag("linux_x86_64") and not LOADER.claims_tag("win_amd64")
 
 
-def test_without_auditwheel_the_policies_come_from_the_shipped_copy(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """A clean environment (cibuildwheel's test step) has no auditwheel: verify reads the
-    policy copy beside the Linux platform module instead of failing."""
-    import importlib.util
-
+def test_the_policies_are_the_pinned_copy_whatever_auditwheel_is_importable(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """An importable auditwheel with other policies changes nothing: verify reads the pinned
+    copy beside the Linux platform module, which names the auditwheel it came from."""
     from platforms.linux import policy
 
-    def no_auditwheel(name: str) -> None:
-        raise ModuleNotFoundError(f"No module named '{name.split('.')[0]}'")
-    monkeypatch.setattr(importlib.util, "find_spec", no_auditwheel)
-    source, path = policy._policy_file()
-    assert source == "platforms/linux" and path.name == "manylinux-policy.json"
-    assert path.is_file()
+    fake = tmp_path / "auditwheel"
+    (fake / "policy").mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    (fake / "policy" / "__init__.py").write_text("")
+    (fake / "policy" / "manylinux-policy.json").write_text("[]")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    policy.load_policies.cache_clear()
+    try:
+        loaded = policy.load_policies()
+    finally:
+        policy.load_policies.cache_clear()
+    assert loaded.source.startswith("auditwheel 6.8.2 (pinned copy")
+    assert {p.name for p in loaded.policies} >= {"manylinux_2_17", "musllinux_1_2"}
+    assert LOADER.policy([TAG]).source == loaded.source
+
+
+def test_musllinux_tags_promise_musl_and_its_c_library() -> None:
+    tag = "musllinux_1_2_x86_64"
+    musl = LOADER.policy([tag])
+    assert musl.name == "musllinux_1_2" and musl.machine == "x86_64"
+    assert "libc.musl-x86_64.so.1" in musl.libraries and "libc.so" not in musl.libraries
+    wheel = model(elf("pkg/_C.so", needed=("libc.musl-x86_64.so.1", "libc.so.6")), tag=tag)
+    resolved = {(r.binary, r.needed): r.kind for r in linkage.resolve(wheel, context(tag))}
+    assert resolved == {("pkg/_C.so", "libc.musl-x86_64.so.1"): "system",
+                            ("pkg/_C.so", "libc.so.6"): "unresolved"}
+    assert LOADER.policy(["musllinux_1_2_aarch64"]).libraries >= {"libc.musl-aarch64.so.1"}
+
+
+def test_the_update_script_copies_and_records_the_source(tmp_path: Path) -> None:
+    from platforms.linux import update_policies
+
+    source = tmp_path / "site" / "auditwheel" / "policy"
+    source.mkdir(parents=True)
+    (tmp_path / "site" / "auditwheel-9.9.dist-info").mkdir()
+    for name in update_policies.FILES:
+        (source / name).write_text('[{"name": "linux"}]\n')
+    out = tmp_path / "out"
+    out.mkdir()
+    record = update_policies.update(source, out)
+    assert record["auditwheel"] == "9.9"
+    assert sorted(p.name for p in out.iterdir()) == sorted([*update_policies.FILES,
+                                                            "policy-source.json"])
+    (source / "musllinux-policy.json").write_text("{broken")
+    with pytest.raises(ValueError):
+        update_policies.update(source, out)
