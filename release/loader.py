@@ -16,7 +16,7 @@ from __future__ import annotations
 import enum
 import platform as host_platform
 import sys
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -63,17 +63,25 @@ class Runner:
 @dataclass(frozen=True)
 class Host:
     """The machine verify runs on (passed in, so other hosts are testable anywhere), with
-    the emulated machines it can run programs for besides its own."""
+    the emulated machines it can run programs for besides its own. ``provide`` is asked, once
+    and only when no runner above answers a request, for the runners the wheel's platform
+    can make (a wine prefix and its helpers): nothing is provisioned unless a check runs
+    programs."""
 
     system: str      # "linux", "darwin", "windows"
     machine: str     # "x86_64", "aarch64"...
     emulated: tuple[Runner, ...] = ()
+    provide: Callable[[], Sequence[Runner]] | None = field(default=None, compare=False,
+                                                          repr=False)
+    _provided: list[tuple[Runner, ...]] = field(default_factory=list, compare=False,
+                                                repr=False)
 
     @classmethod
-    def current(cls, *, emulated: Sequence[Runner] = ()) -> Host:
+    def current(cls, *, emulated: Sequence[Runner] = (),
+                provide: Callable[[], Sequence[Runner]] | None = None) -> Host:
         machine = host_platform.machine().lower()
         return cls(host_platform.system().lower(), {"amd64": "x86_64", "arm64": "aarch64"}.get(
-            machine, machine), tuple(emulated))
+            machine, machine), tuple(emulated), provide)
 
     def runner(self, machine: str, system: str = "") -> Runner | None:
         """How programs for ``machine`` (of operating system ``system``; "": this host's)
@@ -81,7 +89,10 @@ class Host:
         system = "" if system == self.system else system
         if machine == self.machine and not system:
             return Runner(machine)
-        return next((runner for runner in self.emulated
+        if self.provide is not None and not self._provided:
+            self._provided.append(tuple(self.provide()))
+        candidates = (*self.emulated, *(self._provided[0] if self._provided else ()))
+        return next((runner for runner in candidates
                      if runner.machine == machine and runner.system == system), None)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from release.errors import ConfigurationError
 from release.verify.data import load_data_file
@@ -70,14 +71,13 @@ class PolicySet:
         return None
 
 
-def _policy(item: dict[str, object], family: str) -> Policy:
+def _policy(item: dict[str, Any], family: str) -> Policy:
     versions = item["symbol_versions"]
     if not isinstance(versions, dict):
         raise TypeError("symbol_versions is not an object")
     return Policy(
-        name=str(item["name"]), aliases=tuple(item.get("aliases", ())),  # type: ignore[arg-type]
-        priority=int(item["priority"]),  # type: ignore[call-overload]
-        libraries=frozenset(item["lib_whitelist"]),  # type: ignore[arg-type]
+        name=str(item["name"]), aliases=tuple(item.get("aliases", ())),
+        priority=int(item["priority"]), libraries=frozenset(item["lib_whitelist"]),
         symbol_versions={arch: {prefix: frozenset(names) for prefix, names in table.items()}
                          for arch, table in versions.items()},
         family=family)

@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="auditwheel's policy folder (default: the importable auditwheel)")
     arguments = parser.parse_args(argv)
     record = update(arguments.folder or installed_policy_folder())
-    print(f"policies of auditwheel {record['auditwheel']} copied into {HERE}")
+    sys.stdout.write(f"policies of auditwheel {record['auditwheel']} copied into {HERE}\n")
     return 0
 
 

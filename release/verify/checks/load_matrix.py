@@ -111,6 +111,8 @@ def _run_all(wheel: WheelModel, context: VerifyContext, loader: LoaderModel, run
 
 def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
     loader = context.loader
+    if loader is not None and not _loadable(wheel, loader):
+        return [not_run(NAME, "the wheel ships no library or extension module to load")]
     runner = None if loader is None else loader.runner(wheel.platforms, context.host)
     if loader is None or runner is None:
         return [not_run(NAME, f"this host ({context.host.system}-{context.host.machine}) "
