@@ -224,9 +224,12 @@ class LoaderModel(Protocol):
         """How ``host`` runs the binaries of a wheel with these tags (natively or emulated);
         None when it cannot, and then no check loads or runs them."""
 
-    def load_command(self, items: Sequence[LoadItem], runner: Runner) -> list[str]:
-        """A command that loads ``items`` in order in one fresh process started by
-        ``runner`` and exits 0."""
+    def load_command(self, items: Sequence[LoadItem], runner: Runner,
+                     imports: Sequence[str] = ()) -> list[str]:
+        """A command that imports the Python modules ``imports`` (declared dependencies whose
+        import loads libraries the items need by name), then loads ``items`` in order, in one
+        fresh process started by ``runner``, and exits 0; a ToolError when ``runner`` cannot
+        import modules."""
 
 
 def bind_to_wheel(loader: LoaderModel, folders: Collection[str],

@@ -30,10 +30,13 @@ _TAG_PREFIXES = ("linux_", "manylinux", "musllinux")
 
 # Extension modules load RTLD_LOCAL (as importlib does), libraries RTLD_GLOBAL.
 _LOAD_SCRIPT = """
-import ctypes, sys
+import ctypes, importlib, sys
 for item in sys.argv[1:]:
     mode, path = item.split(":", 1)
-    ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL if mode == "g" else ctypes.RTLD_LOCAL)
+    if mode == "m":
+        importlib.import_module(path)
+    else:
+        ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL if mode == "g" else ctypes.RTLD_LOCAL)
 """
 
 
@@ -160,9 +163,10 @@ class LinuxLoader:
             return None
         return host.runner(arch)
 
-    def load_command(self, items: Sequence[LoadItem], runner: Runner) -> list[str]:
+    def load_command(self, items: Sequence[LoadItem], runner: Runner,
+                     imports: Sequence[str] = ()) -> list[str]:
         return runner.python_command(
-            "-c", _LOAD_SCRIPT,
+            "-c", _LOAD_SCRIPT, *(f"m:{module}" for module in imports),
             *(("l:" if item.extension else "g:") + str(item.path) for item in items))
 
 

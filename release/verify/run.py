@@ -56,8 +56,9 @@ def run_checks(wheel: WheelModel, context: VerifyContext, checks: Sequence[Check
             continue
         try:
             found = module.check(wheel, context)
-            status[module.NAME] = "not run" if any(
-                f.details.get("status") == "not run" for f in found) else "ran"
+            said = {f.details.get("status") for f in found}
+            status[module.NAME] = (ENVIRONMENT if ENVIRONMENT in said else
+                                   "not run" if "not run" in said else "ran")
         except (EnvironmentFailure, ToolError) as error:
             found = [Finding(check=module.NAME, severity=Severity.INFO, file="",
                              what=f"not run (environment): {error.what}", fix=error.fix,

@@ -66,6 +66,7 @@ def test_runpath_into_the_wheel_and_system_libraries() -> None:
                             ("pkg/_C.so", "libfoo.so.1"): "unresolved"}
     errors = [f for f in linkage.check(wheel, context()) if f.severity is Severity.ERROR]
     assert [(f.file, f.details["needed"]) for f in errors] == [("pkg/_C.so", "libfoo.so.1")]
+    assert "not found after installation" in errors[0].what
 
 
 def test_rpath_is_inherited_but_runpath_is_not() -> None:
@@ -73,12 +74,62 @@ def test_rpath_is_inherited_but_runpath_is_not() -> None:
                       elf("pkg/lib/liba.so", needed=("libb.so",)),
                       elf("pkg/lib/libb.so"))
     assert kinds(inherited)[("pkg/lib/liba.so", "libb.so")] == "wheel"
-    warnings = [f for f in linkage.check(inherited, context()) if f.file == "pkg/lib/liba.so"]
-    assert [f.severity for f in warnings] == [Severity.WARNING]
+    (note,) = linkage.check(inherited, context())
+    assert note.severity is Severity.INFO and note.details["files"] == ["pkg/lib/liba.so"]
     not_inherited = model(elf("pkg/_C.so", needed=("liba.so",), runpath=("$ORIGIN/lib",)),
                           elf("pkg/lib/liba.so", needed=("libb.so",)),
                           elf("pkg/lib/libb.so"))
     assert kinds(not_inherited)[("pkg/lib/liba.so", "libb.so")] == "unresolved"
+
+
+def test_rpath_is_inherited_down_the_whole_loading_chain() -> None:
+    """auditwheel's layout: only the extension has DT_RPATH; every bundled library, however
+    deep, finds its siblings through it (rasterio's libgdal -> libproj -> libsqlite3)."""
+    wheel = model(elf("pkg/_io.so", needed=("libgdal.so",), rpath=("$ORIGIN/../pkg.libs",)),
+                  elf("pkg.libs/libgdal.so", needed=("libproj.so",)),
+                  elf("pkg.libs/libproj.so", needed=("libsqlite3.so",)),
+                  elf("pkg.libs/libsqlite3.so", needed=("libz.so",)),
+                  elf("pkg.libs/libz.so"))
+    assert set(kinds(wheel).values()) == {"wheel"}
+    findings = linkage.check(wheel, context())
+    assert [f.severity for f in findings] == [Severity.INFO], findings
+    assert findings[0].details["count"] == 3
+
+
+def test_rpath_passes_through_a_loader_with_runpath() -> None:
+    """A library with DT_RUNPATH uses only it for its own needs, but the DT_RPATH of the
+    binaries that loaded it still reaches the libraries it loads."""
+    wheel = model(elf("pkg/_C.so", needed=("libmid.so",), rpath=("$ORIGIN/lib", "$ORIGIN/deep")),
+                  elf("pkg/lib/libmid.so", needed=("libleaf.so",), runpath=("$ORIGIN",)),
+                  elf("pkg/lib/libleaf.so", needed=("libdeep.so",)),
+                  elf("pkg/deep/libdeep.so"))
+    found = kinds(wheel)
+    assert found[("pkg/lib/libleaf.so", "libdeep.so")] == "wheel"
+    assert found[("pkg/lib/libmid.so", "libleaf.so")] == "wheel"
+
+
+def test_a_library_only_some_loaders_serve_is_a_warning() -> None:
+    """Loaded by an extension that passes its DT_RPATH down and by one with DT_RUNPATH,
+    which does not: imported through the second first, it fails."""
+    wheel = model(elf("pkg/_a.so", needed=("libx.so",), rpath=("$ORIGIN/lib",)),
+                  elf("pkg/_b.so", needed=("libx.so",), runpath=("$ORIGIN/lib",)),
+                  elf("pkg/lib/libx.so", needed=("liby.so",)),
+                  elf("pkg/lib/liby.so"))
+    (warning,) = [f for f in linkage.check(wheel, context()) if f.severity is Severity.WARNING]
+    assert warning.file == "pkg/lib/libx.so" and warning.details["loaders"] == ["pkg/_b.so"]
+    assert "not when loaded by pkg/_b.so" in warning.what
+
+
+def test_one_error_per_root_cause() -> None:
+    """A program that finds none of the three shipped libraries it needs is one error; a
+    library nothing ships, needed by two files, is one more."""
+    wheel = model(elf("pkg/bin/tool", needed=("liba.so", "libb.so", "libc.so")),
+                  elf("pkg/_x.so", needed=("libgone.so",)),
+                  elf("pkg/_y.so", needed=("libgone.so",)),
+                  elf("pkg/lib/liba.so"), elf("pkg/lib/libb.so"), elf("pkg/lib/libc.so"))
+    errors = [f for f in linkage.check(wheel, context()) if f.severity is Severity.ERROR]
+    assert [(f.file, f.details["count"]) for f in errors] == [("pkg/bin/tool", 3), ("", 2)]
+    assert "liba.so, libb.so, libc.so" in errors[0].what and "libgone.so" in errors[1].what
 
 
 def test_declared_and_undeclared_foreign_folders() -> None:

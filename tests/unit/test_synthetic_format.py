@@ -104,7 +104,8 @@ class ToyLoader:
     def runner(self, platform_tags: Sequence[str], host: Host) -> Runner | None:
         return None
 
-    def load_command(self, items: Sequence[LoadItem], runner: Runner) -> list[str]:
+    def load_command(self, items: Sequence[LoadItem], runner: Runner,
+                     imports: Sequence[str] = ()) -> list[str]:
         raise AssertionError("toy binaries are never loaded here")
 
 

@@ -72,8 +72,8 @@ def test_a_folder_the_package_does_not_add_is_not_searched(tmp_path: Path) -> No
         "demo/_core.pyd": extension("edgert.dll"),
         "demo/lib/edgert.dll": pe_image(imports=SYSTEM[:3], exports=["edgert_run"]),
     }, init="import os\n"), static=True)
-    assert problems(report) == [("linkage", "demo/_core.pyd",
-                                 "needs edgert.dll, which is not found after installation")]
+    assert problems(report) == [("linkage", "demo/_core.pyd", "needs edgert.dll, which the "
+                                 "wheel ships but this file does not find after installation")]
 
 
 def test_missing_and_non_system_dlls_are_errors(tmp_path: Path) -> None:
