@@ -77,11 +77,13 @@ def load_imported_libraries() -> tuple[ImportedLibrary, ...]:
 class ToolkitLibrary:
     library: str                      # glob on the file name
     distributions: tuple[str, ...]    # globs on the distribution names that provide it
+    toolkit: str = "CUDA"             # the vendor toolkit it belongs to
 
 
 def load_toolkit_libraries() -> tuple[ToolkitLibrary, ...]:
     return _rows("distribution_dirs.json", "toolkit_libraries",
-                 lambda row: ToolkitLibrary(row["library"], tuple(row["distributions"])),
+                 lambda row: ToolkitLibrary(row["library"], tuple(row["distributions"]),
+                                            row.get("toolkit", "CUDA")),
                  optional=True)
 
 

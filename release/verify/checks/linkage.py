@@ -149,7 +149,8 @@ class _Resolver:
             kind = (IMPORTED if declaration.required else OPTIONAL if declaration.extras
                     else TOOLKIT)
             return Resolution(binary.path, name, kind, distribution=", ".join(
-                toolkit.distributions), via="preload by the package", extras=declaration.extras)
+                toolkit.distributions), via=f"the {toolkit.toolkit} toolkit",
+                extras=declaration.extras)
         return Resolution(binary.path, name, UNRESOLVED)
 
     def chains(self) -> dict[str, tuple[Chain, ...]]:
@@ -253,7 +254,7 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
         elif item.kind == UNDECLARED:
             groups.setdefault((UNDECLARED, item.distribution), []).append(item)
         elif item.kind == TOOLKIT:
-            groups.setdefault((TOOLKIT, item.distribution), []).append(item)
+            groups.setdefault((TOOLKIT, item.via), []).append(item)
         elif item.kind in (IMPORTED, OPTIONAL):
             about = {IMPORTED: item.via, OPTIONAL: item.distribution}
             groups.setdefault((item.kind, about[item.kind]), []).append(item)
@@ -316,7 +317,7 @@ def _group_finding(kind: str, key: str, items: list[Resolution],
     names = sorted({item.needed for item in items})
     files = sorted({item.binary for item in items})
     first = files[0] if len(files) == 1 else ""
-    many = f"{len(files)} file(s) need"
+    many = f"{len(files)} files need" if len(files) > 1 else "needs"
     shown = _names(names)
     common: dict[str, Any] = {"files": files[:20], "count": len(files), "needed": names}
     if kind == UNDECLARED:
@@ -329,13 +330,15 @@ def _group_finding(kind: str, key: str, items: list[Resolution],
                 "installed it by hand", fix=f"add '{key}' to Requires-Dist (under an extra "
             "if it is optional)", distribution=key, **common)
     if kind == TOOLKIT:
+        toolkit = key.removeprefix("the ").removesuffix(" toolkit")
+        providers = sorted({item.distribution for item in items})
         return finding(
-            NAME, Severity.WARNING, first, f"{many} {shown}, CUDA toolkit libraries the wheel "
-            "neither ships nor declares, with no search path to them",
-            why="they load only where a CUDA toolkit is on the loader path (or the package "
-            "preloads them from a wheel the user installed by hand)",
-            fix=f"declare the NVIDIA wheel that provides them ({key}), as an extra if it is "
-                "optional", distribution=key, **common)
+            NAME, Severity.WARNING, first, f"{many} {shown}, libraries of the {toolkit} toolkit "
+            "the wheel neither ships nor declares, with no search path to them",
+            why=f"they load only where a {toolkit} toolkit is on the loader path (or the "
+            "package preloads them from a wheel the user installed by hand)",
+            fix=f"declare the wheels that provide them ({'; '.join(providers)}), as an extra "
+                "if they are optional", providers=providers, toolkit=toolkit, **common)
     if kind == "partial":
         loaders = sorted({loader for item in items for loader in item.unreached})
         named = ", ".join(loader or "the interpreter (a direct load)" for loader in loaders[:3])
@@ -351,11 +354,16 @@ def _group_finding(kind: str, key: str, items: list[Resolution],
             f"{extras} declares", why=f"they load only when the package is installed with "
             f"{extras}; the package must load them on demand", extras=list(items[0].extras),
             **common)
-    if kind == IMPORTED:
+    if kind == IMPORTED and key.startswith("import "):
         return finding(
             NAME, Severity.INFO, first, f"{many} {shown} from the declared "
             f"'{items[0].distribution}', found by name after `{key}`",
             why="they load only after that import (the package imports it first)", **common)
+    if kind == IMPORTED:
+        return finding(
+            NAME, Severity.INFO, first, f"{many} {shown}, libraries of {key} that a declared "
+            f"wheel provides ({items[0].distribution}), with no search path to them",
+            why="they load once the package has preloaded them from that wheel", **common)
     if kind == "inherited":
         return finding(
             NAME, Severity.INFO, first, f"{many} {shown}, found through the search path every "
