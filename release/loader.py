@@ -220,6 +220,12 @@ class LoaderModel(Protocol):
     def is_loadable_library(self, info: BinaryInfo) -> bool:
         """A shared library a process can load (not a program, not an object file)."""
 
+    def binds_by_name(self, info: BinaryInfo) -> bool:
+        """Whether this image's references to other images' symbols are bound by name alone,
+        to whichever loaded image in its scope defines the name first (so two images
+        exporting one name interpose on each other), rather than to the library each
+        reference was linked against."""
+
     def runner(self, platform_tags: Sequence[str], host: Host) -> Runner | None:
         """How ``host`` runs the binaries of a wheel with these tags (natively or emulated);
         None when it cannot, and then no check loads or runs them."""

@@ -157,6 +157,9 @@ class LinuxLoader:
     def is_loadable_library(self, info: BinaryInfo) -> bool:
         return info.file_type == "shared" and info.section(".interp") is None
 
+    def binds_by_name(self, info: BinaryInfo) -> bool:
+        return True   # ld.so looks every symbol up by name in the object's scope
+
     def runner(self, platform_tags: Sequence[str], host: Host) -> Runner | None:
         arch = tags_arch(platform_tags)
         if host.system != "linux" or not arch:

@@ -209,6 +209,10 @@ class MacOSLoader:
     def is_loadable_library(self, info: BinaryInfo) -> bool:
         return info.file_type in ("shared", "bundle")
 
+    def binds_by_name(self, info: BinaryInfo) -> bool:
+        # two-level namespace: each reference names the library it was linked against
+        return not info.two_level_namespace
+
     def runner(self, platform_tags: Sequence[str], host: Host) -> Runner | None:
         return None   # no Mac to load them on: the load checks report "not run"
 

@@ -249,6 +249,9 @@ class WindowsLoader:
     def is_loadable_library(self, info: BinaryInfo) -> bool:
         return info.format == "pe" and info.file_type == "shared"
 
+    def binds_by_name(self, info: BinaryInfo) -> bool:
+        return False   # each import names the DLL it binds to
+
     def runner(self, platform_tags: Sequence[str], host: Host) -> Runner | None:
         machines = {_MACHINES[tag] for tag in platform_tags if tag in _MACHINES}
         if len(machines) != 1:

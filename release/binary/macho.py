@@ -67,6 +67,7 @@ LC_CODE_SIGNATURE, LC_VERSION_MIN_MACOSX, LC_BUILD_VERSION = 0x1D, 0x24, 0x32
 _LOADS = (LC_LOAD_DYLIB, LC_LOAD_WEAK_DYLIB, LC_REEXPORT_DYLIB, LC_LAZY_LOAD_DYLIB,
           LC_LOAD_UPWARD_DYLIB)
 PLATFORM_MACOS = 1
+MH_TWOLEVEL, MH_FORCE_FLAT = 0x80, 0x100   # header flags: the image's namespace
 
 N_STAB, N_PEXT, N_TYPE, N_EXT = 0xE0, 0x10, 0x0E, 0x01
 N_UNDF, N_SECT = 0x0, 0xE
@@ -113,6 +114,7 @@ class _Slice:
     minos: str = ""
     signed: bool = False
     signature_matches: bool = True
+    two_level: bool = False
     sections: list[model.Section] = field(default_factory=list)
     dynamic: list[model.Symbol] = field(default_factory=list)
     symbols: list[model.Symbol] = field(default_factory=list)
@@ -182,11 +184,12 @@ class _SliceParser:
         header = "IiiIIIII" if self.bits == 64 else "IiiIIII"
         fields = self.view.unpack(header, self._check(0, 28 if self.bits == 32 else 32,
                                                       "Mach-O header"), "Mach-O header")
-        _magic, cputype, _subtype, file_type, ncmds, sizeofcmds = fields[:6]
+        _magic, cputype, _subtype, file_type, ncmds, sizeofcmds, flags = fields[:7]
         first = 32 if self.bits == 64 else 28
         self._check(first, sizeofcmds, "load commands")
         result = _Slice(_MACHINES.get(cputype & 0xFFFFFFFF, f"cpu-{cputype & 0xFFFFFFFF:#x}"),
-                        self.bits, self.little, _FILE_TYPES.get(file_type, "other"))
+                        self.bits, self.little, _FILE_TYPES.get(file_type, "other"),
+                        two_level=bool(flags & MH_TWOLEVEL) and not flags & MH_FORCE_FLAT)
         symtab: tuple[int, ...] | None = None
         offset, end = first, first + sizeofcmds
         for _ in range(ncmds):
@@ -411,4 +414,5 @@ def _combine(slices: list[_Slice], size: int, *, fat: bool) -> model.BinaryInfo:
         architectures=architectures,
         unsigned=_unique([piece.machine for piece in slices if not piece.signed]),
         bad_signatures=_unique([piece.machine for piece in slices
-                                if piece.signed and not piece.signature_matches]))
+                                if piece.signed and not piece.signature_matches]),
+        two_level_namespace=all(piece.two_level for piece in slices))

@@ -86,6 +86,9 @@ class BinaryInfo:
     # the machines (slices) without a code signature, where the format signs code (Mach-O)
     unsigned: tuple[str, ...] = ()
     bad_signatures: tuple[str, ...] = ()  # ... whose signature does not match their bytes
+    # Mach-O: linked for the two-level namespace (each imported symbol is bound to the
+    # library it was linked against, not looked up by name in every loaded image)
+    two_level_namespace: bool = False
 
     def section(self, name: str) -> Section | None:
         return next((section for section in self.sections if section.name == name), None)

@@ -56,6 +56,7 @@ class StreamedMember:
     leaks: tuple[Leak, ...]
     written: Path | None
     data: bytes | None   # the whole member, when it was kept in memory
+    opens_globally: bool = False   # Python source that loads libraries with RTLD_GLOBAL
 
 
 def installed_path(name: str) -> str:
@@ -175,6 +176,9 @@ _SOURCE_SUFFIXES = tuple(b"." + suffix for suffix in (
 SOURCE_FILE = "absolute source file"    # the Leak.prefix of a __FILE__-style source path
 _BINARY_MAGIC = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"\xca\xfe\xba\xbe",
                  b"MZ")
+# Python that loads libraries into the process's global scope (ctypes.RTLD_GLOBAL,
+# os.RTLD_GLOBAL): the other libraries it opens may then interpose on each other.
+_GLOBAL_OPEN = b"RTLD_GLOBAL"
 _KEY = 3   # prefixes starting with '/' are looked up by their first bytes at each path start
 
 
@@ -271,6 +275,8 @@ def stream_member(archive: Path, descriptor: int, member: Member, limits: Limits
     start = _data_offset(archive, descriptor, member)
     digest = hashlib.sha256()
     scanner = _LeakScanner(request.prefixes)
+    python = member.name.endswith(".py")
+    opens_globally, previous = False, b""
     produced, head, output = 0, b"", None
     target: Path | None = None
     kept: list[bytes] | None = None
@@ -290,6 +296,9 @@ def stream_member(archive: Path, descriptor: int, member: Member, limits: Limits
                     output = _create(target)
             digest.update(chunk)
             scanner.feed(chunk)
+            if python and not opens_globally:
+                opens_globally = _GLOBAL_OPEN in previous[-len(_GLOBAL_OPEN):] + chunk
+                previous = chunk
             if output is not None:
                 output.write(chunk)
             elif kept is not None:
@@ -307,7 +316,7 @@ def stream_member(archive: Path, descriptor: int, member: Member, limits: Limits
     encoded = _record_digest(digest.digest())
     return StreamedMember(member.name, produced, encoded, head,
                           tuple(scanner.found.values()), target,
-                          b"".join(kept) if kept is not None else None)
+                          b"".join(kept) if kept is not None else None, opens_globally)
 
 
 def _confined(destination: Path, name: str) -> Path:

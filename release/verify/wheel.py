@@ -128,6 +128,9 @@ class WheelModel:
     # The Python that runs when a top-level package is imported: "<pkg>/__init__.py" -> text
     init_modules: Mapping[str, str] = field(default_factory=dict)
     wheel_file_tags: tuple[Tag, ...] = ()   # the tags the WHEEL file lists (identity compares)
+    # Python files that load libraries into the global scope (RTLD_GLOBAL); without any, the
+    # libraries the package opens itself stay each in their own scope
+    global_openers: tuple[str, ...] = ()
     # every folder that holds a file of the wheel ("" for the top), for O(1) lookups
     folders: frozenset[str] = field(init=False, repr=False, compare=False)
 
@@ -171,6 +174,7 @@ def open_wheel(archive: Path, destination: Path, *, extract_all: bool, prefixes:
         filename=archive.name, archive=archive, root=destination, fully_extracted=extract_all,
         files=frozenset(installed_path(m.name) for m in members), metadata=metadata,
         tags=file_name_tags(archive.name) or listed, wheel_file_tags=listed, binaries=binaries,
+        global_openers=tuple(sorted(s.name for s in streamed if s.opens_globally)),
         build_record=record, leaks={s.name: s.leaks for s in streamed if s.leaks},
         findings=tuple(findings), configs=_read_configs(archive, members, options),
         digests={s.name: s.sha256 for s in streamed},
@@ -190,7 +194,7 @@ def _stream_all(archive: Path, members: list[Member], request: StreamRequest,
                         member.crc)
         result = stream_member(archive, descriptor, placed, options.limits, request)
         kept = StreamedMember(member.name, result.size, result.sha256, result.head,
-                              result.leaks, result.written, None)
+                              result.leaks, result.written, None, result.opens_globally)
         return kept, _read_binary(archive, member, result, readers)
 
     try:

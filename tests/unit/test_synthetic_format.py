@@ -101,6 +101,9 @@ class ToyLoader:
     def is_loadable_library(self, info: BinaryInfo) -> bool:
         return info.file_type == "shared"
 
+    def binds_by_name(self, info: BinaryInfo) -> bool:
+        return True
+
     def runner(self, platform_tags: Sequence[str], host: Host) -> Runner | None:
         return None
 

@@ -39,9 +39,10 @@ def macho(*, arch: str = "arm64", kind: str = "dylib", install_name: str = "",
           rpaths: Sequence[str] = (), minos: tuple[int, int] | None = (11, 0),
           old_minos: bool = False, signed: bool = True, exports: Sequence[str] = (),
           hidden: Sequence[str] = (), imports: Sequence[str] = (),
-          weak_exports: Sequence[str] = ()) -> bytes:
+          weak_exports: Sequence[str] = (), flat: bool = False) -> bytes:
     """One thin 64-bit little-endian Mach-O file. Symbol names are given as C writes them
-    ("PyInit_x"); the file stores them with the leading underscore."""
+    ("PyInit_x"); the file stores them with the leading underscore. Linked for the
+    two-level namespace unless ``flat``."""
     text = b"\xc0\x03\x5f\xd6" * 4
     commands: list[bytes] = []
     if install_name:
@@ -83,7 +84,7 @@ def macho(*, arch: str = "arm64", kind: str = "dylib", install_name: str = "",
         commands.append(struct.pack("<IIII", LC_CODE_SIGNATURE, 16, sigoff, signature_size))
     body = b"".join(commands)
     header = struct.pack("<IiiIIIII", 0xFEEDFACF, CPU[arch], 0, FILE_TYPES[kind],
-                         len(commands), len(body), 0x85, 0)
+                         len(commands), len(body), 0x05 if flat else 0x85, 0)
     data = header + body
     data += b"\0" * (text_offset - len(data)) + text + table + strings
     return data + (signature_for(data) if signed else b"")

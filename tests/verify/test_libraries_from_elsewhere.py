@@ -214,6 +214,11 @@ def test_duplicates_report_root_causes_not_noise(tmp_path: Path) -> None:
         libraries[f"gpu_demo/{name}.abi3.so"] = module.read_bytes()
     copy = libraries["gpu_demo/liba.so"]
     libraries["gpu_demo/vendored/liba.so"] = copy
+    # the package opens its libraries into the global scope, where they meet
+    libraries["gpu_demo/__init__.py"] = (b"import ctypes, os\nfor name in ('liba.so', "
+                                         b"'libb.so'):\n    ctypes.CDLL(os.path.join("
+                                         b"os.path.dirname(__file__), name), "
+                                         b"mode=ctypes.RTLD_GLOBAL)\n")
     report = verify_wheel(_platform_wheel(tmp_path, libraries), static=True)
     duplicates = sorted((f.severity.value, f.what) for f in report.findings
                         if f.check == "duplicates" and f.severity is not Severity.INFO)
