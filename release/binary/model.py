@@ -89,6 +89,9 @@ class BinaryInfo:
     # Mach-O: linked for the two-level namespace (each imported symbol is bound to the
     # library it was linked against, not looked up by name in every loaded image)
     two_level_namespace: bool = False
+    # Who published the file, where the format records it: a PE version resource's
+    # CompanyName, a Mach-O code signature's team identifier ("" when not recorded)
+    vendor: str = ""
 
     def section(self, name: str) -> Section | None:
         return next((section for section in self.sections if section.name == name), None)

@@ -148,3 +148,9 @@ def test_macho_reader_garbage(magic: bytes, tail: bytes) -> None:
 def test_the_namespace_the_image_was_linked_for() -> None:
     assert read_binary_data(macho(), where="two-level").two_level_namespace
     assert not read_binary_data(macho(flat=True), where="flat").two_level_namespace
+
+
+def test_a_developer_signature_names_its_team() -> None:
+    signed = read_binary_data(macho(team="ABCDE12345"), where="vendor")
+    assert signed.vendor == "ABCDE12345" and not signed.bad_signatures
+    assert read_binary_data(macho(), where="ad hoc").vendor == ""
