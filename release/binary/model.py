@@ -13,7 +13,7 @@ from __future__ import annotations
 import mmap
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 # Symbol bindings and visibilities, as words shared by every format.
 GLOBAL = "global"
@@ -35,8 +35,10 @@ class Section:
     address: int = 0
 
 
-@dataclass(frozen=True)
-class Symbol:
+class Symbol(NamedTuple):
+    """One symbol table entry. A tuple, not a dataclass: a large library has a few hundred
+    thousand, made while the wheel streams and kept for the whole run."""
+
     name: str
     binding: str          # GLOBAL, WEAK, LOCAL, UNIQUE
     visibility: str       # DEFAULT, HIDDEN, PROTECTED, INTERNAL

@@ -8,16 +8,19 @@ mostly zero padding compress over 200x, and a ratio says nothing about how much 
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import os
+import queue
 import re
 import struct
+import threading
 import zipfile
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import BinaryIO
 
 from release.errors import WheelError
@@ -81,7 +84,7 @@ def _unsafe_name(name: str) -> str:
         return "is an absolute path"
     if "\\" in name:
         return "contains a backslash"
-    if ".." in PurePosixPath(name).parts:
+    if ".." in name.split("/"):
         return "climbs out of the extraction folder with '..'"
     if "" in name.rstrip("/").split("/") or "." in name.split("/"):
         return "has an empty or '.' path component"
@@ -232,6 +235,39 @@ def starts_with_prefix(text: str, prefix: str) -> bool:
     return re.compile(_PATH_START + _posix_pattern(prefix)).match(encoded, 1) is not None
 
 
+@dataclass(frozen=True)
+class _Patterns:
+    """The prefixes as the scanner looks them up, made once per set of prefixes."""
+
+    by_key: dict[bytes, list[tuple[str, bytes, re.Pattern[bytes] | None]]]
+    drives: dict[int, list[tuple[str, re.Pattern[bytes]]]]
+    other: list[tuple[str, bytes]]   # any other text (a relative --build-path)
+
+
+@functools.cache
+def _patterns(prefixes: tuple[str, ...]) -> _Patterns:
+    by_key: dict[bytes, list[tuple[str, bytes, re.Pattern[bytes] | None]]] = {}
+    drives: dict[int, list[tuple[str, re.Pattern[bytes]]]] = {}
+    other: list[tuple[str, bytes]] = []
+    for prefix in prefixes:
+        if is_drive_path(prefix):
+            pattern = re.compile(b":" + _drive_pattern(prefix))
+            for letter in {prefix[0].lower(), prefix[0].upper()}:
+                drives.setdefault(ord(letter), []).append((prefix, pattern))
+        elif prefix.startswith("/") and len(prefix) >= _KEY:
+            literal = prefix.split("*", 1)[0].encode()
+            wild = re.compile(_posix_pattern(prefix)) if "*" in prefix else None
+            by_key.setdefault(literal[:_KEY], []).append((prefix, literal, wild))
+        elif prefix:
+            other.append((prefix, prefix.encode()))
+    # the most specific first: literal prefixes before wildcard ones, longer before shorter
+    for keyed in by_key.values():
+        keyed.sort(key=lambda row: ("*" in row[0], -len(row[0])))
+    for lettered in drives.values():
+        lettered.sort(key=lambda row: ("*" in row[0], -len(row[0])))
+    return _Patterns(by_key, drives, other)
+
+
 class _LeakScanner:
     """Finds, in one pass over the path starts ('/' not preceded by a path byte, found with
     bytes.find: far faster than a regular expression over every byte), every occurrence of
@@ -240,25 +276,8 @@ class _LeakScanner:
     one's count and first few paths, cut where their string ends."""
 
     def __init__(self, prefixes: Sequence[str]) -> None:
-        self.by_key: dict[bytes, list[tuple[str, bytes, re.Pattern[bytes] | None]]] = {}
-        self.drives: dict[int, list[tuple[str, re.Pattern[bytes]]]] = {}
-        self.other: list[tuple[str, bytes]] = []   # any other text (a relative --build-path)
-        for prefix in prefixes:
-            if is_drive_path(prefix):
-                pattern = re.compile(b":" + _drive_pattern(prefix))
-                for letter in {prefix[0].lower(), prefix[0].upper()}:
-                    self.drives.setdefault(ord(letter), []).append((prefix, pattern))
-            elif prefix.startswith("/") and len(prefix) >= _KEY:
-                literal = prefix.split("*", 1)[0].encode()
-                wild = re.compile(_posix_pattern(prefix)) if "*" in prefix else None
-                self.by_key.setdefault(literal[:_KEY], []).append((prefix, literal, wild))
-            elif prefix:
-                self.other.append((prefix, prefix.encode()))
-        # the most specific first: literal prefixes before wildcard ones, longer before shorter
-        for keyed in self.by_key.values():
-            keyed.sort(key=lambda row: ("*" in row[0], -len(row[0])))
-        for lettered in self.drives.values():
-            lettered.sort(key=lambda row: ("*" in row[0], -len(row[0])))
+        patterns = _patterns(tuple(prefixes))
+        self.by_key, self.drives, self.other = patterns.by_key, patterns.drives, patterns.other
         self.active = bool(self.by_key or self.drives or self.other)
         self.keep = 4096 + _SAMPLE   # the longest path a match may still need
         self.pending = b""           # bytes not yet examined (the previous byte first)
@@ -396,7 +415,10 @@ def stream_member(archive: Path, descriptor: int, member: Member, limits: Limits
     target: Path | None = None
     kept: list[bytes] | None = None
     try:
-        for chunk in _chunks(archive, descriptor, member, start):
+        chunks = _chunks(archive, descriptor, member, start)
+        if member.method == zipfile.ZIP_DEFLATED and member.compressed_size > _AHEAD_FROM:
+            chunks = _inflated_ahead(chunks)
+        for chunk in chunks:
             produced += len(chunk)
             if produced > member.declared_size:  # declared sizes are capped in list_members
                 raise WheelError(f"{archive.name}: '{member.name}' expands past its declared "
@@ -495,6 +517,53 @@ def _data_offset(archive: Path, descriptor: int, member: Member) -> int:
     return start
 
 
+_AHEAD_FROM = 16 << 20   # members larger than this (compressed) inflate in a helper thread
+_AHEAD = 4               # chunks the helper may inflate ahead of the reader
+_DONE = object()
+
+
+def _inflated_ahead(chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """``chunks``, inflated by a helper thread a few chunks ahead of the caller: zlib (which
+    releases the GIL) runs while the caller hashes, scans and writes, so one large member
+    uses two cores. The helper's errors reach the caller; the caller stopping early stops
+    the helper."""
+    ready: queue.Queue[object] = queue.Queue(maxsize=_AHEAD)
+    stop = threading.Event()
+
+    def put(item: object) -> bool:
+        while not stop.is_set():
+            try:
+                ready.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for chunk in chunks:
+                if not put(chunk):
+                    return
+            put(_DONE)
+        except BaseException as error:  # handed to the reader, who raises it
+            put(error)
+
+    helper = threading.Thread(target=produce, name="inflate", daemon=True)
+    helper.start()
+    try:
+        while True:
+            item = ready.get()
+            if item is _DONE:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            assert isinstance(item, bytes)
+            yield item
+    finally:
+        stop.set()
+        helper.join()
+
+
 def _chunks(archive: Path, descriptor: int, member: Member, start: int) -> Iterator[bytes]:
     position, end = start, start + member.compressed_size
     if _outside(archive, descriptor, member, start, member.compressed_size):
@@ -502,7 +571,10 @@ def _chunks(archive: Path, descriptor: int, member: Member, start: int) -> Itera
                          "bytes past the end of the archive", fix="re-download the wheel")
     inflater = zlib.decompressobj(-15) if member.method == zipfile.ZIP_DEFLATED else None
     while position < end:
-        raw = os.pread(descriptor, min(4 * _CHUNK, end - position), position)
+        # a quarter of a chunk of input inflates to about a chunk: its unconsumed rest,
+        # which zlib copies on every call, stays small
+        raw = os.pread(descriptor, min(_CHUNK // 4 if inflater else 4 * _CHUNK,
+                                       end - position), position)
         if not raw:
             raise WheelError(f"{archive.name}: '{member.name}' is truncated",
                              fix="re-download the wheel")

@@ -63,6 +63,12 @@ class BinaryFile:
     archive: Path
     member: Member
     readers: tuple[BinaryReader, ...] = READERS
+    # an extension module (exports PyInit_*): computed once, the checks ask often
+    extension: bool = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "extension", any(
+            s.defined and s.name.startswith("PyInit_") for s in self.info.dynamic_symbols))
 
     @property
     def sections(self) -> tuple[Section, ...]:
@@ -78,7 +84,7 @@ class BinaryFile:
 
     @property
     def is_extension(self) -> bool:
-        return any(s.defined and s.name.startswith("PyInit_") for s in self.info.dynamic_symbols)
+        return self.extension
 
     def read_bytes(self) -> bytes:
         if self.extracted_path is not None:
