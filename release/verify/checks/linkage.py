@@ -287,14 +287,21 @@ def _unresolved(words: LoaderWords, items: list[Resolution], shipped: set[str]
             "file unless something else has loaded those libraries first",
             fix=f"point {words.search_path} at their folder with a {words.relative_entry} "
                 "entry", needed=sorted(names), count=len(names)))
-    for name, files in sorted(by_library.items()):
+    by_files: dict[tuple[str, ...], list[str]] = {}   # the same files need them: one cause
+    for name, files in by_library.items():
+        by_files.setdefault(tuple(sorted(set(files))), []).append(name)
+    for files, names in sorted(by_files.items(), key=lambda row: sorted(row[1])):
+        plural = len(names) > 1
         findings.append(finding(
             NAME, Severity.ERROR, files[0] if len(files) == 1 else "",
-            f"{_files(files)} {name}, which is not found after installation",
-            why="the loader will fail to load those files",
-            fix=f"ship the library in the wheel and point {words.search_path} at it with a "
-                f"{words.relative_entry} entry, or depend on the distribution that provides it",
-            needed=name, files=sorted(files)[:20], count=len(files)))
+            f"{_files(list(files))} {_names(names)}, which {'are' if plural else 'is'} not "
+            "found after installation", why="the loader will fail to load those files",
+            fix=f"ship the {'libraries' if plural else 'library'} in the wheel and point "
+                f"{words.search_path} at {'them' if plural else 'it'} with a "
+                f"{words.relative_entry} entry, or depend on the distribution that provides "
+                f"{'them' if plural else 'it'}",
+            needed=sorted(names)[0] if not plural else sorted(names), files=list(files)[:20],
+            count=len(files)))
     return findings
 
 
