@@ -288,8 +288,8 @@ def _unresolved(words: LoaderWords, items: list[Resolution], shipped: set[str]
             fix=f"point {words.search_path} at their folder with a {words.relative_entry} "
                 "entry", needed=sorted(names), count=len(names)))
     by_files: dict[tuple[str, ...], list[str]] = {}   # the same files need them: one cause
-    for name, files in by_library.items():
-        by_files.setdefault(tuple(sorted(set(files))), []).append(name)
+    for name, needing in by_library.items():
+        by_files.setdefault(tuple(sorted(set(needing))), []).append(name)
     for files, names in sorted(by_files.items(), key=lambda row: sorted(row[1])):
         plural = len(names) > 1
         findings.append(finding(
