@@ -41,7 +41,13 @@ BENIGN = frozenset({"_init", "_fini", "__bss_start", "_edata", "_end", "__end__"
                     "_mh_dylib_header", "_mh_bundle_header", "_mh_execute_header"})
 _STD = ("_ZNSt", "_ZNKSt", "_ZSt", "_ZTISt", "_ZTSSt", "_ZTVSt", "_ZTTSt", "_ZGVZNSt",
         "_ZNSa", "_ZNKSa", "_ZNSs", "_ZNKSs", "_ZNSi", "_ZNSo", "_ZNSd")
-_VAGUE = ("_ZTI", "_ZTS", "_ZTV", "_ZTT", "_ZGV", "_ZTH", "_ZTW")
+# type information, vtables, guards, TLS wrappers, statics of inline functions (_ZZ) and
+# the transactional-memory clones of std:: members (_ZGTt), which every C++ module that uses
+# them may define, the same by the one-definition rule
+_VAGUE = ("_ZTI", "_ZTS", "_ZTV", "_ZTT", "_ZGV", "_ZTH", "_ZTW", "_ZZ", "_ZGTt")
+# the C++ ABI's support routines a toolchain links statically into each module (a devtoolset's
+# libstdc++_nonshared.a): the same code in every copy
+_RUNTIME = ("__cxa_", "__gxx_")
 _SAMPLE = 10
 _GROUPS_SHOWN = 3   # a third-party wheel's clash groups reported one by one, at most
 
@@ -161,7 +167,8 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
 
 
 def _vague(name: str) -> bool:
-    return name.startswith(_STD) or name.startswith(_VAGUE) or _template_instance(name)
+    return name.startswith(_STD) or name.startswith(_VAGUE) or name.startswith(_RUNTIME) or \
+        _template_instance(name)
 
 
 def _template_instance(name: str) -> bool:
@@ -216,11 +223,20 @@ def _copies(wheel: WheelModel, binaries: list[BinaryFile]
         digest = wheel.digests.get(binary.path)
         if digest:
             by_digest.setdefault(digest, []).append(binary.path)
-    groups = [sorted(paths) for paths in by_digest.values() if len(paths) > 1]
+    groups = sorted(sorted(paths) for paths in by_digest.values() if len(paths) > 1)
+    if not groups:
+        return [], groups
+    # one finding: one packing step copied each of them (a wheel holds no symbolic links)
+    files = sum(len(group) for group in groups)
+    first = groups[0]
+    what = (f"{len(first)} byte-identical copies of one library: {', '.join(first[:4])}"
+            + (", ..." if len(first) > 4 else "")) if len(groups) == 1 else \
+        (f"{len(groups)} libraries are each shipped as byte-identical copies ({files} files), "
+         f"e.g. {', '.join(first[:3])}")
     findings = [finding(
-        NAME, Severity.WARNING, group[-1], f"{len(group)} byte-identical copies of one "
-        f"library: {', '.join(group[:4])}" + (", ..." if len(group) > 4 else ""),
+        NAME, Severity.WARNING, first[-1] if len(groups) == 1 else "", what,
         why="both can be loaded into one process, each with its own state",
-        fix="ship the library once and point the others' search paths at it",
-        copies=group[:_SAMPLE], count=len(group)) for group in sorted(groups)]
+        fix="ship each library once and point the others' search paths at it",
+        copies=first[:_SAMPLE], count=len(first),
+        sets=[group[:_SAMPLE] for group in groups[:20]], set_count=len(groups))]
     return findings, groups
