@@ -96,8 +96,8 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
             cause = leak.prefix if leak.prefix in strict else where.get(leak.prefix,
                                                                         leak.prefix)
             groups.setdefault((cause, vendor), []).append((path, leak))
-    findings = [_leak_finding(cause, vendor, hits, strict)
-                for (cause, vendor), hits in sorted(groups.items())]
+    findings = [_leak_finding(causes, vendor, hits, strict)
+                for causes, vendor, hits in _same_files(groups, strict)]
     for path, text in sorted(wheel.configs.items()):
         absolute = _absolute_values(path, text)
         if absolute:
@@ -110,8 +110,25 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
     return findings
 
 
-def _leak_finding(cause: str, vendor: str, hits: list[tuple[str, Leak]],
+def _same_files(groups: dict[tuple[str, str], list[tuple[str, Leak]]], strict: set[str]
+                ) -> list[tuple[list[str], str, list[tuple[str, Leak]]]]:
+    """Known build-machine folders found in exactly the same files are one root cause (one
+    build that recorded several of its folders: a container mount and its isolated build
+    environment in the same modules)."""
+    merged: dict[tuple[object, ...], tuple[list[str], str, list[tuple[str, Leak]]]] = {}
+    for (cause, vendor), hits in sorted(groups.items()):
+        files = tuple(sorted({path for path, _ in hits}))
+        alone = cause in strict or cause == SOURCE_FILE or vendor
+        key: tuple[object, ...] = (cause, vendor) if alone else ("files", files)
+        causes, _, found = merged.setdefault(key, ([], vendor, []))
+        causes.append(cause)
+        found.extend(hits)
+    return list(merged.values())
+
+
+def _leak_finding(causes: list[str], vendor: str, hits: list[tuple[str, Leak]],
                   strict: set[str]) -> Finding:
+    cause = causes[0]
     files = list(dict.fromkeys(path for path, _ in hits))
     lead = files[0] if len(files) == 1 else ""
     many = f"{len(files)} files contain" if len(files) > 1 else "contains"
@@ -135,7 +152,8 @@ def _leak_finding(cause: str, vendor: str, hits: list[tuple[str, Leak]],
             NAME, Severity.WARNING, lead, f"{many} an absolute source file name, e.g. "
             f"'{samples[0]}'", why=_WHY + " (assert() and __FILE__ keep it)",
             fix="build with -ffile-prefix-map=<source>=<name>", **details)
-    known = f" ({cause})" if cause not in prefixes else ""
+    known = f" ({'; '.join(c for c in causes if c not in prefixes)})" \
+        if any(c not in prefixes for c in causes) else ""
     return finding(
         NAME, Severity.ERROR if cause in strict else Severity.WARNING, lead,
         f"{many} {paths}{known}, e.g. {samples[0]!r}", why=_WHY,
