@@ -230,6 +230,10 @@ class LoaderModel(Protocol):
         """How ``host`` runs the binaries of a wheel with these tags (natively or emulated);
         None when it cannot, and then no check loads or runs them."""
 
+    def unloadable(self, info: BinaryInfo, runner: Runner) -> str:
+        """Why ``runner`` cannot load this binary whatever the wheel does (it needs what the
+        runner does not offer: a Python DLL no interpreter here provides), or ""."""
+
     def load_command(self, items: Sequence[LoadItem], runner: Runner,
                      imports: Sequence[str] = ()) -> list[str]:
         """A command that imports the Python modules ``imports`` (declared dependencies whose

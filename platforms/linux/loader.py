@@ -166,6 +166,9 @@ class LinuxLoader:
             return None
         return host.runner(arch)
 
+    def unloadable(self, info: BinaryInfo, runner: Runner) -> str:
+        return ""
+
     def load_command(self, items: Sequence[LoadItem], runner: Runner,
                      imports: Sequence[str] = ()) -> list[str]:
         return runner.python_command(

@@ -216,6 +216,9 @@ class MacOSLoader:
     def runner(self, platform_tags: Sequence[str], host: Host) -> Runner | None:
         return None   # no Mac to load them on: the load checks report "not run"
 
+    def unloadable(self, info: BinaryInfo, runner: Runner) -> str:
+        return ""
+
     def load_command(self, items: Sequence[LoadItem], runner: Runner,
                      imports: Sequence[str] = ()) -> list[str]:
         return runner.python_command(

@@ -258,6 +258,16 @@ class WindowsLoader:
             return None
         return host.runner(machines.pop(), "windows")
 
+    def unloadable(self, info: BinaryInfo, runner: Runner) -> str:
+        """Without a Windows Python (under wine) only the stable ABI's python3.dll is there,
+        as a stand-in: a module built for one version imports python3X.dll."""
+        if runner.python:
+            return ""
+        versioned = [name for name in info.needed
+                     if fnmatch.fnmatchcase(name.lower(), "python3[0-9]*.dll")]
+        return (f"needs {versioned[0]}, which no Windows Python provides here (only the stable "
+                "ABI's python3.dll has a stand-in)") if versioned else ""
+
     def load_command(self, items: Sequence[LoadItem], runner: Runner,
                      imports: Sequence[str] = ()) -> list[str]:
         """Adds the folders the wheel's packages add (``for_wheel``), then loads each item

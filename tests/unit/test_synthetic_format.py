@@ -107,6 +107,9 @@ class ToyLoader:
     def runner(self, platform_tags: Sequence[str], host: Host) -> Runner | None:
         return None
 
+    def unloadable(self, info: BinaryInfo, runner: Runner) -> str:
+        return ""
+
     def load_command(self, items: Sequence[LoadItem], runner: Runner,
                      imports: Sequence[str] = ()) -> list[str]:
         raise AssertionError("toy binaries are never loaded here")

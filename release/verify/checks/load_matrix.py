@@ -217,20 +217,37 @@ def _run_all(wheel: WheelModel, context: VerifyContext, loader: LoaderModel, run
     return findings
 
 
+def _unloadable(wheel: WheelModel, binary: BinaryFile, needs: _Needs, loader: LoaderModel,
+                runner: Runner) -> str:
+    """Why the runner cannot load ``binary`` or a library of the wheel it loads, or ""."""
+    by_installed = {b.installed: b for b in wheel.binaries}
+    loaded = [binary, *(by_installed[item.target] for item in needs.resolutions
+                        if item.kind == linkage.IN_WHEEL and item.target in by_installed)]
+    return next((reason for item in loaded if (reason := loader.unloadable(item.info, runner))),
+                "")
+
+
 def _held_back(wheel: WheelModel, candidates: list[BinaryFile], entry_points: list[BinaryFile],
-               needs: dict[str, _Needs], sites: Sequence[Path]) -> tuple[set[str], list[Finding]]:
-    """The files not loaded, and a note for each reason: a provider that is not here (the
-    environment's), or a library found nowhere (the linkage check's error)."""
+               needs: dict[str, _Needs], sites: Sequence[Path], loader: LoaderModel,
+               runner: Runner) -> tuple[set[str], list[Finding]]:
+    """The files not loaded, and a note for each reason: a provider that is not here or
+    something the runner cannot offer (the environment's), or a library found nowhere (the
+    linkage check's error)."""
     absent: dict[str, list[str]] = {}
+    limits: dict[str, list[str]] = {}
     unresolved = []
     for binary in {b.path: b for b in (*candidates, *entry_points)}.values():
         missing = needs[binary.path].absent(sites)
-        if missing:
+        reason = _unloadable(wheel, binary, needs[binary.path], loader, runner)
+        if reason:
+            limits.setdefault(reason, []).append(binary.path)
+        elif missing:
             for provider in missing:
                 absent.setdefault(provider, []).append(binary.path)
         elif needs[binary.path].unresolved():
             unresolved.append(binary.path)
-    held = {path for paths in absent.values() for path in paths} | set(unresolved)
+    held = {path for group in (absent, limits) for paths in group.values() for path in paths}
+    held |= set(unresolved)
     notes = []
     if absent:
         files = sorted({path for paths in absent.values() for path in paths})
@@ -240,6 +257,12 @@ def _held_back(wheel: WheelModel, candidates: list[BinaryFile], entry_points: li
             f"{', '.join(sorted(absent))}, which are not installed here (optional or "
             "undeclared providers)", fix="pass --site DIR holding them to load these files",
             status=ENVIRONMENT, files=files[:20], providers=sorted(absent)))
+    for reason, files in sorted(limits.items()):
+        notes.append(finding(
+            NAME, Severity.INFO, files[0] if len(files) == 1 else "",
+            f"not run (environment): {len(files)} file(s) cannot be loaded here: {reason}",
+            fix="run verify on a machine of the wheel's platform", status=ENVIRONMENT,
+            files=sorted(files)[:20]))
     if unresolved:
         notes.append(finding(
             NAME, Severity.INFO, "", f"{len(unresolved)} file(s) not loaded: they need "
@@ -261,7 +284,7 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
     needs = _needs(wheel, context)
     entry_points = _entry_points(wheel, context, loader)
     held, findings = _held_back(wheel, _candidates(wheel, context, loader), entry_points,
-                                needs, sites)
+                                needs, sites, loader, runner)
     candidates = [b for b in _candidates(wheel, context, loader) if b.path not in held]
     pairs = [pair for first, second in combinations(candidates, 2)
              if not (first.is_extension and second.is_extension)
