@@ -73,6 +73,10 @@ def run(arguments: argparse.Namespace, out: TextIO) -> int:
 
 def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None,
          stderr: TextIO | None = None) -> int:
-    """``python -m release verify ARGV``, for callers that hold their own streams."""
+    """``python -m release verify ARGV`` (default: this process's arguments), for callers
+    that hold their own streams."""
+    import sys
+
     from release.__main__ import main as release_main
-    return release_main(["verify", *(argv or ())], stdout=stdout, stderr=stderr)
+    given = sys.argv[1:] if argv is None else list(argv)
+    return release_main(["verify", *given], stdout=stdout, stderr=stderr)
