@@ -20,7 +20,11 @@ from release.verify import VerifyOptions
 from release.verify.archive import Member
 from release.verify.checks import linkage, metadata_tags, search_path
 from release.verify.context import VerifyContext
-from release.verify.data import load_distribution_dirs
+from release.verify.data import (
+    load_distribution_dirs,
+    load_imported_libraries,
+    load_toolkit_libraries,
+)
 from release.verify.metadata import Metadata
 from release.verify.wheel import BinaryFile, WheelModel
 
@@ -50,6 +54,8 @@ def context(tag: str = TAG) -> VerifyContext:
     return VerifyContext(options=VerifyOptions(), static=True, host=Host("linux", "x86_64"),
                          loader=LOADER, policy=LOADER.policy([tag]),
                          distribution_dirs=load_distribution_dirs(),
+                         imported_libraries=load_imported_libraries(),
+                         toolkit_libraries=load_toolkit_libraries(),
                          workdir=Path("/nonexistent"))
 
 
@@ -302,3 +308,17 @@ def test_the_update_script_copies_and_records_the_source(tmp_path: Path) -> None
     (source / "musllinux-policy.json").write_text("{broken")
     with pytest.raises(ValueError):
         update_policies.update(source, out)
+
+
+def test_the_search_path_s_folder_wins_over_an_extra_s_import() -> None:
+    """libcudart.so.12 reached through the binary's own entry into an undeclared NVIDIA
+    folder is that distribution's (undeclared), not torch's, which only an extra declares and
+    whose import would load it."""
+    binary = elf("pkg/lib/libgpu.so", needed=("libcudart.so.12",),
+                 runpath=("$ORIGIN/../../nvidia/cuda_runtime/lib",))
+    wheel = model(binary, requires=('torch; extra == "torch"',))
+    (item,) = linkage.resolve(wheel, context())
+    assert (item.kind, item.distribution) == ("undeclared", "nvidia-cuda-runtime-cu12")
+    declared = model(binary, requires=("torch>=2",))
+    (through_torch,) = linkage.resolve(declared, context())
+    assert (through_torch.kind, through_torch.module) == ("imported", "torch")

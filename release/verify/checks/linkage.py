@@ -135,11 +135,15 @@ class _Resolver:
         if self.loader.is_system(name, self.policy):
             return Resolution(binary.path, name, SYSTEM,
                               via=self.policy.provided_by.get(name, "system"))
+        # a declared dependency's import first, then what the binary's own search path
+        # reaches, then an extra's or an undeclared dependency's import
         through = self.imported(binary, name)
-        if through is not None:
+        if through is not None and through.kind == IMPORTED:
             return through
         if maybe is not None:
             return maybe
+        if through is not None:
+            return through
         toolkit = matching(self.context.toolkit_libraries, name)
         if toolkit is not None:
             # no search path to it: the package preloads it (from a declared NVIDIA wheel)
