@@ -1,7 +1,8 @@
 """Command line: ``python -m release build|repair|verify|plan|check-set``.
 
-The only place that prints and exits: every ReleaseError becomes one line on stderr and
-its exit code."""
+The only place that prints and exits: every ReleaseError (bad arguments included) becomes
+one line on stderr and its exit code. Each command imports what it needs when it runs, so a
+bad argument is refused at once."""
 
 from __future__ import annotations
 
@@ -12,19 +13,28 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import TextIO
 
-from release import manifest as manifest_module
-from release import matrix
-from release import options as build_options
-from release.errors import EnvironmentFailure, ReleaseError, VerificationFailed
+from release.errors import (
+    ConfigurationError,
+    EnvironmentFailure,
+    ReleaseError,
+    VerificationFailed,
+)
 from release.options import Stage, VerifyMode
-from release.pipeline import run as run_pipeline
-from release.release_set import check_release_set
+
+
+class _Parser(argparse.ArgumentParser):
+    """Bad arguments are a ConfigurationError: one line and exit 2, like every failure."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise ConfigurationError(f"{self.prog}: {message}",
+                                 fix=f"see `{self.prog} --help`")
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m release",
-                                     description="Build, repair and verify edgert wheels.")
+    parser = _Parser(prog="python -m release",
+                     description="Build, repair and verify edgert wheels.")
     parser.add_argument("-v", "--verbose", action="store_true", help="show every command run")
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -59,14 +69,19 @@ def _parser() -> argparse.ArgumentParser:
     repair.add_argument("-w", "--wheel-dir", type=Path, default=Path("dist"))
     repair.add_argument("--json", action="store_true")
 
-    commands.add_parser("verify", help="prove a wheel's native layout (see --help)",
-                        add_help=False)
+    from release.verify.cli import add_arguments
+    add_arguments(commands.add_parser(
+        "verify", help="prove a wheel is what it claims (docs/verify.md)",
+        description="Verify a wheel: its file, its metadata, every shipped binary against the "
+                    "loader of the platform its file name promises, and (without --static) "
+                    "load and build checks. Exit 0 ok, 7 errors found, 8 a check this "
+                    "machine could not run, 5 unreadable or unsafe, 2 bad arguments."))
     _add_plan(commands)
     _add_check_set(commands)
     return parser
 
 
-def _add_plan(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_plan(commands: argparse._SubParsersAction[_Parser]) -> None:
     plan = commands.add_parser(
         "plan", help="the release matrix: every target x variant, and how each is built",
         description="Prints every target x variant the manifest releases, the runner that "
@@ -85,7 +100,7 @@ def _add_plan(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
                       "~/.cache/edgert-release)")
 
 
-def _add_check_set(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_check_set(commands: argparse._SubParsersAction[_Parser]) -> None:
     check = commands.add_parser(
         "check-set", help="check a release's wheels and sdist as a whole before publishing",
         description="Every buildable target x variant has one wheel, one version everywhere, "
@@ -97,7 +112,10 @@ def _add_check_set(commands: argparse._SubParsersAction[argparse.ArgumentParser]
     check.add_argument("--json", action="store_true")
 
 
-def _build(arguments: argparse.Namespace) -> int:
+def _build(arguments: argparse.Namespace, out: TextIO) -> int:
+    from release import manifest as manifest_module
+    from release import options as build_options
+    from release.pipeline import run as run_pipeline
     manifest = manifest_module.load(arguments.project.resolve())
     given = {setting.field: getattr(arguments, setting.field)
              for setting in build_options.SETTINGS}
@@ -107,18 +125,21 @@ def _build(arguments: argparse.Namespace) -> int:
         cmake_arguments=tuple(arguments.cmake_arguments))
     result = run_pipeline(manifest, options)
     if arguments.json:
-        print(json.dumps(result.to_json(), indent=2))
+        out.write(json.dumps(result.to_json(), indent=2) + "\n")
     elif result.wheel is not None:
-        print(f"wheel: {result.wheel}")
+        out.write(f"wheel: {result.wheel}\n")
     return 0
 
 
-def _plan(arguments: argparse.Namespace) -> int:
+def _plan(arguments: argparse.Namespace, out: TextIO) -> int:
+    from release import manifest as manifest_module
+    from release import matrix
+    from release import options as build_options
     manifest = manifest_module.load(arguments.project.resolve())
     entries = matrix.release_matrix(manifest)
     if not arguments.build:
-        print(json.dumps(matrix.to_json(manifest, entries), indent=2) if arguments.json
-              else matrix.render_text(manifest, entries))
+        out.write((json.dumps(matrix.to_json(manifest, entries), indent=2) if arguments.json
+                   else matrix.render_text(manifest, entries)) + "\n")
         return 0
     given = {"out_dir": arguments.out_dir, "jobs": arguments.jobs,
              "cache_dir": arguments.cache_dir}
@@ -131,30 +152,39 @@ def _plan(arguments: argparse.Namespace) -> int:
 
     outcomes = matrix.build_reachable(manifest, entries, options_for)
     if arguments.json:
-        print(json.dumps({"version": matrix.JSON_VERSION,
-                          "results": [outcome.to_json() for outcome in outcomes]}, indent=2))
+        out.write(json.dumps({"version": matrix.JSON_VERSION,
+                              "results": [outcome.to_json() for outcome in outcomes]},
+                             indent=2) + "\n")
     else:
-        print("\n".join(f"{o.entry.name}: {o.status}" for o in outcomes))
+        out.write("\n".join(f"{o.entry.name}: {o.status}" for o in outcomes) + "\n")
     failed = [o.error for o in outcomes if o.error is not None]
     return failed[0].exit_code if failed else 0
 
 
-def _check_set(arguments: argparse.Namespace) -> int:
+def _check_set(arguments: argparse.Namespace, out: TextIO) -> int:
+    from release import manifest as manifest_module
+    from release.release_set import check_release_set
     manifest = manifest_module.load(arguments.project.resolve())
     report = check_release_set(arguments.folder, manifest,
                                expect_version=arguments.expect_version)
-    print(json.dumps(report.to_json(), indent=2) if arguments.json else report.render_text())
+    out.write((json.dumps(report.to_json(), indent=2) if arguments.json
+               else report.render_text()) + "\n")
     return 0 if report.ok else VerificationFailed.exit_code
 
 
-def _repair(arguments: argparse.Namespace) -> int:
+def _repair(arguments: argparse.Namespace, out: TextIO) -> int:
     from release.repair import repair_wheel
     repaired = repair_wheel(arguments.wheel, arguments.wheel_dir, environ=dict(os.environ))
     if arguments.json:
-        print(json.dumps({"version": 1, "wheel": str(repaired)}))
+        out.write(json.dumps({"version": 1, "wheel": str(repaired)}) + "\n")
     else:
-        print(f"wheel: {repaired}")
+        out.write(f"wheel: {repaired}\n")
     return 0
+
+
+def _verify(arguments: argparse.Namespace, out: TextIO) -> int:
+    from release.verify.cli import run
+    return run(arguments, out)
 
 
 class Terminated(KeyboardInterrupt):
@@ -170,38 +200,40 @@ def _raise_terminated(signum: int, frame: object) -> None:
     raise Terminated(signum)
 
 
-def _run(argv: list[str]) -> int:
-    if "verify" in argv:
-        position = argv.index("verify")
-        if all(a.startswith("-") for a in argv[:position]):
-            from release.verify import main as verify_main
-            return verify_main(argv[position + 1:])
-    arguments = _parser().parse_args(argv)
-    commands = {"build": _build, "repair": _repair, "plan": _plan, "check-set": _check_set}
-    return commands[arguments.command](arguments)
+_COMMANDS = {"build": _build, "repair": _repair, "verify": _verify, "plan": _plan,
+             "check-set": _check_set}
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+def _handle_signals() -> None:
+    for handled in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            signal.signal(handled, _raise_terminated)
+        except ValueError:   # not the main thread (a caller's own thread): theirs to handle
+            return
+
+
+def main(argv: list[str] | None = None, *, stdout: TextIO | None = None,
+         stderr: TextIO | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    out, err = stdout or sys.stdout, stderr or sys.stderr
     verbose = "-v" in argv or "--verbose" in argv
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
                         format="[release] %(message)s", stream=sys.stderr)
-    for handled in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(handled, _raise_terminated)
+    _handle_signals()
     try:
-        return _run(argv)
+        arguments = _parser().parse_args(argv)
+        return _COMMANDS[arguments.command](arguments, out)
     except ReleaseError as error:
-        print(f"error: {error.message}", file=sys.stderr)
+        err.write(f"error: {error.message}\n")
         return error.exit_code
     except KeyboardInterrupt as interrupt:
         signum = interrupt.signum if isinstance(interrupt, Terminated) else signal.SIGINT.value
-        print(f"error: interrupted ({signal.Signals(signum).name}); no wheel was written",
-              file=sys.stderr)
+        err.write(f"error: interrupted ({signal.Signals(signum).name}); no wheel was written\n")
         return 128 + signum
-    except OSError as error:  # the edge: anything the stages did not already explain
+    except OSError as error:  # the edge: anything the commands did not already explain
         where = f"{error.filename}: " if error.filename else ""
-        print(f"error: {where}{error.strerror or error} (fix: check the path, its permissions "
-              "and the free disk space)", file=sys.stderr)
+        err.write(f"error: {where}{error.strerror or error} (fix: check the path, its "
+                  "permissions, the free space in TMPDIR and on the disk)\n")
         return EnvironmentFailure.exit_code
 
 

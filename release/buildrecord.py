@@ -56,6 +56,8 @@ class BuildRecord:
     cmake_package: str
     example: ExampleRecord | None
     cuda: DeviceCodeRecord | None
+    # the variant provider packages whose verify checks judge this wheel (release/variant.py)
+    providers: tuple[str, ...] = ()
     path: str = ""                   # where the record sits in the wheel (when read from one)
 
     @property
@@ -90,6 +92,7 @@ class BuildRecord:
                 "consumer": example.consumer, "program": example.program,
                 "python": example.python_module},
             "cuda": None if self.cuda is None else self.cuda.to_json(),
+            "providers": list(self.providers),
         }
 
     def to_text(self) -> str:
@@ -166,4 +169,5 @@ def _parse(data: dict[str, Any], where: str) -> BuildRecord:
             consumer=_text(example.get("consumer", "")),
             program=_text(example.get("program", "")),
             python_module=_text(example.get("python", ""))),
-        cuda=None if cuda is None else _device(cuda))
+        cuda=None if cuda is None else _device(cuda),
+        providers=_texts(data.get("providers")))

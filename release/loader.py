@@ -16,7 +16,7 @@ from __future__ import annotations
 import enum
 import platform as host_platform
 import sys
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -63,17 +63,25 @@ class Runner:
 @dataclass(frozen=True)
 class Host:
     """The machine verify runs on (passed in, so other hosts are testable anywhere), with
-    the emulated machines it can run programs for besides its own."""
+    the emulated machines it can run programs for besides its own. ``provide`` is asked, once
+    and only when no runner above answers a request, for the runners the wheel's platform
+    can make (a wine prefix and its helpers): nothing is provisioned unless a check runs
+    programs."""
 
     system: str      # "linux", "darwin", "windows"
     machine: str     # "x86_64", "aarch64"...
     emulated: tuple[Runner, ...] = ()
+    provide: Callable[[], Sequence[Runner]] | None = field(default=None, compare=False,
+                                                          repr=False)
+    _provided: list[tuple[Runner, ...]] = field(default_factory=list, compare=False,
+                                                repr=False)
 
     @classmethod
-    def current(cls, *, emulated: Sequence[Runner] = ()) -> Host:
+    def current(cls, *, emulated: Sequence[Runner] = (),
+                provide: Callable[[], Sequence[Runner]] | None = None) -> Host:
         machine = host_platform.machine().lower()
         return cls(host_platform.system().lower(), {"amd64": "x86_64", "arm64": "aarch64"}.get(
-            machine, machine), tuple(emulated))
+            machine, machine), tuple(emulated), provide)
 
     def runner(self, machine: str, system: str = "") -> Runner | None:
         """How programs for ``machine`` (of operating system ``system``; "": this host's)
@@ -81,7 +89,10 @@ class Host:
         system = "" if system == self.system else system
         if machine == self.machine and not system:
             return Runner(machine)
-        return next((runner for runner in self.emulated
+        if self.provide is not None and not self._provided:
+            self._provided.append(tuple(self.provide()))
+        candidates = (*self.emulated, *(self._provided[0] if self._provided else ()))
+        return next((runner for runner in candidates
                      if runner.machine == machine and runner.system == system), None)
 
 
@@ -209,13 +220,26 @@ class LoaderModel(Protocol):
     def is_loadable_library(self, info: BinaryInfo) -> bool:
         """A shared library a process can load (not a program, not an object file)."""
 
+    def binds_by_name(self, info: BinaryInfo) -> bool:
+        """Whether this image's references to other images' symbols are bound by name alone,
+        to whichever loaded image in its scope defines the name first (so two images
+        exporting one name interpose on each other), rather than to the library each
+        reference was linked against."""
+
     def runner(self, platform_tags: Sequence[str], host: Host) -> Runner | None:
         """How ``host`` runs the binaries of a wheel with these tags (natively or emulated);
         None when it cannot, and then no check loads or runs them."""
 
-    def load_command(self, items: Sequence[LoadItem], runner: Runner) -> list[str]:
-        """A command that loads ``items`` in order in one fresh process started by
-        ``runner`` and exits 0."""
+    def unloadable(self, info: BinaryInfo, runner: Runner) -> str:
+        """Why ``runner`` cannot load this binary whatever the wheel does (it needs what the
+        runner does not offer: a Python DLL no interpreter here provides), or ""."""
+
+    def load_command(self, items: Sequence[LoadItem], runner: Runner,
+                     imports: Sequence[str] = ()) -> list[str]:
+        """A command that imports the Python modules ``imports`` (declared dependencies whose
+        import loads libraries the items need by name), then loads ``items`` in order, in one
+        fresh process started by ``runner``, and exits 0; a ToolError when ``runner`` cannot
+        import modules."""
 
 
 def bind_to_wheel(loader: LoaderModel, folders: Collection[str],

@@ -41,15 +41,13 @@ from release.platform import (
     RepairRequest,
     Route,
     SearchPath,
-    all_platforms,
     build_parts,
     get_platform,
     merge_parts,
 )
 from release.variant import BuildVariant, load_variant
-from release.verify import VerifyOptions
-from release.verify.api import provider_checks
-from release.verify.run import run_verify
+from release.verify.api import verify_wheel
+from release.verify.options import VerifyOptions
 
 log = logging.getLogger("release")
 
@@ -121,7 +119,8 @@ def make_plan(manifest: Manifest, options: BuildOptions, environ: Mapping[str, s
                 cache=(options.cache_dir or default_cache_dir()).resolve(),
                 search_paths=search_paths(manifest, platform, variant, components),
                 record=build_record(manifest, platform, variant, target=target,
-                                    distribution=distribution, components=components))
+                                    distribution=distribution, components=components,
+                                    providers=(declared.provider,) if declared.provider else ()))
 
 
 def check_released(variant: Variant, target: Target) -> None:
@@ -353,8 +352,8 @@ def search_paths(manifest: Manifest, platform: Platform, variant: BuildVariant,
 
 
 def build_record(manifest: Manifest, platform: Platform, variant: BuildVariant, *,
-                 target: Target, distribution: str,
-                 components: tuple[Component, ...]) -> BuildRecord:
+                 target: Target, distribution: str, components: tuple[Component, ...],
+                 providers: tuple[str, ...] = ()) -> BuildRecord:
     """The facts verify reads from the wheel (docs/build-record.md)."""
     package = manifest.package
     return BuildRecord(
@@ -372,7 +371,7 @@ def build_record(manifest: Manifest, platform: Platform, variant: BuildVariant, 
         example=ExampleRecord(consumer=f"{package}/examples/consumer",
                               program=f"{package}/models/mlp.edgert",
                               python_module=f"{package}.run_program"),
-        cuda=variant.record())
+        cuda=variant.record(), providers=providers)
 
 
 def _lay_out(plan: Plan, state: _State) -> None:
@@ -469,11 +468,10 @@ def _verify(plan: Plan, state: _State) -> None:
         log.info("verify reads files only: this host cannot run %s binaries", plan.target.arch)
     options = VerifyOptions(sites=() if static else _dependency_sites(plan),
                             build_paths=(str(plan.build_dir), str(plan.manifest.root)))
+    # the runner the platform just provisioned for the target (an emulator's root folder)
     emulated = (runner,) if runner is not None and runner.prefix else ()
-    report = run_verify(state.wheel, static=static, options=options,
-                        platforms=all_platforms(),
-                        extra_checks=provider_checks(plan.manifest.providers),
-                        host=Host.current(emulated=emulated))
+    report = verify_wheel(state.wheel, static=static, options=options,
+                          host=Host.current(emulated=emulated), cache=plan.cache)
     state.verify_report = report.to_json()
     if not report.ok:
         log.error("%s", report.render_text())

@@ -37,6 +37,7 @@ from release.matrix import MatrixEntry, release_matrix
 from release.pipeline import build_variant
 from release.variant import load_provider
 from release.verify.api import verify_wheel
+from release.verify.options import VerifyOptions
 from release.verify.report import Report
 from release.wheel import WheelName, normalize_distribution, parse_metadata
 
@@ -315,7 +316,8 @@ def check_release_set(folder: Path, manifest: Manifest, *, expect_version: str |
         raise ConfigurationError(f"check-set: {folder} is not a folder",
                                  fix="pass the folder holding the release's wheels and sdist")
     entries = release_matrix(manifest) if entries is None else entries
-    verify = verify or (lambda path: verify_wheel(path, static=True, project=manifest.root))
+    providers = VerifyOptions(providers=manifest.providers)
+    verify = verify or (lambda path: verify_wheel(path, static=True, options=providers))
     version = expect_version or manifest.version
     report = SetReport(folder=str(folder))
     wheels = sorted(folder.glob("*.whl"))

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from release import _cmd
+from release._lock import folder_size, megabytes, provisioning
 from release.errors import CommandError, EnvironmentFailure, ToolError
 from release.options import default_cache_dir
 
@@ -48,37 +49,50 @@ def _slug(requirement: str) -> str:
 
 def pip_tool(requirement: str, executable: str, *, cache: Path | None = None) -> Path:
     """Installs ``requirement`` into its own folder of the tool cache with pip and returns
-    the path of ``executable`` (a path relative to that folder)."""
+    the path of ``executable`` (a path relative to that folder). One process at a time
+    provisions a folder (a lock beside it); what it downloads is announced, with pip naming
+    each file and its size as it comes, and nothing is left outside the cache."""
     target = (cache or cache_dir()) / "tools" / _slug(requirement)
     binary = target / executable
-    complete = target / COMPLETE_MARKER
-    if binary.exists() and complete.exists():
+    if binary.exists() and (target / COMPLETE_MARKER).exists():
         return binary
-    if target.exists():
-        log.warning("discarding the incomplete tool folder %s", target)
-    partial = target.with_name(target.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    try:
-        partial.parent.mkdir(parents=True, exist_ok=True)
-        _cmd.run([sys.executable, "-m", "pip", "install", "--quiet",
-                  "--disable-pip-version-check", "--target", partial, requirement],
-                 what=f"pip install {requirement}")
-        (partial / COMPLETE_MARKER).write_text(requirement + "\n")
-        shutil.rmtree(target, ignore_errors=True)
-        partial.rename(target)
-    except CommandError as error:
-        shutil.rmtree(partial, ignore_errors=True)
-        raise EnvironmentFailure(error.what, fix="check the connection to the package index, "
-                                 f"or install the tool by hand ({requirement})") from None
-    except OSError as error:
-        shutil.rmtree(partial, ignore_errors=True)
-        raise EnvironmentFailure(f"cannot install {requirement} into {target}: "
-                                 f"{error.strerror}", fix="check the disk and the cache "
-                                 "folder (RELEASE_CACHE_DIR)") from None
+    with provisioning(target, requirement):
+        if not (binary.exists() and (target / COMPLETE_MARKER).exists()):
+            _pip_install(requirement, target)
     if not binary.exists():
         raise ToolError(f"{requirement} installed but {executable} is missing",
                         fix=f"remove {target} and retry")
     return binary
+
+
+def _pip_install(requirement: str, target: Path) -> None:
+    if target.exists():
+        log.warning("discarding the incomplete tool folder %s", target)
+    partial = target.with_name(target.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    log.info("downloading %s from the package index into %s (once per cache)",
+             requirement, target)
+    try:
+        (partial / ".tmp").mkdir(parents=True)
+        # pip's own scratch folders live in the partial folder: nothing stays in TMPDIR
+        _cmd.run([sys.executable, "-m", "pip", "install", "--progress-bar", "off",
+                  "--disable-pip-version-check", "--target", partial, requirement],
+                 what=f"pip install {requirement}", env={"TMPDIR": str(partial / ".tmp")},
+                 stream=True)
+        shutil.rmtree(partial / ".tmp", ignore_errors=True)
+        (partial / COMPLETE_MARKER).write_text(requirement + "\n")
+        shutil.rmtree(target, ignore_errors=True)
+        partial.rename(target)
+    except CommandError as error:
+        raise EnvironmentFailure(error.what, fix="check the connection to the package index, "
+                                 f"or install the tool by hand ({requirement})") from None
+    except OSError as error:
+        raise EnvironmentFailure(f"cannot install {requirement} into {target}: "
+                                 f"{error.strerror}", fix="check the disk and the cache "
+                                 "folder (RELEASE_CACHE_DIR)") from None
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+    log.info("%s: %s in %s", requirement, megabytes(folder_size(target)), target)
 
 
 def pip_site(requirement: str, *, cache: Path | None = None) -> Path:

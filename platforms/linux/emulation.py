@@ -21,6 +21,7 @@ from pathlib import Path
 
 from platforms.linux.cross import CrossTarget, has_compilers, toolchain_arguments
 from release import _cmd
+from release._lock import folder_size, megabytes, provisioning
 from release.errors import CommandError, EnvironmentFailure, ToolError
 from release.loader import Runner
 from release.tools import COMPLETE_MARKER
@@ -74,7 +75,9 @@ def provision_runner(target: CrossTarget, cache: Path) -> Runner | None:
         return None
     root = root_folder(target, cache)
     if not (root / COMPLETE_MARKER).is_file():
-        _provision_root(target, emulator, root, cache)
+        with provisioning(root, f"the {target.arch} root folder"):
+            if not (root / COMPLETE_MARKER).is_file():
+                _provision_root(target, emulator, root, cache)
     return runner(target, emulator, root)
 
 
@@ -84,11 +87,15 @@ def _provision_root(target: CrossTarget, emulator: str, root: Path, cache: Path)
     partial, wheels = (root.with_name(root.name + suffix) for suffix in (".partial", ".wheels"))
     for folder in (root, partial, wheels):
         shutil.rmtree(folder, ignore_errors=True)
-    log.info("provisioning the %s root folder %s (once)", target.arch, root)
+    log.info("downloading %s Debian packages (%s) and wheels (%s) for the %s root folder %s "
+             "(once per cache)", len(target.packages), ", ".join(target.packages[:4])
+             + (", ..." if len(target.packages) > 4 else ""), ", ".join(target.wheels),
+             target.arch, root)
     try:
         _fill_root(target, emulator, partial, apt_state=cache / "apt" /
                    target.debian_architecture, wheels=wheels)
         partial.rename(root)
+        log.info("%s root folder: %s in %s", target.arch, megabytes(folder_size(root)), root)
     except (CommandError, ToolError) as error:
         raise EnvironmentFailure(f"cannot provision the {target.arch} root folder: "
                                  f"{error.what}", fix=error.fix or "check the connection to "

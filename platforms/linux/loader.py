@@ -30,10 +30,13 @@ _TAG_PREFIXES = ("linux_", "manylinux", "musllinux")
 
 # Extension modules load RTLD_LOCAL (as importlib does), libraries RTLD_GLOBAL.
 _LOAD_SCRIPT = """
-import ctypes, sys
+import ctypes, importlib, sys
 for item in sys.argv[1:]:
     mode, path = item.split(":", 1)
-    ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL if mode == "g" else ctypes.RTLD_LOCAL)
+    if mode == "m":
+        importlib.import_module(path)
+    else:
+        ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL if mode == "g" else ctypes.RTLD_LOCAL)
 """
 
 
@@ -139,8 +142,9 @@ class LinuxLoader:
             # A plain linux_<arch> tag (auditwheel's "linux" policy, which lists nothing)
             # promises no glibc version, but every Linux still has the C/C++ runtime: the
             # most permissive allow-list, with no symbol-version limit.
-            permissive = min(policies.policies,
-                             key=lambda p: p.priority if p.libraries else 999)
+            permissive = min((p for p in policies.policies
+                              if p.family == "manylinux" and p.libraries),
+                             key=lambda p: p.priority)
             return SystemPolicy(name="linux", libraries=permissive.libraries, machine=machine,
                                 source=policies.source, provided_by=DRIVER_LIBRARIES)
         policy, tag = max(found, key=lambda pair: pair[0].priority)
@@ -153,15 +157,22 @@ class LinuxLoader:
     def is_loadable_library(self, info: BinaryInfo) -> bool:
         return info.file_type == "shared" and info.section(".interp") is None
 
+    def binds_by_name(self, info: BinaryInfo) -> bool:
+        return True   # ld.so looks every symbol up by name in the object's scope
+
     def runner(self, platform_tags: Sequence[str], host: Host) -> Runner | None:
         arch = tags_arch(platform_tags)
         if host.system != "linux" or not arch:
             return None
         return host.runner(arch)
 
-    def load_command(self, items: Sequence[LoadItem], runner: Runner) -> list[str]:
+    def unloadable(self, info: BinaryInfo, runner: Runner) -> str:
+        return ""
+
+    def load_command(self, items: Sequence[LoadItem], runner: Runner,
+                     imports: Sequence[str] = ()) -> list[str]:
         return runner.python_command(
-            "-c", _LOAD_SCRIPT,
+            "-c", _LOAD_SCRIPT, *(f"m:{module}" for module in imports),
             *(("l:" if item.extension else "g:") + str(item.path) for item in items))
 
 
@@ -176,9 +187,9 @@ DRIVER_LIBRARIES: Mapping[str, str] = {
 
 
 def _system_policy(policy: Policy, arch: str, source: str, machine: str) -> SystemPolicy:
-    return SystemPolicy(name=policy.name, libraries=policy.libraries, machine=machine,
+    return SystemPolicy(name=policy.name, libraries=policy.libraries_for(arch), machine=machine,
                         symbol_versions=policy.symbol_versions.get(arch, {}),
-                        fix="build in an older manylinux image or raise the platform tag",
+                        fix=f"build in an older {policy.family} image or raise the platform tag",
                         source=source, provided_by=DRIVER_LIBRARIES)
 
 

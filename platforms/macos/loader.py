@@ -49,10 +49,13 @@ _NEWEST_MAJOR = 40              # bounds the enumerated allowed versions
 
 # For a Mac's own runner (none yet): extension modules RTLD_LOCAL, libraries RTLD_GLOBAL.
 _LOAD_SCRIPT = """
-import ctypes, sys
+import ctypes, importlib, sys
 for item in sys.argv[1:]:
     mode, path = item.split(":", 1)
-    ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL if mode == "g" else ctypes.RTLD_LOCAL)
+    if mode == "m":
+        importlib.import_module(path)
+    else:
+        ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL if mode == "g" else ctypes.RTLD_LOCAL)
 """
 
 
@@ -206,12 +209,20 @@ class MacOSLoader:
     def is_loadable_library(self, info: BinaryInfo) -> bool:
         return info.file_type in ("shared", "bundle")
 
+    def binds_by_name(self, info: BinaryInfo) -> bool:
+        # two-level namespace: each reference names the library it was linked against
+        return not info.two_level_namespace
+
     def runner(self, platform_tags: Sequence[str], host: Host) -> Runner | None:
         return None   # no Mac to load them on: the load checks report "not run"
 
-    def load_command(self, items: Sequence[LoadItem], runner: Runner) -> list[str]:
+    def unloadable(self, info: BinaryInfo, runner: Runner) -> str:
+        return ""
+
+    def load_command(self, items: Sequence[LoadItem], runner: Runner,
+                     imports: Sequence[str] = ()) -> list[str]:
         return runner.python_command(
-            "-c", _LOAD_SCRIPT,
+            "-c", _LOAD_SCRIPT, *(f"m:{module}" for module in imports),
             *(("l:" if item.extension else "g:") + str(item.path) for item in items))
 
 

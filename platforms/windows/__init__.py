@@ -176,7 +176,7 @@ class WindowsPlatform:
             try:
                 found = self.runner(Target("windows-amd64", "windows", "amd64"), cache=cache)
             except ReleaseError as error:
-                log.warning("Windows programs are not run: %s (fix: %s)", error.what, error.fix)
+                log.warning("Windows programs are not run: %s", error.message)
         return () if found is None else (found,)
 
 

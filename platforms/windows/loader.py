@@ -30,6 +30,7 @@ from pathlib import Path
 
 from platforms.windows.wine import windows_path
 from release.binary.model import BinaryInfo
+from release.errors import ToolError
 from release.loader import (
     Entry,
     EntryKind,
@@ -248,22 +249,41 @@ class WindowsLoader:
     def is_loadable_library(self, info: BinaryInfo) -> bool:
         return info.format == "pe" and info.file_type == "shared"
 
+    def binds_by_name(self, info: BinaryInfo) -> bool:
+        return False   # each import names the DLL it binds to
+
     def runner(self, platform_tags: Sequence[str], host: Host) -> Runner | None:
         machines = {_MACHINES[tag] for tag in platform_tags if tag in _MACHINES}
         if len(machines) != 1:
             return None
         return host.runner(machines.pop(), "windows")
 
-    def load_command(self, items: Sequence[LoadItem], runner: Runner) -> list[str]:
+    def unloadable(self, info: BinaryInfo, runner: Runner) -> str:
+        """Without a Windows Python (under wine) only the stable ABI's python3.dll is there,
+        as a stand-in: a module built for one version imports python3X.dll."""
+        if runner.python:
+            return ""
+        versioned = [name for name in info.needed
+                     if fnmatch.fnmatchcase(name.lower(), "python3[0-9]*.dll")]
+        return (f"needs {versioned[0]}, which no Windows Python provides here (only the stable "
+                "ABI's python3.dll has a stand-in)") if versioned else ""
+
+    def load_command(self, items: Sequence[LoadItem], runner: Runner,
+                     imports: Sequence[str] = ()) -> list[str]:
         """Adds the folders the wheel's packages add (``for_wheel``), then loads each item
         as CPython does: with Python where the runner has one (on Windows), else with the
-        ``load-dlls`` helper (under wine)."""
+        ``load-dlls`` helper (under wine), which imports no module."""
         sites = {item.site for item in items if item.site is not None}
         folders = [site / folder for site in sorted(sites) for folder in self.added]
         if runner.python:
             return runner.python_command("-c", _LOAD_SCRIPT, *map(str, folders), "--",
+                                         *(f"m:{module}" for module in imports),
                                          *(("e:" if item.extension else "l:") + str(item.path)
                                            for item in items))
+        if imports:
+            raise ToolError(f"loading these files needs `import {', '.join(imports)}` first, "
+                            "and no Windows Python runs here",
+                            fix="run verify on Windows for this check")
         path = _path_for(runner)
         arguments: list[str] = []
         for folder in folders:
@@ -283,6 +303,9 @@ split = arguments.index("--")
 handles = [os.add_dll_directory(folder) for folder in arguments[:split]]
 for item in arguments[split + 1:]:
     kind, path = item[:2], item[2:]
+    if kind == "m:":
+        __import__(path)
+        continue
     library = ctypes.WinDLL(path)
     if kind == "e:":
         getattr(library, "PyInit_" + os.path.basename(path).split(".")[0])

@@ -9,7 +9,10 @@ A runner needs three things, provisioned once into the tool cache:
   (``python3.def``): the load checks' program, since no Windows Python is at hand;
 * the zig toolchain file for ``x86_64-windows-gnu``, so SDK consumers build for the wheel.
 
-Paths given to Windows programs are written as wine sees the Linux root: drive ``Z:``."""
+Each is made by one process at a time (a lock beside it in the cache), announced with its
+size, and wine runs with ``TMPDIR`` in the cache (its server folder ``wine-*`` stays there,
+not in the user's temporary folder). Paths given to Windows programs are written as wine
+sees the Linux root: drive ``Z:``."""
 
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from functools import cache as _memoized
 from pathlib import Path, PurePosixPath
 
 from release import _cmd, zig
+from release._lock import folder_size, megabytes, provisioning
 from release.errors import CommandError, EnvironmentFailure
 from release.loader import Runner
 from release.tools import COMPLETE_MARKER
@@ -54,8 +58,17 @@ def _wine_version(wine: str) -> str:
     return output.split()[0] if output else "wine"
 
 
+def _temporary_folder(prefix: Path) -> Path:
+    """Where wine keeps its server folder for ``prefix``: in the cache, beside the prefix."""
+    return prefix.with_name(prefix.name + ".tmp")
+
+
+def _prefix_environment(prefix: Path) -> tuple[str, ...]:
+    return (f"WINEPREFIX={prefix}", f"TMPDIR={_temporary_folder(prefix)}", *_ENVIRONMENT)
+
+
 def _prefix_command(wine: str, prefix: Path) -> tuple[str, ...]:
-    return ("env", f"WINEPREFIX={prefix}", *_ENVIRONMENT, wine)
+    return ("env", *_prefix_environment(prefix), wine)
 
 
 def _helpers_folder(cache: Path) -> Path:
@@ -81,6 +94,7 @@ def stand_in_source(def_text: str) -> str:
 
 
 def _build_helpers(folder: Path, toolchain_folder: Path) -> None:
+    log.info("building the Windows load helpers into %s (once per cache)", folder)
     partial = folder.with_name(folder.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
@@ -88,10 +102,11 @@ def _build_helpers(folder: Path, toolchain_folder: Path) -> None:
         cc = str(zig.tool_path(toolchain_folder, "cc"))
         (partial / "python3.c").write_text(
             stand_in_source(PYTHON3_DEF.read_text(encoding="ascii")), encoding="ascii")
+        fix = f"check the zig toolchain in {toolchain_folder} and the cache's free space"
         _cmd.run([cc, "-shared", "-O1", "-o", partial / "python3.dll", partial / "python3.c"],
-                 what="build the python3.dll stand-in")
+                 what="build the python3.dll stand-in", fix=fix)
         _cmd.run([cc, "-O2", "-o", partial / "load-dlls.exe", LOAD_DLLS_SOURCE, "-lshell32"],
-                 what="build load-dlls.exe")
+                 what="build load-dlls.exe", fix=fix)
         (partial / COMPLETE_MARKER).write_text("load-dlls.exe python3.dll\n")
         shutil.rmtree(folder, ignore_errors=True)
         partial.rename(folder)
@@ -101,19 +116,20 @@ def _build_helpers(folder: Path, toolchain_folder: Path) -> None:
 
 def _make_prefix(wine: str, prefix: Path) -> None:
     shutil.rmtree(prefix, ignore_errors=True)
-    prefix.parent.mkdir(parents=True, exist_ok=True)
-    log.info("creating a wine prefix in %s (once; ~10 s)", prefix)
+    _temporary_folder(prefix).mkdir(parents=True, exist_ok=True)
+    log.info("creating a wine prefix in %s (once per cache; about 10 s and 700 MB)", prefix)
     try:
         _cmd.run([*_prefix_command(wine, prefix), "wineboot", "--init"],
                  what="wineboot --init", timeout=300)
-        _cmd.run(["env", f"WINEPREFIX={prefix}", "wineserver", "-w"], what="wineserver -w",
-                 timeout=300)
+        _cmd.run(["env", *_prefix_environment(prefix), "wineserver", "-w"],
+                 what="wineserver -w", timeout=300)
     except CommandError as error:
         shutil.rmtree(prefix, ignore_errors=True)
         raise EnvironmentFailure(f"wine could not create a prefix in {prefix}: {error.what}",
                                  fix=f"check the wine installation (apt-get install "
                                      f"{WINE_PACKAGE}) and the disk space") from None
     (prefix / COMPLETE_MARKER).write_text("wine prefix\n")
+    log.info("wine prefix: %s in %s", megabytes(folder_size(prefix)), prefix)
 
 
 def prefix_folder(wine: str, cache: Path) -> Path:
@@ -121,6 +137,7 @@ def prefix_folder(wine: str, cache: Path) -> Path:
 
 
 def _runner(wine: str, prefix: Path, helpers: Path, toolchain: Path) -> Runner:
+    _temporary_folder(prefix).mkdir(parents=True, exist_ok=True)   # a prefix made before it
     return Runner(machine="x86_64", system="windows", prefix=_prefix_command(wine, prefix),
                   python="", cmake_arguments=(f"-DCMAKE_TOOLCHAIN_FILE={toolchain}",),
                   helpers=(("load-dlls", str(helpers / "load-dlls.exe")),))
@@ -136,10 +153,14 @@ def provision_runner(toolchain: Path, cache: Path) -> Runner | None:
         return None
     prefix = prefix_folder(wine, cache)
     if not (prefix / COMPLETE_MARKER).is_file():
-        _make_prefix(wine, prefix)
+        with provisioning(prefix, "the wine prefix"):
+            if not (prefix / COMPLETE_MARKER).is_file():
+                _make_prefix(wine, prefix)
     helpers = _helpers_folder(cache)
     if not (helpers / COMPLETE_MARKER).is_file():
-        _build_helpers(helpers, toolchain.parent)
+        with provisioning(helpers, "the Windows load helpers"):
+            if not (helpers / COMPLETE_MARKER).is_file():
+                _build_helpers(helpers, toolchain.parent)
     return _runner(wine, prefix, helpers, toolchain)
 
 

@@ -286,17 +286,28 @@ class _Parser:
                                f"symbol table {table.name}")
         versions = self._version_indexes(sections, len(rows)) if version_names else []
         symbols = []
+        size = len(strings)
+        find, symbol = strings.find, model.Symbol
+        bindings, visibilities, kinds = _BINDINGS, _VISIBILITIES, _KINDS
+        wide = self.bits == 64
         for index, row in enumerate(rows[1:], start=1):
-            if self.bits == 64:
+            if wide:
                 name, info, other, shndx = row[0], row[1], row[2], row[3]
             else:
                 name, info, other, shndx = row[0], row[3], row[4], row[5]
             number = versions[index] & 0x7FFF if versions else 0
             version = version_names.get(number, "") if number > 1 else ""  # 0 local, 1 base
-            symbols.append(model.Symbol(
-                string_at(strings, name, view=self.view, what="symbol name") if name else "",
-                _BINDINGS.get(info >> 4, f"binding-{info >> 4}"), _VISIBILITIES[other & 3],
-                shndx != 0, _KINDS.get(info & 0xF, "notype"), version))
+            text = ""
+            if name:
+                end = find(b"\0", name) if name < size else -1
+                if end < 0:   # out of the table, or not NUL-terminated: the one error path
+                    text = string_at(strings, name, view=self.view, what="symbol name")
+                else:
+                    text = strings[name:end].decode("utf-8", "replace")
+            binding = bindings.get(info >> 4)
+            symbols.append(symbol(text, binding or f"binding-{info >> 4}",
+                                  visibilities[other & 3], shndx != 0,
+                                  kinds.get(info & 0xF, "notype"), version))
         return tuple(symbols)
 
     def _version_indexes(self, sections: list[_SectionHeader], count: int) -> list[int]:

@@ -67,6 +67,7 @@ LC_CODE_SIGNATURE, LC_VERSION_MIN_MACOSX, LC_BUILD_VERSION = 0x1D, 0x24, 0x32
 _LOADS = (LC_LOAD_DYLIB, LC_LOAD_WEAK_DYLIB, LC_REEXPORT_DYLIB, LC_LAZY_LOAD_DYLIB,
           LC_LOAD_UPWARD_DYLIB)
 PLATFORM_MACOS = 1
+MH_TWOLEVEL, MH_FORCE_FLAT = 0x80, 0x100   # header flags: the image's namespace
 
 N_STAB, N_PEXT, N_TYPE, N_EXT = 0xE0, 0x10, 0x0E, 0x01
 N_UNDF, N_SECT = 0x0, 0xE
@@ -77,6 +78,7 @@ S_THREAD_LOCAL_REGULAR = 0x11
 CSMAGIC_EMBEDDED_SIGNATURE, CSMAGIC_CODEDIRECTORY = 0xFADE0CC0, 0xFADE0C02
 CSSLOT_CODEDIRECTORY, CSSLOT_ALTERNATE = 0, 0x1000
 _HASHES = {1: "sha1", 2: "sha256", 3: "sha256", 4: "sha384"}   # 3: SHA-256 cut to 20 bytes
+_TEAM_VERSION = 0x20200   # code directories from this version on carry a team offset
 
 OS_PREFIX = "macOS"   # the library name and version prefix of a minimum-OS requirement
 
@@ -113,6 +115,8 @@ class _Slice:
     minos: str = ""
     signed: bool = False
     signature_matches: bool = True
+    two_level: bool = False
+    team: str = ""
     sections: list[model.Section] = field(default_factory=list)
     dynamic: list[model.Symbol] = field(default_factory=list)
     symbols: list[model.Symbol] = field(default_factory=list)
@@ -182,11 +186,12 @@ class _SliceParser:
         header = "IiiIIIII" if self.bits == 64 else "IiiIIII"
         fields = self.view.unpack(header, self._check(0, 28 if self.bits == 32 else 32,
                                                       "Mach-O header"), "Mach-O header")
-        _magic, cputype, _subtype, file_type, ncmds, sizeofcmds = fields[:6]
+        _magic, cputype, _subtype, file_type, ncmds, sizeofcmds, flags = fields[:7]
         first = 32 if self.bits == 64 else 28
         self._check(first, sizeofcmds, "load commands")
         result = _Slice(_MACHINES.get(cputype & 0xFFFFFFFF, f"cpu-{cputype & 0xFFFFFFFF:#x}"),
-                        self.bits, self.little, _FILE_TYPES.get(file_type, "other"))
+                        self.bits, self.little, _FILE_TYPES.get(file_type, "other"),
+                        two_level=bool(flags & MH_TWOLEVEL) and not flags & MH_FORCE_FLAT)
         symtab: tuple[int, ...] | None = None
         offset, end = first, first + sizeofcmds
         for _ in range(ncmds):
@@ -219,6 +224,7 @@ class _SliceParser:
                 self._check(dataoff, datasize, "code signature")
                 result.signed = True
                 result.signature_matches = self._signature_matches(dataoff, datasize)
+                result.team = self._team(dataoff, datasize)
             elif cmd in (LC_SEGMENT, LC_SEGMENT_64):
                 result.sections += self._sections(body, size, cmd == LC_SEGMENT_64)
             elif cmd == LC_SYMTAB:
@@ -242,6 +248,30 @@ class _SliceParser:
             return self._page_hashes_match(offset, size)
         except BinaryFormatError:
             return False
+
+    def _team(self, offset: int, size: int) -> str:
+        """The team identifier of the signature's code directory: set when a developer
+        identity signed the file (ad-hoc signatures have none); "" when unreadable."""
+        try:
+            blob = ByteView(self.view.read(self.start + offset, size, "code signature"),
+                            where=self.view.where, byte_order=">")
+            magic, _length, count = blob.unpack("III", 0, "signature blob")
+            if magic != CSMAGIC_EMBEDDED_SIGNATURE or count > 64:
+                return ""
+            for slot, start in blob.table("II", 12, count, 8, "signature index"):
+                if slot != CSSLOT_CODEDIRECTORY:
+                    continue
+                magic, _length, version = blob.unpack("III", start, "code directory")
+                if magic != CSMAGIC_CODEDIRECTORY or version < _TEAM_VERSION:
+                    return ""
+                (team,) = blob.unpack("I", start + 48, "code directory team offset")
+                if not team:
+                    return ""
+                raw = blob.read(start + team, min(64, blob.size - start - team), "team")
+                return one_line(raw.split(b"\0", 1)[0].decode("ascii", "replace"))
+        except BinaryFormatError:
+            return ""
+        return ""
 
     def _page_hashes_match(self, offset: int, size: int) -> bool:
         blob = ByteView(self.view.read(self.start + offset, size, "code signature"),
@@ -411,4 +441,6 @@ def _combine(slices: list[_Slice], size: int, *, fat: bool) -> model.BinaryInfo:
         architectures=architectures,
         unsigned=_unique([piece.machine for piece in slices if not piece.signed]),
         bad_signatures=_unique([piece.machine for piece in slices
-                                if piece.signed and not piece.signature_matches]))
+                                if piece.signed and not piece.signature_matches]),
+        two_level_namespace=all(piece.two_level for piece in slices),
+        vendor=next((piece.team for piece in slices if piece.team), ""))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import mmap
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 # Symbol bindings and visibilities, as words shared by every format.
 GLOBAL = "global"
@@ -35,8 +35,10 @@ class Section:
     address: int = 0
 
 
-@dataclass(frozen=True)
-class Symbol:
+class Symbol(NamedTuple):
+    """One symbol table entry. A tuple, not a dataclass: a large library has a few hundred
+    thousand, made while the wheel streams and kept for the whole run."""
+
     name: str
     binding: str          # GLOBAL, WEAK, LOCAL, UNIQUE
     visibility: str       # DEFAULT, HIDDEN, PROTECTED, INTERNAL
@@ -86,6 +88,12 @@ class BinaryInfo:
     # the machines (slices) without a code signature, where the format signs code (Mach-O)
     unsigned: tuple[str, ...] = ()
     bad_signatures: tuple[str, ...] = ()  # ... whose signature does not match their bytes
+    # Mach-O: linked for the two-level namespace (each imported symbol is bound to the
+    # library it was linked against, not looked up by name in every loaded image)
+    two_level_namespace: bool = False
+    # Who published the file, where the format records it: a PE version resource's
+    # CompanyName, a Mach-O code signature's team identifier ("" when not recorded)
+    vendor: str = ""
 
     def section(self, name: str) -> Section | None:
         return next((section for section in self.sections if section.name == name), None)

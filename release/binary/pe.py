@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from release.binary import model
 from release.binary._view import Buffer, ByteView
+from release.errors import BinaryFormatError
 
 MAGIC = b"MZ"
 PE_SIGNATURE = b"PE\0\0"
@@ -28,7 +29,10 @@ _MACHINES = {0x8664: "x86_64", 0xAA64: "aarch64", 0x14C: "x86", 0x1C4: "arm",
 _SUBSYSTEMS = {1: "native", 2: "windows_gui", 3: "windows_cui", 9: "windows_ce_gui",
                10: "efi_application", 16: "windows_boot_application"}
 IMAGE_FILE_EXECUTABLE_IMAGE, IMAGE_FILE_DLL = 0x0002, 0x2000
-DIRECTORY_EXPORT, DIRECTORY_IMPORT, DIRECTORY_DELAY_IMPORT = 0, 1, 13
+DIRECTORY_EXPORT, DIRECTORY_IMPORT, DIRECTORY_RESOURCE, DIRECTORY_DELAY_IMPORT = 0, 1, 2, 13
+RT_VERSION = 16
+_COMPANY = "CompanyName".encode("utf-16-le") + b"\0\0"
+_MAX_VERSION_INFO = 64 * 1024   # a version resource is a few hundred bytes
 
 _MAX_SECTIONS = 96 * 1024     # the field is 16 bits; the bound only keeps errors readable
 _MAX_NAME = 65536             # longest DLL or export name read
@@ -107,13 +111,14 @@ class _Parser:
         imports = self._imports(*directory(DIRECTORY_IMPORT))
         delayed = self._delay_imports(*directory(DIRECTORY_DELAY_IMPORT))
         exports = self._exports(*directory(DIRECTORY_EXPORT))
+        vendor = self._company(*directory(DIRECTORY_RESOURCE))
         file_type = ("shared" if characteristics & IMAGE_FILE_DLL else
                      "executable" if characteristics & IMAGE_FILE_EXECUTABLE_IMAGE else "other")
         return model.BinaryInfo(
             format="pe", machine=_MACHINES.get(machine, f"machine-{machine:#x}"), bits=bits,
             little_endian=True, file_type=file_type, size=view.size,
             needed=_unique(imports), delay_needed=_unique(delayed),
-            subsystem=_SUBSYSTEMS.get(subsystem, f"subsystem-{subsystem}"),
+            subsystem=_SUBSYSTEMS.get(subsystem, f"subsystem-{subsystem}"), vendor=vendor,
             sections=tuple(model.Section(s.name, s.offset, s.raw_size, s.characteristics,
                                          s.address) for s in self.sections),
             dynamic_symbols=tuple(
@@ -220,6 +225,53 @@ class _Parser:
                 "func" if self._executable(address) else "object"
             result.append((self._string_at(name_rva, "export name"), kind))
         return result
+
+    def _company(self, rva: int, size: int) -> str:
+        """The CompanyName of the version resource ("" when there is none); a resource tree
+        this reader cannot follow is no version resource, never an error."""
+        if rva == 0 or size == 0:
+            return ""
+        try:
+            base = self._offset(rva, "resource directory")
+            data = self._resource_data(base, RT_VERSION)
+        except BinaryFormatError:
+            return ""
+        if data is None:
+            return ""
+        at = data.find(_COMPANY)
+        if at < 0 or at % 2:
+            return ""
+        start = at + len(_COMPANY)
+        start += -start % 4   # the value is aligned to 4 bytes within the resource
+        end = start
+        while end + 1 < len(data) and data[end:end + 2] != b"\0\0":
+            end += 2
+        return data[start:end].decode("utf-16-le", "replace").strip()
+
+    def _resource_data(self, base: int, kind: int) -> bytes | None:
+        """The bytes of the first resource of ``kind`` (type, then any name and language)."""
+        offset = self._resource_entry(base, base, kind)
+        for _level in range(2):   # name, then language: the first of each
+            if offset is None or not offset & 0x80000000:
+                return None
+            offset = self._resource_entry(base, base + (offset & 0x7FFFFFFF), None)
+        if offset is None or offset & 0x80000000:
+            return None
+        data_rva, data_size = self.view.unpack("II", base + offset, "resource data entry")
+        if data_size > _MAX_VERSION_INFO:
+            return None
+        return self.view.read(self._offset(data_rva, "version resource"), data_size,
+                              "version resource")
+
+    def _resource_entry(self, base: int, directory: int, wanted: int | None) -> int | None:
+        """The OffsetToData of the entry with id ``wanted`` (None: the first entry)."""
+        named, numbered = self.view.unpack("HH", directory + 12, "resource directory")
+        rows = self.view.table("II", directory + 16, min(named + numbered, 4096), 8,
+                               "resource directory entries")
+        for name, offset in rows:
+            if wanted is None or (not name & 0x80000000 and name == wanted):
+                return int(offset)
+        return None
 
     def _executable(self, rva: int) -> bool:
         return any(s.address <= rva < s.address + max(s.virtual_size, s.raw_size)

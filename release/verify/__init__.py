@@ -1,16 +1,32 @@
 """``python -m release verify``: prove a wheel is what it claims (see docs/verify.md).
 
 Public API: ``verify_wheel``, ``main``, ``Report``, ``VerifyOptions``, and for checks
-``WheelModel``, ``BinaryFile``, ``VerifyContext``."""
+``WheelModel``, ``BinaryFile``, ``VerifyContext``. Each is imported when first used, so the
+command line can refuse a bad argument before the checks and platforms are loaded."""
 
 from __future__ import annotations
 
-from release.verify.api import verify_wheel
-from release.verify.cli import main
-from release.verify.context import VerifyContext
-from release.verify.options import Limits, VerifyOptions
-from release.verify.report import SCHEMA_VERSION, Report
-from release.verify.wheel import BinaryFile, WheelModel
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from release.verify.api import verify_wheel
+    from release.verify.cli import main
+    from release.verify.context import VerifyContext
+    from release.verify.options import Limits, VerifyOptions
+    from release.verify.report import SCHEMA_VERSION, Report
+    from release.verify.wheel import BinaryFile, WheelModel
+
+_HOMES = {"verify_wheel": "api", "main": "cli", "VerifyContext": "context", "Limits": "options",
+          "VerifyOptions": "options", "SCHEMA_VERSION": "report", "Report": "report",
+          "BinaryFile": "wheel", "WheelModel": "wheel"}
 
 __all__ = ["SCHEMA_VERSION", "BinaryFile", "Limits", "Report", "VerifyContext", "VerifyOptions",
            "WheelModel", "main", "verify_wheel"]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'release.verify' has no attribute '{name}'")
+    return getattr(importlib.import_module(f"release.verify.{home}"), name)

@@ -8,16 +8,19 @@ mostly zero padding compress over 200x, and a ratio says nothing about how much 
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import os
+import queue
 import re
 import struct
+import threading
 import zipfile
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import BinaryIO
 
 from release.errors import WheelError
@@ -44,7 +47,9 @@ class Member:
 @dataclass(frozen=True)
 class Leak:
     prefix: str
-    sample: str      # the text around the first occurrence
+    sample: str                     # the path at the first occurrence, up to the string's end
+    samples: tuple[str, ...] = ()   # the first few distinct paths (the first one included)
+    count: int = 1                  # occurrences in the file
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,7 @@ class StreamedMember:
     leaks: tuple[Leak, ...]
     written: Path | None
     data: bytes | None   # the whole member, when it was kept in memory
+    opens_globally: bool = False   # Python source that loads libraries with RTLD_GLOBAL
 
 
 def installed_path(name: str) -> str:
@@ -78,7 +84,7 @@ def _unsafe_name(name: str) -> str:
         return "is an absolute path"
     if "\\" in name:
         return "contains a backslash"
-    if ".." in PurePosixPath(name).parts:
+    if ".." in name.split("/"):
         return "climbs out of the extraction folder with '..'"
     if "" in name.rstrip("/").split("/") or "." in name.split("/"):
         return "has an empty or '.' path component"
@@ -160,48 +166,124 @@ def _file_and_folder(files: Counter[str]) -> set[str]:
 
 # A prefix counts only where a path starts: not inside a longer path
 # (/opt/rh/gcc-toolset-14/root/... holds "/root/") or a URL (https://pypi.org/project/...).
-_PATH_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._~/+@-")
+_PATH_BYTES = frozenset(
+    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._~/+@-\\")
+_ALNUM = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_KEY = 3   # prefixes starting with '/' are looked up by their first bytes at each path start
+# After the '/' a pattern starts with: the byte before it is no path byte (the scanner keeps
+# a byte before every window, so the lookbehind always has one to look at). Patterns start
+# with a literal byte so the regular-expression engine skips to its occurrences.
+_PATH_START = rb"/(?<=[^A-Za-z0-9._~/+@\\-]/)"
 # An absolute source file name as __FILE__ writes it into a binary (NUL-terminated), outside
 # the system's own folders (assert() in a system header names /usr/include/...).
-_SOURCE_FILE = re.compile(rb"(?:/[A-Za-z0-9._+@-]+){2,}"
-                          rb"\.(?:c|cc|cpp|cxx|cu|h|hh|hpp|hxx|inl|f|f90|pyx|m|mm)")
+_SOURCE_SUFFIXES = rb"(?:c|cc|cpp|cxx|cu|h|hh|hpp|hxx|inl|f|f90|pyx|m|mm)"
+_SOURCE_FILE = re.compile(rb"(?:/[A-Za-z0-9._+@-]+){2,}\." + _SOURCE_SUFFIXES + rb"\x00")
+_SUFFIXES = tuple(b"." + suffix for suffix in (
+    b"c", b"cc", b"cpp", b"cxx", b"cu", b"h", b"hh", b"hpp", b"hxx", b"inl", b"f", b"f90", b"pyx",
+    b"m", b"mm"))
 # (/builddir/build/BUILD/: where a distribution's toolchain packages were built, e.g. the
 # static part of gcc-toolset's libstdc++ that manylinux links in)
 _SYSTEM_SOURCES = (b"/usr/", b"/opt/rh/", b"/opt/_internal/", b"/Library/", b"/Applications/",
                    b"/System/", b"/builddir/build/BUILD/")
-_SOURCE_SUFFIXES = tuple(b"." + suffix for suffix in (
-    b"c", b"cc", b"cpp", b"cxx", b"cu", b"h", b"hh", b"hpp", b"hxx", b"inl", b"f", b"f90", b"pyx",
-    b"m", b"mm"))
 SOURCE_FILE = "absolute source file"    # the Leak.prefix of a __FILE__-style source path
 _BINARY_MAGIC = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"\xca\xfe\xba\xbe",
                  b"MZ")
-_KEY = 3   # prefixes starting with '/' are looked up by their first bytes at each path start
+# Where a path written into a file ends: the end of its string (NUL, a quote, a line break,
+# a separator of a list of paths, characters no path holds).
+_PATH_TEXT = re.compile(rb"[^\x00\"'\n\r\t<>|;*?]*")
+_DRIVE_BEFORE = re.compile(rb"(?<![A-Za-z0-9])[A-Za-z]:\Z")
+_SAMPLE = 160
+_SAMPLES = 5   # distinct samples kept per prefix and file
+# Python that loads libraries into the process's global scope (ctypes.RTLD_GLOBAL,
+# os.RTLD_GLOBAL): the other libraries it opens may then interpose on each other.
+_GLOBAL_OPEN = b"RTLD_GLOBAL"
+
+
+def _posix_pattern(prefix: str) -> bytes:
+    """A regex for a prefix that starts with '/', after its '/': '*' stands for one path
+    component."""
+    return b"[^/\\x00\"']+".join(re.escape(part.encode()) for part in prefix[1:].split("*"))
+
+
+def _drive_pattern(prefix: str) -> bytes:
+    """A regex for a drive path prefix ("C:/Users/*/AppData/"), after its ':': the drive
+    letter in either case (a lookbehind), '/' and '\\' (written once or doubled, as in C
+    strings) alike, '*' one component."""
+    drive, rest = prefix[0], prefix[2:]
+    separator = rb"(?:\\{1,2}|/)"
+    parts = []
+    for component in re.split(r"[\\/]", rest):
+        if component == "*":
+            parts.append(rb"[^\\/\x00\"']+")
+        elif component:
+            parts.append(re.escape(component.encode()))
+    body = separator + separator.join(parts) + (separator if rest.endswith(("/", "\\")) else b"")
+    letter = re.escape(drive.upper().encode()) + re.escape(drive.lower().encode())
+    return rb"(?<=[^A-Za-z0-9][" + letter + rb"]:)" + body
+
+
+def is_drive_path(prefix: str) -> bool:
+    return len(prefix) > 2 and prefix[1] == ":" and prefix[0].isalpha()
+
+
+def starts_with_prefix(text: str, prefix: str) -> bool:
+    """Whether the path ``text`` starts with the leak prefix ``prefix`` (as the scanner
+    matches it: '*' one folder name; drive paths with either slash and letter case)."""
+    encoded = b"\n" + text.encode("utf-8", "replace")
+    if is_drive_path(prefix):
+        return re.compile(b":" + _drive_pattern(prefix)).match(encoded, 2) is not None
+    return re.compile(_PATH_START + _posix_pattern(prefix)).match(encoded, 1) is not None
+
+
+@dataclass(frozen=True)
+class _Patterns:
+    """The prefixes as the scanner looks them up, made once per set of prefixes."""
+
+    by_key: dict[bytes, list[tuple[str, bytes, re.Pattern[bytes] | None]]]
+    drives: dict[int, list[tuple[str, re.Pattern[bytes]]]]
+    other: list[tuple[str, bytes]]   # any other text (a relative --build-path)
+
+
+@functools.cache
+def _patterns(prefixes: tuple[str, ...]) -> _Patterns:
+    by_key: dict[bytes, list[tuple[str, bytes, re.Pattern[bytes] | None]]] = {}
+    drives: dict[int, list[tuple[str, re.Pattern[bytes]]]] = {}
+    other: list[tuple[str, bytes]] = []
+    for prefix in prefixes:
+        if is_drive_path(prefix):
+            pattern = re.compile(b":" + _drive_pattern(prefix))
+            for letter in {prefix[0].lower(), prefix[0].upper()}:
+                drives.setdefault(ord(letter), []).append((prefix, pattern))
+        elif prefix.startswith("/") and len(prefix) >= _KEY:
+            literal = prefix.split("*", 1)[0].encode()
+            wild = re.compile(_posix_pattern(prefix)) if "*" in prefix else None
+            by_key.setdefault(literal[:_KEY], []).append((prefix, literal, wild))
+        elif prefix:
+            other.append((prefix, prefix.encode()))
+    # the most specific first: literal prefixes before wildcard ones, longer before shorter
+    for keyed in by_key.values():
+        keyed.sort(key=lambda row: ("*" in row[0], -len(row[0])))
+    for lettered in drives.values():
+        lettered.sort(key=lambda row: ("*" in row[0], -len(row[0])))
+    return _Patterns(by_key, drives, other)
 
 
 class _LeakScanner:
-    """Finds, in one pass over the path starts ('/' not preceded by a path character), the
-    first occurrence of each prefix and, in binaries, of an absolute source file name.
-    Prefixes that do not start with '/' (D:\\a\\) are searched for directly, except in ELF
-    and Mach-O files."""
+    """Finds, in one pass over the path starts ('/' not preceded by a path byte, found with
+    bytes.find: far faster than a regular expression over every byte), every occurrence of
+    each prefix and, in binaries, absolute source file names; and, in files other than ELF
+    and Mach-O ones (POSIX builds), drive paths where their drive letter starts. Keeps each
+    one's count and first few paths, cut where their string ends."""
 
     def __init__(self, prefixes: Sequence[str]) -> None:
-        self.by_key: dict[bytes, list[tuple[str, bytes]]] = {}
-        self.other: list[tuple[str, bytes]] = []
-        for prefix in prefixes:
-            encoded = prefix.encode()
-            if encoded.startswith(b"/") and len(encoded) >= _KEY:
-                self.by_key.setdefault(encoded[:_KEY], []).append((prefix, encoded))
-            elif encoded:
-                self.other.append((prefix, encoded))
-        self.active = bool(self.by_key or self.other)
-        longest = max((len(e) for group in self.by_key.values() for _, e in group),
-                      default=1)
-        longest = max([longest, *(len(e) for _, e in self.other)])
-        self.keep = longest + _SAMPLE
-        self.tail = b""
+        patterns = _patterns(tuple(prefixes))
+        self.by_key, self.drives, self.other = patterns.by_key, patterns.drives, patterns.other
+        self.active = bool(self.by_key or self.drives or self.other)
+        self.keep = 4096 + _SAMPLE   # the longest path a match may still need
+        self.pending = b""           # bytes not yet examined (the previous byte first)
         self.started = False
         self.binary = False
-        self.posix = False
+        self.posix_only = False
         self.found: dict[str, Leak] = {}
 
     def feed(self, chunk: bytes) -> None:
@@ -210,49 +292,105 @@ class _LeakScanner:
         if not self.started:
             self.binary = chunk.startswith(_BINARY_MAGIC)
             # ELF and Mach-O files come from POSIX builds: no drive-letter paths in them
-            self.posix = chunk.startswith(_BINARY_MAGIC[:-1])
-        window = self.tail + chunk
-        if not self.posix:
-            for prefix, encoded in self.other:
-                if prefix not in self.found:
-                    self._find(prefix, encoded, window)
-        self._path_starts(window)
-        self.tail = window[-self.keep:]
-        self.started = True
+            self.posix_only = chunk.startswith(_BINARY_MAGIC[:-1])
+            self.started = True
+            self.pending = b"\n"    # a neutral byte before the first one
+        window = self.pending + chunk
+        limit = len(window) - self.keep
+        if limit > 1:
+            self._examine(window, limit)
+            self.pending = window[limit - 1:]
+        else:
+            self.pending = window
 
-    def _path_starts(self, window: bytes) -> None:
-        by_key, found = self.by_key, self.found
-        sources = self.binary and SOURCE_FILE not in found
-        # a start at 0 of a later window was seen (with its preceding byte) in the previous one
-        position = window.find(b"/", 0 if not self.started else 1)
-        while position >= 0:
-            if position == 0 or window[position - 1] not in _PATH_BYTES:
-                for prefix, encoded in by_key.get(window[position:position + _KEY], ()):
-                    if prefix not in found and window.startswith(encoded, position):
-                        found[prefix] = Leak(prefix, _sample(window, position))
-                if sources:
-                    # cheap tests first: NUL-terminated and a source suffix, then the pattern
-                    end = window.find(b"\0", position, position + _SAMPLE)
-                    if end > 0 and window.endswith(_SOURCE_SUFFIXES, position, end) and \
-                            _SOURCE_FILE.fullmatch(window, position, end) and \
-                            not window.startswith(_SYSTEM_SOURCES, position) and \
-                            window.find(b"XXXXXX", position, end) < 0:
-                        # (XXXXXX: a mkstemp template, not a file of the build)
-                        found[SOURCE_FILE] = Leak(SOURCE_FILE, _sample(window, position))
-                        sources = False
-            position = window.find(b"/", position + 1)
+    def finish(self) -> None:
+        if self.active and self.started and len(self.pending) > 1:
+            self._examine(self.pending, len(self.pending))
+        self.pending = b""
 
-    def _find(self, prefix: str, encoded: bytes, window: bytes) -> None:
-        position = window.find(encoded, 0 if not self.started else 1)
+    def _examine(self, window: bytes, limit: int) -> None:
+        """Records the occurrences that start in window[1:limit] (window[0] precedes)."""
+        self._path_starts(window, limit)
+        if self.drives and not self.posix_only:
+            for separator in (b":/", b":\\"):
+                self._drive_paths(window, limit, separator)
+        for prefix, encoded in self.other:
+            position = window.find(encoded, 1, limit + len(encoded))
+            while 0 <= position < limit:
+                if window[position - 1] not in _PATH_BYTES:
+                    self._record(prefix, window, position)
+                position = window.find(encoded, position + 1, limit + len(encoded))
+
+    def _path_starts(self, window: bytes, limit: int) -> None:
+        by_key, record = self.by_key, self._record
+        sources = self.binary
+        position = window.find(b"/", 1, limit)
         while position >= 0:
-            if position == 0 or window[position - 1] not in _PATH_BYTES:
-                self.found[prefix] = Leak(prefix, _sample(window, position))
-                return
-            position = window.find(encoded, position + 1)
+            if window[position - 1] not in _PATH_BYTES:
+                for prefix, literal, wild in by_key.get(window[position:position + _KEY], ()):
+                    if window.startswith(literal, position) and (
+                            wild is None or wild.match(window, position + 1)):
+                        record(prefix, window, _drive_start(window, position))
+                        break   # one prefix per path: the most specific
+                if sources and self._source_file(window, position):
+                    sources = SOURCE_FILE not in self.found or \
+                        self.found[SOURCE_FILE].count < _SAMPLES
+            position = window.find(b"/", position + 1, limit)
+
+    def _source_file(self, window: bytes, position: int) -> bool:
+        """Records an absolute source file name at ``position``; True when it found one."""
+        # cheap tests first: NUL-terminated and a source suffix, then the pattern
+        end = window.find(b"\0", position, position + _SAMPLE)
+        if end < 0 or not window.endswith(_SUFFIXES, position, end):
+            return False
+        if _SOURCE_FILE.match(window, position) is None or \
+                window.startswith(_SYSTEM_SOURCES, position) or \
+                window.find(b"XXXXXX", position, end) >= 0:
+            return False   # (XXXXXX: a mkstemp template, not a file of the build)
+        self._record(SOURCE_FILE, window, _drive_start(window, position), end)
+        return True
+
+    def _drive_paths(self, window: bytes, limit: int, separator: bytes) -> None:
+        position = window.find(separator, 2, limit)
+        while position >= 0:
+            candidates = self.drives.get(window[position - 1])
+            if candidates and window[position - 2] not in _ALNUM:
+                for prefix, pattern in candidates:
+                    if pattern.match(window, position):
+                        self._record(prefix, window, position - 1)
+                        break   # one prefix per path: the most specific
+            position = window.find(separator, position + 1, limit)
+
+    def _record(self, prefix: str, window: bytes, position: int, end: int = -1) -> None:
+        """Counts an occurrence; the first few are kept as samples (up to ``end``, else to
+        the end of the string)."""
+        known = self.found.get(prefix)
+        if known is not None and known.count >= _SAMPLES:
+            self.found[prefix] = Leak(prefix, known.sample, known.samples, known.count + 1)
+            return
+        sample = window[position:end].decode("utf-8", "replace") if end >= 0 else \
+            _sample(window, position)
+        if known is None:
+            self.found[prefix] = Leak(prefix, sample, (sample,), 1)
+            return
+        samples = known.samples if sample in known.samples else (*known.samples, sample)
+        self.found[prefix] = Leak(prefix, known.sample, samples, known.count + 1)
+
+
+def _drive_start(window: bytes, position: int) -> int:
+    """Where the path at ``position`` starts: two bytes earlier when a drive letter precedes
+    it ("C:/project/..." is shown with its letter)."""
+    if position >= 2 and window[position - 1] == 0x3A and _DRIVE_BEFORE.search(
+            window, max(0, position - 3), position):
+        return position - 2
+    return position
 
 
 def _sample(window: bytes, position: int) -> str:
-    return window[position:position + _SAMPLE].split(b"\0")[0].decode("utf-8", "replace").strip()
+    """The path at ``position``, up to the end of its string."""
+    match = _PATH_TEXT.match(window, position, position + _SAMPLE)
+    text = match.group(0) if match else b""
+    return text.decode("utf-8", "replace").strip()
 
 
 @dataclass(frozen=True)
@@ -271,11 +409,16 @@ def stream_member(archive: Path, descriptor: int, member: Member, limits: Limits
     start = _data_offset(archive, descriptor, member)
     digest = hashlib.sha256()
     scanner = _LeakScanner(request.prefixes)
+    python = member.name.endswith(".py")
+    opens_globally, previous = False, b""
     produced, head, output = 0, b"", None
     target: Path | None = None
     kept: list[bytes] | None = None
     try:
-        for chunk in _chunks(archive, descriptor, member, start):
+        chunks = _chunks(archive, descriptor, member, start)
+        if member.method == zipfile.ZIP_DEFLATED and member.compressed_size > _AHEAD_FROM:
+            chunks = _inflated_ahead(chunks)
+        for chunk in chunks:
             produced += len(chunk)
             if produced > member.declared_size:  # declared sizes are capped in list_members
                 raise WheelError(f"{archive.name}: '{member.name}' expands past its declared "
@@ -290,6 +433,9 @@ def stream_member(archive: Path, descriptor: int, member: Member, limits: Limits
                     output = _create(target)
             digest.update(chunk)
             scanner.feed(chunk)
+            if python and not opens_globally:
+                opens_globally = _GLOBAL_OPEN in previous[-len(_GLOBAL_OPEN):] + chunk
+                previous = chunk
             if output is not None:
                 output.write(chunk)
             elif kept is not None:
@@ -300,6 +446,7 @@ def stream_member(archive: Path, descriptor: int, member: Member, limits: Limits
     if produced != member.declared_size:
         raise WheelError(f"{archive.name}: '{member.name}' holds {produced} bytes but its "
                          f"header says {member.declared_size}", fix="rebuild the wheel")
+    scanner.finish()
     if (request.destination is not None and target is None and kept is None
             and request.write_when(head)):
         target = _confined(request.destination, member.name)  # an empty file
@@ -307,7 +454,7 @@ def stream_member(archive: Path, descriptor: int, member: Member, limits: Limits
     encoded = _record_digest(digest.digest())
     return StreamedMember(member.name, produced, encoded, head,
                           tuple(scanner.found.values()), target,
-                          b"".join(kept) if kept is not None else None)
+                          b"".join(kept) if kept is not None else None, opens_globally)
 
 
 def _confined(destination: Path, name: str) -> Path:
@@ -370,6 +517,53 @@ def _data_offset(archive: Path, descriptor: int, member: Member) -> int:
     return start
 
 
+_AHEAD_FROM = 16 << 20   # members larger than this (compressed) inflate in a helper thread
+_AHEAD = 4               # chunks the helper may inflate ahead of the reader
+_DONE = object()
+
+
+def _inflated_ahead(chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """``chunks``, inflated by a helper thread a few chunks ahead of the caller: zlib (which
+    releases the GIL) runs while the caller hashes, scans and writes, so one large member
+    uses two cores. The helper's errors reach the caller; the caller stopping early stops
+    the helper."""
+    ready: queue.Queue[object] = queue.Queue(maxsize=_AHEAD)
+    stop = threading.Event()
+
+    def put(item: object) -> bool:
+        while not stop.is_set():
+            try:
+                ready.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for chunk in chunks:
+                if not put(chunk):
+                    return
+            put(_DONE)
+        except BaseException as error:  # handed to the reader, who raises it
+            put(error)
+
+    helper = threading.Thread(target=produce, name="inflate", daemon=True)
+    helper.start()
+    try:
+        while True:
+            item = ready.get()
+            if item is _DONE:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            assert isinstance(item, bytes)
+            yield item
+    finally:
+        stop.set()
+        helper.join()
+
+
 def _chunks(archive: Path, descriptor: int, member: Member, start: int) -> Iterator[bytes]:
     position, end = start, start + member.compressed_size
     if _outside(archive, descriptor, member, start, member.compressed_size):
@@ -377,7 +571,10 @@ def _chunks(archive: Path, descriptor: int, member: Member, start: int) -> Itera
                          "bytes past the end of the archive", fix="re-download the wheel")
     inflater = zlib.decompressobj(-15) if member.method == zipfile.ZIP_DEFLATED else None
     while position < end:
-        raw = os.pread(descriptor, min(4 * _CHUNK, end - position), position)
+        # a quarter of a chunk of input inflates to about a chunk: its unconsumed rest,
+        # which zlib copies on every call, stays small
+        raw = os.pread(descriptor, min(_CHUNK // 4 if inflater else 4 * _CHUNK,
+                                       end - position), position)
         if not raw:
             raise WheelError(f"{archive.name}: '{member.name}' is truncated",
                              fix="re-download the wheel")

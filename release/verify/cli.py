@@ -1,38 +1,29 @@
-"""``python -m release verify``: argument parsing and exit codes (0 ok, 7 findings, 8 no
-finding but a check the environment kept from running, others: the ReleaseError subclass'
-code). Every ReleaseError becomes one line, never a traceback."""
+"""``python -m release verify``: its arguments and exit codes (0 ok, 7 findings, 8 no finding
+but a check the environment kept from running, others: the ReleaseError subclass' code).
+The subcommand is one of ``release.__main__``'s, with its one error handler: every
+ReleaseError becomes one line, never a traceback. The argument is classified (a file, a zip)
+before the checks, the platforms or any tool are even imported."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from release.errors import (
-    ConfigurationError,
-    EnvironmentFailure,
-    ReleaseError,
-    VerificationFailed,
-)
-from release.verify.api import verify_wheel
+from release.errors import ConfigurationError, EnvironmentFailure, VerificationFailed
+from release.verify.argument import classify
 from release.verify.options import VerifyOptions
-from release.verify.run import ENVIRONMENT
+from release.verify.report import ENVIRONMENT
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise ConfigurationError(f"verify: {message}", fix="see `python -m release verify -h`")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m release verify", description="Verify a wheel.")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("wheel", type=Path, help="the .whl file")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--static", action="store_true",
-                        help="only checks that read files (no loading, no CMake)")
+                        help="only checks that read files (no loading, no CMake, nothing "
+                             "provisioned)")
     parser.add_argument("--heuristic-ownership", action="store_true",
                         help="infer operator ownership from strings (wheels without a record)")
     parser.add_argument("--load-timeout", type=float, default=60.0, metavar="SECONDS",
@@ -48,10 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "need one not in --site are 'not run (environment)'")
     parser.add_argument("--build-path", action="append", default=[], metavar="DIR",
                         help="a build or source folder that must not appear in files (repeat)")
-    parser.add_argument("--project", type=Path, default=None, metavar="DIR",
-                        help="project whose [tool.release] names the variant providers whose "
-                             "checks also run (default: this release tool's own project)")
-    return parser
+    parser.add_argument("--provider", action="append", default=[], metavar="NAME",
+                        help="a variant provider package whose checks also run (repeat; the "
+                             "wheel's build record names its own)")
 
 
 def options_from(arguments: argparse.Namespace) -> VerifyOptions:
@@ -62,27 +52,16 @@ def options_from(arguments: argparse.Namespace) -> VerifyOptions:
                          load_timeout=arguments.load_timeout, max_pairs=arguments.max_pairs,
                          workers=arguments.workers, sites=tuple(arguments.site),
                          offline=arguments.offline,
-                         build_paths=tuple(str(p) for p in arguments.build_path))
+                         build_paths=tuple(str(p) for p in arguments.build_path),
+                         providers=tuple(arguments.provider))
 
 
-def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None,
-         stderr: TextIO | None = None) -> int:
-    out, err = stdout or sys.stdout, stderr or sys.stderr
-    try:
-        arguments = build_parser().parse_args(argv)
-        if not arguments.wheel.is_file():
-            raise ConfigurationError(f"verify: {arguments.wheel} is not a file",
-                                     fix="pass the path of a .whl file")
-        report = verify_wheel(arguments.wheel, static=arguments.static,
-                              options=options_from(arguments), project=arguments.project)
-    except ReleaseError as error:
-        err.write(f"error: {error.message}\n")
-        return error.exit_code
-    except OSError as error:  # e.g. no space left in TMPDIR for the extraction
-        where = f"{error.filename}: " if error.filename else ""
-        err.write(f"error: {where}{error.strerror or error} (fix: check the free space in "
-                  "TMPDIR and the wheel's path)\n")
-        return EnvironmentFailure.exit_code
+def run(arguments: argparse.Namespace, out: TextIO) -> int:
+    """The ``verify`` command: classify the argument, verify, print, choose the exit code."""
+    options = options_from(arguments)
+    argument = classify(arguments.wheel)
+    from release.verify.api import verify_wheel  # the checks and platforms, once needed
+    report = verify_wheel(argument.path, static=arguments.static, options=options)
     out.write(json.dumps(report.to_json(), indent=2, default=str) + "\n" if arguments.json
               else report.render_text() + "\n")
     if not report.ok:
@@ -90,3 +69,14 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None,
     if ENVIRONMENT in report.checks.values():
         return EnvironmentFailure.exit_code   # no fault found, but not everything could run
     return 0
+
+
+def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None,
+         stderr: TextIO | None = None) -> int:
+    """``python -m release verify ARGV`` (default: this process's arguments), for callers
+    that hold their own streams."""
+    import sys
+
+    from release.__main__ import main as release_main
+    given = sys.argv[1:] if argv is None else list(argv)
+    return release_main(["verify", *given], stdout=stdout, stderr=stderr)

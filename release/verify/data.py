@@ -63,11 +63,13 @@ class ImportedLibrary:
     library: str        # glob on the file name
     distribution: str
     module: str         # importing it loads the library into the process
+    sole: bool = False  # no other distribution provides the library (libc10.so: torch alone)
 
 
 def load_imported_libraries() -> tuple[ImportedLibrary, ...]:
     return _rows("distribution_dirs.json", "loaded_by_import",
-                 lambda row: ImportedLibrary(row["library"], row["distribution"], row["module"]),
+                 lambda row: ImportedLibrary(row["library"], row["distribution"], row["module"],
+                                             bool(row.get("sole", False))),
                  optional=True)
 
 
@@ -75,11 +77,13 @@ def load_imported_libraries() -> tuple[ImportedLibrary, ...]:
 class ToolkitLibrary:
     library: str                      # glob on the file name
     distributions: tuple[str, ...]    # globs on the distribution names that provide it
+    toolkit: str = "CUDA"             # the vendor toolkit it belongs to
 
 
 def load_toolkit_libraries() -> tuple[ToolkitLibrary, ...]:
     return _rows("distribution_dirs.json", "toolkit_libraries",
-                 lambda row: ToolkitLibrary(row["library"], tuple(row["distributions"])),
+                 lambda row: ToolkitLibrary(row["library"], tuple(row["distributions"]),
+                                            row.get("toolkit", "CUDA")),
                  optional=True)
 
 
@@ -95,6 +99,11 @@ def matching(rows: tuple[_Matching, ...], library: str) -> _Matching | None:
     """The first row whose ``library`` glob matches the file name ``library``, if any (the
     package whose import loads it, the CUDA toolkit library it is)."""
     return next((row for row in rows if fnmatch.fnmatchcase(library, row.library)), None)
+
+
+def matching_all(rows: tuple[_Matching, ...], library: str) -> list[_Matching]:
+    """Every row whose ``library`` glob matches the file name ``library``, in file order."""
+    return [row for row in rows if fnmatch.fnmatchcase(library, row.library)]
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ whose import loads libtorch), made available to the checks that run programs: fo
 
 from __future__ import annotations
 
+import fnmatch
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
@@ -34,7 +35,7 @@ def dependency_sites(wheel: WheelModel, context: VerifyContext,
     environment = marker_environment(wheel.tags)
     provisioned = []
     for distribution in needed:
-        if any(_holds(site, distribution) for site in given):
+        if any(site_holds(site, distribution) for site in given):
             continue
         requirement = next((r for r in wheel.metadata.requires
                             if canonicalize_name(r.name) == canonicalize_name(distribution)
@@ -59,8 +60,13 @@ def dependency_sites(wheel: WheelModel, context: VerifyContext,
     return sites
 
 
-def _holds(site: Path, distribution: str) -> bool:
-    """Whether ``site`` has ``distribution`` installed (its .dist-info folder)."""
-    wanted = canonicalize_name(distribution)
-    return any(canonicalize_name(entry.name.split("-", 1)[0]) == wanted
-               for entry in site.glob("*.dist-info"))
+def site_holds(site: Path, distribution: str) -> bool:
+    """Whether ``site`` has ``distribution`` installed (its .dist-info folder); the name may
+    be globs joined by ", " (the providers of a CUDA toolkit library)."""
+    patterns = [canonicalize_name(part.strip()) if "*" not in part else part.strip().lower()
+                for part in distribution.split(",") if part.strip()]
+    if not patterns or not site.is_dir():
+        return False
+    installed = {canonicalize_name(entry.name.split("-", 1)[0])
+                 for entry in site.glob("*.dist-info")}
+    return any(fnmatch.fnmatchcase(name, pattern) for name in installed for pattern in patterns)

@@ -46,6 +46,16 @@ class Metadata:
     requires: tuple[Requirement, ...]
     metadata_version: str = ""
     provides_extras: tuple[str, ...] = ()
+    authors: str = ""    # Author, Author-email, Maintainer and Maintainer-email, joined
+
+    def names_vendor(self, vendor: str) -> bool:
+        """Whether ``vendor`` (a company in a binary's version resource, a signing team) is
+        one of the wheel's own authors or maintainers: a significant word of it appears in
+        those fields ("Microsoft Corporation" in "Author: Microsoft Corporation")."""
+        words = {word for word in re.findall(r"[a-z0-9]+", vendor.lower())
+                 if len(word) > 2 and word not in _COMPANY_WORDS}
+        mentioned = set(re.findall(r"[a-z0-9]+", self.authors.lower()))
+        return bool(words & mentioned)
 
     def requires_distribution(self, distribution: str,
                               environment: Mapping[str, str] | None = None) -> Declaration:
@@ -82,6 +92,8 @@ class Metadata:
 
 
 _EXTRA = re.compile(r"""extra\s*==\s*['"]([^'"]+)['"]""")
+_COMPANY_WORDS = frozenset({"corporation", "corp", "inc", "ltd", "limited", "llc", "gmbh",
+                            "company", "foundation", "the", "and", "co"})
 
 # The PEP 508 values a platform tag decides (the rest keep this interpreter's values).
 _TAG_PLATFORMS = (
@@ -128,8 +140,11 @@ def parse_metadata(text: str, *, where: str) -> tuple[Metadata, list[Finding]]:
                                     what=f"invalid Requires-Dist '{line}'", why=str(error),
                                     fix="write a PEP 508 requirement"))
     extras = tuple(canonicalize_name(extra) for extra in message.get_all("Provides-Extra") or [])
+    authors = " ".join(value for field in ("Author", "Author-email", "Maintainer",
+                                           "Maintainer-email")
+                       for value in message.get_all(field) or [])
     return Metadata(message.get("Name", ""), message.get("Version", ""), tuple(requires),
-                    message.get("Metadata-Version", ""), extras), findings
+                    message.get("Metadata-Version", ""), extras, authors), findings
 
 
 def parse_wheel_tags(text: str) -> tuple[Tag, ...]:

@@ -25,5 +25,6 @@ class VerifyOptions:
     offline: bool = False               # never provision declared dependencies from the index
     build_paths: tuple[str, ...] = ()   # build/source folders that must not leak (errors)
     known_build_prefixes: bool = True   # also look for CI/container folders (warnings)
+    providers: tuple[str, ...] = ()     # variant providers whose checks also run (--provider)
     cmake_timeout: float = 300.0
     limits: Limits = Limits()

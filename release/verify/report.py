@@ -10,6 +10,7 @@ from typing import Any
 from release.findings import Finding, Severity
 
 SCHEMA_VERSION = 1
+ENVIRONMENT = "not run (environment)"   # a check this machine could not run: not the wheel's fault
 _ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 
 

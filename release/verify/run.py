@@ -1,8 +1,10 @@
 """``run_verify``: read the wheel once, run every check, collect every finding.
 
-The caller passes the platforms (their binary readers and loader models) and any checks
-variant providers add; the platform whose loader model claims the wheel's tags is the one
-the checks consult."""
+The caller passes the platforms (their binary readers and loader models) and any extra
+checks; the variant providers the wheel's build record names (or the options name) add
+theirs. The platform whose loader model claims the wheel's file-name tags is the one the
+checks consult, and the only one asked for a way to run programs: lazily, when a check that
+runs programs asks (never under ``static``)."""
 
 from __future__ import annotations
 
@@ -11,9 +13,11 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
+from release import tools
 from release.errors import EnvironmentFailure, ReleaseError, ToolError
 from release.findings import Finding, Severity
 from release.loader import HasLoader, Host, bind_to_wheel, loader_for
+from release.verify.argument import classify
 from release.verify.checks import CHECKS, Check
 from release.verify.checks._common import not_run
 from release.verify.context import VerifyContext
@@ -24,7 +28,8 @@ from release.verify.data import (
     load_toolkit_libraries,
 )
 from release.verify.options import VerifyOptions
-from release.verify.report import Report
+from release.verify.providers import provider_checks, wheel_providers
+from release.verify.report import ENVIRONMENT, Report
 from release.verify.wheel import WheelModel, open_wheel
 
 
@@ -38,7 +43,6 @@ def leak_prefixes(options: VerifyOptions) -> tuple[str, ...]:
     return tuple(dict.fromkeys(prefixes))
 
 
-ENVIRONMENT = "not run (environment)"   # a check this machine could not run: not the wheel's fault
 
 
 def run_checks(wheel: WheelModel, context: VerifyContext, checks: Sequence[Check] = CHECKS
@@ -52,8 +56,9 @@ def run_checks(wheel: WheelModel, context: VerifyContext, checks: Sequence[Check
             continue
         try:
             found = module.check(wheel, context)
-            status[module.NAME] = "not run" if any(
-                f.details.get("status") == "not run" for f in found) else "ran"
+            said = {f.details.get("status") for f in found}
+            status[module.NAME] = (ENVIRONMENT if ENVIRONMENT in said else
+                                   "not run" if "not run" in said else "ran")
         except (EnvironmentFailure, ToolError) as error:
             found = [Finding(check=module.NAME, severity=Severity.INFO, file="",
                              what=f"not run (environment): {error.what}", fix=error.fix,
@@ -99,25 +104,36 @@ def _unclaimed(wheel: WheelModel, platform: HasLoader | None) -> list[Finding]:
                         "tag", details={"status": "not run"})]
 
 
+def host_for(platform: HasLoader | None, *, static: bool, cache: Path | None) -> Host:
+    """This machine; for a run that may run programs, with the runners the wheel's platform
+    (and only it) makes, asked for when a check first needs one."""
+    if static or platform is None:
+        return Host.current()
+    chosen = platform
+    return Host.current(provide=lambda: chosen.emulated(cache=cache or tools.cache_dir()))
+
+
 def run_verify(path: Path, *, static: bool = False, options: VerifyOptions | None = None,
                platforms: Sequence[HasLoader] = (), extra_checks: Sequence[Check] = (),
-               host: Host | None = None) -> Report:
+               host: Host | None = None, cache: Path | None = None) -> Report:
     """Verifies the wheel at ``path`` with the readers and loader models of ``platforms``.
-    Raises WheelError only when it cannot be read safely; every other problem is a finding
-    in the report."""
+    Raises ConfigurationError when ``path`` is not a file and WheelError when it cannot be
+    read safely; every other problem is a finding in the report."""
     options = options or VerifyOptions()
+    argument = classify(path)
     readers = tuple(p.reader for p in platforms if p.reader is not None)
     with tempfile.TemporaryDirectory(prefix="release-verify-") as scratch:
         root = Path(scratch) / "site-packages"
         root.mkdir()
-        wheel = open_wheel(path, root, extract_all=not static,
+        wheel = open_wheel(argument.path, root, extract_all=not static,
                            prefixes=leak_prefixes(options), options=options,
                            readers=readers)
         platform = loader_for(platforms, wheel.platforms)
         loader = platform.loader if platform is not None else None
         if loader is not None:
             loader = bind_to_wheel(loader, wheel.folders, wheel.init_modules)
-        context = VerifyContext(options=options, static=static, host=host or Host.current(),
+        context = VerifyContext(options=options, static=static,
+                                host=host or host_for(platform, static=static, cache=cache),
                                 loader=loader,
                                 policy=loader.policy(wheel.platforms) if loader else None,
                                 distribution_dirs=load_distribution_dirs(),
@@ -125,11 +141,13 @@ def run_verify(path: Path, *, static: bool = False, options: VerifyOptions | Non
                                 toolkit_libraries=load_toolkit_libraries(),
                                 workdir=Path(scratch) / "work")
         context.workdir.mkdir()
-        findings, status = run_checks(wheel, context, (*CHECKS, *extra_checks))
+        checks = (*CHECKS, *extra_checks,
+                  *provider_checks(wheel_providers(wheel, options.providers)))
+        findings, status = run_checks(wheel, context, tuple(dict.fromkeys(checks)))
     findings += _unclaimed(wheel, platform)
     read = Counter(binary.info.format for binary in wheel.binaries)
     unreadable = sum(1 for f in wheel.findings if f.check == "binary")
     if unreadable:
         read["unreadable"] = unreadable
-    return Report(wheel=path.name, static=static, findings=findings, checks=status,
+    return Report(wheel=argument.path.name, static=static, findings=findings, checks=status,
                   binaries=dict(read))

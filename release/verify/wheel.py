@@ -37,6 +37,7 @@ from release.verify.archive import (
     read_member,
     stream_member,
 )
+from release.verify.argument import file_name_tags
 from release.verify.metadata import (
     Metadata,
     RecordEntry,
@@ -62,6 +63,12 @@ class BinaryFile:
     archive: Path
     member: Member
     readers: tuple[BinaryReader, ...] = READERS
+    # an extension module (exports PyInit_*): computed once, the checks ask often
+    extension: bool = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "extension", any(
+            s.defined and s.name.startswith("PyInit_") for s in self.info.dynamic_symbols))
 
     @property
     def sections(self) -> tuple[Section, ...]:
@@ -77,7 +84,7 @@ class BinaryFile:
 
     @property
     def is_extension(self) -> bool:
-        return any(s.defined and s.name.startswith("PyInit_") for s in self.info.dynamic_symbols)
+        return self.extension
 
     def read_bytes(self) -> bytes:
         if self.extracted_path is not None:
@@ -114,6 +121,8 @@ class WheelModel:
     fully_extracted: bool            # False: only binaries were written (static mode)
     files: frozenset[str]            # installed paths of every member
     metadata: Metadata
+    # what pip installs the wheel by: the file name's tags (WHEEL's when the name is not a
+    # valid wheel name); every check judges the binaries against these
     tags: tuple[Tag, ...]
     binaries: tuple[BinaryFile, ...]
     build_record: BuildRecord | None
@@ -124,6 +133,10 @@ class WheelModel:
     digests: Mapping[str, str] = field(default_factory=dict)   # wheel path -> sha256 (RECORD form)
     # The Python that runs when a top-level package is imported: "<pkg>/__init__.py" -> text
     init_modules: Mapping[str, str] = field(default_factory=dict)
+    wheel_file_tags: tuple[Tag, ...] = ()   # the tags the WHEEL file lists (identity compares)
+    # Python files that load libraries into the global scope (RTLD_GLOBAL); without any, the
+    # libraries the package opens itself stay each in their own scope
+    global_openers: tuple[str, ...] = ()
     # every folder that holds a file of the wheel ("" for the top), for O(1) lookups
     folders: frozenset[str] = field(init=False, repr=False, compare=False)
 
@@ -162,10 +175,12 @@ def open_wheel(archive: Path, destination: Path, *, extract_all: bool, prefixes:
     findings += metadata_findings
     findings += _check_record(texts, dist_info, streamed)
     record = _build_record(texts)
+    listed = parse_wheel_tags(texts.get(f"{dist_info}/WHEEL", ""))
     return WheelModel(
         filename=archive.name, archive=archive, root=destination, fully_extracted=extract_all,
         files=frozenset(installed_path(m.name) for m in members), metadata=metadata,
-        tags=parse_wheel_tags(texts.get(f"{dist_info}/WHEEL", "")), binaries=binaries,
+        tags=file_name_tags(archive.name) or listed, wheel_file_tags=listed, binaries=binaries,
+        global_openers=tuple(sorted(s.name for s in streamed if s.opens_globally)),
         build_record=record, leaks={s.name: s.leaks for s in streamed if s.leaks},
         findings=tuple(findings), configs=_read_configs(archive, members, options),
         digests={s.name: s.sha256 for s in streamed},
@@ -185,7 +200,7 @@ def _stream_all(archive: Path, members: list[Member], request: StreamRequest,
                         member.crc)
         result = stream_member(archive, descriptor, placed, options.limits, request)
         kept = StreamedMember(member.name, result.size, result.sha256, result.head,
-                              result.leaks, result.written, None)
+                              result.leaks, result.written, None, result.opens_globally)
         return kept, _read_binary(archive, member, result, readers)
 
     try:

@@ -20,7 +20,11 @@ from release.verify import VerifyOptions
 from release.verify.archive import Member
 from release.verify.checks import linkage, metadata_tags, search_path
 from release.verify.context import VerifyContext
-from release.verify.data import load_distribution_dirs
+from release.verify.data import (
+    load_distribution_dirs,
+    load_imported_libraries,
+    load_toolkit_libraries,
+)
 from release.verify.metadata import Metadata
 from release.verify.wheel import BinaryFile, WheelModel
 
@@ -50,6 +54,8 @@ def context(tag: str = TAG) -> VerifyContext:
     return VerifyContext(options=VerifyOptions(), static=True, host=Host("linux", "x86_64"),
                          loader=LOADER, policy=LOADER.policy([tag]),
                          distribution_dirs=load_distribution_dirs(),
+                         imported_libraries=load_imported_libraries(),
+                         toolkit_libraries=load_toolkit_libraries(),
                          workdir=Path("/nonexistent"))
 
 
@@ -66,6 +72,7 @@ def test_runpath_into_the_wheel_and_system_libraries() -> None:
                             ("pkg/_C.so", "libfoo.so.1"): "unresolved"}
     errors = [f for f in linkage.check(wheel, context()) if f.severity is Severity.ERROR]
     assert [(f.file, f.details["needed"]) for f in errors] == [("pkg/_C.so", "libfoo.so.1")]
+    assert "not found after installation" in errors[0].what
 
 
 def test_rpath_is_inherited_but_runpath_is_not() -> None:
@@ -73,12 +80,62 @@ def test_rpath_is_inherited_but_runpath_is_not() -> None:
                       elf("pkg/lib/liba.so", needed=("libb.so",)),
                       elf("pkg/lib/libb.so"))
     assert kinds(inherited)[("pkg/lib/liba.so", "libb.so")] == "wheel"
-    warnings = [f for f in linkage.check(inherited, context()) if f.file == "pkg/lib/liba.so"]
-    assert [f.severity for f in warnings] == [Severity.WARNING]
+    (note,) = linkage.check(inherited, context())
+    assert note.severity is Severity.INFO and note.details["files"] == ["pkg/lib/liba.so"]
     not_inherited = model(elf("pkg/_C.so", needed=("liba.so",), runpath=("$ORIGIN/lib",)),
                           elf("pkg/lib/liba.so", needed=("libb.so",)),
                           elf("pkg/lib/libb.so"))
     assert kinds(not_inherited)[("pkg/lib/liba.so", "libb.so")] == "unresolved"
+
+
+def test_rpath_is_inherited_down_the_whole_loading_chain() -> None:
+    """auditwheel's layout: only the extension has DT_RPATH; every bundled library, however
+    deep, finds its siblings through it (rasterio's libgdal -> libproj -> libsqlite3)."""
+    wheel = model(elf("pkg/_io.so", needed=("libgdal.so",), rpath=("$ORIGIN/../pkg.libs",)),
+                  elf("pkg.libs/libgdal.so", needed=("libproj.so",)),
+                  elf("pkg.libs/libproj.so", needed=("libsqlite3.so",)),
+                  elf("pkg.libs/libsqlite3.so", needed=("libz.so",)),
+                  elf("pkg.libs/libz.so"))
+    assert set(kinds(wheel).values()) == {"wheel"}
+    findings = linkage.check(wheel, context())
+    assert [f.severity for f in findings] == [Severity.INFO], findings
+    assert findings[0].details["count"] == 3
+
+
+def test_rpath_passes_through_a_loader_with_runpath() -> None:
+    """A library with DT_RUNPATH uses only it for its own needs, but the DT_RPATH of the
+    binaries that loaded it still reaches the libraries it loads."""
+    wheel = model(elf("pkg/_C.so", needed=("libmid.so",), rpath=("$ORIGIN/lib", "$ORIGIN/deep")),
+                  elf("pkg/lib/libmid.so", needed=("libleaf.so",), runpath=("$ORIGIN",)),
+                  elf("pkg/lib/libleaf.so", needed=("libdeep.so",)),
+                  elf("pkg/deep/libdeep.so"))
+    found = kinds(wheel)
+    assert found[("pkg/lib/libleaf.so", "libdeep.so")] == "wheel"
+    assert found[("pkg/lib/libmid.so", "libleaf.so")] == "wheel"
+
+
+def test_a_library_only_some_loaders_serve_is_a_warning() -> None:
+    """Loaded by an extension that passes its DT_RPATH down and by one with DT_RUNPATH,
+    which does not: imported through the second first, it fails."""
+    wheel = model(elf("pkg/_a.so", needed=("libx.so",), rpath=("$ORIGIN/lib",)),
+                  elf("pkg/_b.so", needed=("libx.so",), runpath=("$ORIGIN/lib",)),
+                  elf("pkg/lib/libx.so", needed=("liby.so",)),
+                  elf("pkg/lib/liby.so"))
+    (warning,) = [f for f in linkage.check(wheel, context()) if f.severity is Severity.WARNING]
+    assert warning.file == "pkg/lib/libx.so" and warning.details["loaders"] == ["pkg/_b.so"]
+    assert "not when loaded by pkg/_b.so" in warning.what
+
+
+def test_one_error_per_root_cause() -> None:
+    """A program that finds none of the three shipped libraries it needs is one error; a
+    library nothing ships, needed by two files, is one more."""
+    wheel = model(elf("pkg/bin/tool", needed=("liba.so", "libb.so", "libc.so")),
+                  elf("pkg/_x.so", needed=("libgone.so",)),
+                  elf("pkg/_y.so", needed=("libgone.so",)),
+                  elf("pkg/lib/liba.so"), elf("pkg/lib/libb.so"), elf("pkg/lib/libc.so"))
+    errors = [f for f in linkage.check(wheel, context()) if f.severity is Severity.ERROR]
+    assert [(f.file, f.details["count"]) for f in errors] == [("pkg/bin/tool", 3), ("", 2)]
+    assert "liba.so, libb.so, libc.so" in errors[0].what and "libgone.so" in errors[1].what
 
 
 def test_declared_and_undeclared_foreign_folders() -> None:
@@ -200,17 +257,68 @@ def test_binaries_for_another_machine_than_the_tag_are_errors() -> None:
     assert LOADER.claims_tag("linux_x86_64") and not LOADER.claims_tag("win_amd64")
 
 
-def test_without_auditwheel_the_policies_come_from_the_shipped_copy(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """A clean environment (cibuildwheel's test step) has no auditwheel: verify reads the
-    policy copy beside the Linux platform module instead of failing."""
-    import importlib.util
-
+def test_the_policies_are_the_pinned_copy_whatever_auditwheel_is_importable(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """An importable auditwheel with other policies changes nothing: verify reads the pinned
+    copy beside the Linux platform module, which names the auditwheel it came from."""
     from platforms.linux import policy
 
-    def no_auditwheel(name: str) -> None:
-        raise ModuleNotFoundError(f"No module named '{name.split('.')[0]}'")
-    monkeypatch.setattr(importlib.util, "find_spec", no_auditwheel)
-    source, path = policy._policy_file()
-    assert source == "platforms/linux" and path.name == "manylinux-policy.json"
-    assert path.is_file()
+    fake = tmp_path / "auditwheel"
+    (fake / "policy").mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    (fake / "policy" / "__init__.py").write_text("")
+    (fake / "policy" / "manylinux-policy.json").write_text("[]")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    policy.load_policies.cache_clear()
+    try:
+        loaded = policy.load_policies()
+    finally:
+        policy.load_policies.cache_clear()
+    assert loaded.source.startswith("auditwheel 6.8.2 (pinned copy")
+    assert {p.name for p in loaded.policies} >= {"manylinux_2_17", "musllinux_1_2"}
+    assert LOADER.policy([TAG]).source == loaded.source
+
+
+def test_musllinux_tags_promise_musl_and_its_c_library() -> None:
+    tag = "musllinux_1_2_x86_64"
+    musl = LOADER.policy([tag])
+    assert musl.name == "musllinux_1_2" and musl.machine == "x86_64"
+    assert "libc.musl-x86_64.so.1" in musl.libraries and "libc.so" not in musl.libraries
+    wheel = model(elf("pkg/_C.so", needed=("libc.musl-x86_64.so.1", "libc.so.6")), tag=tag)
+    resolved = {(r.binary, r.needed): r.kind for r in linkage.resolve(wheel, context(tag))}
+    assert resolved == {("pkg/_C.so", "libc.musl-x86_64.so.1"): "system",
+                            ("pkg/_C.so", "libc.so.6"): "unresolved"}
+    assert LOADER.policy(["musllinux_1_2_aarch64"]).libraries >= {"libc.musl-aarch64.so.1"}
+
+
+def test_the_update_script_copies_and_records_the_source(tmp_path: Path) -> None:
+    from platforms.linux import update_policies
+
+    source = tmp_path / "site" / "auditwheel" / "policy"
+    source.mkdir(parents=True)
+    (tmp_path / "site" / "auditwheel-9.9.dist-info").mkdir()
+    for name in update_policies.FILES:
+        (source / name).write_text('[{"name": "linux"}]\n')
+    out = tmp_path / "out"
+    out.mkdir()
+    record = update_policies.update(source, out)
+    assert record["auditwheel"] == "9.9"
+    assert sorted(p.name for p in out.iterdir()) == sorted([*update_policies.FILES,
+                                                            "policy-source.json"])
+    (source / "musllinux-policy.json").write_text("{broken")
+    with pytest.raises(ValueError):
+        update_policies.update(source, out)
+
+
+def test_the_search_path_s_folder_wins_over_an_extra_s_import() -> None:
+    """libcudart.so.12 reached through the binary's own entry into an undeclared NVIDIA
+    folder is that distribution's (undeclared), not torch's, which only an extra declares and
+    whose import would load it."""
+    binary = elf("pkg/lib/libgpu.so", needed=("libcudart.so.12",),
+                 runpath=("$ORIGIN/../../nvidia/cuda_runtime/lib",))
+    wheel = model(binary, requires=('torch; extra == "torch"',))
+    (item,) = linkage.resolve(wheel, context())
+    assert (item.kind, item.distribution) == ("undeclared", "nvidia-cuda-runtime-cu12")
+    declared = model(binary, requires=("torch>=2",))
+    (through_torch,) = linkage.resolve(declared, context())
+    assert (through_torch.kind, through_torch.module) == ("imported", "torch")

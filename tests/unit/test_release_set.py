@@ -20,6 +20,7 @@ from release.errors import WheelError
 from release.findings import Finding, Severity
 from release.matrix import MatrixEntry, release_matrix
 from release.platform import get_platform
+from release.verify.options import VerifyOptions
 from release.verify.report import Report
 from release.wheel import normalize_distribution, wheel_text, write_wheel
 from tests.conftest import ROOT
@@ -225,12 +226,13 @@ def test_the_default_verify_is_static_with_the_project_s_providers(
         complete_set: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[tuple[str, bool, object]] = []
 
-    def fake_verify_wheel(path: Path, *, static: bool, project: object) -> Report:
-        calls.append((Path(path).name, static, project))
+    def fake_verify_wheel(path: Path, *, static: bool, options: VerifyOptions) -> Report:
+        calls.append((Path(path).name, static, options.providers))
         return passing_verify(Path(path))
     monkeypatch.setattr(release_set, "verify_wheel", fake_verify_wheel)
     assert release_set.check_release_set(complete_set, MANIFEST).ok
-    assert len(calls) == 10 and all(static and project == ROOT for _, static, project in calls)
+    assert len(calls) == 10 and all(static and providers == MANIFEST.providers == ("cuda",)
+                                    for _, static, providers in calls)
 
 
 def test_cli_exit_codes_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

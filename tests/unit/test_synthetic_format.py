@@ -101,10 +101,17 @@ class ToyLoader:
     def is_loadable_library(self, info: BinaryInfo) -> bool:
         return info.file_type == "shared"
 
+    def binds_by_name(self, info: BinaryInfo) -> bool:
+        return True
+
     def runner(self, platform_tags: Sequence[str], host: Host) -> Runner | None:
         return None
 
-    def load_command(self, items: Sequence[LoadItem], runner: Runner) -> list[str]:
+    def unloadable(self, info: BinaryInfo, runner: Runner) -> str:
+        return ""
+
+    def load_command(self, items: Sequence[LoadItem], runner: Runner,
+                     imports: Sequence[str] = ()) -> list[str]:
         raise AssertionError("toy binaries are never loaded here")
 
 

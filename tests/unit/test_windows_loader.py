@@ -166,3 +166,16 @@ def test_load_commands_add_the_wheel_s_folders_then_load_in_order() -> None:
     with pytest.raises(ToolError, match="no helper 'load-dlls'"):
         bound.load_command(items, Runner("x86_64", prefix=("wine",), python="",
                                          system="windows"))
+
+
+def test_under_wine_a_module_for_one_python_version_cannot_be_loaded() -> None:
+    """The helper's stand-in is the stable ABI's python3.dll: a cp311 module (python311.dll)
+    is the machine's limit, not the wheel's failure; a Windows Python loads it."""
+    info = BinaryInfo(format="pe", machine="x86_64", bits=64, little_endian=True,
+                      file_type="shared", size=0, needed=("python311.dll", "kernel32.dll"))
+    stable = BinaryInfo(format="pe", machine="x86_64", bits=64, little_endian=True,
+                        file_type="shared", size=0, needed=("python3.dll",))
+    wine = Runner("x86_64", prefix=("wine",), python="", system="windows")
+    assert "python311.dll" in LOADER.unloadable(info, wine)
+    assert LOADER.unloadable(stable, wine) == ""
+    assert LOADER.unloadable(info, Runner("x86_64", python="python.exe")) == ""

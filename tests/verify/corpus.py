@@ -70,9 +70,16 @@ def key(row: dict[str, str]) -> tuple[str, str, str, str]:
 
 def assert_matches(report: Report, wanted: dict[str, Any]) -> None:
     """Every warning and error is one the expectation lists (and reviewed), and every listed
-    one is still found; the binaries read per format, when the expectation counts them."""
+    one is still found; the binaries read per format, when the expectation counts them; and
+    every note the expectation names (how the class the wheel exercises is modelled: a
+    library provided by a dependency's import, an extra's library, a vendor's build path) is
+    among the report's info findings."""
     if "binaries" in wanted:
         assert report.binaries == wanted["binaries"]
+    notes = [(f.check, f.what) for f in report.findings if f.severity.value == "info"]
+    for note in wanted.get("notes", ()):
+        assert any(check == note["check"] and note["what"] in what for check, what in notes), \
+            f"missing note {note}; the notes: {notes}"
     actual = sorted(key(f.to_json()) for f in report.findings if f.severity.value != "info")
     rows = wanted["findings"]
     listed = sorted(key(row) for row in rows)

@@ -39,9 +39,10 @@ def macho(*, arch: str = "arm64", kind: str = "dylib", install_name: str = "",
           rpaths: Sequence[str] = (), minos: tuple[int, int] | None = (11, 0),
           old_minos: bool = False, signed: bool = True, exports: Sequence[str] = (),
           hidden: Sequence[str] = (), imports: Sequence[str] = (),
-          weak_exports: Sequence[str] = ()) -> bytes:
+          weak_exports: Sequence[str] = (), flat: bool = False, team: str = "") -> bytes:
     """One thin 64-bit little-endian Mach-O file. Symbol names are given as C writes them
-    ("PyInit_x"); the file stores them with the leading underscore."""
+    ("PyInit_x"); the file stores them with the leading underscore. Linked for the
+    two-level namespace unless ``flat``."""
     text = b"\xc0\x03\x5f\xd6" * 4
     commands: list[bytes] = []
     if install_name:
@@ -71,7 +72,7 @@ def macho(*, arch: str = "arm64", kind: str = "dylib", install_name: str = "",
     symoff = text_offset + len(text)
     stroff = symoff + len(table)
     sigoff = stroff + len(strings)
-    signature_size = len(signature_for(b"\0" * sigoff))
+    signature_size = len(signature_for(b"\0" * sigoff, team=team))
     segment = struct.pack("<II16sQQQQiiII", LC_SEGMENT_64, 152, b"__TEXT", 0, 0x4000, 0,
                           sigoff, 5, 5, 1, 0)
     segment += struct.pack("<16s16sQQIIIIIIII", b"__text", b"__TEXT", 0x1000, len(text),
@@ -83,23 +84,29 @@ def macho(*, arch: str = "arm64", kind: str = "dylib", install_name: str = "",
         commands.append(struct.pack("<IIII", LC_CODE_SIGNATURE, 16, sigoff, signature_size))
     body = b"".join(commands)
     header = struct.pack("<IiiIIIII", 0xFEEDFACF, CPU[arch], 0, FILE_TYPES[kind],
-                         len(commands), len(body), 0x85, 0)
+                         len(commands), len(body), 0x05 if flat else 0x85, 0)
     data = header + body
     data += b"\0" * (text_offset - len(data)) + text + table + strings
-    return data + (signature_for(data) if signed else b"")
+    return data + (signature_for(data, team=team) if signed else b"")
 
 
-def signature_for(code: bytes, page_log: int = 12) -> bytes:
-    """An ad hoc signature: a superblob with one SHA-256 code directory over ``code``."""
+def signature_for(code: bytes, page_log: int = 12, team: str = "") -> bytes:
+    """A signature: a superblob with one SHA-256 code directory over ``code``; ad hoc, or
+    naming the developer ``team`` that signed it."""
     page = 1 << page_log
     hashes = b"".join(hashlib.sha256(code[start:start + page]).digest()
                       for start in range(0, len(code), page))
     ident = b"demo\0"
-    header = 44
-    directory_length = header + len(ident) + len(hashes)
-    directory = struct.pack(">IIIIIIIIIBBBBI", 0xFADE0C02, directory_length, 0x20001, 2,
-                            header + len(ident), header, 0, len(hashes) // 32, len(code), 32,
-                            2, 0, page_log, 0) + ident + hashes
+    named = (team.encode() + b"\0") if team else b""
+    header = 52 if team else 44
+    directory_length = header + len(ident) + len(named) + len(hashes)
+    directory = struct.pack(">IIIIIIIIIBBBBI", 0xFADE0C02, directory_length,
+                            0x20200 if team else 0x20001, 2,
+                            header + len(ident) + len(named), header, 0, len(hashes) // 32,
+                            len(code), 32, 2, 0, page_log, 0)
+    if team:
+        directory += struct.pack(">II", 0, header + len(ident))   # scatter, team offsets
+    directory += ident + named + hashes
     return struct.pack(">IIIII", 0xFADE0CC0, 20 + len(directory), 1, 0, 20) + directory
 
 

@@ -11,7 +11,23 @@ AMD64, ARM64, I386 = 0x8664, 0xAA64, 0x14C
 DLL, EXECUTABLE = 0x2000 | 0x0002, 0x0002
 CONSOLE, GUI = 3, 2
 
-_RDATA_RVA, _TEXT_RVA, _HEADERS = 0x1000, 0x8000, 0x400
+_RDATA_RVA, _TEXT_RVA, _RSRC_RVA, _HEADERS = 0x1000, 0x8000, 0xE000, 0x400
+
+
+def _version_resource(company: str) -> bytes:
+    """A resource tree holding one RT_VERSION resource whose string table names the
+    company: type -> name -> language -> data entry -> a String structure."""
+    key = "CompanyName\0".encode("utf-16-le")
+    value = (company + "\0").encode("utf-16-le")
+    string = struct.pack("<HHH", 6 + len(key) + 2 + len(value), len(value) // 2, 1) + key
+    string += b"\0" * (-len(string) % 4) + value
+    directory = struct.pack("<IIHHHH", 0, 0, 0, 0, 0, 1)
+    tree = bytearray()
+    tree += directory + struct.pack("<II", 16, 0x80000000 | 24)            # type 16
+    tree += directory + struct.pack("<II", 1, 0x80000000 | 48)             # name 1
+    tree += directory + struct.pack("<II", 0x409, 72)                      # language
+    tree += struct.pack("<IIII", _RSRC_RVA + 88, len(string), 0, 0)        # data entry
+    return bytes(tree + string)
 
 
 def _align(data: bytearray, boundary: int) -> None:
@@ -61,12 +77,17 @@ def _tables(imports: Sequence[str], delayed: Sequence[str], exports: Sequence[st
 def pe_image(*, machine: int = AMD64, characteristics: int = DLL, subsystem: int = CONSOLE,
              bits: int = 64, imports: Sequence[str] = (), delayed: Sequence[str] = (),
              exports: Sequence[str] = (), name: str = "demo.dll",
-             long_section: str = "") -> bytes:
+             long_section: str = "", company: str = "") -> bytes:
     """A PE image with these imports, delay-load imports and exports. ``long_section`` adds
-    a section whose name is longer than eight bytes (kept in the COFF string table)."""
+    a section whose name is longer than eight bytes (kept in the COFF string table);
+    ``company`` a version resource naming that CompanyName."""
     rdata, directories = _tables(imports, delayed, exports, name)
     sections = [(b".rdata", _RDATA_RVA, rdata, 0x40000040),
                 (b".text", _TEXT_RVA, b"\xc3" * 256, 0x60000020)]
+    if company:
+        resources = _version_resource(company)
+        sections.append((b".rsrc", _RSRC_RVA, resources, 0x40000040))
+        directories[2] = (_RSRC_RVA, len(resources))
     optional_size = 240 if bits == 64 else 224
     header = bytearray(b"MZ" + b"\0" * 62)
     struct.pack_into("<I", header, 0x3C, 0x40)

@@ -1,9 +1,13 @@
-"""verify on other people's wheels: eleven real wheels from the package index, from different
+"""verify on other people's wheels: real wheels from the package index, from different
 ecosystems (scientific: numpy, scipy, h5py; data: pyarrow, psycopg2-binary, lxml; ML:
-onnxruntime, torch; image processing: pillow, opencv-python-headless; GPU: cupy-cuda12x), each with
-an expected-findings file in tests/fixtures/corpus/ whose every warning and error was reviewed
-by hand (the 'review' says why it is real). The suite fails on a new warning or error (a false
-positive until reviewed) and on a lost expected one. Downloaded once into the tool cache."""
+onnxruntime, torch, torchvision, bitsandbytes; image processing: pillow, opencv-python-headless;
+geospatial: rasterio; GPU: cupy-cuda12x, onnxruntime-gpu, jax-cuda12-plugin; Rust-built:
+cryptography; musl: numpy for musllinux_1_2), each with an expected-findings file in
+tests/fixtures/corpus/ whose every warning and error was reviewed by hand (the 'review' says
+why it is real) and, for the wheels that exercise a class the loader model once got wrong,
+the notes that show it modelled ('exercises' names the class). The suite fails on a new
+warning or error (a false positive until reviewed), on a lost expected one and on a missing
+note. Downloaded once into the tool cache."""
 
 from __future__ import annotations
 

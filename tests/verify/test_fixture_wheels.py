@@ -39,18 +39,20 @@ def test_escaping_search_path(fixture_wheels: dict[str, Path]) -> None:
 
 
 def test_missing_library(fixture_wheels: dict[str, Path]) -> None:
-    found = errors(verify_wheel(fixture_wheels["missing_library"], static=True))
-    assert ("components", "edgert/lib/libedgert_kernels_quantized.so") in found
-    assert ("linkage", "edgert/_C.abi3.so") in found
+    report = verify_wheel(fixture_wheels["missing_library"], static=True)
+    assert ("components", "edgert/lib/libedgert_kernels_quantized.so") in errors(report)
+    (missing,) = [f for f in report.findings if f.check == "linkage" and f.severity == "error"]
+    assert missing.details["needed"] == "libedgert_kernels_quantized.so"
+    assert "edgert/_C.abi3.so" in missing.details["files"]   # one finding, every file named
 
 
 def test_undeclared_dependency(fixture_wheels: dict[str, Path]) -> None:
     report = verify_wheel(fixture_wheels["undeclared_dependency"], static=True)
     backend = "edgert/lib/libedgert_backend_cpu.so"
     linkage = [f for f in report.findings if f.check == "linkage" and f.file == backend]
-    assert [f.severity for f in linkage] == [Severity.ERROR]
+    assert [f.severity for f in linkage] == [Severity.WARNING]   # the rule for every wheel
     assert linkage[0].details["distribution"] == "nvidia-cuda-runtime-cu12"
-    assert ("search-path", backend) in errors(report)
+    assert ("search-path", backend) in errors(report)    # our build record's promise
 
 
 def test_build_path_leak(fixture_wheels: dict[str, Path], fixture_build_dir: Path) -> None:

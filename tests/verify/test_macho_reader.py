@@ -143,3 +143,14 @@ def test_macho_reader_mutations(seed: bytes, edits: list[tuple[int, int]], cut: 
        st.binary(min_size=0, max_size=512))
 def test_macho_reader_garbage(magic: bytes, tail: bytes) -> None:
     _read_or_refuse(magic + tail)
+
+
+def test_the_namespace_the_image_was_linked_for() -> None:
+    assert read_binary_data(macho(), where="two-level").two_level_namespace
+    assert not read_binary_data(macho(flat=True), where="flat").two_level_namespace
+
+
+def test_a_developer_signature_names_its_team() -> None:
+    signed = read_binary_data(macho(team="ABCDE12345"), where="vendor")
+    assert signed.vendor == "ABCDE12345" and not signed.bad_signatures
+    assert read_binary_data(macho(), where="ad hoc").vendor == ""

@@ -96,3 +96,9 @@ def test_a_real_large_dll_is_read_fast() -> None:
     info = read_binary_data(data, where=name)
     assert time.perf_counter() - start < 1.0
     assert info.machine == "x86_64" and len(info.dynamic_symbols) > 1000
+
+
+def test_the_version_resource_names_the_vendor() -> None:
+    info = PeReader().read(pe_image(company="Microsoft Corporation"), where="msvcp140.dll")
+    assert info.vendor == "Microsoft Corporation"
+    assert PeReader().read(pe_image(), where="ours.dll").vendor == ""

@@ -39,6 +39,10 @@ def test_two_hundred_copies_are_one_finding_within_bounds(tmp_path: Path) -> Non
     # each copy differs by its trailing bytes: the same code, not byte-identical files
     files = {f"many/lib/libmany{i}.so": (data + i.to_bytes(2, "little"), 0o755)
              for i in range(COPIES)}
+    # the package opens them all into the global scope, where every copy meets every other
+    files["many/__init__.py"] = (b"import ctypes, glob, os\nfor path in glob.glob(os.path."
+                                 b"join(os.path.dirname(__file__), 'lib', '*.so')):\n"
+                                 b"    ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)\n", 0o644)
     files[f"{dist_info}/METADATA"] = (b"Metadata-Version: 2.1\nName: many\nVersion: 1.0\n", 0o644)
     files[f"{dist_info}/WHEEL"] = (b"Wheel-Version: 1.0\nRoot-Is-Purelib: false\n"
                                    b"Tag: py3-none-manylinux_2_17_x86_64\n", 0o644)

@@ -5,7 +5,16 @@ linker-generated symbols every shared object defines (BENIGN), weak definitions 
 linkage: inline functions, templates), STB_GNU_UNIQUE ones (merged into one copy per process
 by design), version-node symbols (a version definition's own name: OPENSSL_1_1_0), module
 init functions (PyInit_*), and symbols only extension modules define (loaded RTLD_LOCAL, they
-do not interpose on each other). Reported apart: byte-identical copies of one library (one
+do not interpose on each other).
+
+Two definitions clash only where the loader can bind one image's reference to either: both
+libraries are in one lookup scope (what one extension module, or one library the package
+opens itself, loads with it: each such file is opened RTLD_LOCAL, unless the package's Python
+opens libraries RTLD_GLOBAL, which puts those together), and an image in that scope binds by
+name (the loader model says which images do: on Windows none, each import names its DLL; on
+macOS only images outside the two-level namespace).
+
+Reported apart: byte-identical copies of one library (one
 finding per set of copies; a copy counts as its original among the definers) and C++
 vague-linkage symbols (one note): std:: symbols, type information, vtables, guard variables
 and template instances, which every C++ module that uses them may define, the same by the
@@ -16,7 +25,9 @@ from __future__ import annotations
 
 from release.binary.model import GLOBAL
 from release.findings import Finding, Severity
-from release.verify.checks._common import finding
+from release.loader import LoaderModel
+from release.verify.checks import linkage
+from release.verify.checks._common import finding, not_run
 from release.verify.context import VerifyContext
 from release.verify.wheel import BinaryFile, WheelModel
 
@@ -30,22 +41,77 @@ BENIGN = frozenset({"_init", "_fini", "__bss_start", "_edata", "_end", "__end__"
                     "_mh_dylib_header", "_mh_bundle_header", "_mh_execute_header"})
 _STD = ("_ZNSt", "_ZNKSt", "_ZSt", "_ZTISt", "_ZTSSt", "_ZTVSt", "_ZTTSt", "_ZGVZNSt",
         "_ZNSa", "_ZNKSa", "_ZNSs", "_ZNKSs", "_ZNSi", "_ZNSo", "_ZNSd")
-_VAGUE = ("_ZTI", "_ZTS", "_ZTV", "_ZTT", "_ZGV", "_ZTH", "_ZTW")
+# type information, vtables, guards, TLS wrappers, statics of inline functions (_ZZ) and
+# the transactional-memory clones of std:: members (_ZGTt), which every C++ module that uses
+# them may define, the same by the one-definition rule
+_VAGUE = ("_ZTI", "_ZTS", "_ZTV", "_ZTT", "_ZGV", "_ZTH", "_ZTW", "_ZZ", "_ZGTt")
+# the C++ ABI's support routines a toolchain links statically into each module (a devtoolset's
+# libstdc++_nonshared.a): the same code in every copy
+_RUNTIME = ("__cxa_", "__gxx_")
 _SAMPLE = 10
 _GROUPS_SHOWN = 3   # a third-party wheel's clash groups reported one by one, at most
 
 
-def _loadable(wheel: WheelModel, context: VerifyContext) -> list[BinaryFile]:
-    return [binary for binary in wheel.binaries
-            if (context.loader.is_loadable_library(binary.info) if context.loader
-                else binary.info.file_type == "shared")]   # programs are not loaded together
+def _loadable(wheel: WheelModel, loader: LoaderModel) -> list[BinaryFile]:
+    return [binary for binary in wheel.binaries   # programs are not loaded together
+            if loader.is_loadable_library(binary.info)]
+
+
+def scopes(wheel: WheelModel, context: VerifyContext,
+           loader: LoaderModel) -> list[frozenset[str]]:
+    """Sets of libraries (wheel paths) that share one lookup scope in which some image binds
+    by name: each file loaded on its own (an extension module; a library no shipped binary
+    needs, which the package opens itself) with everything it loads; the libraries the
+    package opens, all together, when its Python opens libraries RTLD_GLOBAL."""
+    binaries = _loadable(wheel, loader)
+    by_installed = {binary.installed: binary.path for binary in binaries}
+    loads: dict[str, set[str]] = {}
+    for item in linkage.resolve(wheel, context):
+        target = by_installed.get(item.target) if item.kind == linkage.IN_WHEEL else None
+        if target is not None and target != item.binary:
+            loads.setdefault(item.binary, set()).add(target)
+    loaded = {path for targets in loads.values() for path in targets}
+    entries = [binary for binary in binaries if binary.is_extension or binary.path not in loaded]
+    closures = {binary.path: _closure(binary.path, loads) for binary in entries}
+    found = [closures[binary.path] for binary in entries if binary.is_extension
+             or not wheel.global_openers]
+    opened = [closures[binary.path] for binary in entries if not binary.is_extension]
+    if wheel.global_openers and opened:
+        found.append(frozenset().union(*opened))
+    infos = {binary.path: binary.info for binary in binaries}
+    return [scope for scope in found if len(scope) > 1
+            and any(loader.binds_by_name(infos[path]) for path in scope)]
+
+
+def _closure(start: str, loads: dict[str, set[str]]) -> frozenset[str]:
+    seen, pending = {start}, [start]
+    while pending:
+        for target in loads.get(pending.pop(), ()):
+            if target not in seen:
+                seen.add(target)
+                pending.append(target)
+    return frozenset(seen)
+
+
+def _meeting(libraries: tuple[str, ...], found: list[frozenset[str]]) -> tuple[str, ...]:
+    """The definers that share a scope with another definer."""
+    together: set[str] = set()
+    for scope in found:
+        inside = scope.intersection(libraries)
+        if len(inside) > 1:
+            together |= inside
+    return tuple(sorted(together))
 
 
 def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
-    binaries = _loadable(wheel, context)
+    loader = context.loader
+    if loader is None:
+        return [not_run(NAME, "no loader model claims the wheel's platform tag")]
+    binaries = _loadable(wheel, loader)
     extensions = {binary.path for binary in binaries if binary.is_extension}
     findings, copies = _copies(wheel, binaries)
     copy_of = {path: group[0] for group in copies for path in group}
+    found = scopes(wheel, context, loader)
     definers: dict[str, list[str]] = {}
     for binary in binaries:
         for symbol in binary.info.dynamic_symbols:
@@ -56,10 +122,16 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
     # (the same code shipped N times is one finding, not N*(N-1)/2 pairs).
     groups: dict[tuple[str, ...], list[str]] = {}
     standard: dict[tuple[str, ...], list[str]] = {}
+    meets: dict[tuple[str, ...], tuple[str, ...]] = {}
     for name, paths in definers.items():
         libraries = tuple(sorted(set(paths)))
         if len(libraries) < 2 or set(libraries) <= extensions:
             continue
+        if libraries not in meets:
+            meets[libraries] = _meeting(libraries, found)
+        libraries = meets[libraries]
+        if len(libraries) < 2 or set(libraries) <= extensions:
+            continue  # never in one scope: they cannot interpose
         if len({copy_of.get(path, path) for path in libraries}) < 2:
             continue  # only copies of one library: reported once as copies
         libraries = tuple(sorted({copy_of.get(path, path) for path in libraries}))
@@ -95,7 +167,8 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
 
 
 def _vague(name: str) -> bool:
-    return name.startswith(_STD) or name.startswith(_VAGUE) or _template_instance(name)
+    return name.startswith(_STD) or name.startswith(_VAGUE) or name.startswith(_RUNTIME) or \
+        _template_instance(name)
 
 
 def _template_instance(name: str) -> bool:
@@ -150,11 +223,20 @@ def _copies(wheel: WheelModel, binaries: list[BinaryFile]
         digest = wheel.digests.get(binary.path)
         if digest:
             by_digest.setdefault(digest, []).append(binary.path)
-    groups = [sorted(paths) for paths in by_digest.values() if len(paths) > 1]
+    groups = sorted(sorted(paths) for paths in by_digest.values() if len(paths) > 1)
+    if not groups:
+        return [], groups
+    # one finding: one packing step copied each of them (a wheel holds no symbolic links)
+    files = sum(len(group) for group in groups)
+    first = groups[0]
+    what = (f"{len(first)} byte-identical copies of one library: {', '.join(first[:4])}"
+            + (", ..." if len(first) > 4 else "")) if len(groups) == 1 else \
+        (f"{len(groups)} libraries are each shipped as byte-identical copies ({files} files), "
+         f"e.g. {', '.join(first[:3])}")
     findings = [finding(
-        NAME, Severity.WARNING, group[-1], f"{len(group)} byte-identical copies of one "
-        f"library: {', '.join(group[:4])}" + (", ..." if len(group) > 4 else ""),
+        NAME, Severity.WARNING, first[-1] if len(groups) == 1 else "", what,
         why="both can be loaded into one process, each with its own state",
-        fix="ship the library once and point the others' search paths at it",
-        copies=group[:_SAMPLE], count=len(group)) for group in sorted(groups)]
+        fix="ship each library once and point the others' search paths at it",
+        copies=first[:_SAMPLE], count=len(first),
+        sets=[group[:_SAMPLE] for group in groups[:20]], set_count=len(groups))]
     return findings, groups

@@ -1,7 +1,8 @@
 """Identity: the wheel says the same thing everywhere. METADATA has a Metadata-Version, a
 Name and a Version, and they match the file name; WHEEL names at least one tag, and the tags
-in the file name are exactly the tags WHEEL lists (installers trust the file name, the
-platform checks trust WHEEL: a disagreement means one of them lies)."""
+in the file name are exactly the tags WHEEL lists. pip installs by the file name's tags, and
+every check judges the binaries against those; a WHEEL file that lists others is this
+check's own finding."""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def _metadata_findings(wheel: WheelModel, name: str, version: str) -> list[Findi
 
 
 def _tag_findings(wheel: WheelModel, named: frozenset[Tag]) -> list[Finding]:
-    listed = frozenset(wheel.tags)
+    listed = frozenset(wheel.wheel_file_tags)
     if not listed:
         return [finding(NAME, Severity.ERROR, "WHEEL", "WHEEL lists no Tag",
                         why="the platform the wheel is for cannot be checked",
@@ -53,8 +54,8 @@ def _tag_findings(wheel: WheelModel, named: frozenset[Tag]) -> list[Finding]:
     return [finding(NAME, Severity.ERROR, "WHEEL",
                     f"the file name says {'.'.join(sorted(map(str, named)))} but WHEEL says "
                     f"{'.'.join(sorted(map(str, listed)))}",
-                    why="pip installs by the file name's tags, while the binaries are judged by "
-                        "WHEEL's; one of them is wrong",
+                    why="pip installs by the file name's tags (the binaries are judged against "
+                        "them); tools that read WHEEL are told something else",
                     fix="rebuild (or repair) the wheel so both name the same tags",
                     file_tags=sorted(map(str, named)), wheel_tags=sorted(map(str, listed)))]
 

@@ -5,25 +5,28 @@ declared dependency's folder, or to a system library the wheel's platform tag al
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from packaging.utils import canonicalize_name
 
 from release.findings import Finding, Severity
-from release.loader import LoaderModel, SearchFolder, SystemPolicy
+from release.loader import LoaderModel, LoaderWords, SearchFolder, SystemPolicy
 from release.verify.checks._common import finding, not_run
 from release.verify.context import VerifyContext
-from release.verify.data import distribution_row, matching
+from release.verify.data import distribution_row, matching, matching_all
 from release.verify.metadata import marker_environment
 from release.verify.wheel import BinaryFile, WheelModel
 
 NAME = "linkage"
 RUNS_PROGRAMS = False
+CHAINS = "linkage-chains"   # the context's cache key of the loading chains
 
 IN_WHEEL, EXTERNAL, UNDECLARED, SYSTEM, UNRESOLVED, IMPORTED, OPTIONAL, TOOLKIT = (
     "wheel", "external", "undeclared", "system", "unresolved", "imported", "optional", "toolkit")
+_CHAINS = 8   # distinct loading chains followed per binary (each adds what it passes down)
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,19 @@ class Resolution:
     via: str = ""        # the loader's word for the search-path source, or "system"
     inherited_from: str = ""  # the loading binary whose search path found it
     extras: tuple[str, ...] = ()  # OPTIONAL: the extras that declare the distribution
+    # the loaders (wheel paths; "" for a load by the interpreter itself) through which the
+    # binary does not find it: what only some of its loaders pass down
+    unreached: tuple[str, ...] = ()
+    module: str = ""     # IMPORTED: the module whose import loads it into the process
+
+
+@dataclass(frozen=True)
+class Chain:
+    """One way a binary is loaded: by ``loader`` (a wheel path; "" for the interpreter),
+    which with the binaries that loaded it passes ``folders`` down."""
+
+    loader: str
+    folders: tuple[SearchFolder, ...]
 
 
 @dataclass(frozen=True)
@@ -70,8 +86,38 @@ class _Resolver:
             return kind, folder, row.distribution, row.library != "*", extras
         return None
 
-    def resolve(self, binary: BinaryFile, name: str,
-                inherited: list[SearchFolder]) -> Resolution:
+    def imported(self, binary: BinaryFile, name: str) -> Resolution | None:
+        """How ``name`` is found by name once a package's import has loaded it: from a
+        declared dependency (IMPORTED, OPTIONAL under an extra), from the package itself, or
+        (UNDECLARED) from a dependency the wheel does not declare that alone provides it."""
+        rows = matching_all(self.context.imported_libraries, name)
+        own_name = canonicalize_name(self.wheel.metadata.name)
+        for row in rows:
+            if canonicalize_name(row.distribution) == own_name:
+                if self.loader.is_loadable_library(binary.info):
+                    # the package's own library, loaded by its own import before this one
+                    return Resolution(binary.path, name, IMPORTED, distribution=row.distribution,
+                                      via=f"import {row.module}", module=row.module)
+                continue
+            kind, extras = self.declared(row.distribution)
+            if kind == EXTERNAL:
+                return Resolution(binary.path, name, IMPORTED, distribution=row.distribution,
+                                  via=f"import {row.module}", module=row.module)
+        for row in rows:
+            kind, extras = self.declared(row.distribution)
+            if kind == OPTIONAL:
+                return Resolution(binary.path, name, OPTIONAL, distribution=row.distribution,
+                                  via=f"import {row.module}", extras=extras, module=row.module)
+        sole = next((row for row in rows if row.sole and canonicalize_name(row.distribution)
+                     != own_name), None)
+        if sole is not None:
+            return Resolution(binary.path, name, UNDECLARED, distribution=sole.distribution,
+                              via=f"import {sole.module}", module=sole.module)
+        return None
+
+    def find(self, binary: BinaryFile, name: str,
+             inherited: list[SearchFolder]) -> Resolution:
+        """How ``name`` resolves for ``binary`` when its loaders pass ``inherited`` down."""
         maybe: Resolution | None = None   # a folder another distribution owns
         for place in self.loader.search_folders(binary.info, binary.folder, inherited):
             hit = self.lookup(place.folder, name)
@@ -80,26 +126,24 @@ class _Resolver:
             found = Resolution(binary.path, name, hit[0], hit[1], hit[2], place.via,
                                place.inherited_from, hit[4])
             if hit[3]:
+                if found.kind == UNDECLARED:   # ... unless a declared dependency loads it
+                    through = self.imported(binary, name)
+                    if through is not None and through.kind == IMPORTED:
+                        return through
                 return found
             maybe = maybe or found  # the wheel's own copy further along still wins
         if self.loader.is_system(name, self.policy):
             return Resolution(binary.path, name, SYSTEM,
                               via=self.policy.provided_by.get(name, "system"))
-        loaded = matching(self.context.imported_libraries, name)
-        own = loaded is not None and canonicalize_name(loaded.distribution) == \
-            canonicalize_name(self.wheel.metadata.name)
-        if loaded is not None and own and self.loader.is_loadable_library(binary.info):
-            # the package's own library, loaded by its own import before this one
-            return Resolution(binary.path, name, IMPORTED, distribution=loaded.distribution,
-                              via=f"import {loaded.module}")
-        if loaded is not None and not own:
-            # found by name once `import <module>` has loaded it: fine if it is declared
-            kind, extras = self.declared(loaded.distribution)
-            return Resolution(binary.path, name, IMPORTED if kind == EXTERNAL else kind,
-                              distribution=loaded.distribution, via=f"import {loaded.module}",
-                              extras=extras)
+        # a declared dependency's import first, then what the binary's own search path
+        # reaches, then an extra's or an undeclared dependency's import
+        through = self.imported(binary, name)
+        if through is not None and through.kind == IMPORTED:
+            return through
         if maybe is not None:
             return maybe
+        if through is not None:
+            return through
         toolkit = matching(self.context.toolkit_libraries, name)
         if toolkit is not None:
             # no search path to it: the package preloads it (from a declared NVIDIA wheel)
@@ -109,34 +153,64 @@ class _Resolver:
             kind = (IMPORTED if declaration.required else OPTIONAL if declaration.extras
                     else TOOLKIT)
             return Resolution(binary.path, name, kind, distribution=", ".join(
-                toolkit.distributions), via="preload by the package", extras=declaration.extras)
+                toolkit.distributions), via=f"the {toolkit.toolkit} toolkit",
+                extras=declaration.extras)
         return Resolution(binary.path, name, UNRESOLVED)
 
-    def inherited(self) -> dict[str, list[SearchFolder]]:
-        """For each binary, the folders passed down by the binaries that load it
-        (transitively)."""
-        loaders: dict[str, set[str]] = {}
-        for binary in self.wheel.binaries:
+    def chains(self) -> dict[str, tuple[Chain, ...]]:
+        """For each binary (installed path), the ways it is loaded: from the binaries a user
+        loads directly (extension modules, libraries nothing ships needs by name), each
+        library reached through what its loaders pass down, chain by chain (the loader walks
+        the chain of loaders and what each passes down, as the loader model says)."""
+        binaries = {binary.installed: binary for binary in self.wheel.binaries}
+        wanted = {name for binary in self.wheel.binaries for name in binary.info.needed}
+        found: dict[str, dict[tuple[SearchFolder, ...], str]] = {
+            binary.installed: {(): ""} for binary in self.wheel.binaries
+            if binary.is_extension or not ({binary.name, binary.info.soname} & wanted)}
+        pending: deque[tuple[str, tuple[SearchFolder, ...]]] = deque(
+            (installed, ()) for installed in sorted(found))
+        while pending:
+            installed, folders = pending.popleft()
+            binary = binaries[installed]
+            passed = _unique_folders((*self.loader.passes_down(binary.info, binary.folder,
+                                                               binary.path), *folders))
             for name in binary.info.needed:
-                hit = self.resolve(binary, name, [])
-                if hit.kind == IN_WHEEL:
-                    loaders.setdefault(hit.target, set()).add(binary.installed)
-        result: dict[str, list[SearchFolder]] = {}
-        for binary in self.wheel.binaries:
-            # sorted: the first loader to pass a folder down is the same on every run
-            seen, folders = set(), []
-            pending = sorted(loaders.get(binary.installed, ()), reverse=True)
-            while pending:
-                loader = pending.pop()
-                if loader in seen:
+                hit = self.find(binary, name, list(folders))
+                if hit.kind != IN_WHEEL or hit.target == installed or hit.target not in binaries:
                     continue
-                seen.add(loader)
-                parent = self.wheel.binary(loader)
-                if parent is not None:
-                    folders += self.loader.passes_down(parent.info, parent.folder, parent.path)
-                pending.extend(sorted(loaders.get(loader, ()), reverse=True))
-            result[binary.installed] = folders
-        return result
+                known = found.setdefault(hit.target, {})
+                if passed not in known and len(known) < _CHAINS:
+                    known[passed] = binary.path
+                    pending.append((hit.target, passed))
+        return {installed: tuple(Chain(loader, folders) for folders, loader in
+                                 found.get(installed, {(): ""}).items())
+                for installed in binaries}
+
+    def resolve(self, binary: BinaryFile, name: str, chains: tuple[Chain, ...]) -> Resolution:
+        """``name`` for ``binary`` under every chain that loads it: found by all, by some
+        (``unreached`` names the loaders whose chain misses it), or by none."""
+        results = [(chain.loader, self.find(binary, name, list(chain.folders)))
+                   for chain in chains]
+        hits = [result for _, result in results if result.kind == IN_WHEEL]
+        if not hits:
+            resolved = [result for _, result in results if result.kind != UNRESOLVED]
+            return (resolved or [results[0][1]])[0]
+        if len(hits) == len(results):
+            return hits[0]
+        missed = tuple(sorted({loader for loader, result in results
+                               if result.kind != IN_WHEEL}))
+        return replace(hits[0], unreached=missed)
+
+
+def _unique_folders(folders: tuple[SearchFolder, ...]) -> tuple[SearchFolder, ...]:
+    """The folders in order, each folder once (its first source)."""
+    seen: set[str] = set()
+    kept = []
+    for place in folders:
+        if place.folder not in seen:
+            seen.add(place.folder)
+            kept.append(place)
+    return tuple(kept)
 
 
 def resolve(wheel: WheelModel, context: VerifyContext) -> list[Resolution]:
@@ -149,90 +223,164 @@ def resolve(wheel: WheelModel, context: VerifyContext) -> list[Resolution]:
         return []
     resolver = _Resolver(wheel, context, context.loader, context.policy,
                          marker_environment(wheel.tags))
-    inherited = resolver.inherited()
-    result = [resolver.resolve(binary, name, inherited.get(binary.installed, []))
+    chains = resolver.chains()
+    context.cache[CHAINS] = chains
+    result = [resolver.resolve(binary, name, chains[binary.installed])
               for binary in wheel.binaries for name in binary.info.needed]
     context.cache[NAME] = result
     return result
 
 
+def loading_chains(wheel: WheelModel, context: VerifyContext) -> dict[str, tuple[Chain, ...]]:
+    """For each binary (installed path), the chains that load it (see _Resolver.chains)."""
+    resolve(wheel, context)
+    cached = context.cache.get(CHAINS)
+    return cached if isinstance(cached, dict) else {}
+
+
 def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
+    """One finding per root cause. The severity depends on what the resolution says, the
+    same in every wheel: not found anywhere is an error; from a distribution the wheel does
+    not declare (found in its folder, loaded by its import, or a CUDA toolkit library) a
+    warning: it loads only where the user installed that by hand; from a declared
+    dependency, an extra, a driver, or through what every loader passes down, a note."""
     if context.loader is None:
         return [not_run(NAME, "no loader model claims the wheel's platform tag")]
-    words = context.loader.words
-    findings = []
-    sonames = {binary.info.soname or binary.name: binary.path for binary in wheel.binaries}
-    # notes and warnings about libraries the wheel may need without shipping them: one
-    # finding per group (kind, and the driver / import / distribution / library it is about)
+    resolutions = resolve(wheel, context)
+    shipped = {name for binary in wheel.binaries for name in (binary.name, binary.info.soname)
+               if name}
+    findings = _unresolved(context.loader.words,
+                           [r for r in resolutions if r.kind == UNRESOLVED], shipped)
     groups: dict[tuple[str, str], list[Resolution]] = {}
-    for item in resolve(wheel, context):
+    for item in resolutions:
         if item.kind == SYSTEM and item.via != "system":
             groups.setdefault((SYSTEM, item.via), []).append(item)
-        if item.kind == UNRESOLVED:
-            findings.append(finding(
-                NAME, Severity.ERROR, item.binary, f"needs {item.needed}, which is not found "
-                "after installation", why="the loader will fail to load this file"
-                + (f" unless {sonames[item.needed]} happens to be loaded first"
-                   if item.needed in sonames else ""),
-                fix=f"ship the library in the wheel and point {words.search_path} at it with a "
-                f"{words.relative_entry} entry, or depend on the distribution that provides it",
-                needed=item.needed))
         elif item.kind == UNDECLARED:
-            where = (f"loaded by `{item.via}`" if item.via.startswith("import ")
-                     else f"found only in {item.target}/")
-            findings.append(finding(
-                NAME, Severity.ERROR, item.binary, f"needs {item.needed}, {where} of "
-                f"distribution '{item.distribution}', which the wheel does not declare",
-                why="a clean install will not have it",
-                fix=f"add '{item.distribution}' to Requires-Dist", needed=item.needed,
-                distribution=item.distribution))
-        elif item.kind in (IMPORTED, OPTIONAL, TOOLKIT):
-            about = {IMPORTED: item.via, OPTIONAL: item.distribution, TOOLKIT: item.needed}
+            groups.setdefault((UNDECLARED, item.distribution), []).append(item)
+        elif item.kind == TOOLKIT:
+            groups.setdefault((TOOLKIT, item.via), []).append(item)
+        elif item.kind in (IMPORTED, OPTIONAL):
+            about = {IMPORTED: item.via, OPTIONAL: item.distribution}
             groups.setdefault((item.kind, about[item.kind]), []).append(item)
-        elif item.inherited_from:
-            findings.append(finding(
-                NAME, Severity.WARNING, item.binary, f"needs {item.needed}, found only through "
-                f"the {item.via}", why="it fails when loaded by anything else",
-                fix=f"give this file its own {words.search_path}", needed=item.needed))
-    for kind in (OPTIONAL, TOOLKIT, IMPORTED, SYSTEM):
+        elif item.kind == IN_WHEEL and item.unreached:
+            groups.setdefault(("partial", item.binary), []).append(item)
+        elif item.kind == IN_WHEEL and item.inherited_from:
+            groups.setdefault(("inherited", ""), []).append(item)
+    for kind in (UNDECLARED, TOOLKIT, "partial", OPTIONAL, IMPORTED, SYSTEM, "inherited"):
         for key, items in sorted((k[1], v) for k, v in groups.items() if k[0] == kind):
-            findings.append(_group_finding(kind, key, items))
+            findings.append(_group_finding(kind, key, items, context.loader.words))
     return findings
 
 
-def _group_finding(kind: str, key: str, items: list[Resolution]) -> Finding:
+def _unresolved(words: LoaderWords, items: list[Resolution], shipped: set[str]
+                ) -> list[Finding]:
+    """Libraries found nowhere: one error per file whose search path misses libraries the
+    wheel ships, one per library the wheel does not ship (with the files that need it)."""
+    by_file: dict[str, list[str]] = {}
+    by_library: dict[str, list[str]] = {}
+    for item in items:
+        if item.needed in shipped:
+            by_file.setdefault(item.binary, []).append(item.needed)
+        else:
+            by_library.setdefault(item.needed, []).append(item.binary)
+    findings = []
+    for path, names in sorted(by_file.items()):
+        findings.append(finding(
+            NAME, Severity.ERROR, path, f"needs {_names(names)}, which the wheel ships but this "
+            "file does not find after installation", why="the loader will fail to load this "
+            "file unless something else has loaded those libraries first",
+            fix=f"point {words.search_path} at their folder with a {words.relative_entry} "
+                "entry", needed=sorted(names), count=len(names)))
+    by_files: dict[tuple[str, ...], list[str]] = {}   # the same files need them: one cause
+    for name, needing in by_library.items():
+        by_files.setdefault(tuple(sorted(set(needing))), []).append(name)
+    for files, names in sorted(by_files.items(), key=lambda row: sorted(row[1])):
+        plural = len(names) > 1
+        findings.append(finding(
+            NAME, Severity.ERROR, files[0] if len(files) == 1 else "",
+            f"{_files(list(files))} {_names(names)}, which {'are' if plural else 'is'} not "
+            "found after installation", why="the loader will fail to load those files",
+            fix=f"ship the {'libraries' if plural else 'library'} in the wheel and point "
+                f"{words.search_path} at {'them' if plural else 'it'} with a "
+                f"{words.relative_entry} entry, or depend on the distribution that provides "
+                f"{'them' if plural else 'it'}",
+            needed=sorted(names)[0] if not plural else sorted(names), files=list(files)[:20],
+            count=len(files)))
+    return findings
+
+
+def _names(names: list[str]) -> str:
+    shown = sorted(set(names))
+    return ", ".join(shown[:6]) + (f" and {len(shown) - 6} more" if len(shown) > 6 else "")
+
+
+def _files(files: list[str]) -> str:
+    count = len(set(files))
+    return "needs" if count == 1 else f"{count} files need"
+
+
+def _group_finding(kind: str, key: str, items: list[Resolution],
+                   words: LoaderWords) -> Finding:
     """One finding for the files that need libraries of one driver (SYSTEM), one package's
-    import (IMPORTED), one extra-only distribution (OPTIONAL) or one CUDA toolkit library
-    (TOOLKIT)."""
+    import (IMPORTED), one extra-only or undeclared distribution (OPTIONAL, UNDECLARED), one
+    kind of CUDA toolkit library (TOOLKIT), one binary only some loaders serve ("partial"),
+    or everything found through what the loaders pass down ("inherited")."""
     names = sorted({item.needed for item in items})
     files = sorted({item.binary for item in items})
     first = files[0] if len(files) == 1 else ""
-    many = f"{len(files)} file(s) need"
-    shown = ", ".join(names[:6])
-    common: dict[str, Any] = {"files": files[:20], "count": len(files)}
+    many = f"{len(files)} files need" if len(files) > 1 else "needs"
+    shown = _names(names)
+    common: dict[str, Any] = {"files": files[:20], "count": len(files), "needed": names}
+    if kind == UNDECLARED:
+        where = sorted({f"loaded by `{item.via}`" if item.via.startswith("import ") else
+                        f"found only in {item.target}/" for item in items})
+        return finding(
+            NAME, Severity.WARNING, first, f"{many} {shown}, {' and '.join(where)} of "
+            f"distribution '{key}', which the wheel does not declare",
+            why="a clean install does not have it: those files load only where the user "
+                "installed it by hand", fix=f"add '{key}' to Requires-Dist (under an extra "
+            "if it is optional)", distribution=key, **common)
+    if kind == TOOLKIT:
+        toolkit = key.removeprefix("the ").removesuffix(" toolkit")
+        providers = sorted({item.distribution for item in items})
+        return finding(
+            NAME, Severity.WARNING, first, f"{many} {shown}, libraries of the {toolkit} toolkit "
+            "the wheel neither ships nor declares, with no search path to them",
+            why=f"they load only where a {toolkit} toolkit is on the loader path (or the "
+            "package preloads them from a wheel the user installed by hand)",
+            fix=f"declare the wheels that provide them ({'; '.join(providers)}), as an extra "
+                "if they are optional", providers=providers, toolkit=toolkit, **common)
+    if kind == "partial":
+        loaders = sorted({loader for item in items for loader in item.unreached})
+        named = ", ".join(loader or "the interpreter (a direct load)" for loader in loaders[:3])
+        return finding(
+            NAME, Severity.WARNING, key, f"needs {shown}, found only through the search path "
+            f"some of its loaders pass down, not when loaded by {named}",
+            why="loaded that way first, it fails", fix=f"give this file its own "
+            f"{words.search_path}", loaders=loaders[:10], **common)
     if kind == OPTIONAL:
         extras = ", ".join(f"[{extra}]" for extra in items[0].extras)
         return finding(
             NAME, Severity.INFO, first, f"{many} {shown} from '{key}', which only the extra "
             f"{extras} declares", why=f"they load only when the package is installed with "
-            f"{extras}; the package must load them on demand", needed=names,
-            extras=list(items[0].extras), **common)
-    if kind == TOOLKIT:
+            f"{extras}; the package must load them on demand", extras=list(items[0].extras),
+            **common)
+    if kind == IMPORTED and key.startswith("import "):
         return finding(
-            NAME, Severity.WARNING, first, f"{many} {key}, a CUDA toolkit library the wheel "
-            "neither ships nor declares, with no search path to it",
-            why="it loads only where a CUDA toolkit is on the loader path (or the package "
-            "preloads it from a wheel the user installed by hand)",
-            fix=f"declare the NVIDIA wheel that provides it ({items[0].distribution}), as an "
-            "extra if it is optional", needed=key, **common)
-    if kind == IMPORTED:
-        more = f" and {len(names) - 6} more" if len(names) > 6 else ""
-        return finding(
-            NAME, Severity.INFO, first, f"{many} {shown}{more} from the declared "
+            NAME, Severity.INFO, first, f"{many} {shown} from the declared "
             f"'{items[0].distribution}', found by name after `{key}`",
-            why="they load only after that import (the package imports it first)",
-            needed=names, **common)
+            why="they load only after that import (the package imports it first)", **common)
+    if kind == IMPORTED:
+        return finding(
+            NAME, Severity.INFO, first, f"{many} {shown}, libraries of {key} that a declared "
+            f"wheel provides ({items[0].distribution}), with no search path to them",
+            why="they load once the package has preloaded them from that wheel", **common)
+    if kind == "inherited":
+        return finding(
+            NAME, Severity.INFO, first, f"{many} {shown}, found through the search path every "
+            "file that loads them passes down", why="the loader also searches the folders the "
+            "files that load them pass down (auditwheel's layout relies on it); loaded on "
+            "their own, they would not find them", **common)
     return finding(
         NAME, Severity.INFO, first, f"{many} {', '.join(names)}, installed by {key} (no wheel "
-        "may ship it)", why="they load only on a machine with that driver", needed=names,
-        **common)
+        "may ship it)", why="they load only on a machine with that driver", **common)

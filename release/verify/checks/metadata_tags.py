@@ -17,29 +17,51 @@ RUNS_PROGRAMS = False
 
 
 def _promise_findings(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
+    """One finding per broken promise, naming every file that breaks it: binaries for
+    another machine, and binaries needing versions newer than the tag's policy allows (the
+    build's toolchain, one root cause however many files it built)."""
     policy = context.policy
     if policy is None:
         return []
-    findings = []
+    machines: dict[str, list[str]] = {}
+    too_new: dict[str, list[str]] = {}
     for binary in wheel.binaries:
         # a fat file serves every machine it has a slice for (universal2 in an arm64 wheel)
         if policy.machine and binary.info.machine != policy.machine and \
                 policy.machine not in binary.info.architectures:
-            findings.append(finding(
-                NAME, Severity.ERROR, binary.path, f"is built for {binary.info.machine} but "
-                f"the platform tag promises {policy.machine}", why="pip installs it on "
-                f"{policy.machine} systems, which cannot load it", fix="build the wheel with "
-                "--arch matching its binaries", machine=binary.info.machine,
-                promised=policy.machine))
+            machines.setdefault(binary.info.machine, []).append(binary.path)
             continue
-        too_new = policy.too_new(binary.info.required_versions)
-        if too_new:
-            findings.append(finding(
-                NAME, Severity.ERROR, binary.path, f"needs {', '.join(too_new[-3:])}, newer "
-                f"than the {policy.name} tag allows", why="pip installs it on systems "
-                "whose C/C++ runtime is too old; the import then fails",
-                fix=policy.fix, versions=too_new, policy=policy.name, source=policy.source))
+        for version in policy.too_new(binary.info.required_versions):
+            too_new.setdefault(binary.path, []).append(version)
+    findings = []
+    for machine, files in sorted(machines.items()):
+        findings.append(finding(
+            NAME, Severity.ERROR, files[0] if len(files) == 1 else "",
+            f"{_count(files, 'is', 'are')} built for {machine} but the platform tag promises "
+            f"{policy.machine}", why=f"pip installs it on {policy.machine} systems, which "
+            "cannot load it", fix="build the wheel with --arch matching its binaries",
+            machine=machine, promised=policy.machine, files=files[:20], count=len(files)))
+    if too_new:
+        versions = sorted({version for found in too_new.values() for version in found},
+                          key=_version_order)
+        files = sorted(too_new)
+        findings.append(finding(
+            NAME, Severity.ERROR, files[0] if len(files) == 1 else "",
+            f"{_count(files, 'needs', 'need')} {', '.join(versions[-3:])}, newer than the "
+            f"{policy.name} tag allows", why="pip installs it on systems whose C/C++ runtime "
+            "is too old; the import then fails", fix=policy.fix, versions=versions,
+            policy=policy.name, source=policy.source, files=files[:20], count=len(files),
+            by_file={path: too_new[path] for path in files[:20]}))
     return findings
+
+
+def _count(files: list[str], one: str, many: str) -> str:
+    return one if len(files) == 1 else f"{len(files)} files {many}"
+
+
+def _version_order(version: str) -> tuple[str, tuple[int, ...]]:
+    prefix, _, number = version.partition("_")
+    return prefix, tuple(int(part) for part in number.split(".") if part.isdigit())
 
 
 def _runtime_findings(wheel: WheelModel, context: VerifyContext) -> list[Finding]:

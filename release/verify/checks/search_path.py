@@ -1,7 +1,9 @@
 """Search-path hygiene: every run-time search-path entry is relative to the binary, stays
 inside site-packages, names a folder the wheel ships or a declared dependency's folder, and
 the package's own folders come before foreign ones. The loader model classifies each entry
-and reports what is wrong with the kind of search path a binary carries."""
+and reports what is wrong with the kind of search path a binary carries. One finding per
+root cause: every absolute entry of the wheel is one finding (the build's), every entry that
+leaves site-packages another, and so on, with the entries and files in its details."""
 
 from __future__ import annotations
 
@@ -33,7 +35,8 @@ def _outside_finding(binary: BinaryFile, entry: Entry, words: LoaderWords,
     if entry.kind is EntryKind.OUTSIDE:
         return finding(NAME, hygiene, binary.path, f"search path '{entry.text}' leaves "
                        "site-packages", why="it depends on where the interpreter is installed",
-                       fix="point it inside the package or at a declared dependency")
+                       fix="point it inside the package or at a declared dependency",
+                       entry=entry.text)
     return None
 
 
@@ -81,21 +84,48 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
                                          loader.classify(text, binary.folder), loader.words)
             classes.append(kind)
             if found is not None:
-                problems.setdefault((found.severity.value, found.what), []).append(
+                cause = _cause(found)
+                problems.setdefault((found.severity.value, cause), []).append(
                     (binary.path, found))
         if "own" in classes and "foreign" in classes[:classes.index("own")]:
             findings.append(finding(
                 NAME, Severity.WARNING, binary.path, "searches a foreign folder before the "
                 "package's own", why="a library of the same name there shadows the shipped one",
                 fix="list the package's own folders first", entries=list(entries)))
-    for group in problems.values():   # one finding per kind of problem, with its files
-        first = group[0][1]
-        if len(group) == 1:
-            findings.append(first)
-            continue
-        files = [path for path, _ in group]
-        findings.append(Finding(check=NAME, severity=first.severity, file="",
-                                what=f"{len(files)} files: {first.what}",
-                                why=first.why, fix=first.fix,
-                                details={"count": len(files), "files": files[:20]}))
+    for group in problems.values():   # one finding per root cause, with its files
+        findings.append(_grouped(group))
     return findings
+
+
+def _cause(found: Finding) -> str:
+    """What makes entries the same root cause: their kind (absolute, leaving site-packages,
+    a missing folder, an empty entry) and, for a foreign folder, its distribution."""
+    if "distribution" in found.details:
+        return f"undeclared:{found.details['distribution']}"
+    for words, cause in (("is absolute", "absolute"), ("leaves site-packages", "outside"),
+                         ("which is not in the wheel", "missing"),
+                         ("empty search-path entry", "empty")):
+        if words in found.what:
+            return cause
+    return found.what
+
+
+def _grouped(group: list[tuple[str, Finding]]) -> Finding:
+    first = group[0][1]
+    entries = sorted({str(f.details["entry"]) for _, f in group if "entry" in f.details})
+    files = sorted({path for path, _ in group})
+    if len(files) == 1 and len(entries) <= 1:
+        return first
+    what = first.what
+    if len(entries) > 1:
+        phrases = {"absolute": "absolute search-path entries",
+                   "outside": "search-path entries that leave site-packages",
+                   "missing": "search-path entries naming folders the wheel does not ship"}
+        phrase = phrases.get(_cause(first), "search-path entries like this")
+        what = f"{len(entries)} {phrase}, e.g. '{entries[0]}'"
+    return Finding(check=NAME, severity=first.severity, file=files[0] if len(files) == 1 else "",
+                   what=f"{len(files)} files carry {what}" if len(entries) > 1 and len(files) > 1
+                   else f"{len(files)} files: {what}" if len(files) > 1 else what,
+                   why=first.why, fix=first.fix,
+                   details={"count": len(files), "files": files[:20], "entries": entries[:20],
+                            "entry_count": len(entries)})
