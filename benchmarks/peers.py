@@ -171,10 +171,9 @@ ONNX = {"mlp": onnx_mlp, "cnn": onnx_cnn, "transformer": onnx_transformer}
 
 
 def measure(threads: int) -> list[str]:
+    import edgert
     import onnxruntime
     import torch
-
-    import edgert
     from edgert.export import from_torch
 
     edgert.set_threadpool_size(threads)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from release import _cmd, buildfolder, tools, wheel
+from release import _cmd, buildfolder, pins, tools, wheel
 from release.buildrecord import (
     RECORD_FILE,
     BuildRecord,
@@ -490,6 +490,8 @@ def _dependency_sites(plan: Plan) -> tuple[Path, ...]:
     runtime = plan.variant.runtime
     if runtime is None:
         return ()
+    if runtime.pin:
+        return (tools.pinned_folder(pins.load().python_pin(runtime.pin), plan.cache),)
     relative = f"{runtime.dir}/{runtime.library}"
     library = tools.pip_tool(runtime.requirement, relative, cache=plan.cache)
     return (library.parents[len(Path(relative).parts) - 1],)

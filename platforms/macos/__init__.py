@@ -139,7 +139,7 @@ class MacOSPlatform:
                                   fix="xcode-select --install")
             return BuildRoute(Route.NATIVE, f"this Mac's clang ({' + '.join(arches)})",
                               fix="xcode-select --install" if missing else "")
-        detail = (f"zig {zig.REQUIREMENT.split('==')[-1]} from the package index "
+        detail = (f"zig {zig.requirement().split('==')[-1]} from the package index "
                   f"({', '.join(zig_triple(arch) for arch in arches)}); programs not run "
                   "(verify reads files only)")
         if missing:

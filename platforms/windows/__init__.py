@@ -90,12 +90,12 @@ class WindowsPlatform:
             return BuildRoute(Route.NOT_BUILDABLE if target.arch not in _ARCHES
                               else Route.ELSEWHERE, refusal.what, fix=refusal.fix)
         if os.name == "nt":
-            return BuildRoute(Route.NATIVE, f"zig {TARGET.triple} ({zig.REQUIREMENT}, from the "
+            return BuildRoute(Route.NATIVE, f"zig {TARGET.triple} ({zig.requirement()}, from the "
                               "package index: MSVC cannot compile the kernels' vector code)")
         found = wine.find_wine() if host_platform.system() == "Linux" else None
         runs = f"run under {os.path.basename(found)}" if found else \
             f"not run (verify reads files only: apt-get install {wine.WINE_PACKAGE})"
-        return BuildRoute(Route.CROSS, f"zig {TARGET.triple} ({zig.REQUIREMENT}, from the "
+        return BuildRoute(Route.CROSS, f"zig {TARGET.triple} ({zig.requirement()}, from the "
                           f"package index); programs {runs}")
 
     def cmake_arguments(self, target: Target, *, ccache: bool, cache: Path,

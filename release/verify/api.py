@@ -49,8 +49,11 @@ def verify_wheel(path: str | os.PathLike[str], *, static: bool = False,
     """Verifies the wheel at ``path`` (a ``str`` or path-like). Raises WheelError only when it
     cannot be read safely; every other problem is a finding in the report. The findings
     depend on the wheel and the options alone, never on the verifier's environment. Without
-    ``host``, this machine, with the emulated machines the platforms find in the tool cache."""
+    ``host``, this machine, with the emulated machines the platforms find in the tool cache
+    (none for a static run, which runs nothing)."""
     platforms = all_platforms() if platforms is None else platforms
+    if host is None and static:
+        host = Host.current()
     if host is None:
         cache = tools.cache_dir()
         host = Host.current(emulated=[runner for platform in platforms
