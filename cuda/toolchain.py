@@ -16,6 +16,7 @@ from pathlib import Path
 from cuda.variant import CudaVariant
 from release import tools
 from release.errors import ToolError
+from release.sbom import Tool
 
 FATBIN_TOOL = Path(__file__).resolve().parent / "_fatbin_tool.py"
 _CUDART_VERSION = re.compile(r"#define\s+CUDART_VERSION\s+(\d+)")
@@ -47,6 +48,13 @@ class CudaToolchain:
                 "--ptxas", str(self.ptxas), "--nvfatbin", str(self.nvfatbin_library),
                 "--sass", ",".join(map(str, variant.sass_architectures)),
                 "--ptx", ",".join(map(str, variant.ptx_architectures))]
+
+    def tools(self, variant: CudaVariant) -> tuple[Tool, ...]:
+        """What builds the device code: the pinned wheels, or the toolkit CUDA_HOME names."""
+        if self.origin.startswith("CUDA_HOME="):
+            return (Tool("CUDA toolkit", f"{self.major}.{self.minor}"),)
+        return tuple(Tool(name, version, f"pkg:pypi/{name}@{version}")
+                     for name, version in variant.toolchain.versions.items())
 
     def cmake_arguments(self, variant: CudaVariant) -> list[str]:
         """-D options for configuring native/ with the CUDA delegate of ``variant``."""

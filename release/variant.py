@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Protocol
 
 from release.errors import ConfigurationError
+from release.sbom import Tool
 
 
 @dataclass(frozen=True)
@@ -50,9 +51,12 @@ class DeviceCodeRecord:
 
 
 class Toolchain(Protocol):
-    """What provisioning a variant produced: the configure arguments it needs."""
+    """What provisioning a variant produced: the configure arguments it needs, and what it
+    brings to the toolchain (the SBOM's formulation)."""
 
     def cmake_arguments(self) -> list[str]: ...
+
+    def tools(self) -> tuple[Tool, ...]: ...
 
 
 class BuildVariant(Protocol):
@@ -88,6 +92,9 @@ class Provider(Protocol):
 class _NoToolchain:
     def cmake_arguments(self) -> list[str]:
         return []
+
+    def tools(self) -> tuple[Tool, ...]:
+        return ()
 
 
 @dataclass(frozen=True)

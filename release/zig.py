@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from release import pins, tools
+from release.sbom import Tool
 
 PIN = "zig"                       # the [python.zig] entry of release/pinned-tools.toml
 _TOOLS = {"cc": ("cc", True), "c++": ("c++", True), "ar": ("ar", False),
@@ -40,6 +41,12 @@ class ZigTarget:
 def requirement() -> str:
     """The pinned zig, as messages name it ("ziglang==0.17.1")."""
     return pins.load().python_pin(PIN).packages[0]
+
+
+def tool() -> Tool:
+    """The pinned zig as the SBOM names it."""
+    name, _, version = requirement().partition("==")
+    return Tool(name, version, f"pkg:pypi/{name}@{version}")
 
 
 def zig(*, cache: Path | None = None) -> Path:

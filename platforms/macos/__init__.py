@@ -39,6 +39,7 @@ from release.errors import ConfigurationError, ToolError, WheelError
 from release.loader import Runner
 from release.manifest import Target
 from release.platform import BuildRoute, RepairRequest, Route, SearchPath
+from release.sbom import Tool
 
 __all__ = ["PLATFORM", "MacOSPlatform", "loader_relative"]
 
@@ -186,6 +187,9 @@ class MacOSPlatform:
                 # the stable-ABI extension needs this interpreter's headers only (no
                 # libpython: it links with -undefined dynamic_lookup)
                 f"-DPython_INCLUDE_DIR={_python_include()}"]
+
+    def toolchain_tools(self, target: Target) -> tuple[Tool, ...]:
+        return () if _on_a_mac() else (zig.tool(),)
 
     def library_file(self, library: str) -> str:
         return f"lib{library}.dylib"

@@ -32,6 +32,7 @@ from release.errors import BinaryFormatError, ReleaseError, ToolError
 from release.loader import Runner
 from release.manifest import Target
 from release.platform import BuildRoute, RepairRequest, Route, SearchPath
+from release.sbom import Tool
 
 TARGET = zig.ZigTarget(triple="x86_64-windows-gnu", system="Windows", processor="AMD64")
 PYCONFIG = Path(__file__).with_name("pyconfig.h")
@@ -112,6 +113,9 @@ class WindowsPlatform:
             arguments[:0] = [f"-DCMAKE_C_COMPILER_LAUNCHER={launcher}",
                              f"-DCMAKE_CXX_COMPILER_LAUNCHER={launcher}"]
         return arguments
+
+    def toolchain_tools(self, target: Target) -> tuple[Tool, ...]:
+        return (zig.tool(),)
 
     def library_file(self, library: str) -> str:
         return f"{library}.dll"
