@@ -316,11 +316,14 @@ def default_jobs() -> int:
 
 def compiler_cache_environment(plan: Plan) -> dict[str, str]:
     """ccache's base folder: the paths it hashes, and hands the compiler, are relative to the
-    checkout, so a clone in another folder reuses its results (the objects hold no path)."""
+    checkout, so a clone in another folder reuses its results (the objects hold no path); and
+    the locale, which changes only the language of the compiler's messages, not its output,
+    is left out of its keys."""
     if not plan.options.ccache:
         return {}
     base = os.path.commonpath([plan.manifest.root.resolve(), plan.build_dir])
-    return {} if base == os.path.sep else {"CCACHE_BASEDIR": base}
+    settings = {"CCACHE_SLOPPINESS": "locale"}
+    return settings if base == os.path.sep else {**settings, "CCACHE_BASEDIR": base}
 
 
 def _build(plan: Plan, state: _State) -> None:

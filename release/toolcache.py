@@ -80,12 +80,23 @@ def _statuses(folder: Path) -> dict[str, tuple[Path, os.stat_result]]:
             for name, entry in _walk(folder)}
 
 
+def _status_line(name: str, status: os.stat_result) -> str:
+    return (f"{name}\0{status.st_size}\0{status.st_mtime_ns}\0{status.st_ctime_ns}"
+            f"\0{status.st_ino}")
+
+
 def _status_digest(statuses: Mapping[str, tuple[Path, os.stat_result]]) -> str:
     """One digest of every file's name and status: equal means nothing was touched."""
-    digest = hashlib.sha256()
-    for name in sorted(statuses):
-        digest.update(f"{name}\0{_fingerprint(statuses[name][1])}\n".encode())
-    return digest.hexdigest()
+    lines = sorted(_status_line(name, status) for name, (_, status) in statuses.items())
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+
+
+def _quick_status_digest(folder: Path) -> str:
+    """``_status_digest(_statuses(folder))``, computed without keeping anything per file:
+    the whole of a clean check."""
+    lines = sorted(_status_line(name, entry.stat(follow_symlinks=False))
+                   for name, entry in _walk(folder))
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
 
 
 def seal(folder: Path, *, describes: Mapping[str, object]) -> None:
@@ -151,9 +162,9 @@ def damage(folder: Path, *, tolerated: Callable[[str], bool] = lambda name: Fals
     header = _read_header(folder)
     if header is None:
         return Damage(MANIFEST, "missing or unreadable: the entry is incomplete")
-    statuses = _statuses(folder)
-    if header.get("status") == _status_digest(statuses):
+    if header.get("status") == _quick_status_digest(folder):
         return None
+    statuses = _statuses(folder)
     manifest = read_manifest(folder)
     if manifest is None:
         return Damage(MANIFEST, "unreadable: the entry is incomplete")
