@@ -69,8 +69,9 @@ def _pip_install(arguments: list[str | os.PathLike[str]], *, what: str, fix: str
         raise EnvironmentFailure(error.what, fix=fix) from None
 
 
-_MISMATCH = re.compile(r"^\s*(\S+) from (\S+)[^\n]*\n\s*Expected sha256 (\w+)\s*\n\s*Got\s+(\w+)",
-                       re.MULTILINE)
+_MISMATCH = re.compile(r"^\s*(\S+) from (\S+)[^\n]*\n"
+                       r"\s*Expected sha256 (\w+)((?:\s*\n\s*(?:Expected\s+)?or\s+\w+)*)"
+                       r"\s*\n\s*Got\s+(\w+)", re.MULTILINE)
 
 
 def hash_mismatch(output: str) -> str | None:
@@ -79,9 +80,10 @@ def hash_mismatch(output: str) -> str | None:
     if match is None:
         return "pip refused a file whose sha256 is not pinned" \
             if "DO NOT MATCH THE HASHES" in output else None
-    package, url, expected, got = match.groups()
+    package, url, expected, others, got = match.groups()
+    more = others.count("or")
     return (f"{url.rsplit('/', 1)[-1].split('#')[0]} ({package}) has sha256 {got}, "
-            f"the pin says {expected}")
+            f"the pin says {expected}" + (f" (or {more} more)" if more else ""))
 
 
 def _executable(folder: Path, executable: str, what: str) -> Path:
