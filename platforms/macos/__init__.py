@@ -183,10 +183,19 @@ class MacOSPlatform:
                 arguments += [f"-DCMAKE_C_COMPILER_LAUNCHER={launcher}",
                               f"-DCMAKE_CXX_COMPILER_LAUNCHER={launcher}"]
             return arguments
-        return [*toolchain_arguments(arch, build_dir / "zig-toolchain", cache=cache),
-                # the stable-ABI extension needs this interpreter's headers only (no
-                # libpython: it links with -undefined dynamic_lookup)
-                f"-DPython_INCLUDE_DIR={_python_include()}"]
+        # The wrappers live in the tool cache, one folder per triple, rewritten only when
+        # their text changes: every build folder and clone sees the same compiler, so ccache
+        # (which keys on the compiler's file) reuses what any of them compiled.
+        arguments = [*toolchain_arguments(arch, cache / "toolchains" / zig_triple(arch),
+                                          cache=cache),
+                     # the stable-ABI extension needs this interpreter's headers only (no
+                     # libpython: it links with -undefined dynamic_lookup)
+                     f"-DPython_INCLUDE_DIR={_python_include()}"]
+        launcher = shutil.which("ccache")
+        if launcher is not None and ccache:
+            arguments[:0] = [f"-DCMAKE_C_COMPILER_LAUNCHER={launcher}",
+                             f"-DCMAKE_CXX_COMPILER_LAUNCHER={launcher}"]
+        return arguments
 
     def toolchain_tools(self, target: Target) -> tuple[Tool, ...]:
         return () if _on_a_mac() else (zig.tool(),)
