@@ -216,7 +216,8 @@ def provision(folder: Path, make: Callable[[Path], None], *, what: str,
         shutil.rmtree(folder, ignore_errors=True)
         partial.rename(folder)
     except OSError as error:
-        raise EnvironmentFailure(f"cannot write {what} into {folder}: {error.strerror}",
+        where = f" ({error.filename})" if error.filename else ""
+        raise EnvironmentFailure(f"cannot write {what} into {folder}: {error.strerror}{where}",
                                  fix="check the disk and the cache folder "
                                      "(RELEASE_CACHE_DIR)") from None
     finally:

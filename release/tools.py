@@ -118,6 +118,7 @@ def pip_site(requirement: str, *, cache: Path | None = None) -> Path:
 def install_pinned(pin: pins.PythonPin, folder: Path) -> None:
     """``pip install --target folder`` of ``pin``'s packages in hash-checking mode: only the
     files release/pinned-tools.toml lists are accepted."""
+    folder.mkdir(parents=True, exist_ok=True)
     requirements = folder.with_name(folder.name + ".requirements.txt")
     requirements.write_text(pin.requirements_text(), encoding="utf-8")
     where: list[str | os.PathLike[str]] = []
