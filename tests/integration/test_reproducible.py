@@ -9,6 +9,7 @@ too (``-m "not full"`` leaves it out of a quick local run)."""
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 from pathlib import Path
 
@@ -79,6 +80,16 @@ def test_every_wheel_this_host_builds_is_the_same_under_every_variation(
     control = variations.build(CONTROL, tmp_path, [*arguments, "--verify", "none"])
     varied = variations.build(VARIED, tmp_path, [*arguments, "--verify", "none"])
     _same(control.path, varied.path)
+
+
+@pytest.mark.full
+def test_the_compiler_cache_changes_nothing(cpu_wheel: BuiltWheel, tmp_path: Path) -> None:
+    """The variation builds share ccache (relative paths, its results by content hash): a
+    build that compiles everything itself, with absolute paths, gives the same bytes."""
+    uncached = dataclasses.replace(VARIED, name="uncached", checkout="uncached/edgert")
+    built = variations.build(uncached, tmp_path,
+                             ["--platform", "linux", "--verify", "none", "--no-ccache"])
+    _same(cpu_wheel.path, built.path)
 
 
 @pytest.mark.full
