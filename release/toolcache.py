@@ -22,7 +22,7 @@ import logging
 import os
 import shutil
 import stat
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,23 +80,27 @@ def _statuses(folder: Path) -> dict[str, tuple[Path, os.stat_result]]:
             for name, entry in _walk(folder)}
 
 
+def _named(statuses: Mapping[str, tuple[Path, os.stat_result]]
+           ) -> Iterator[tuple[str, os.stat_result]]:
+    return ((name, status) for name, (_, status) in statuses.items())
+
+
 def _status_line(name: str, status: os.stat_result) -> str:
     return (f"{name}\0{status.st_size}\0{status.st_mtime_ns}\0{status.st_ctime_ns}"
             f"\0{status.st_ino}")
 
 
-def _status_digest(statuses: Mapping[str, tuple[Path, os.stat_result]]) -> str:
+def _status_digest(statuses: Iterable[tuple[str, os.stat_result]]) -> str:
     """One digest of every file's name and status: equal means nothing was touched."""
-    lines = sorted(_status_line(name, status) for name, (_, status) in statuses.items())
+    lines = sorted(_status_line(name, status) for name, status in statuses)
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()
 
 
-def _quick_status_digest(folder: Path) -> str:
-    """``_status_digest(_statuses(folder))``, computed without keeping anything per file:
-    the whole of a clean check."""
-    lines = sorted(_status_line(name, entry.stat(follow_symlinks=False))
-                   for name, entry in _walk(folder))
-    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+def _current_status_digest(folder: Path) -> str:
+    """The status digest of ``folder`` as it is now, keeping nothing per file: the whole of
+    a clean check."""
+    return _status_digest((name, entry.stat(follow_symlinks=False))
+                          for name, entry in _walk(folder))
 
 
 def seal(folder: Path, *, describes: Mapping[str, object]) -> None:
@@ -105,7 +109,7 @@ def seal(folder: Path, *, describes: Mapping[str, object]) -> None:
     statuses = _statuses(folder)
     files = {name: _describe(path, status) for name, (path, status) in statuses.items()}
     _write_manifest(folder, {"schema": SCHEMA, "describes": dict(describes),
-                             "status": _status_digest(statuses)}, files)
+                             "status": _status_digest(_named(statuses))}, files)
 
 
 def _write_manifest(folder: Path, header: Mapping[str, object],
@@ -162,7 +166,7 @@ def damage(folder: Path, *, tolerated: Callable[[str], bool] = lambda name: Fals
     header = _read_header(folder)
     if header is None:
         return Damage(MANIFEST, "missing or unreadable: the entry is incomplete")
-    if header.get("status") == _quick_status_digest(folder):
+    if header.get("status") == _current_status_digest(folder):
         return None
     statuses = _statuses(folder)
     manifest = read_manifest(folder)
@@ -192,7 +196,7 @@ def _refresh(folder: Path, header: dict[str, object], files: dict[str, dict[str,
     for name, sealed in files.items():
         sealed["status"] = list(_fingerprint(statuses[name][1]))
     try:
-        _write_manifest(folder, {**header, "status": _status_digest(statuses)}, files)
+        _write_manifest(folder, {**header, "status": _status_digest(_named(statuses))}, files)
     except OSError as error:
         log.debug("cannot refresh the manifest of %s: %s", folder, error)
 
