@@ -3,9 +3,11 @@ environment that reprotest knows (tests/integration/variations.py: checkout path
 HOME, host name, time zone, locale, umask, clock, directory order, CPU count). On a
 difference the assertion carries diffoscope's report.
 
-The CPU wheel is the default tier; every other wheel this host builds (linux-aarch64, the
-macOS wheels, windows-amd64, cu12, cu13) and the sdist are the ``full`` tier, which CI runs
-too (``-m "not full"`` leaves it out of a quick local run)."""
+The CPU wheel and the sdist are the default tier; every other wheel this host builds
+(linux-aarch64, the macOS wheels, windows-amd64, cu12, cu13), and a CPU wheel compiled without
+ccache, are the ``full`` tier: about 50 minutes on 2 shared cores, more than the suite may
+take in CI, so ``pytest`` leaves it out (pyproject's addopts) and ``pytest -m full
+tests/integration/test_reproducible.py`` runs it."""
 
 from __future__ import annotations
 
@@ -92,7 +94,6 @@ def test_the_compiler_cache_changes_nothing(cpu_wheel: BuiltWheel, tmp_path: Pat
     _same(cpu_wheel.path, built.path)
 
 
-@pytest.mark.full
 def test_the_sdist_is_the_same_under_every_variation(tmp_path: Path) -> None:
     control = variations.build_sdist(CONTROL, tmp_path)
     varied = variations.build_sdist(VARIED, tmp_path)
