@@ -11,6 +11,7 @@ from pathlib import Path
 from cuda import check
 from cuda import variant as variants
 from cuda.toolchain import CudaToolchain, provision
+from release.sbom import Tool
 from release.variant import DeviceCodeRecord, RuntimeDependency, Toolchain
 
 CHECKS = (check,)
@@ -23,6 +24,9 @@ class _Configured:
 
     def cmake_arguments(self) -> list[str]:
         return self.toolchain.cmake_arguments(self.variant)
+
+    def tools(self) -> tuple[Tool, ...]:
+        return self.toolchain.tools(self.variant)
 
 
 @dataclass(frozen=True)

@@ -7,17 +7,16 @@ CUDA_HOME is used instead when given. Either way the toolkit's CUDA major must m
 
 from __future__ import annotations
 
-import hashlib
 import re
-import shutil
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from cuda.variant import CudaVariant
-from release import _cmd
+from release import tools
 from release.errors import ToolError
+from release.sbom import Tool
 
 FATBIN_TOOL = Path(__file__).resolve().parent / "_fatbin_tool.py"
 _CUDART_VERSION = re.compile(r"#define\s+CUDART_VERSION\s+(\d+)")
@@ -49,6 +48,13 @@ class CudaToolchain:
                 "--ptxas", str(self.ptxas), "--nvfatbin", str(self.nvfatbin_library),
                 "--sass", ",".join(map(str, variant.sass_architectures)),
                 "--ptx", ",".join(map(str, variant.ptx_architectures))]
+
+    def tools(self, variant: CudaVariant) -> tuple[Tool, ...]:
+        """What builds the device code: the pinned wheels, or the toolkit CUDA_HOME names."""
+        if self.origin.startswith("CUDA_HOME="):
+            return (Tool("CUDA toolkit", f"{self.major}.{self.minor}"),)
+        return tuple(Tool(name, version, f"pkg:pypi/{name}@{version}")
+                     for name, version in variant.toolchain.versions.items())
 
     def cmake_arguments(self, variant: CudaVariant) -> list[str]:
         """-D options for configuring native/ with the CUDA delegate of ``variant``."""
@@ -107,28 +113,10 @@ def _from_cuda_home(home: Path, variant: CudaVariant) -> CudaToolchain:
                          runtime_library=runtime, nvcc=nvcc)
 
 
-def _install_folder(variant: CudaVariant, cache: Path) -> Path:
-    digest = hashlib.sha256("\n".join(variant.toolchain_requirements).encode()).hexdigest()
-    return cache / "cuda" / f"{variant.name}-{digest[:12]}"
-
-
 def _install(variant: CudaVariant, cache: Path) -> Path:
-    """Installs the pinned toolchain wheels once (all pinned, so without dependencies)."""
-    target = _install_folder(variant, cache)
-    if (target / ".complete").exists():
-        return target
-    partial = target.with_name(target.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.parent.mkdir(parents=True, exist_ok=True)
-    _cmd.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-              "--no-deps", "--target", partial, *variant.toolchain_requirements],
-             what=f"pip install of the {variant.name} CUDA toolchain",
-             fix="check the connection to the package index, or set CUDA_HOME to a "
-                 f"CUDA {variant.major} toolkit")
-    (partial / ".complete").write_text("\n".join(variant.toolchain_requirements) + "\n")
-    shutil.rmtree(target, ignore_errors=True)
-    partial.rename(target)
-    return target
+    """The pinned toolchain wheels, installed once (all pinned, so without dependencies) and
+    checked against their manifest at each use."""
+    return tools.pinned_folder(variant.toolchain, cache)
 
 
 def _from_index(root: Path, variant: CudaVariant) -> CudaToolchain:

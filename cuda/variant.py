@@ -12,8 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from release import pins
 from release._compat import tomllib
 from release.errors import ConfigurationError
+from release.pins import PythonPin
 from release.variant import DeviceCodeRecord, RuntimeDependency
 
 COMPILERS = ("nvcc", "nvrtc")
@@ -56,8 +58,17 @@ class CudaVariant:
     ptx: tuple[ComputeCapability, ...]
     runtime: RuntimeDependency
     compiler: str                       # "nvcc" or "nvrtc" (NVRTC + ptxas + nvFatbin)
-    toolchain_requirements: tuple[str, ...]
+    toolchain_pin: str                  # its [python.<pin>] entry in release/pinned-tools.toml
     source: Path | None = None
+
+    @property
+    def toolchain(self) -> PythonPin:
+        """The pinned toolchain wheels (versions and sha256s)."""
+        return pins.load().python_pin(self.toolchain_pin)
+
+    @property
+    def toolchain_requirements(self) -> tuple[str, ...]:
+        return self.toolchain.packages
 
     @property
     def sass_architectures(self) -> tuple[int, ...]:
@@ -132,8 +143,9 @@ def _capabilities(table: _Table, key: str) -> tuple[ComputeCapability, ...]:
 
 def _runtime(table: _Table) -> RuntimeDependency:
     runtime = RuntimeDependency(requirement=table.string("requirement"),
-                             distribution=table.string("distribution"),
-                             library=table.string("library"), dir=table.string("dir"))
+                                distribution=table.string("distribution"),
+                                library=table.string("library"), dir=table.string("dir"),
+                                pin=table.string("pin"))
     table.finish()
     if PurePosixPath(runtime.dir).is_absolute() or ".." in PurePosixPath(runtime.dir).parts:
         raise ConfigurationError(f"{table.path}.dir must be relative to site-packages",
@@ -151,7 +163,7 @@ def parse(data: dict[str, Any], *, source: str) -> CudaVariant:
     claims, ptx = _capabilities(root, "claims"), _capabilities(root, "ptx")
     runtime = _runtime(root.table("runtime"))
     toolchain = root.table("toolchain")
-    compiler, requirements = toolchain.string("compiler"), toolchain.strings("requirements")
+    compiler, pin = toolchain.string("compiler"), toolchain.string("pin")
     toolchain.finish()
     root.finish()
     if compiler not in COMPILERS:
@@ -164,7 +176,7 @@ def parse(data: dict[str, Any], *, source: str) -> CudaVariant:
             raise ConfigurationError(f"{source}.ptx: compute_{arch.sm} is older than every claim",
                                      fix="ship PTX for a claimed capability or a newer one")
     return CudaVariant(name=name, major=major, claims=claims, ptx=ptx, runtime=runtime,
-                       compiler=compiler, toolchain_requirements=requirements)
+                       compiler=compiler, toolchain_pin=pin)
 
 
 def load(path: Path) -> CudaVariant:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import platform as platform_module
 import shutil
 import sys
 import time
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from release import _cmd, buildfolder, tools, wheel
+from release import _cmd, buildfolder, pins, sbom, tools, wheel
 from release.buildrecord import (
     RECORD_FILE,
     BuildRecord,
@@ -189,6 +190,7 @@ class _State:
     scratch: Path
     wheel: Path | None = None
     verify_report: dict[str, Any] | None = None
+    toolchain: tuple[sbom.Tool, ...] = ()    # what the variant's provisioning brought
 
     @property
     def staging(self) -> Path:
@@ -275,6 +277,7 @@ def _write_atomically(path: Path, text: str) -> None:
 
 def _configure(plan: Plan, state: _State) -> None:
     toolchain = plan.variant.provision(environ=plan.environ, cache=plan.cache)
+    state.toolchain = toolchain.tools()
     for part in _parts(plan):
         _configure_part(plan, part, toolchain.cmake_arguments())
 
@@ -284,7 +287,8 @@ def _configure_part(plan: Plan, part: _Part, toolchain_arguments: list[str]) -> 
     build_dir = part.build_dir
     build_dir.mkdir(parents=True, exist_ok=True)
     wanted = {"source": str(source), "arguments": _configure_arguments(
-        plan, part, toolchain_arguments)}
+        plan, part, toolchain_arguments), "file-api": sbom.FILE_API_QUERY.as_posix()}
+    sbom.write_file_api_query(build_dir)
     stamp = build_dir / STAMP_FILE
     recorded = _read_stamp(stamp)
     intact = _tree_intact(build_dir, source)
@@ -303,11 +307,30 @@ def _configure_part(plan: Plan, part: _Part, toolchain_arguments: list[str]) -> 
     _write_atomically(stamp, json.dumps(wanted))
 
 
+def default_jobs() -> int:
+    """One compile job per CPU this process may run on (taskset, cgroups' cpusets)."""
+    usable = getattr(os, "sched_getaffinity", None)
+    return len(usable(0)) if usable is not None else os.cpu_count() or 1
+
+
+def compiler_cache_environment(plan: Plan) -> dict[str, str]:
+    """ccache's base folder: the paths it hashes, and hands the compiler, are relative to the
+    checkout, so a clone in another folder reuses its results (the objects hold no path); and
+    the locale, which changes only the language of the compiler's messages, not its output,
+    is left out of its keys."""
+    if not plan.options.ccache:
+        return {}
+    base = os.path.commonpath([plan.manifest.root.resolve(), plan.build_dir])
+    settings = {"CCACHE_SLOPPINESS": "locale"}
+    return settings if base == os.path.sep else {**settings, "CCACHE_BASEDIR": base}
+
+
 def _build(plan: Plan, state: _State) -> None:
-    jobs = plan.options.jobs or os.cpu_count() or 1
+    jobs = plan.options.jobs or default_jobs()
     for part in _parts(plan):
         _cmd.run([tools.cmake(cache=plan.cache), "--build", part.build_dir,
                   "--parallel", str(jobs)], what="native build", stream=True,
+                 env=compiler_cache_environment(plan),
                  fix="fix the error; the build's own output is above")
 
 
@@ -393,7 +416,8 @@ def _lay_out(plan: Plan, state: _State) -> None:
 def _fix_up(plan: Plan, state: _State) -> None:
     changed = plan.platform.fix_up(state.staging, plan.search_paths)
     log.info("search paths rewritten in %d files", len(changed))
-    _write_dist_info(plan, state.staging, plan.platform.wheel_platform_tag(plan.target))
+    _write_dist_info(plan, state.staging, plan.platform.wheel_platform_tag(plan.target),
+                     toolchain=_toolchain(plan, state))
     python, abi = plan.platform.python_tag().split("-")
     name = wheel.WheelName(wheel.normalize_distribution(plan.distribution), plan.manifest.version,
                            python, abi, plan.platform.wheel_platform_tag(plan.target))
@@ -425,9 +449,28 @@ def dist_info_files(manifest: Manifest, variant: str) -> tuple[str, dict[str, by
     return name, files
 
 
-def _write_dist_info(plan: Plan, root: Path, platform_tag: str) -> None:
+def _toolchain(plan: Plan, state: _State) -> tuple[sbom.Tool, ...]:
+    """What built the wheel: each part's compilers and CMake (CMake's File API), Ninja, the
+    Python whose headers the extension used, and the variant's and platform's tools."""
+    found = {tool for part in _parts(plan) for tool in sbom.toolchain_from_cmake(part.build_dir)}
+    ninja = _cmd.run([tools.ninja(cache=plan.cache), "--version"], what="ninja --version")
+    found.add(sbom.Tool("ninja", ninja.strip(), f"pkg:generic/ninja@{ninja.strip()}"))
+    found.add(sbom.Tool(f"{sys.implementation.name} headers", platform_module.python_version()))
+    return tuple(sorted({*found, *state.toolchain, *plan.platform.toolchain_tools(plan.target)}))
+
+
+def _write_dist_info(plan: Plan, root: Path, platform_tag: str, *,
+                     toolchain: tuple[sbom.Tool, ...]) -> None:
     name, files = dist_info_files(plan.manifest, plan.variant.name)
     files["WHEEL"] = wheel.wheel_text([f"{plan.platform.python_tag()}-{platform_tag}"]).encode()
+    document = sbom.document(plan.record, files={path: (root / path).read_bytes()
+                                                 for path in sbom.shipped_files(plan.record)},
+                             toolchain=toolchain,
+                             license_expression=plan.manifest.project.get("license")
+                             if isinstance(plan.manifest.project.get("license"), str) else None,
+                             epoch=wheel.source_date_epoch(plan.environ),
+                             generator=wheel.GENERATOR)
+    files[sbom.file_name(plan.manifest.package)] = sbom.to_bytes(document)
     write_files(root / name, files)
 
 
@@ -488,6 +531,8 @@ def _dependency_sites(plan: Plan) -> tuple[Path, ...]:
     runtime = plan.variant.runtime
     if runtime is None:
         return ()
+    if runtime.pin:
+        return (tools.pinned_folder(pins.load().python_pin(runtime.pin), plan.cache),)
     relative = f"{runtime.dir}/{runtime.library}"
     library = tools.pip_tool(runtime.requirement, relative, cache=plan.cache)
     return (library.parents[len(Path(relative).parts) - 1],)

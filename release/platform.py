@@ -18,6 +18,7 @@ from release.binary.model import BinaryReader
 from release.errors import ConfigurationError
 from release.loader import LoaderModel, Runner
 from release.manifest import PLATFORMS, Target
+from release.sbom import Tool
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,10 @@ class Platform(Protocol):
         """Compiler/toolchain arguments for configuring native/ for ``target``. Called in the
         configure stage: it may provision a toolchain into the tool ``cache`` and write
         toolchain files into ``build_dir``."""
+
+    def toolchain_tools(self, target: Target) -> tuple[Tool, ...]:
+        """What builds ``target`` besides the compilers CMake reports (the SBOM's toolchain):
+        a compiler fetched from the package index (zig), by name and version; never fetches."""
 
     def library_file(self, library: str) -> str:
         """File name of a shared library: "edgert_kernels" -> "libedgert_kernels.so"."""

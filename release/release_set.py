@@ -13,11 +13,15 @@ collects every finding before deciding (docs/release.md):
   requirements  a variant's run-time dependency is declared (Requires-Dist)
   claims        the build record claims the compute capabilities the variant declares, and
                 the provider's checks (device-code coverage) ran on the wheel
+  sbom          the wheel's CycloneDX SBOM (.dist-info/sboms/, PEP 770) names its distribution,
+                every shipped component with the sha256 of the file the wheel holds, and the
+                toolchain that built them
   verify        ``python -m release verify --static`` on every wheel: its errors are the set's
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
@@ -28,6 +32,7 @@ from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 
+from release import sbom
 from release._compat import tomllib
 from release.buildrecord import RECORD_FILE, BuildRecord
 from release.errors import ConfigurationError, ReleaseError, WheelError
@@ -57,6 +62,8 @@ class WheelFacts:
     name: WheelName
     metadata: Message
     record: BuildRecord | None
+    sbom: bytes | None = None                       # .dist-info/sboms/<package>.cdx.json
+    digests: Mapping[str, str] = field(default_factory=dict)   # shipped file -> sha256
 
 
 @dataclass(frozen=True)
@@ -107,20 +114,47 @@ def _member(archive: zipfile.ZipFile, name: str) -> bytes | None:
 
 
 def read_wheel(path: Path, package: str) -> WheelFacts:
-    """The wheel's name, METADATA and build record (``<package>/_release.json``, None when
-    absent); a WheelError when it is not a readable wheel."""
+    """The wheel's name, METADATA, build record (``<package>/_release.json``, None when
+    absent), SBOM and the sha256 of each file the record names; a WheelError when it is not a
+    readable wheel."""
     name = WheelName.parse(path.name)
     try:
         with zipfile.ZipFile(path) as archive:
             metadata = _member(archive, f"{name.dist_info}/METADATA")
-            record = _member(archive, f"{package}/{RECORD_FILE}")
+            data = _member(archive, f"{package}/{RECORD_FILE}")
+            record = None if data is None else BuildRecord.from_json(
+                data, where=f"{path.name}:{package}/{RECORD_FILE}")
+            document = _member(archive, f"{name.dist_info}/{sbom.file_name(package)}")
+            digests = {} if record is None else {
+                file: _sha256(archive, file) for file in sbom.shipped_files(record)
+                if file in archive.NameToInfo}
     except (zipfile.BadZipFile, OSError) as error:
         raise WheelError(f"cannot read {path.name}: {error}", fix="rebuild it") from None
     return WheelFacts(
         path=path, name=name,
         metadata=parse_metadata((metadata or b"").decode("utf-8", errors="replace")),
-        record=None if record is None else BuildRecord.from_json(
-            record, where=f"{path.name}:{package}/{RECORD_FILE}"))
+        record=record, sbom=document, digests=digests)
+
+
+def _sha256(archive: zipfile.ZipFile, name: str) -> str:
+    digest = hashlib.sha256()
+    with archive.open(name) as member:
+        for chunk in iter(lambda: member.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _sbom(facts: WheelFacts) -> list[Finding]:
+    where = f"{facts.name.dist_info}/{sbom.FOLDER}/"
+    if facts.record is None:
+        return []
+    if facts.sbom is None:
+        return [_error("sbom", facts.path.name, f"has no SBOM ({facts.name.dist_info}/"
+                       f"{sbom.FOLDER}/*.cdx.json, PEP 770)",
+                       fix="build it through the pipeline (its fix-up stage writes one)")]
+    return [_error("sbom", facts.path.name, f"{where} {problem}",
+                   fix="rebuild the wheel through the pipeline; never edit a wheel by hand")
+            for problem in sbom.check_sbom(facts.sbom, facts.record, facts.digests)]
 
 
 def manylinux_images(pyproject: Path) -> dict[str, str]:
@@ -282,7 +316,7 @@ def _wheel_findings(facts: WheelFacts, entry: MatrixEntry, *, version: str,
                     images: Mapping[str, str], verify: Verifier) -> list[Finding]:
     report, findings = _verified(facts, verify)
     findings += _versions(facts, version) + _tags(facts, entry, images)
-    findings += _requirements(facts, entry.variant)
+    findings += _requirements(facts, entry.variant) + _sbom(facts)
     if report is not None:
         findings += _claims(facts, entry.variant, report)
     return findings

@@ -1,8 +1,10 @@
 """Build tools the pipeline provisions from the package index on demand (never at import).
 
-Each tool lands once in the cache folder (``$RELEASE_CACHE_DIR``, default
-``~/.cache/edgert-release``) under a folder named after its requirement, so test runs and
-CI reuse it."""
+A tool the pipeline fetches is pinned by version and sha256 in release/pinned-tools.toml
+(``release.pins``) and installed with pip in hash-checking mode into its own folder of the
+cache folder (``$RELEASE_CACHE_DIR``, default ``~/.cache/edgert-release``), named after the pin,
+so test runs and CI reuse it. Every entry is sealed with a manifest of its files' hashes and
+checked at each use (``release.toolcache``): a changed file makes it be installed again."""
 
 from __future__ import annotations
 
@@ -14,8 +16,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from release import _cmd
-from release._lock import folder_size, megabytes, provisioning
+from release import _cmd, pins, toolcache
 from release.errors import CommandError, EnvironmentFailure, ToolError
 from release.options import default_cache_dir
 
@@ -32,14 +33,22 @@ class CMakeRoute:
     """A CMake release range a consumer may use: imported targets need >= 3.28."""
 
     name: str          # "old" or "new"
-    requirement: str   # pip requirement that provisions it
+    pin: str           # the [python.<pin>] entry of release/pinned-tools.toml
+    lowest: tuple[int, int, int]
+    below: tuple[int, int, int]   # a CMake on PATH in [lowest, below) serves the route
+
+    @property
+    def label(self) -> str:
+        """How messages name the route: "3.24" or ">= 3.28"."""
+        if self.below[:2] == (self.lowest[0], self.lowest[1] + 1):
+            return f"{self.lowest[0]}.{self.lowest[1]}"
+        return f">= {self.lowest[0]}.{self.lowest[1]}"
 
 
-CMAKE_OLD = CMakeRoute("old", "cmake==3.24.*")
-CMAKE_NEW = CMakeRoute("new", "cmake>=3.28,<5")
+CMAKE_OLD = CMakeRoute("old", "cmake-old", (3, 24, 0), (3, 25, 0))
+CMAKE_NEW = CMakeRoute("new", "cmake-new", (3, 28, 0), (5, 0, 0))
 
 
-COMPLETE_MARKER = ".complete"   # written last: a folder without it is discarded on use
 log = logging.getLogger("release")
 
 
@@ -47,58 +56,114 @@ def _slug(requirement: str) -> str:
     return re.sub(r"[^A-Za-z0-9.]+", "_", requirement).strip("_")
 
 
-def pip_tool(requirement: str, executable: str, *, cache: Path | None = None) -> Path:
-    """Installs ``requirement`` into its own folder of the tool cache with pip and returns
-    the path of ``executable`` (a path relative to that folder). One process at a time
-    provisions a folder (a lock beside it); what it downloads is announced, with pip naming
-    each file and its size as it comes, and nothing is left outside the cache."""
-    target = (cache or cache_dir()) / "tools" / _slug(requirement)
-    binary = target / executable
-    if binary.exists() and (target / COMPLETE_MARKER).exists():
-        return binary
-    with provisioning(target, requirement):
-        if not (binary.exists() and (target / COMPLETE_MARKER).exists()):
-            _pip_install(requirement, target)
+def _pip_install(arguments: list[str | os.PathLike[str]], *, what: str, fix: str,
+                 scratch: Path) -> None:
+    """pip install ``arguments``, naming each file it downloads and its size as it comes;
+    pip's own temporary folders live in ``scratch`` (in the cache, removed afterwards), so
+    nothing is left in TMPDIR."""
+    try:
+        scratch.mkdir(parents=True, exist_ok=True)
+        _cmd.run([sys.executable, "-m", "pip", "install", "--progress-bar", "off",
+                  "--disable-pip-version-check", *arguments], what=what,
+                 env={"TMPDIR": str(scratch)}, stream=True)
+    except CommandError as error:
+        mismatch = hash_mismatch(error.output)
+        if mismatch is not None:
+            raise ToolError(f"{what}: {mismatch}", fix="the index served a file the pin does "
+                            "not list: check release/pinned-tools.toml and the index pip "
+                            "uses") from None
+        raise EnvironmentFailure(error.what, fix=fix) from None
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+_MISMATCH = re.compile(r"^\s*(\S+) from (\S+)[^\n]*\n"
+                       r"\s*Expected sha256 (\w+)((?:\s*\n\s*(?:Expected\s+)?or\s+\w+)*)"
+                       r"\s*\n\s*Got\s+(\w+)", re.MULTILINE)
+
+
+def hash_mismatch(output: str) -> str | None:
+    """pip's hash-checking refusal as one line naming the file, or None."""
+    match = _MISMATCH.search(output)
+    if match is None:
+        return "pip refused a file whose sha256 is not pinned" \
+            if "DO NOT MATCH THE HASHES" in output else None
+    package, url, expected, others, got = match.groups()
+    more = others.count("or")
+    return (f"{url.rsplit('/', 1)[-1].split('#')[0]} ({package}) has sha256 {got}, "
+            f"the pin says {expected}" + (f" (or {more} more)" if more else ""))
+
+
+def _executable(folder: Path, executable: str, what: str) -> Path:
+    binary = folder / executable
     if not binary.exists():
-        raise ToolError(f"{requirement} installed but {executable} is missing",
-                        fix=f"remove {target} and retry")
+        raise ToolError(f"{what} installed but {executable} is missing",
+                        fix=f"remove {folder} and retry")
     return binary
 
 
-def _pip_install(requirement: str, target: Path) -> None:
-    if target.exists():
-        log.warning("discarding the incomplete tool folder %s", target)
-    partial = target.with_name(target.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    log.info("downloading %s from the package index into %s (once per cache)",
-             requirement, target)
-    try:
-        (partial / ".tmp").mkdir(parents=True)
-        # pip's own scratch folders live in the partial folder: nothing stays in TMPDIR
-        _cmd.run([sys.executable, "-m", "pip", "install", "--progress-bar", "off",
-                  "--disable-pip-version-check", "--target", partial, requirement],
-                 what=f"pip install {requirement}", env={"TMPDIR": str(partial / ".tmp")},
-                 stream=True)
-        shutil.rmtree(partial / ".tmp", ignore_errors=True)
-        (partial / COMPLETE_MARKER).write_text(requirement + "\n")
-        shutil.rmtree(target, ignore_errors=True)
-        partial.rename(target)
-    except CommandError as error:
-        raise EnvironmentFailure(error.what, fix="check the connection to the package index, "
-                                 f"or install the tool by hand ({requirement})") from None
-    except OSError as error:
-        raise EnvironmentFailure(f"cannot install {requirement} into {target}: "
-                                 f"{error.strerror}", fix="check the disk and the cache "
-                                 "folder (RELEASE_CACHE_DIR)") from None
-    finally:
-        shutil.rmtree(partial, ignore_errors=True)
-    log.info("%s: %s in %s", requirement, megabytes(folder_size(target)), target)
+def pip_tool(requirement: str, executable: str, *, cache: Path | None = None) -> Path:
+    """Installs ``requirement`` (a tool the tests or verify need, not pinned: the release's own
+    tools are ``pinned_tool``) into its own folder of the tool cache with pip and returns the
+    path of ``executable`` (a path relative to that folder)."""
+    target = (cache or cache_dir()) / "tools" / _slug(requirement)
+
+    def install(partial: Path) -> None:
+        log.info("downloading %s from the package index into %s (once per cache)",
+                 requirement, target)
+        _pip_install(["--target", partial, requirement], what=f"pip install {requirement}",
+                     fix="check the connection to the package index, or install the tool by "
+                         f"hand ({requirement})", scratch=partial / ".tmp")
+
+    toolcache.provision(target, install, what=requirement, describes={"requirement": requirement})
+    return _executable(target, executable, requirement)
 
 
 def pip_site(requirement: str, *, cache: Path | None = None) -> Path:
     """A folder of the tool cache with ``requirement`` (and its dependencies) installed by
     pip, laid out like site-packages; provisioned once."""
     return pip_tool(requirement, ".", cache=cache)
+
+
+def install_pinned(pin: pins.PythonPin, folder: Path) -> None:
+    """``pip install --target folder`` of ``pin``'s packages in hash-checking mode: only the
+    files release/pinned-tools.toml lists are accepted."""
+    folder.mkdir(parents=True, exist_ok=True)
+    requirements = folder.with_name(folder.name + ".requirements.txt")
+    requirements.write_text(pin.requirements_text(), encoding="utf-8")
+    where: list[str | os.PathLike[str]] = []
+    if pin.platform:
+        where = ["--platform", pin.platform, "--python-version", pin.python_version,
+                 "--implementation", "cp"]
+    try:
+        _pip_install(["--require-hashes", "--no-deps", "--only-binary=:all:", *where,
+                      "--target", folder, "-r", requirements],
+                     what=f"pip install of the pinned {pin.name} ({', '.join(pin.packages)})",
+                     fix="check the connection to the package index",
+                     scratch=folder.with_name(folder.name + ".tmp"))
+    finally:
+        requirements.unlink(missing_ok=True)
+
+
+def pinned_folder(pin: pins.PythonPin, cache: Path | None = None) -> Path:
+    """The folder of the tool cache holding ``pin``'s wheels, provisioned once and checked
+    against its manifest at each use."""
+    target = (cache or cache_dir()) / "tools" / f"{pin.name}-{pin.digest}"
+
+    def install(partial: Path) -> None:
+        log.info("downloading the pinned %s (%s) from the package index into %s "
+                 "(once per cache)", pin.name, ", ".join(pin.packages), target)
+        install_pinned(pin, partial)
+
+    return toolcache.provision(target, install,
+                               what=f"the pinned {pin.name}",
+                               describes={"pin": pin.name, "packages": list(pin.packages)})
+
+
+def pinned_tool(name: str, *, cache: Path | None = None) -> Path:
+    """The executable of the ``[python.<name>]`` pin, provisioned and checked."""
+    pin = pins.load().python_pin(name)
+    return _executable(pinned_folder(pin, cache), pin.executable, f"the pinned {name}")
 
 
 def cmake_version(cmake: Path | str) -> tuple[int, int, int]:
@@ -111,20 +176,16 @@ def cmake_version(cmake: Path | str) -> tuple[int, int, int]:
 
 
 def cmake(route: CMakeRoute = CMAKE_NEW, *, cache: Path | None = None) -> Path:
-    """A CMake executable for ``route``: the one on PATH when it fits, else provisioned."""
+    """A CMake executable for ``route``: the one on PATH when it fits, else the pinned one."""
     on_path = shutil.which("cmake")
-    if on_path is not None:
-        version = cmake_version(on_path)
-        if route is CMAKE_NEW and version >= (3, 28, 0):
-            return Path(on_path)
-        if route is CMAKE_OLD and (3, 24, 0) <= version < (3, 25, 0):
-            return Path(on_path)
-    return pip_tool(route.requirement, "cmake/data/bin/cmake", cache=cache)
+    if on_path is not None and route.lowest <= cmake_version(on_path) < route.below:
+        return Path(on_path)
+    return pinned_tool(route.pin, cache=cache)
 
 
 def ninja(*, cache: Path | None = None) -> Path:
-    """Ninja from PATH, else from the ``ninja`` package on the index."""
+    """Ninja from PATH, else the pinned one."""
     on_path = shutil.which("ninja")
     if on_path is not None:
         return Path(on_path)
-    return pip_tool("ninja", "bin/ninja", cache=cache)
+    return pinned_tool("ninja", cache=cache)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Protocol
 
 from release.errors import ConfigurationError
+from release.sbom import Tool
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,7 @@ class RuntimeDependency:
     distribution: str   # the distribution that provides the library
     library: str        # its file name, e.g. libcudart.so.12
     dir: str            # its folder relative to site-packages, e.g. nvidia/cuda_runtime/lib
+    pin: str = ""       # the release/pinned-tools.toml entry verify installs it from
 
 
 @dataclass(frozen=True)
@@ -49,9 +51,12 @@ class DeviceCodeRecord:
 
 
 class Toolchain(Protocol):
-    """What provisioning a variant produced: the configure arguments it needs."""
+    """What provisioning a variant produced: the configure arguments it needs, and what it
+    brings to the toolchain (the SBOM's formulation)."""
 
     def cmake_arguments(self) -> list[str]: ...
+
+    def tools(self) -> tuple[Tool, ...]: ...
 
 
 class BuildVariant(Protocol):
@@ -87,6 +92,9 @@ class Provider(Protocol):
 class _NoToolchain:
     def cmake_arguments(self) -> list[str]:
         return []
+
+    def tools(self) -> tuple[Tool, ...]:
+        return ()
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from release import tools
+from release import pins, tools
+from release.sbom import Tool
 
-REQUIREMENT = "ziglang==0.17.1"
+PIN = "zig"                       # the [python.zig] entry of release/pinned-tools.toml
 _TOOLS = {"cc": ("cc", True), "c++": ("c++", True), "ar": ("ar", False),
           "ranlib": ("ranlib", False), "rc": ("rc", False), "dlltool": ("dlltool", False)}
 
@@ -37,9 +38,20 @@ class ZigTarget:
     settings: Mapping[str, str] = field(default_factory=dict)
 
 
+def requirement() -> str:
+    """The pinned zig, as messages name it ("ziglang==0.17.1")."""
+    return pins.load().python_pin(PIN).packages[0]
+
+
+def tool() -> Tool:
+    """The pinned zig as the SBOM names it."""
+    name, _, version = requirement().partition("==")
+    return Tool(name, version, f"pkg:pypi/{name}@{version}")
+
+
 def zig(*, cache: Path | None = None) -> Path:
-    """The zig executable, provisioned into the tool cache on first use."""
-    return tools.pip_tool(REQUIREMENT, "ziglang/zig", cache=cache)
+    """The pinned zig executable, provisioned into the tool cache and checked on each use."""
+    return tools.pinned_tool(PIN, cache=cache)
 
 
 def cache_folder(cache: Path) -> Path:
@@ -76,7 +88,7 @@ def wrapper_text(zig_path: Path, cache: Path, tool: str, target: ZigTarget) -> s
                 + " ".join(f'"{word}"' for word in words) + " %*\r\n")
     folder = shlex.quote(str(cache_folder(cache)))
     return ("#!/bin/sh\n"
-            f"# {tool} for {target.triple}: zig from the package index ({REQUIREMENT})\n"
+            f"# {tool} for {target.triple}: zig from the package index ({requirement()})\n"
             f"ZIG_GLOBAL_CACHE_DIR=${{ZIG_GLOBAL_CACHE_DIR:-{folder}}}\n"
             f"ZIG_LOCAL_CACHE_DIR=${{ZIG_LOCAL_CACHE_DIR:-{folder}}}\n"
             "export ZIG_GLOBAL_CACHE_DIR ZIG_LOCAL_CACHE_DIR\n"

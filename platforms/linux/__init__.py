@@ -21,6 +21,7 @@ from release.errors import ToolError
 from release.loader import Runner
 from release.manifest import Target
 from release.platform import BuildRoute, RepairRequest, Route, SearchPath
+from release.sbom import Tool
 
 __all__ = ["PLATFORM", "LinuxPlatform", "origin_relative"]
 
@@ -70,6 +71,9 @@ class LinuxPlatform:
             return arguments
         return [f"-DCMAKE_C_COMPILER_LAUNCHER={launcher}",
                 f"-DCMAKE_CXX_COMPILER_LAUNCHER={launcher}", *arguments]
+
+    def toolchain_tools(self, target: Target) -> tuple[Tool, ...]:
+        return ()   # the system's (or the cross) gcc: CMake reports it
 
     def library_file(self, library: str) -> str:
         return f"lib{library}.so"

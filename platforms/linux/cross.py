@@ -15,15 +15,16 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from release import pins
 from release._compat import tomllib
 from release.errors import ConfigurationError, ToolError
+from release.pins import DebianPin, PythonPin
 
 _DATA = Path(__file__).with_name("cross.toml")
 _KEYS = frozenset({
     "triplet", "compiler-package", "toolchain", "emulators", "emulator-package",
-    "debian-architecture", "packages", "python", "python-version", "site", "wheels",
-    "wheel-platform"})
-_LISTS = frozenset({"emulators", "packages", "wheels"})
+    "debian-architecture", "packages-pin", "python", "python-version", "site", "wheels-pin"})
+_LISTS = frozenset({"emulators"})
 
 
 @dataclass(frozen=True)
@@ -37,16 +38,23 @@ class CrossTarget:
     emulators: tuple[str, ...]       # qemu-user program names, first found wins
     emulator_package: str
     debian_architecture: str         # "arm64"
-    packages: tuple[str, ...]        # Debian packages unpacked into the root folder
+    packages_pin: str                # [debian.<pin>]: packages unpacked into the root folder
     python: str                      # the interpreter, relative to the root folder
-    python_version: str              # "3.11": picks the wheels from the package index
+    python_version: str              # "3.11"
     site: str                        # folder on that interpreter's sys.path, in the root
-    wheels: tuple[str, ...]          # requirements unpacked into ``site``
-    wheel_platform: str              # platform tag of those wheels
+    wheels_pin: str                  # [python.<pin>]: wheels installed into ``site``
 
     @property
     def compilers(self) -> tuple[str, str]:
         return f"{self.triplet}-gcc", f"{self.triplet}-g++"
+
+    @property
+    def packages(self) -> DebianPin:
+        return pins.load().debian_pin(self.packages_pin)
+
+    @property
+    def wheels(self) -> PythonPin:
+        return pins.load().python_pin(self.wheels_pin)
 
 
 def _strings(source: str, arch: str, table: dict[str, Any], key: str) -> tuple[str, ...]:
@@ -74,9 +82,9 @@ def _target(source: str, arch: str, table: dict[str, Any]) -> CrossTarget:
         emulators=_strings(source, arch, table, "emulators"),
         emulator_package=text["emulator-package"],
         debian_architecture=text["debian-architecture"],
-        packages=_strings(source, arch, table, "packages"), python=text["python"],
+        packages_pin=text["packages-pin"], python=text["python"],
         python_version=text["python-version"], site=text["site"],
-        wheels=_strings(source, arch, table, "wheels"), wheel_platform=text["wheel-platform"])
+        wheels_pin=text["wheels-pin"])
 
 
 @cache

@@ -3,10 +3,13 @@ machine's Debian packages (its C library, C++ runtime and a real CPython) plus t
 edgert needs at run time (numpy), unpacked into the tool cache, never installed.
 
 The packages come from the Debian mirrors apt is configured with, through a private apt
-state folder in the cache (``apt-get download`` with that machine's architecture): nothing is
-added to the system's dpkg architectures or package lists. The root folder is provisioned
-once per cross.toml entry (its folder name carries a hash of the entry) and is complete only
-when its interpreter has imported ctypes and numpy under the emulator."""
+state folder in the cache (``apt-get download NAME=VERSION`` with that machine's
+architecture): nothing is added to the system's dpkg architectures or package lists. Every
+.deb and wheel is pinned by version and sha256 in release/pinned-tools.toml, and another file
+is refused. The root folder is provisioned once per cross.toml entry and pins (its folder
+name carries a hash of both), is complete only when its interpreter has imported ctypes and
+numpy under the emulator, and is sealed with a manifest of its files' hashes that each use
+checks (release/toolcache.py; the byte code the interpreter writes is tolerated)."""
 
 from __future__ import annotations
 
@@ -15,22 +18,18 @@ import json
 import logging
 import os
 import shutil
-import sys
-import zipfile
 from pathlib import Path
 
 from platforms.linux.cross import CrossTarget, has_compilers, toolchain_arguments
-from release import _cmd
-from release._lock import folder_size, megabytes, provisioning
+from release import _cmd, toolcache, tools
 from release.errors import CommandError, EnvironmentFailure, ToolError
 from release.loader import Runner
-from release.tools import COMPLETE_MARKER
+from release.pins import DebianPackage
 
 log = logging.getLogger("release")
 
 _CHECK_IMPORTS = "import ctypes, numpy; print(numpy.__version__)"
-_ROOT_CONTENT = ("arch", "debian_architecture", "packages", "python", "python_version", "site",
-                 "wheels", "wheel_platform")
+_ROOT_CONTENT = ("arch", "debian_architecture", "python", "python_version", "site")
 
 
 def find_emulator(target: CrossTarget) -> str | None:
@@ -41,7 +40,8 @@ def find_emulator(target: CrossTarget) -> str | None:
 def root_folder(target: CrossTarget, cache: Path) -> Path:
     """Where the target's root folder lives in the tool cache: named after what goes into
     it, so another entry gets another folder and every checkout shares one."""
-    content = {key: getattr(target, key) for key in _ROOT_CONTENT}
+    content: dict[str, object] = {key: getattr(target, key) for key in _ROOT_CONTENT}
+    content.update(packages=target.packages.digest, wheels=target.wheels.digest)
     digest = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:12]
     return cache / "sysroots" / f"linux-{target.arch}-python{target.python_version}-{digest}"
 
@@ -55,18 +55,29 @@ def runner(target: CrossTarget, emulator: str, root: Path) -> Runner:
                   if has_compilers(target) else None)
 
 
+def byte_code(name: str) -> bool:
+    """What the root's interpreter writes beside the sources it imports."""
+    return "/__pycache__/" in f"/{name}" and name.endswith(".pyc")
+
+
 def existing_runner(target: CrossTarget, cache: Path) -> Runner | None:
-    """A runner when the emulator is on PATH and the root folder is complete; no download."""
+    """A runner when the emulator is on PATH and the root folder is complete and intact; no
+    download (a damaged root is named in a warning)."""
     emulator = find_emulator(target)
     root = root_folder(target, cache)
-    if emulator is None or not (root / COMPLETE_MARKER).is_file():
+    if emulator is None or not root.is_dir():
+        return None
+    found = toolcache.damage(root, tolerated=byte_code)
+    if found is not None:
+        log.warning("the %s root folder is not used: %s", target.arch, found.describe(root))
         return None
     return runner(target, emulator, root)
 
 
 def provision_runner(target: CrossTarget, cache: Path) -> Runner | None:
-    """A runner for ``target``, provisioning its root folder into ``cache`` (once); None when
-    no emulator is installed. Download failures are EnvironmentFailures."""
+    """A runner for ``target``, provisioning its root folder into ``cache`` (once, and again
+    when it is damaged); None when no emulator is installed. Download failures are
+    EnvironmentFailures, a file another than its pin a ToolError."""
     emulator = find_emulator(target)
     if emulator is None:
         log.info("no %s on PATH: %s binaries are checked without running them (fix: "
@@ -74,55 +85,33 @@ def provision_runner(target: CrossTarget, cache: Path) -> Runner | None:
                  target.emulator_package)
         return None
     root = root_folder(target, cache)
-    if not (root / COMPLETE_MARKER).is_file():
-        with provisioning(root, f"the {target.arch} root folder"):
-            if not (root / COMPLETE_MARKER).is_file():
-                _provision_root(target, emulator, root, cache)
-    return runner(target, emulator, root)
-
-
-def _provision_root(target: CrossTarget, emulator: str, root: Path, cache: Path) -> None:
-    if root.exists():
-        log.warning("discarding the incomplete root folder %s", root)
-    partial, wheels = (root.with_name(root.name + suffix) for suffix in (".partial", ".wheels"))
-    for folder in (root, partial, wheels):
-        shutil.rmtree(folder, ignore_errors=True)
-    log.info("downloading %s Debian packages (%s) and wheels (%s) for the %s root folder %s "
-             "(once per cache)", len(target.packages), ", ".join(target.packages[:4])
-             + (", ..." if len(target.packages) > 4 else ""), ", ".join(target.wheels),
-             target.arch, root)
     try:
-        _fill_root(target, emulator, partial, apt_state=cache / "apt" /
-                   target.debian_architecture, wheels=wheels)
-        partial.rename(root)
-        log.info("%s root folder: %s in %s", target.arch, megabytes(folder_size(root)), root)
-    except (CommandError, ToolError) as error:
+        toolcache.provision(
+            root, lambda partial: _fill_root(target, emulator, partial, cache=cache),
+            what=f"the {target.arch} root folder", tolerated=byte_code,
+            describes={"packages": target.packages_pin, "wheels": target.wheels_pin})
+    except CommandError as error:
         raise EnvironmentFailure(f"cannot provision the {target.arch} root folder: "
                                  f"{error.what}", fix=error.fix or "check the connection to "
                                  "the Debian mirror and the package index") from None
-    except OSError as error:
-        raise EnvironmentFailure(f"cannot write the {target.arch} root folder {root}: "
-                                 f"{error.strerror}", fix="check the disk and the cache "
-                                 "folder (RELEASE_CACHE_DIR)") from None
-    finally:
-        for folder in (partial, wheels):
-            shutil.rmtree(folder, ignore_errors=True)
+    return runner(target, emulator, root)
 
 
-def _fill_root(target: CrossTarget, emulator: str, root: Path, *, apt_state: Path,
-               wheels: Path) -> None:
-    """Unpacks the packages and wheels into ``root``, proves its interpreter imports ctypes
-    and numpy under the emulator, and marks it complete."""
-    root.mkdir(parents=True)
-    for package in download_packages(target, apt_state):
+def _fill_root(target: CrossTarget, emulator: str, root: Path, *, cache: Path) -> None:
+    """Unpacks the pinned packages and wheels into ``root`` and proves its interpreter
+    imports ctypes and numpy under the emulator."""
+    packages = [package.name for package in target.packages.packages]
+    log.info("downloading %s Debian packages (%s) and wheels (%s) for the %s root folder %s "
+             "(once per cache)", len(packages), ", ".join(packages[:4])
+             + (", ..." if len(packages) > 4 else ""), ", ".join(target.wheels.packages),
+             target.arch, root)
+    for package in download_packages(target, cache / "apt" / target.debian_architecture):
         _cmd.run(["dpkg-deb", "-x", package, root], what=f"dpkg-deb -x {package.name}")
     relative_symlinks(root)
-    _unpack_wheels(target, root / target.site, wheels)
-    version = _cmd.run([emulator, "-L", root, root / target.python, "-c", _CHECK_IMPORTS],
-                       what=f"the {target.arch} Python under {emulator}", stderr="separate",
-                       fix="remove the root folder and retry")
-    (root / COMPLETE_MARKER).write_text(json.dumps(
-        {"packages": list(target.packages), "numpy": version.strip()}) + "\n")
+    tools.install_pinned(target.wheels, root / target.site)
+    _cmd.run([emulator, "-L", root, root / target.python, "-c", _CHECK_IMPORTS],
+             what=f"the {target.arch} Python under {emulator}", stderr="separate",
+             fix="remove the root folder and retry")
 
 
 def _apt_options(target: CrossTarget, state: Path) -> list[str]:
@@ -140,8 +129,9 @@ def _apt_options(target: CrossTarget, state: Path) -> list[str]:
             for part in ("-o", f"{key}={value}")]
 
 
-def download_packages(target: CrossTarget, state: Path) -> list[Path]:
-    """The target's Debian packages (.deb files), downloaded with a private apt state."""
+def download_latest(target: CrossTarget, state: Path, wanted: list[str]) -> list[Path]:
+    """Downloads ``wanted`` (``NAME`` or ``NAME=VERSION``) with a private apt state into a
+    fresh folder of ``state``; returns the .deb files."""
     apt = _cmd.find_tool("apt-get", fix="provision the root folder on Debian or Ubuntu")
     debs = state / "debs"
     shutil.rmtree(debs, ignore_errors=True)
@@ -149,11 +139,38 @@ def download_packages(target: CrossTarget, state: Path) -> list[Path]:
         folder.mkdir(parents=True, exist_ok=True)
     options = _apt_options(target, state)
     _cmd.run([apt, *options, "-q", "update"], what=f"apt-get update ({target.debian_architecture})")
-    _cmd.run([apt, *options, "-q", "download", *target.packages], cwd=debs,
+    _cmd.run([apt, *options, "-q", "download", *wanted], cwd=debs,
              what=f"apt-get download ({target.debian_architecture})",
-             fix="apt's sources must be Debian 12 (bookworm), whose package names "
-                 "platforms/linux/cross.toml lists")
+             fix="apt's sources must be Debian 12 (bookworm); a pinned version the mirror no "
+                 "longer has needs a new pin: python .ci/pin_hashes.py --debian "
+                 f"{target.debian_architecture} (release/pinned-tools.toml)")
     return sorted(debs.glob("*.deb"))
+
+
+def download_packages(target: CrossTarget, state: Path) -> list[Path]:
+    """The target's pinned Debian packages (.deb files), downloaded with a private apt state
+    and each checked against its pinned sha256."""
+    pinned = target.packages.packages
+    found = download_latest(target, state, [f"{package.name}={package.version}"
+                                            for package in pinned])
+    for package in pinned:
+        check_package(package, found)
+    return found
+
+
+def check_package(package: DebianPackage, found: list[Path]) -> None:
+    """Raises ToolError unless one downloaded .deb is ``package`` with its pinned sha256."""
+    prefix = f"{package.name}_"
+    matches = [path for path in found if path.name.startswith(prefix)]
+    if len(matches) != 1:
+        raise ToolError(f"apt-get download gave {len(matches)} files for {package.name}",
+                        fix="check apt's sources (Debian 12)")
+    actual = toolcache.file_sha256(matches[0])
+    if actual != package.sha256:
+        raise ToolError(f"{matches[0].name} has sha256 {actual}, the pin of {package.name}="
+                        f"{package.version} says {package.sha256}",
+                        fix="the mirror served another file than the pin: check apt's "
+                            "sources, or review and update release/pinned-tools.toml")
 
 
 def relative_symlinks(root: Path) -> None:
@@ -166,15 +183,3 @@ def relative_symlinks(root: Path) -> None:
             link.symlink_to(os.path.relpath(root / target.lstrip("/"), link.parent))
 
 
-def _unpack_wheels(target: CrossTarget, site: Path, wheels: Path) -> None:
-    """Downloads the target's wheels into the fresh folder ``wheels`` and unpacks them."""
-    _cmd.run([sys.executable, "-m", "pip", "download", "--quiet",
-              "--disable-pip-version-check", "--only-binary=:all:", "--no-deps",
-              "--platform", target.wheel_platform, "--python-version", target.python_version,
-              "--implementation", "cp", "--dest", wheels, *target.wheels],
-             what=f"pip download {' '.join(target.wheels)} ({target.wheel_platform})",
-             fix="check the connection to the package index")
-    site.mkdir(parents=True, exist_ok=True)
-    for wheel in sorted(wheels.glob("*.whl")):
-        with zipfile.ZipFile(wheel) as archive:
-            archive.extractall(site)

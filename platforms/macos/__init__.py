@@ -39,6 +39,7 @@ from release.errors import ConfigurationError, ToolError, WheelError
 from release.loader import Runner
 from release.manifest import Target
 from release.platform import BuildRoute, RepairRequest, Route, SearchPath
+from release.sbom import Tool
 
 __all__ = ["PLATFORM", "MacOSPlatform", "loader_relative"]
 
@@ -139,7 +140,7 @@ class MacOSPlatform:
                                   fix="xcode-select --install")
             return BuildRoute(Route.NATIVE, f"this Mac's clang ({' + '.join(arches)})",
                               fix="xcode-select --install" if missing else "")
-        detail = (f"zig {zig.REQUIREMENT.split('==')[-1]} from the package index "
+        detail = (f"zig {zig.requirement().split('==')[-1]} from the package index "
                   f"({', '.join(zig_triple(arch) for arch in arches)}); programs not run "
                   "(verify reads files only)")
         if missing:
@@ -182,10 +183,22 @@ class MacOSPlatform:
                 arguments += [f"-DCMAKE_C_COMPILER_LAUNCHER={launcher}",
                               f"-DCMAKE_CXX_COMPILER_LAUNCHER={launcher}"]
             return arguments
-        return [*toolchain_arguments(arch, build_dir / "zig-toolchain", cache=cache),
-                # the stable-ABI extension needs this interpreter's headers only (no
-                # libpython: it links with -undefined dynamic_lookup)
-                f"-DPython_INCLUDE_DIR={_python_include()}"]
+        # The wrappers live in the tool cache, one folder per triple, rewritten only when
+        # their text changes: every build folder and clone sees the same compiler, so ccache
+        # (which keys on the compiler's file) reuses what any of them compiled.
+        arguments = [*toolchain_arguments(arch, cache / "toolchains" / zig_triple(arch),
+                                          cache=cache),
+                     # the stable-ABI extension needs this interpreter's headers only (no
+                     # libpython: it links with -undefined dynamic_lookup)
+                     f"-DPython_INCLUDE_DIR={_python_include()}"]
+        launcher = shutil.which("ccache")
+        if launcher is not None and ccache:
+            arguments[:0] = [f"-DCMAKE_C_COMPILER_LAUNCHER={launcher}",
+                             f"-DCMAKE_CXX_COMPILER_LAUNCHER={launcher}"]
+        return arguments
+
+    def toolchain_tools(self, target: Target) -> tuple[Tool, ...]:
+        return () if _on_a_mac() else (zig.tool(),)
 
     def library_file(self, library: str) -> str:
         return f"lib{library}.dylib"

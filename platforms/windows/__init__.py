@@ -32,6 +32,7 @@ from release.errors import BinaryFormatError, ReleaseError, ToolError
 from release.loader import Runner
 from release.manifest import Target
 from release.platform import BuildRoute, RepairRequest, Route, SearchPath
+from release.sbom import Tool
 
 TARGET = zig.ZigTarget(triple="x86_64-windows-gnu", system="Windows", processor="AMD64")
 PYCONFIG = Path(__file__).with_name("pyconfig.h")
@@ -90,12 +91,12 @@ class WindowsPlatform:
             return BuildRoute(Route.NOT_BUILDABLE if target.arch not in _ARCHES
                               else Route.ELSEWHERE, refusal.what, fix=refusal.fix)
         if os.name == "nt":
-            return BuildRoute(Route.NATIVE, f"zig {TARGET.triple} ({zig.REQUIREMENT}, from the "
+            return BuildRoute(Route.NATIVE, f"zig {TARGET.triple} ({zig.requirement()}, from the "
                               "package index: MSVC cannot compile the kernels' vector code)")
         found = wine.find_wine() if host_platform.system() == "Linux" else None
         runs = f"run under {os.path.basename(found)}" if found else \
             f"not run (verify reads files only: apt-get install {wine.WINE_PACKAGE})"
-        return BuildRoute(Route.CROSS, f"zig {TARGET.triple} ({zig.REQUIREMENT}, from the "
+        return BuildRoute(Route.CROSS, f"zig {TARGET.triple} ({zig.requirement()}, from the "
                           f"package index); programs {runs}")
 
     def cmake_arguments(self, target: Target, *, ccache: bool, cache: Path,
@@ -112,6 +113,9 @@ class WindowsPlatform:
             arguments[:0] = [f"-DCMAKE_C_COMPILER_LAUNCHER={launcher}",
                              f"-DCMAKE_CXX_COMPILER_LAUNCHER={launcher}"]
         return arguments
+
+    def toolchain_tools(self, target: Target) -> tuple[Tool, ...]:
+        return (zig.tool(),)
 
     def library_file(self, library: str) -> str:
         return f"{library}.dll"

@@ -6,7 +6,10 @@ A runner needs three things, provisioned once into the tool cache:
   ``WINEDEBUG=-all`` and Mono and Gecko switched off, so no dialog or download happens;
 * ``load-dlls.exe`` (``load_dlls.c``), which loads DLLs and extension modules the way CPython
   does, and beside it a stand-in ``python3.dll`` exporting the stable ABI's names
-  (``python3.def``): the load checks' program, since no Windows Python is at hand;
+  (``python3.def``): the load checks' program, since no Windows Python is at hand. Built by
+  the pinned zig and stripped, they have the same bytes on every machine: the sha256s of
+  ``[built.windows-helpers]`` in release/pinned-tools.toml, which the build must reproduce;
+  their folder is sealed with a manifest and checked at each use (release/toolcache.py);
 * the zig toolchain file for ``x86_64-windows-gnu``, so SDK consumers build for the wheel.
 
 Each is made by one process at a time (a lock beside it in the cache), announced with its
@@ -22,11 +25,10 @@ import shutil
 from functools import cache as _memoized
 from pathlib import Path, PurePosixPath
 
-from release import _cmd, zig
+from release import _cmd, pins, toolcache, zig
 from release._lock import folder_size, megabytes, provisioning
-from release.errors import CommandError, EnvironmentFailure
+from release.errors import CommandError, EnvironmentFailure, ToolError
 from release.loader import Runner
-from release.tools import COMPLETE_MARKER
 
 log = logging.getLogger("release")
 
@@ -36,6 +38,10 @@ PYTHON3_DEF = HERE / "python3.def"
 WINE_PACKAGE = "wine64"
 # Mono and Gecko would be offered (a download and a dialog) when a prefix is made.
 _ENVIRONMENT = ("WINEDEBUG=-all", "WINEDLLOVERRIDES=mscoree,mshtml=")
+HELPERS_PIN = "windows-helpers"
+# A wine prefix is rewritten by wine whenever a program runs in it (its registry), so it is
+# marked complete, not sealed; it is made from the installed wine, never fetched.
+PREFIX_MARKER = ".complete"
 
 
 def find_wine() -> str | None:
@@ -72,8 +78,10 @@ def _prefix_command(wine: str, prefix: Path) -> tuple[str, ...]:
 
 
 def _helpers_folder(cache: Path) -> Path:
+    pin = pins.load().built_pin(HELPERS_PIN)
     digest = hashlib.sha256(LOAD_DLLS_SOURCE.read_bytes() + PYTHON3_DEF.read_bytes()
-                            + zig.REQUIREMENT.encode()).hexdigest()[:12]
+                            + zig.requirement().encode()
+                            + repr(pin.files).encode()).hexdigest()[:12]
     return cache / "windows-helpers" / digest
 
 
@@ -94,24 +102,31 @@ def stand_in_source(def_text: str) -> str:
 
 
 def _build_helpers(folder: Path, toolchain_folder: Path) -> None:
+    """Compiles the helpers into ``folder`` and checks them against their pinned sha256s."""
     log.info("building the Windows load helpers into %s (once per cache)", folder)
-    partial = folder.with_name(folder.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir(parents=True)
-    try:
-        cc = str(zig.tool_path(toolchain_folder, "cc"))
-        (partial / "python3.c").write_text(
-            stand_in_source(PYTHON3_DEF.read_text(encoding="ascii")), encoding="ascii")
-        fix = f"check the zig toolchain in {toolchain_folder} and the cache's free space"
-        _cmd.run([cc, "-shared", "-O1", "-o", partial / "python3.dll", partial / "python3.c"],
-                 what="build the python3.dll stand-in", fix=fix)
-        _cmd.run([cc, "-O2", "-o", partial / "load-dlls.exe", LOAD_DLLS_SOURCE, "-lshell32"],
-                 what="build load-dlls.exe", fix=fix)
-        (partial / COMPLETE_MARKER).write_text("load-dlls.exe python3.dll\n")
-        shutil.rmtree(folder, ignore_errors=True)
-        partial.rename(folder)
-    finally:
-        shutil.rmtree(partial, ignore_errors=True)
+    fix = f"check the zig toolchain in {toolchain_folder} and the cache's free space"
+    cc = str(zig.tool_path(toolchain_folder, "cc"))
+    (folder / "python3.c").write_text(
+        stand_in_source(PYTHON3_DEF.read_text(encoding="ascii")), encoding="ascii")
+    _cmd.run([cc, "-shared", "-O1", "-s", "-o", folder / "python3.dll", folder / "python3.c"],
+             what="build the python3.dll stand-in", fix=fix)
+    _cmd.run([cc, "-O2", "-s", "-o", folder / "load-dlls.exe", LOAD_DLLS_SOURCE, "-lshell32"],
+             what="build load-dlls.exe", fix=fix)
+    pin = pins.load().built_pin(HELPERS_PIN)
+    for pinned in pin.files:
+        built = toolcache.file_sha256(folder / pinned.file)
+        if built != pinned.sha256:
+            raise ToolError(f"{pinned.file} built by {zig.requirement()} has sha256 {built}, "
+                            f"[built.{HELPERS_PIN}] pins {pinned.sha256}",
+                            fix=f"if {', '.join(pin.sources)} changed on purpose, pin the new "
+                                "sha256 in release/pinned-tools.toml; else the compiler "
+                                "is not the pinned one")
+
+
+def _helpers(cache: Path, toolchain_folder: Path) -> Path:
+    return toolcache.provision(
+        _helpers_folder(cache), lambda partial: _build_helpers(partial, toolchain_folder),
+        what="the Windows helpers", describes={"pin": HELPERS_PIN})
 
 
 def _make_prefix(wine: str, prefix: Path) -> None:
@@ -128,7 +143,7 @@ def _make_prefix(wine: str, prefix: Path) -> None:
         raise EnvironmentFailure(f"wine could not create a prefix in {prefix}: {error.what}",
                                  fix=f"check the wine installation (apt-get install "
                                      f"{WINE_PACKAGE}) and the disk space") from None
-    (prefix / COMPLETE_MARKER).write_text("wine prefix\n")
+    (prefix / PREFIX_MARKER).write_text("wine prefix\n")
     log.info("wine prefix: %s in %s", megabytes(folder_size(prefix)), prefix)
 
 
@@ -152,16 +167,11 @@ def provision_runner(toolchain: Path, cache: Path) -> Runner | None:
                  "apt-get install %s)", WINE_PACKAGE)
         return None
     prefix = prefix_folder(wine, cache)
-    if not (prefix / COMPLETE_MARKER).is_file():
+    if not (prefix / PREFIX_MARKER).is_file():
         with provisioning(prefix, "the wine prefix"):
-            if not (prefix / COMPLETE_MARKER).is_file():
+            if not (prefix / PREFIX_MARKER).is_file():
                 _make_prefix(wine, prefix)
-    helpers = _helpers_folder(cache)
-    if not (helpers / COMPLETE_MARKER).is_file():
-        with provisioning(helpers, "the Windows load helpers"):
-            if not (helpers / COMPLETE_MARKER).is_file():
-                _build_helpers(helpers, toolchain.parent)
-    return _runner(wine, prefix, helpers, toolchain)
+    return _runner(wine, prefix, _helpers(cache, toolchain.parent), toolchain)
 
 
 def existing_runner(toolchain: Path, cache: Path) -> Runner | None:
@@ -172,7 +182,11 @@ def existing_runner(toolchain: Path, cache: Path) -> Runner | None:
         return None
     prefix = prefix_folder(wine, cache)
     helpers = _helpers_folder(cache)
-    if not (prefix / COMPLETE_MARKER).is_file() or not (helpers / COMPLETE_MARKER).is_file():
+    if not (prefix / PREFIX_MARKER).is_file() or not helpers.is_dir():
+        return None
+    found = toolcache.damage(helpers)
+    if found is not None:
+        log.warning("the Windows helpers are not used: %s", found.describe(helpers))
         return None
     return _runner(wine, prefix, helpers, toolchain)
 

@@ -15,6 +15,6 @@ def _no_build_tools(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("a tests/unit test asked for a build tool; it belongs in "
                              "tests/integration or tests/native")
-    for name in ("cmake", "ninja", "pip_tool"):
+    for name in ("cmake", "ninja", "pip_tool", "pinned_tool", "pinned_folder"):
         monkeypatch.setattr(tools, name, refuse)
     yield

@@ -1,6 +1,7 @@
 """Running another machine's binaries (platforms/linux/emulation.py) without running any: where
-the root folder lives, when it counts as complete, what runner it gives, how apt is kept
-private, and how the root's absolute links are made to stay inside it."""
+the root folder lives, when it counts as complete and intact, what runner it gives, how apt is
+kept private, how a downloaded package is held to its pin, and how the root's absolute links
+are made to stay inside it."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ import pytest
 
 from platforms.linux import PLATFORM as LINUX
 from platforms.linux import cross, emulation
+from release import toolcache
+from release.errors import ToolError
 from release.loader import Host, Runner
-from release.tools import COMPLETE_MARKER
+from release.pins import DebianPackage
 
 AARCH64 = cross.cross_targets()["aarch64"]
 
@@ -27,8 +30,9 @@ def fake_path(monkeypatch: pytest.MonkeyPatch, *names: str) -> None:
 
 def complete_root(cache: Path) -> Path:
     root = emulation.root_folder(AARCH64, cache)
-    root.mkdir(parents=True)
-    (root / COMPLETE_MARKER).write_text("{}\n")
+    (root / "usr/bin").mkdir(parents=True)
+    (root / "usr/bin/python3.11").write_bytes(b"\x7fELF arm64 python")
+    toolcache.seal(root, describes={})
     return root
 
 
@@ -37,8 +41,8 @@ def test_the_root_folder_is_named_after_its_entry(tmp_path: Path) -> None:
     assert root.parent == tmp_path / "sysroots"
     assert root.name.startswith("linux-aarch64-python3.11-")
     assert emulation.root_folder(AARCH64, tmp_path) == root
-    more = dataclasses.replace(AARCH64, packages=(*AARCH64.packages, "libuuid1"))
-    assert emulation.root_folder(more, tmp_path) != root, "other packages, another folder"
+    other = dataclasses.replace(AARCH64, wheels_pin="ninja")
+    assert emulation.root_folder(other, tmp_path) != root, "other pins, another folder"
     elsewhere = dataclasses.replace(AARCH64, toolchain=Path("/elsewhere/aarch64.cmake"))
     assert emulation.root_folder(elsewhere, tmp_path) == root, "one folder for every checkout"
 
@@ -64,11 +68,37 @@ def test_no_runner_without_emulator_or_complete_root(tmp_path: Path,
     root = emulation.root_folder(AARCH64, tmp_path)
     root.mkdir(parents=True)
     assert emulation.existing_runner(AARCH64, tmp_path) is None, "incomplete root"
-    (root / COMPLETE_MARKER).write_text("{}\n")
+    shutil.rmtree(root)
+    complete_root(tmp_path)
     assert emulation.existing_runner(AARCH64, tmp_path) is not None
     fake_path(monkeypatch)
     assert emulation.existing_runner(AARCH64, tmp_path) is None, "no emulator"
     assert emulation.provision_runner(AARCH64, tmp_path) is None, "nothing to provision for"
+
+
+def test_a_changed_root_is_not_used_but_byte_code_is_tolerated(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    fake_path(monkeypatch, "qemu-aarch64")
+    root = complete_root(tmp_path)
+    (root / "usr/lib/python3.11/__pycache__").mkdir(parents=True)
+    (root / "usr/lib/python3.11/__pycache__/json.cpython-311.pyc").write_bytes(b"pyc")
+    assert emulation.existing_runner(AARCH64, tmp_path) is not None
+    (root / "usr/bin/python3.11").write_bytes(b"\x7fELF something else")
+    assert emulation.existing_runner(AARCH64, tmp_path) is None
+    assert "usr/bin/python3.11 is changed since it was installed" in caplog.text
+
+
+def test_a_package_is_held_to_its_pin(tmp_path: Path) -> None:
+    deb = tmp_path / "libffi8_3.4.4-1_arm64.deb"
+    deb.write_bytes(b"a package")
+    pinned = DebianPackage("libffi8", "3.4.4-1", toolcache.file_sha256(deb))
+    emulation.check_package(pinned, [deb])
+    deb.write_bytes(b"another package")
+    with pytest.raises(ToolError, match="libffi8_3.4.4-1_arm64.deb has sha256 .* the pin of "
+                                        "libffi8=3.4.4-1 says"):
+        emulation.check_package(pinned, [deb])
+    with pytest.raises(ToolError, match="0 files for libffi8"):
+        emulation.check_package(pinned, [])
 
 
 def test_the_platform_offers_only_what_is_in_place(tmp_path: Path,

@@ -85,7 +85,9 @@ def test_cross_build_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_cross_table_is_validated(tmp_path: Path) -> None:
     target = cross.cross_targets()["aarch64"]
     assert target.compilers == ("aarch64-linux-gnu-gcc", "aarch64-linux-gnu-g++")
-    assert target.debian_architecture == "arm64" and "python3.11-minimal" in target.packages
+    assert target.debian_architecture == "arm64" == target.packages.architecture
+    assert "python3.11-minimal" in [package.name for package in target.packages.packages]
+    assert target.wheels.packages[0].startswith("numpy==")
     broken = tmp_path / "cross.toml"
     broken.write_text('schema = 1\n[targets.aarch64]\ntriplet = "x"\n')
     with pytest.raises(ConfigurationError, match="missing keys"):

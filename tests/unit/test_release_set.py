@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from release import manifest, pipeline, release_set
+from release import manifest, pipeline, release_set, sbom
 from release.__main__ import main as release_main
 from release.buildrecord import RECORD_FILE
 from release.errors import WheelError
@@ -26,6 +26,7 @@ from release.wheel import normalize_distribution, wheel_text, write_wheel
 from tests.conftest import ROOT
 
 MANIFEST = manifest.load(ROOT)
+TOOLCHAIN = (sbom.Tool("GNU CXX compiler (c++)", "12.2.0"), sbom.Tool("cmake", "4.4.5"))
 ENTRIES = release_matrix(MANIFEST)
 BUILDABLE = [entry for entry in ENTRIES if entry.route.buildable]
 
@@ -33,8 +34,9 @@ BUILDABLE = [entry for entry in ENTRIES if entry.route.buildable]
 def write_synthetic_wheel(folder: Path, entry: MatrixEntry, *, version: str = "0.1.0",
                           platform_tag: str | None = None,
                           edit_metadata: Callable[[str], str] = lambda text: text,
-                          edit_record: Callable[[dict], dict] = lambda data: data) -> Path:
-    """A wheel as the pipeline lays it out for ``entry``, without the binaries."""
+                          edit_record: Callable[[dict], dict] = lambda data: data,
+                          edit_sbom: Callable[[dict], dict | None] = lambda data: data) -> Path:
+    """A wheel as the pipeline lays it out for ``entry``, with stand-ins for the binaries."""
     loaded = dataclasses.replace(MANIFEST, version=version,
                                  project={**MANIFEST.project, "version": version})
     platform = get_platform(entry.target.platform)
@@ -48,7 +50,14 @@ def write_synthetic_wheel(folder: Path, entry: MatrixEntry, *, version: str = "0
                            else platform.wheel_platform_tag(entry.target))
     files["METADATA"] = edit_metadata(files["METADATA"].decode()).encode()
     files["WHEEL"] = wheel_text([f"cp39-abi3-{tag}"]).encode()
+    binaries = {file: f"stand-in for {file}".encode() for file in sbom.shipped_files(record)}
+    document = edit_sbom(sbom.document(record, files=binaries, toolchain=TOOLCHAIN,
+                                       license_expression="Apache-2.0", epoch=315532800,
+                                       generator="test"))
+    if document is not None:
+        files[sbom.file_name("edgert")] = sbom.to_bytes(document)
     entries = {f"{dist_info}/{name}": (data, 0o644) for name, data in files.items()}
+    entries.update({file: (data, 0o755) for file, data in binaries.items()})
     entries[f"edgert/{RECORD_FILE}"] = (json.dumps(edit_record(record.to_json())).encode(),
                                         0o644)
     path = folder / f"{normalize_distribution(entry.distribution)}-{version}-cp39-abi3-{tag}.whl"
@@ -250,3 +259,32 @@ def test_glibc_of_policies_and_tags() -> None:
     assert release_set.glibc_of("quay.io/pypa/manylinux_2_28_x86_64:2025.01.01") is None
     assert release_set.manylinux_images(ROOT / "pyproject.toml") == {
         "x86_64": "manylinux_2_28", "aarch64": "manylinux_2_28"}
+
+
+def _tamper_component(document: dict) -> dict:
+    document["components"][0]["hashes"][0]["content"] = "0" * 64
+    return document
+
+
+def _no_toolchain(document: dict) -> dict:
+    document["formulation"][0]["components"] = []
+    return document
+
+
+@pytest.mark.parametrize("edit, words", [
+    (lambda document: None, "has no SBOM"),
+    (_tamper_component, "gives edgert/lib/libedgert.so the sha256 " + "0" * 64),
+    (_no_toolchain, "names no compiler or no CMake"),
+    (lambda document: {**document, "bomFormat": "SPDX"}, "is not a CycloneDX document"),
+])
+def test_each_wheel_carries_an_sbom_naming_its_files_and_toolchain(
+        tmp_path: Path, edit: Callable[[dict], dict | None], words: str) -> None:
+    (tmp_path / "dist").mkdir()
+    for item in BUILDABLE:
+        write_synthetic_wheel(tmp_path / "dist", item,
+                              edit_sbom=edit if item.name == "linux-x86_64-cpu" else
+                              lambda document: document)
+    write_sdist(tmp_path / "dist")
+    found = only_error(tmp_path / "dist")
+    assert found.check == "sbom" and words in found.what
+    assert found.file.startswith("edgert-0.1.0-cp39-abi3-manylinux_2_28_x86_64")

@@ -101,15 +101,39 @@ def test_aarch64_builds_natively_on_arm_runners() -> None:
     assert jobs_by_arch["aarch64"].endswith("-arm") and not jobs_by_arch["x86_64"].endswith("-arm")
 
 
+def _cache_steps() -> list[tuple[str, dict[str, Any]]]:
+    return [(name, step) for name in jobs() for step in steps(name)
+            if str(step.get("uses", "")).startswith("actions/cache")]
+
+
 def test_the_tool_cache_is_cached_and_reaches_the_container() -> None:
-    cache = next(step for step in steps("build") if step.get("uses", "").startswith(
-        "actions/cache@"))
+    restore = next(step for name, step in _cache_steps()
+                   if step["uses"].startswith("actions/cache/restore@"))
     folder = "${{ runner.temp }}/release-cache"
-    assert cache["with"]["path"] == folder and "matrix.name" in cache["with"]["key"]
+    assert restore["with"]["path"] == folder and "matrix.name" in restore["with"]["key"]
+    assert "release/pinned-tools.toml" in restore["with"]["key"]
     build = next(step for step in steps("build") if "cibuildwheel" in str(step.get("run")))
     assert build["env"]["RELEASE_CACHE_DIR"] == folder
     assert f"--volume={folder}:/release-cache" in build["env"]["CIBW_CONTAINER_ENGINE"]
     assert build["env"]["CIBW_ENVIRONMENT_LINUX"] == "RELEASE_CACHE_DIR=/release-cache"
+
+
+def test_a_run_that_can_publish_restores_no_cache() -> None:
+    """Only pull requests read and write the tool cache, under their own keys: a tag's run
+    (and a manual one) fetches every pinned tool afresh, so nothing a pull request wrote can
+    reach a published wheel."""
+    found = _cache_steps()
+    assert {step["uses"].split("@")[0] for _, step in found} == {
+        "actions/cache/restore", "actions/cache/save"}, "restore and save apart, never both"
+    for name, step in found:
+        assert name == "build"
+        assert step["if"].startswith("github.event_name == 'pull_request'"), step
+        assert step["with"]["key"].startswith("release-cache-pr-")
+        assert "restore-keys" not in step["with"]
+    save = next(step for _, step in found if step["uses"].startswith("actions/cache/save@"))
+    restore = next(step for _, step in found if step["uses"].startswith("actions/cache/restore@"))
+    assert save["with"] == restore["with"]
+    assert "steps.tool-cache.outputs.cache-hit != 'true'" in save["if"]
 
 
 def test_the_set_check_gates_publishing() -> None:

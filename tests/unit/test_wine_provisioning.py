@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from platforms.windows import wine
-from release import _cmd
+from release import _cmd, pins, toolcache
 
 
 def _fake_tools(calls: list[list[str]]):  # type: ignore[no-untyped-def]
@@ -36,6 +36,11 @@ def test_the_prefix_and_helpers_are_made_once_with_tmpdir_in_the_cache(
     monkeypatch.setattr(wine, "find_wine", lambda: "/usr/bin/wine")
     monkeypatch.setattr(_cmd, "run", _fake_tools(calls))
     wine._wine_version.cache_clear()
+    # the stand-in compiler's outputs are taken for the pinned bytes
+    pinned = {file.file: file.sha256 for file in pins.load().built_pin(wine.HELPERS_PIN).files}
+    real_sha256 = toolcache.file_sha256
+    monkeypatch.setattr(toolcache, "file_sha256",
+                        lambda path: pinned.get(Path(path).name) or real_sha256(path))
     toolchain = tmp_path / "toolchains" / "x86_64-windows-gnu" / "toolchain.cmake"
     runners = []
     with caplog.at_level("INFO", logger="release"):

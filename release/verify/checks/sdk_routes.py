@@ -126,7 +126,7 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
         except (EnvironmentFailure, ToolError):
             raise  # this machine cannot provide CMake: "not run (environment)", not the wheel
         except ReleaseError as error:
-            return [finding(NAME, Severity.ERROR, package[0], f"CMake {route.requirement} "
+            return [finding(NAME, Severity.ERROR, package[0], f"CMake {route.label} "
                             f"could not configure a consumer: {error.what}", fix=error.fix,
                             output=getattr(error, "output", ""))]
     return (_compare(wheel, package[1], answers, requests)
@@ -151,7 +151,7 @@ def _example(wheel: WheelModel, context: VerifyContext, package: tuple[str, str]
             raise
         except ReleaseError as error:
             return [finding(NAME, Severity.ERROR, consumer, f"the example consumer fails with "
-                            f"CMake {route.requirement}: {error.what}",
+                            f"CMake {route.label}: {error.what}",
                             output=getattr(error, "output", ""))]
     findings = []
     for program in sorted(set(outputs["old"]) | set(outputs["new"])):
