@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -289,8 +290,9 @@ def test_old_layout_build_is_caught_and_not_shipped(tmp_path: Path) -> None:
     errors = completed.stderr
     assert "error   [ownership] edgert/lib/libedgert_export_plugin.so: " \
            "op:edgert_quantized::linear is registered by 2 libraries" in errors
-    assert "[duplicates] edgert/lib/libedgert_kernels_quantized.so: 1 exported symbols " \
-           "defined by both edgert/lib/libedgert_export_plugin.so" in errors
+    assert re.search(r"\[duplicates\] edgert/lib/libedgert_kernels_quantized\.so: [1-9]\d* "
+                     r"exported symbols defined by both edgert/lib/libedgert_export_plugin\.so",
+                     errors)
     assert "[private-copies] edgert/lib/libedgert_export_plugin.so: component 'export_plugin' " \
            "carries a private copy of component 'kernels_quantized'" in errors
     plugin, kernels = "edgert/lib/libedgert_export_plugin.so", \
