@@ -2,7 +2,9 @@
 
 Each program runs in its own process group; if the pipeline is interrupted (Ctrl-C,
 SIGTERM, SIGHUP) or a timeout passes, the whole group is terminated before the error goes
-on, so no compiler, ninja or auditwheel outlives the build that started it."""
+on, so no compiler, ninja or auditwheel outlives the build that started it. A build killed
+outright (SIGKILL) cannot do that: every program it runs carries the build folder in its
+environment, and the next build on that folder stops those still running (``stop_leftovers``)."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -62,7 +64,8 @@ def run(
     """
     argv = [os.fspath(part) for part in command]
     log.debug("$ %s", shlex.join(argv))
-    full_env = None if env is None else {**os.environ, **env}
+    added = {**_CHILD_ENVIRONMENT, **(env or {})}
+    full_env = {**os.environ, **added} if added else None
     if stream and (timeout is not None or stderr != "merge" or not capture):
         raise ValueError("stream=True reads merged, captured output without a timeout")
     try:
@@ -172,6 +175,67 @@ def _terminate_group(process: subprocess.Popen[str]) -> None:
 
 
 _GRACE = 5.0
+
+# Set while a build holds its build folder: every program run then carries OWNER_VARIABLE
+# (the build folder) in its environment, and so do the programs it starts (ninja's
+# compilers), so the next build on the folder finds any a killed build left running.
+OWNER_VARIABLE = "EDGERT_RELEASE_BUILD_FOLDER"
+_CHILD_ENVIRONMENT: dict[str, str] = {}
+
+
+@contextlib.contextmanager
+def child_environment(values: Mapping[str, str]) -> Iterator[None]:
+    """Adds ``values`` to the environment of every program run inside the block."""
+    saved = dict(_CHILD_ENVIRONMENT)
+    _CHILD_ENVIRONMENT.update(values)
+    try:
+        yield
+    finally:
+        _CHILD_ENVIRONMENT.clear()
+        _CHILD_ENVIRONMENT.update(saved)
+
+
+def owned_by(build_folder: str) -> contextlib.AbstractContextManager[None]:
+    """Marks the programs run inside the block as the build of ``build_folder``'s."""
+    return child_environment({OWNER_VARIABLE: build_folder})
+
+
+def _marked(pid: int, marker: bytes) -> bool:
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return False
+    return marker in environ.split(b"\0")
+
+
+def _ancestors() -> set[int]:
+    found, pid = set(), os.getpid()
+    while pid > 1 and pid not in found:
+        found.add(pid)
+        fields = _stat_fields(pid)
+        if not fields:
+            break
+        pid = int(fields[1])
+    return found
+
+
+def stop_leftovers(build_folder: str) -> int:
+    """Kills the programs a killed build of ``build_folder`` left running (found by the
+    marker in their environment; the caller holds the folder's lock, so no live build owns
+    them); returns how many. Empty where there is no /proc."""
+    marker = f"{OWNER_VARIABLE}={build_folder}".encode()
+    try:
+        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return 0
+    mine = _ancestors()
+    stopped = 0
+    for pid in pids:
+        if pid not in mine and _marked(pid, marker):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+                stopped += 1
+    return stopped
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:

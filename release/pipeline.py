@@ -31,7 +31,13 @@ from release.buildrecord import (
     ExampleRecord,
     ExtensionRecord,
 )
-from release.errors import ConfigurationError, ReleaseError, ToolError, VerificationFailed
+from release.errors import (
+    ConfigurationError,
+    EnvironmentFailure,
+    ReleaseError,
+    ToolError,
+    VerificationFailed,
+)
 from release.loader import Host
 from release.manifest import Component, Manifest, Target, Variant
 from release.metadata import core_metadata
@@ -49,6 +55,7 @@ from release.platform import (
 from release.variant import BuildVariant, load_variant
 from release.verify.api import verify_wheel
 from release.verify.options import VerifyOptions
+from release.verify.report import ENVIRONMENT, Report
 
 log = logging.getLogger("release")
 
@@ -111,6 +118,7 @@ def make_plan(manifest: Manifest, options: BuildOptions, environ: Mapping[str, s
     route = variant_route(platform, target, variant)
     if not route.reachable:
         raise ToolError(route.detail, fix=route.fix)
+    wheel.source_date_epoch(environ)   # a bad SOURCE_DATE_EPOCH is refused before any work
     build_dir = options.build_dir or manifest.root / "build" / f"{target.name}-{variant.name}"
     components = manifest.components_for(variant.name)
     distribution = declared.distribution or manifest.distribution
@@ -171,7 +179,7 @@ def run(manifest: Manifest, options: BuildOptions,
         (Stage.CONFIGURE, _configure), (Stage.BUILD, _build), (Stage.INSTALL, _install),
         (Stage.LAYOUT, _lay_out), (Stage.FIXUP, _fix_up), (Stage.REPAIR, _repair),
         (Stage.VERIFY, _verify)]
-    buildfolder.make_folder(options.out_dir, action="create the output folder")
+    buildfolder.check_writable(options.out_dir)   # before any work, not after the build
     with buildfolder.locked(plan.build_dir), buildfolder.scratch(plan.build_dir) as scratch:
         state = _State(scratch=scratch)
         for stage, step in steps:
@@ -247,6 +255,11 @@ STAMP_FILE = "release-configure.json"
 
 def _read_stamp(stamp: Path) -> object:
     """The recorded configuration, or None when absent or unreadable (then discarded)."""
+    if stamp.is_dir() and not stamp.is_symlink():
+        log.warning("removing the folder %s that stands in place of the configure stamp; "
+                    "configuring again", stamp)
+        shutil.rmtree(stamp)
+        return None
     try:
         return json.loads(stamp.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -522,6 +535,35 @@ def _verify(plan: Plan, state: _State) -> None:
                                  f"({sum(1 for f in report.findings if f.severity == 'error')} "
                                  "errors); no wheel was written",
                                  fix="fix the findings listed above")
+    _check_unchecked(plan, state.wheel.name, report)
+
+
+def unchecked(report: Report) -> dict[str, str]:
+    """The checks verify could not run on this machine ('not run (environment)'): check ->
+    why (its finding's text)."""
+    reasons = {f.check: f.what for f in report.findings
+               if f.details.get("status") == ENVIRONMENT}
+    return {name: reasons.get(name, ENVIRONMENT) for name, status in report.checks.items()
+            if status == ENVIRONMENT}
+
+
+def _check_unchecked(plan: Plan, wheel_name: str, report: Report) -> None:
+    """A wheel a check could not be run on is not published unless the caller accepts that
+    (--allow-unchecked): the same wheel makes ``verify`` exit 8."""
+    missing = unchecked(report)
+    if not missing:
+        return
+    for name, why in sorted(missing.items()):
+        log.warning("verify could not run the %s check here: %s", name, why)
+    names = ", ".join(sorted(missing))
+    if plan.options.allow_unchecked:
+        log.warning("publishing %s although verify could not run: %s (--allow-unchecked)",
+                    wheel_name, names)
+        return
+    raise EnvironmentFailure(f"{wheel_name} was not published: verify could not run {names} "
+                             "on this machine", fix="give the check what it needs (the line "
+                             "above says what is missing), or pass --allow-unchecked to "
+                             "publish it unchecked")
 
 
 def _dependency_sites(plan: Plan) -> tuple[Path, ...]:
