@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
-from release.errors import CommandError, ToolError
+from release.errors import CommandError, EnvironmentCommandError, ToolError
 
 log = logging.getLogger("release")
 
@@ -50,6 +50,7 @@ def run(
     stderr: Literal["merge", "separate"] = "merge",
     stream: bool = False,
     diagnose: Callable[[str], str | None] | None = None,
+    machine_faults: bool = False,
 ) -> str:
     """Runs ``command``; returns its output. Raises CommandError on a non-zero exit.
 
@@ -60,7 +61,9 @@ def run(
     when it fails). On failure the error names the program's first error line (a compiler's
     ``file:line: error: ...``, a ``CMake Error``), else its last line, and the fix comes from
     what the output says about the machine (a full disk, no memory), else from
-    ``diagnose(output)`` (a tool's own messages), else it is the caller's ``fix``.
+    ``diagnose(output)`` (a tool's own messages), else it is the caller's ``fix``. With
+    ``machine_faults`` (a program whose output is ours, not a wheel's: a compile, a CMake
+    probe), such a machine cause and a timeout raise EnvironmentCommandError (exit 8).
     """
     argv = [os.fspath(part) for part in command]
     log.debug("$ %s", shlex.join(argv))
@@ -83,6 +86,11 @@ def run(
             out, err = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         _terminate_group(process)
+        if machine_faults:
+            raise EnvironmentCommandError(
+                f"{what or argv[0]} did not finish within {timeout} s on this machine",
+                command=argv, returncode=-1, output="",
+                fix="run it on a less busy machine, or give it more time") from None
         raise CommandError(f"{what or argv[0]} did not finish within {timeout} s",
                            command=argv, returncode=-1, output="", fix=fix) from None
     except BaseException:
@@ -93,10 +101,12 @@ def run(
         everything = output + (err or "")
         tail = everything[-_OUTPUT_TAIL:].strip()
         name = what or Path(argv[0]).name
-        raise CommandError(
+        cause = machine_cause(everything)
+        kind = EnvironmentCommandError if machine_faults and cause else CommandError
+        raise kind(
             f"{name} failed with exit status {process.returncode}: {first_error(everything)}",
             command=argv, returncode=process.returncode, output=tail,
-            fix=_diagnose(everything) or (diagnose(everything) if diagnose else None) or fix)
+            fix=cause or (diagnose(everything) if diagnose else None) or fix)
     return output
 
 
@@ -143,7 +153,7 @@ _KNOWN_CAUSES = (
 )
 
 
-def _diagnose(output: str) -> str | None:
+def machine_cause(output: str) -> str | None:
     """A fix read from what any program printed about its environment."""
     for pattern, fix in _KNOWN_CAUSES:
         if pattern.search(output):

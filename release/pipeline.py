@@ -316,7 +316,7 @@ def _configure_part(plan: Plan, part: _Part, toolchain_arguments: list[str]) -> 
     _cmd.run([tools.cmake(cache=plan.cache), "-S", source, "-B", build_dir,
               *wanted["arguments"]], what="CMake configure",
              fix=f"read the CMake error above; delete {build_dir} to start clean",
-             stream=True)
+             stream=True, machine_faults=True)
     _write_atomically(stamp, json.dumps(wanted))
 
 
@@ -343,7 +343,7 @@ def _build(plan: Plan, state: _State) -> None:
     for part in _parts(plan):
         _cmd.run([tools.cmake(cache=plan.cache), "--build", part.build_dir,
                   "--parallel", str(jobs)], what="native build", stream=True,
-                 env=compiler_cache_environment(plan),
+                 env=compiler_cache_environment(plan), machine_faults=True,
                  fix="fix the error; the build's own output is above")
 
 
@@ -354,7 +354,7 @@ def _install(plan: Plan, state: _State) -> None:
         shutil.rmtree(prefix, ignore_errors=True)
         _cmd.run([tools.cmake(cache=plan.cache), "--install", part.build_dir,
                   "--prefix", prefix], what="CMake install", fix="check the install() rules "
-                 "in native/")
+                 "in native/", machine_faults=True)
     if len(parts) > 1:
         merged = merge_parts(plan.platform, [part.build_dir / "install" for part in parts],
                              plan.build_dir / "install")
