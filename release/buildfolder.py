@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from release import _cmd
+from release import _cmd, _lock
 from release.errors import EnvironmentFailure
 
 log = logging.getLogger("release")
@@ -47,19 +47,6 @@ def make_folder(path: Path, *, action: str = "create the folder") -> None:
         raise _failure(action, path, OSError(errno.ENOTDIR, "not a folder"))
 
 
-def _lock_file(path: Path) -> Path:
-    """``path``, ready to open as a lock file: an empty folder in its place (a damaged build
-    folder) is removed with a log line; anything else that is not a file is an error."""
-    if path.is_dir() and not path.is_symlink():
-        try:
-            path.rmdir()
-        except OSError:
-            raise EnvironmentFailure(f"{path} is a folder, not the lock file",
-                                     fix=f"remove {path} (it is not the build's)") from None
-        log.warning("removed the folder %s that stood in place of the lock file", path)
-    return path
-
-
 @contextmanager
 def locked(build_dir: Path) -> Iterator[None]:
     """Holds the build folder's lock; a second build on the same folder fails at once. Once
@@ -71,7 +58,7 @@ def locked(build_dir: Path) -> Iterator[None]:
         yield
         return
     try:
-        handle = _lock_file(build_dir / LOCK_FILE).open("a")
+        handle = _lock.usable_lock_file(build_dir / LOCK_FILE).open("a")
     except OSError as error:
         raise _failure("open the lock file in", build_dir, error) from None
     with handle:

@@ -476,3 +476,11 @@ def test_check_set_on_a_name_flagged_utf8_with_invalid_bytes_is_a_finding(
     assert code == 7 and err == "", err
     findings = json.loads(out)["findings"]
     assert any("a member name flagged as UTF-8 is not UTF-8" in f["what"] for f in findings)
+
+
+def test_a_folder_in_place_of_a_tool_cache_lock_heals(tmp_path: Path) -> None:
+    from release import _lock
+    entry = tmp_path / "tools" / "cmake-3.24"
+    _lock.lock_path(entry).mkdir(parents=True)
+    with _lock.provisioning(entry, "cmake"):
+        assert _lock.lock_path(entry).is_file()
