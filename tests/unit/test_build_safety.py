@@ -25,6 +25,7 @@ from release import _cmd, buildfolder, pipeline, tools, wheel
 from release.__main__ import TEMPORARY_PREFIX, Terminated, main, process_temporary_folder
 from release.errors import (
     CommandError,
+    ConfigurationError,
     EnvironmentCommandError,
     EnvironmentFailure,
     WheelError,
@@ -484,3 +485,13 @@ def test_a_folder_in_place_of_a_tool_cache_lock_heals(tmp_path: Path) -> None:
     _lock.lock_path(entry).mkdir(parents=True)
     with _lock.provisioning(entry, "cmake"):
         assert _lock.lock_path(entry).is_file()
+
+
+def test_the_backend_takes_allow_unchecked_as_a_config_setting() -> None:
+    from release import backend, manifest
+    loaded = manifest.load(ROOT)
+    assert backend._options(loaded, {"allow-unchecked": "true"}).allow_unchecked
+    assert not backend._options(loaded, None).allow_unchecked
+    with pytest.raises(ConfigurationError) as raised:
+        backend._options(loaded, {"allow-unchecked": "maybe"})
+    assert "-C allow-unchecked=maybe is not a boolean" in raised.value.message
