@@ -217,9 +217,9 @@ def _on_disk(arguments: argparse.Namespace | None) -> str:
     renamed into place must not be told as "no wheel was written"."""
     from release import buildfolder
     command = arguments.command if arguments is not None else None
-    if command == "repair":
+    if arguments is not None and command == "repair":
         return (f"a repaired wheel in {arguments.wheel_dir} is complete (it is renamed into "
-                "place whole); nothing else was written") if arguments is not None else ""
+                "place whole); nothing else was written")
     if command not in ("build", "plan"):
         return "nothing was written"
     done = buildfolder.published()
@@ -241,11 +241,13 @@ def process_temporary_folder() -> Iterator[None]:
     tool's unpacked wheel therefore never outlives the run, even after SIGKILL."""
     from release import buildfolder
     base = Path(tempfile.gettempdir())
-    for stale in base.glob(TEMPORARY_PREFIX + "*"):
-        pid = stale.name[len(TEMPORARY_PREFIX):].split(".", 1)[0]
-        if pid.isdigit() and not buildfolder.process_alive(int(pid)) and stale.is_dir() \
-                and not stale.is_symlink() and _owned(stale):
-            shutil.rmtree(stale, ignore_errors=True)
+    with contextlib.suppress(OSError):   # (another run may be removing the same folders)
+        for stale in list(base.glob(TEMPORARY_PREFIX + "*")):
+            pid = stale.name[len(TEMPORARY_PREFIX):].split(".", 1)[0]
+            with contextlib.suppress(OSError):
+                if pid.isdigit() and not buildfolder.process_alive(int(pid)) \
+                        and stale.is_dir() and not stale.is_symlink() and _owned(stale):
+                    shutil.rmtree(stale, ignore_errors=True)
     try:
         folder = Path(tempfile.mkdtemp(prefix=f"{TEMPORARY_PREFIX}{os.getpid()}.", dir=base))
     except OSError:   # an unwritable TMPDIR: each step then says so where it writes
