@@ -223,3 +223,4 @@ def test_the_next_build_stops_what_a_killed_one_left_running(tmp_path: Path) -> 
     assert "left by an interrupted build" in again.stderr
     assert _descendants_of(str(build_dir)) == []
     assert not list(build_dir.glob(buildfolder.SCRATCH_PREFIX + "*"))
+
