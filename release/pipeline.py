@@ -32,7 +32,9 @@ from release.buildrecord import (
     ExtensionRecord,
 )
 from release.errors import (
+    CommandError,
     ConfigurationError,
+    EnvironmentCommandError,
     EnvironmentFailure,
     ReleaseError,
     ToolError,
@@ -313,11 +315,37 @@ def _configure_part(plan: Plan, part: _Part, toolchain_arguments: list[str]) -> 
         log.warning("CMake's cache or build.ninja in %s is incomplete; configuring afresh",
                     build_dir)
         (build_dir / "CMakeCache.txt").unlink()
-    _cmd.run([tools.cmake(cache=plan.cache), "-S", source, "-B", build_dir,
-              *wanted["arguments"]], what="CMake configure",
+    _native([tools.cmake(cache=plan.cache), "-S", source, "-B", build_dir,
+             *wanted["arguments"]], build_dir, what="CMake configure",
              fix=f"read the CMake error above; delete {build_dir} to start clean",
-             stream=True, machine_faults=True)
+             stream=True)
     _write_atomically(stamp, json.dumps(wanted))
+
+
+LOW_SPACE = 64 << 20   # less free than this on the build folder's disk after a failure: full
+
+
+def _native(command: list[str | os.PathLike[str]], folder: Path, **arguments: Any) -> str:
+    """A CMake configure, build or install in the build folder ``folder`` (``_cmd.run`` with
+    ``machine_faults``). CMake does not always say the disk filled up (a try_compile that
+    cannot write its output is "Could NOT find Threads"), so a failure that leaves the build
+    folder's disk nearly full is told as a full disk, an environment failure, whatever the
+    tool printed."""
+    try:
+        return _cmd.run(command, machine_faults=True, **arguments)
+    except EnvironmentCommandError:
+        raise
+    except CommandError as error:
+        try:
+            free = shutil.disk_usage(folder).free
+        except OSError:
+            raise error from None
+        if free >= LOW_SPACE:
+            raise
+        raise EnvironmentCommandError(
+            error.what, command=error.command, returncode=error.returncode,
+            output=error.output, fix=f"the disk holding {folder} is full ({free >> 10} KiB "
+            "free): free space, or pass a --build-dir on another disk, and run again") from None
 
 
 def default_jobs() -> int:
@@ -341,9 +369,9 @@ def compiler_cache_environment(plan: Plan) -> dict[str, str]:
 def _build(plan: Plan, state: _State) -> None:
     jobs = plan.options.jobs or default_jobs()
     for part in _parts(plan):
-        _cmd.run([tools.cmake(cache=plan.cache), "--build", part.build_dir,
-                  "--parallel", str(jobs)], what="native build", stream=True,
-                 env=compiler_cache_environment(plan), machine_faults=True,
+        _native([tools.cmake(cache=plan.cache), "--build", part.build_dir,
+                 "--parallel", str(jobs)], part.build_dir, what="native build", stream=True,
+                 env=compiler_cache_environment(plan),
                  fix="fix the error; the build's own output is above")
 
 
@@ -352,9 +380,9 @@ def _install(plan: Plan, state: _State) -> None:
     for part in parts:
         prefix = part.build_dir / "install"
         shutil.rmtree(prefix, ignore_errors=True)
-        _cmd.run([tools.cmake(cache=plan.cache), "--install", part.build_dir,
-                  "--prefix", prefix], what="CMake install", fix="check the install() rules "
-                 "in native/", machine_faults=True)
+        _native([tools.cmake(cache=plan.cache), "--install", part.build_dir,
+                 "--prefix", prefix], part.build_dir, what="CMake install",
+                fix="check the install() rules in native/")
     if len(parts) > 1:
         merged = merge_parts(plan.platform, [part.build_dir / "install" for part in parts],
                              plan.build_dir / "install")

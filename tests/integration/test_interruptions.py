@@ -224,3 +224,12 @@ def test_the_next_build_stops_what_a_killed_one_left_running(tmp_path: Path) -> 
     assert _descendants_of(str(build_dir)) == []
     assert not list(build_dir.glob(buildfolder.SCRATCH_PREFIX + "*"))
 
+
+
+def test_a_full_build_disk_is_the_environment_whatever_cmake_says(small_mount,  # type: ignore[no-untyped-def]
+                                                                  tmp_path: Path) -> None:
+    out = tmp_path / "dist"
+    completed = run_release("build", "--platform", "linux", "--out", str(out),
+                            "--build-dir", str(small_mount() / "build"), "-j", "1")
+    assert_clean_failure(completed, out, code=EnvironmentFailure.exit_code,
+                         words="is full")

@@ -495,3 +495,17 @@ def test_the_backend_takes_allow_unchecked_as_a_config_setting() -> None:
     with pytest.raises(ConfigurationError) as raised:
         backend._options(loaded, {"allow-unchecked": "maybe"})
     assert "-C allow-unchecked=maybe is not a boolean" in raised.value.message
+
+
+@pytest.mark.parametrize(("free", "environment"), [(1 << 10, True), (1 << 30, False)])
+def test_a_failed_native_step_on_a_nearly_full_disk_is_a_full_disk(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, free: int, environment: bool) -> None:
+    monkeypatch.setattr(pipeline.shutil, "disk_usage",
+                        lambda path: SimpleNamespace(total=1 << 40, used=0, free=free))
+    with pytest.raises(CommandError) as raised:
+        pipeline._native([sys.executable, "-c", "import sys; print('CMake Error: Could NOT "
+                          "find Threads'); sys.exit(1)"], tmp_path, what="CMake configure",
+                         fix="read the CMake error above")
+    assert isinstance(raised.value, EnvironmentFailure) is environment
+    assert raised.value.exit_code == (8 if environment else 4)
+    assert ("is full (1 KiB free)" in raised.value.fix) is environment
