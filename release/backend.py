@@ -8,6 +8,8 @@ line of this edge; below them, as for the CLI, RELEASE_* and [tool.release.defau
   variant  cpu | cu12 | cu13 (default: cpu)
   verify   full | static | none (default here: static; cibuildwheel's test step runs the rest)
   until    last stage, e.g. ``fixup`` to leave repair to cibuildwheel's repair-wheel-command
+  allow-unchecked  true: publish even when verify could not run a check here (as the CLI's
+           ``--allow-unchecked``)
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any, TypeVar, cast
 
 from release import manifest as manifest_module
 from release import options as build_options
-from release.errors import ReleaseError
+from release.errors import ConfigurationError, ReleaseError
 from release.manifest import PLATFORMS, Manifest
 from release.options import BuildOptions, Stage
 from release.pipeline import run as run_pipeline
@@ -65,7 +67,16 @@ def _options(manifest: Manifest, config_settings: dict[str, Any] | None, *,
     return build_options.resolve(
         platform=platform, given=given, manifest_defaults=manifest.defaults,
         environ=os.environ, caller_defaults={"verify": "static"},
-        last_stage=Stage[_setting(config_settings, "until", "verify").upper()])
+        last_stage=Stage[_setting(config_settings, "until", "verify").upper()],
+        allow_unchecked=_flag(config_settings, "allow-unchecked"))
+
+
+def _flag(config_settings: dict[str, Any] | None, key: str) -> bool:
+    text = _setting(config_settings, key, "false").strip().lower()
+    if text not in ("1", "true", "yes", "on", "0", "false", "no", "off", ""):
+        raise ConfigurationError(f"-C {key}={text} is not a boolean", fix=f"pass -C {key}=true "
+                                 "or leave it out")
+    return text in ("1", "true", "yes", "on")
 
 
 @_clean_errors

@@ -128,7 +128,11 @@ def read_wheel(path: Path, package: str) -> WheelFacts:
             digests = {} if record is None else {
                 file: _sha256(archive, file) for file in sbom.shipped_files(record)
                 if file in archive.NameToInfo}
-    except (zipfile.BadZipFile, OSError) as error:
+    except UnicodeDecodeError as error:   # a name flagged UTF-8 that is not (zipfile decodes)
+        raise WheelError(f"cannot read {path.name}: a member name flagged as UTF-8 is not "
+                         f"UTF-8 ({error.reason} at byte {error.start})",
+                         fix="rebuild it; installers refuse such names") from None
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError) as error:
         raise WheelError(f"cannot read {path.name}: {error}", fix="rebuild it") from None
     return WheelFacts(
         path=path, name=name,

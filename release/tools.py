@@ -72,7 +72,9 @@ def _pip_install(arguments: list[str | os.PathLike[str]], *, what: str, fix: str
             raise ToolError(f"{what}: {mismatch}", fix="the index served a file the pin does "
                             "not list: check release/pinned-tools.toml and the index pip "
                             "uses") from None
-        raise EnvironmentFailure(error.what, fix=fix) from None
+        # a full disk in the cache is told as one, not as a connection problem
+        raise EnvironmentFailure(error.what, fix=_cmd.machine_cause(error.output) or fix) \
+            from None
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
