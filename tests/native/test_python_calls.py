@@ -115,6 +115,8 @@ def test_python_lists_and_scalars_become_the_declared_dtype(edgert: ModuleType) 
     assert picked.dtype == np.float32 and ids.dtype == np.int64
     np.testing.assert_array_equal(picked, np.array([0.1, 5, 3], np.float32))
     np.testing.assert_array_equal(ids, [7, 8, 2**40])
+    picked, ids = program.run([[], [], [], []])                # empty: no values to change
+    assert picked.shape == (0,) and picked.dtype == np.float32 and ids.dtype == np.int64
     (out,) = edgert.load(relu_program(())).run([-2.5])          # a scalar: a 0-d input
     assert out.shape == () and out == 0
     (out,) = edgert.load(relu_program()).run([[[1, -1] * 8]])   # ints to float32

@@ -46,7 +46,7 @@ def _python_input(value: object, expected: np.dtype, where: str  # type: ignore[
             f"{where} is {_a(type(value).__name__)} numpy cannot read as one array ({error}); "
             f"pass a {expected.name} array of the input's shape") from None
     kind = type(value).__name__
-    if natural.dtype.kind in "fO" and all(
+    if natural.dtype.kind in "fO" and natural.size and all(
             isinstance(item, int) for item in np.asarray(value, dtype=object).flat):
         # integers beyond int64 and uint64: numpy holds them as floats (rounded) or objects
         raise InvalidArgumentError(
