@@ -45,8 +45,10 @@ def _python_input(value: object, expected: np.dtype, where: str  # type: ignore[
         raise InvalidArgumentError(
             f"{where} is {_a(type(value).__name__)} numpy cannot read as one array ({error}); "
             f"pass a {expected.name} array of the input's shape") from None
+    if natural.size == 0:   # no value to change: numpy's float64 says nothing about them
+        return np.empty(natural.shape, expected)
     kind = type(value).__name__
-    if natural.dtype.kind in "fO" and natural.size and all(
+    if natural.dtype.kind in "fO" and all(
             isinstance(item, int) for item in np.asarray(value, dtype=object).flat):
         # integers beyond int64 and uint64: numpy holds them as floats (rounded) or objects
         raise InvalidArgumentError(
