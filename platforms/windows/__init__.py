@@ -78,7 +78,8 @@ class WindowsPlatform:
     # for minutes (release/pipeline.py)
     first_configure_note = ("CMake's compiler checks run zig for x86_64-windows-gnu, which "
                             "first builds its C and C++ runtime for the target into its "
-                            "cache: about 4 minutes the first time, seconds afterwards")
+                            "cache: 2 to 4 minutes the first time (docs/windows.md), "
+                            "seconds afterwards")
 
     def check_host(self, target: Target) -> None:
         if target.arch not in _ARCHES:
