@@ -101,3 +101,46 @@ def test_on_a_terminal_a_failure_names_pips_error_line(
                            scratch=tmp_path / "scratch")
     assert raised.value.what == ("pip install zig==9 failed with exit status 1: ERROR: Could "
                                  "not find a version that satisfies the requirement zig==9")
+
+
+@pytest.mark.parametrize(("platform", "words"), [
+    ("windows", "zig for x86_64-windows-gnu, which first builds its C and C++ runtime"),
+    ("linux", "seconds with the host's compilers"),
+])
+def test_a_first_configure_says_what_it_waits_for_and_a_second_does_not(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+        platform: str, words: str) -> None:
+    """CMake prints nothing while it checks the compilers (minutes for a first Windows cross
+    build): the line before says so, once per build folder."""
+    from types import SimpleNamespace
+
+    from release import pipeline
+    from release.platform import get_platform
+
+    ran: list[list[str]] = []
+
+    def fake_cmake(command: list[str], **_: object) -> str:
+        ran.append([str(part) for part in command])
+        (tmp_path / "build" / "CMakeCache.txt").write_text(   # what _tree_intact reads
+            f"CMAKE_HOME_DIRECTORY:INTERNAL={(tmp_path / 'native').resolve()}\n")
+        (tmp_path / "build" / "build.ninja").write_text("build all: phony\ndefault all\n")
+        return ""
+
+    monkeypatch.setattr(pipeline._cmd, "run", fake_cmake)
+    monkeypatch.setattr(pipeline.tools, "cmake", lambda cache=None: Path("cmake"))
+    monkeypatch.setattr(pipeline, "_configure_arguments", lambda plan, part, arguments: [])
+    plan = SimpleNamespace(manifest=SimpleNamespace(native_source=str(tmp_path / "native")),
+                           platform=get_platform(platform), cache=tmp_path / "cache")
+    part = SimpleNamespace(build_dir=tmp_path / "build")
+    (tmp_path / "native").mkdir()
+    with caplog.at_level(logging.INFO, logger="release"):
+        pipeline._configure_part(plan, part, [])  # type: ignore[arg-type]
+        first = [r.getMessage() for r in caplog.records if "first configure" in r.getMessage()]
+        caplog.clear()
+        (tmp_path / "build" / pipeline.STAMP_FILE).unlink()   # configure again, same folder
+        pipeline._configure_part(plan, part, [])  # type: ignore[arg-type]
+    assert len(ran) == 2
+    assert len(first) == 1 and words in first[0]
+    assert first[0].startswith(f"first configure of {tmp_path / 'build'}: CMake detects the "
+                               "compilers and the platform before it prints anything")
+    assert not [r for r in caplog.records if "first configure" in r.getMessage()]
