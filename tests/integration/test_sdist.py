@@ -261,7 +261,5 @@ def test_python_m_build_wheel_gets_the_native_toolchain_from_the_wheel_hook(
     native tool, through get_requires_for_build_wheel, and builds the wheel."""
     installed, report = _isolated_build(clone, "wheel", tmp_path)
     assert NATIVE_TOOLS <= installed, report
-    assert [path.name for path in tmp_path.glob("*.whl")] == [
-        f"edgert-0.1.0-cp39-abi3-{path.name.split('-abi3-')[1]}"
-        for path in tmp_path.glob("*.whl")]
-    assert len(list(tmp_path.glob("*.whl"))) == 1
+    [wheel] = tmp_path.glob("*.whl")
+    assert wheel.name.startswith("edgert-0.1.0-cp39-abi3-manylinux_"), wheel.name
