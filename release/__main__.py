@@ -71,10 +71,19 @@ def _parser() -> argparse.ArgumentParser:
                     "RELEASE_JOBS, RELEASE_CACHE_DIR, RELEASE_CCACHE) or from "
                     "[tool.release.defaults]; the command line wins.")
 
-    repair = commands.add_parser("repair", help="repair a wheel this pipeline built")
-    repair.add_argument("wheel", type=Path)
-    repair.add_argument("-w", "--wheel-dir", type=Path, default=Path("dist"))
-    repair.add_argument("--json", action="store_true")
+    repair = commands.add_parser(
+        "repair", help="repair a wheel this pipeline built",
+        description="Runs the platform's repair tool on a wheel this pipeline built (its build "
+                    "record says which libraries are our own, never renamed or copied, and "
+                    "which come from declared dependencies, never grafted) and re-packs it "
+                    "reproducibly; repairing a repaired wheel changes nothing.")
+    repair.add_argument("wheel", type=Path,
+                        help="the .whl file to repair (one with edgert/_release.json)")
+    repair.add_argument("-w", "--wheel-dir", type=Path, default=Path("dist"),
+                        help="folder the repaired wheel is written to (default: dist)")
+    repair.add_argument("--json", action="store_true",
+                        help="print the repaired wheel's path as JSON ({\"version\": 1, "
+                             "\"wheel\": PATH})")
 
     from release.verify.cli import add_arguments
     add_arguments(commands.add_parser(
@@ -118,7 +127,7 @@ def _add_check_set(commands: argparse._SubParsersAction[_Parser]) -> None:
     check.add_argument("folder", type=Path, help="the folder holding the release's files")
     check.add_argument("--project", type=Path, default=Path("."), help="folder of pyproject.toml")
     check.add_argument("--expect-version", help="the version the release must have (the tag's)")
-    check.add_argument("--json", action="store_true")
+    check.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
 def _build(arguments: argparse.Namespace, out: TextIO) -> int:

