@@ -83,13 +83,14 @@ def test_cibuildwheel_test_sources_hold_what_the_release_tool_needs(tmp_path: Pa
         else:
             shutil.copy2(origin, tmp_path / source)
     completed = subprocess.run([sys.executable, "-c", (
-        "import release.verify.api as api, sys; "
-        "print(api.TOOL_PROJECT); "
-        "print(len(api.provider_checks_of(None)))")],
+        "import release.verify.api as api, release; "
+        "print(release.__file__); "
+        "print(len(api.provider_checks(['cuda'])))")],
         cwd=tmp_path, capture_output=True, text=True, check=False,
         env={**os.environ, "PYTHONPATH": ""})
     assert completed.returncode == 0, completed.stderr
-    assert completed.stdout.split() == [str(tmp_path), "1"]
+    # the copied release tool (not the checkout's) and the CUDA provider's check it loads
+    assert completed.stdout.split() == [str(tmp_path / "release" / "__init__.py"), "1"]
     required = {str(requirement).split(">")[0] for requirement in config["test-requires"]}
     assert required == {"packaging", "pyproject-metadata"}
 
