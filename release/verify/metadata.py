@@ -147,6 +147,11 @@ def parse_metadata(text: str, *, where: str) -> tuple[Metadata, list[Finding]]:
                     message.get("Metadata-Version", ""), extras, authors), findings
 
 
+def parse_wheel_version(text: str) -> str:
+    """WHEEL's Wheel-Version ("" when absent)."""
+    return str(HeaderParser().parsestr(text).get("Wheel-Version", "")).strip()
+
+
 def parse_wheel_tags(text: str) -> tuple[Tag, ...]:
     message = HeaderParser().parsestr(text)
     tags: list[Tag] = []
