@@ -185,6 +185,10 @@ def parse_record(text: str, *, where: str) -> tuple[dict[str, RecordEntry], list
         except ValueError:
             findings.append(_bad_row(where, number, f"has a non-numeric size '{size_text}'"))
             size = None
+        if path in entries:   # no row may win over another: both are refused
+            findings.append(_bad_row(where, number, f"lists '{path}' again (rows that may "
+                                     "contradict each other)"))
+            continue
         entries[path] = RecordEntry(path, algorithm if digest else "", digest, size)
     return entries, findings
 

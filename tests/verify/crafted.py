@@ -151,6 +151,17 @@ def wrong_crc(folder: Path, *, entry: str = "demo/a.py") -> Path:
     return path
 
 
+def invalid_utf8_name(folder: Path) -> Path:
+    """A wheel with an entry flagged UTF-8 (bit 11) whose name bytes are not UTF-8."""
+    path = wheel(folder, {"demo/caf\u00e9.py": b""})
+    data = bytearray(path.read_bytes())
+    good = "demo/caf\u00e9.py".encode()
+    bad = b"demo/caf\xff\xfe.py"
+    assert len(good) == len(bad)
+    path.write_bytes(bytes(data).replace(good, bad))
+    return path
+
+
 def other_project_dist_info(folder: Path) -> Path:
     """``demo-1.0-….whl`` whose only .dist-info folder is ``other-1.0.dist-info``."""
     path = folder / "demo-1.0-py3-none-manylinux_2_17_x86_64.whl"
@@ -209,6 +220,7 @@ CASES = {
         folder, {"demo/lib/libnames.so": overlapping_names_elf(100_000)}),
     "local-name-differs": local_name_differs,
     "wrong-crc": wrong_crc,
+    "invalid-utf8-name": invalid_utf8_name,
     "other-project-dist-info": other_project_dist_info,
     "other-version-dist-info": other_version_dist_info,
     "wheel-version-9": future_wheel_version,
