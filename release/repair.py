@@ -54,13 +54,15 @@ def read_record(path: Path) -> BuildRecord:
     return record
 
 
-def check_input(path: Path, scratch: Path) -> WheelModel:
+def check_input(path: Path) -> WheelModel:
     """Reads the wheel through verify's safe reader (names confined, no duplicates, no
     symbolic links, bounded expansion, CRC-32, every file matching RECORD, file-name tags
     matching WHEEL's) and its binaries, before anything is rewritten: repair must never turn
-    a wheel verify refuses into one it accepts."""
-    model = open_wheel(path, scratch, extract_all=False, prefixes=(),
-                       options=VerifyOptions(), readers=READERS)
+    a wheel verify refuses into one it accepts. The model's binaries are parsed (their
+    formats are known); their extracted copies are gone when it returns."""
+    with tempfile.TemporaryDirectory(prefix="release-repair-check-") as scratch:
+        model = open_wheel(path, Path(scratch), extract_all=False, prefixes=(),
+                           options=VerifyOptions(), readers=READERS)
     broken = [f for f in (*model.findings, *identity.identity_findings(model))
               if f.check in _REFUSED and f.severity == "error"]
     if broken:
@@ -101,8 +103,7 @@ def repair_wheel(path: Path, out_dir: Path, *, environ: dict[str, str]) -> Path:
     if not path.is_file():
         raise WheelError(f"{path} is not a file", fix="pass the path of a .whl file")
     epoch = wheel.source_date_epoch(environ)
-    with tempfile.TemporaryDirectory(prefix="release-repair-check-") as scratch:
-        platform = platform_of(check_input(path, Path(scratch)), all_platforms())
+    platform = platform_of(check_input(path), all_platforms())
     record = read_record(path)
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".release-", dir=out_dir) as scratch:
