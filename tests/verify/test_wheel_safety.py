@@ -294,3 +294,12 @@ def test_a_file_listed_twice_in_record_is_an_error(tmp_path: Path) -> None:
     assert any(f.check == "record" and "lists 'demo/a.py' again" in f.what
                for f in report.findings), report.render_text()
     assert not report.ok
+
+
+@pytest.mark.parametrize("case", sorted(set(crafted.CASES) - {"symbols-at-budget"}))
+def test_no_crafted_case_passes_as_clean(tmp_path: Path, case: str) -> None:
+    """Every hostile wheel the generator writes is refused (a one-line error) or fails;
+    none is reported OK."""
+    from release.verify import main
+    code = main([str(crafted.CASES[case](tmp_path)), "--static", "--json"])
+    assert code in (5, 6, 7), code
