@@ -244,14 +244,18 @@ class _Parser:
                 _hash, _flags, other, name, next_aux = self.view.unpack(
                     "IHHII", aux_offset, "version requirement entry")
                 version = string_at(strings, name, view=self.view, what="version name")
+                # entries of several requirements may share one chain: each read is paid for
+                self.view.spend("records", 1, "version requirements")
+                self.view.spend("names", len(version) + 1, "version requirements")
                 versions.append(version)
                 names[other & 0x7FFF] = version
                 if next_aux == 0:
                     break
                 aux_offset += next_aux
-            result.append(model.VersionRequirement(
-                string_at(strings, file_name, view=self.view, what="version file"),
-                tuple(versions)))
+            library = string_at(strings, file_name, view=self.view, what="version file")
+            self.view.spend("records", 1, "version requirements")
+            self.view.spend("names", len(library) + 1, "version requirements")
+            result.append(model.VersionRequirement(library, tuple(versions)))
             seen += 1
             if following == 0:
                 return result
@@ -264,6 +268,7 @@ class _Parser:
                              names: dict[int, str]) -> None:
         strings = self._strings(sections, section.link, "version definitions")
         offset, end = section.offset, section.offset + section.size
+        self.view.spend("records", section.size // 20 + 1, "version definitions")
         for _ in range(section.size // 20 + 1):
             _version, _flags, index, count, _hash, aux, following = self.view.unpack(
                 "HHHHIII", offset, "version definition")
@@ -271,8 +276,9 @@ class _Parser:
                 if not section.offset <= offset + aux < end:
                     raise self.view.fail("version definition entry lies outside its section")
                 name, _next = self.view.unpack("II", offset + aux, "version definition entry")
-                names[index & 0x7FFF] = string_at(strings, name, view=self.view,
-                                                  what="version name")
+                defined = string_at(strings, name, view=self.view, what="version name")
+                self.view.spend("names", len(defined) + 1, "version definitions")
+                names[index & 0x7FFF] = defined
             if following == 0:
                 return
             offset += following
