@@ -568,6 +568,17 @@ def read_member(archive: Path, member: Member, limits: Limits) -> bytes:
         os.close(descriptor)
 
 
+def member_head(archive: Path, member: Member, size: int = 64) -> bytes:
+    """The first ``size`` bytes of one member (format detection), inflating at most one
+    chunk; the CRC-32 is checked when the member is read whole."""
+    descriptor = os.open(archive, os.O_RDONLY)
+    try:
+        chunks = _chunks(archive, descriptor, member, _data_offset(archive, descriptor, member))
+        return next(chunks, b"")[:size]
+    finally:
+        os.close(descriptor)
+
+
 def _check_crc(archive: Path, member: Member, crc: int) -> None:
     """pip (zipfile) refuses a member whose bytes fail the CRC-32 its header records."""
     if crc != member.crc:
