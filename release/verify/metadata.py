@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import fnmatch
 import io
+import itertools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -163,15 +164,22 @@ def parse_wheel_tags(text: str) -> tuple[Tag, ...]:
     return tuple(tags)
 
 
-def parse_record(text: str, *, where: str) -> tuple[dict[str, RecordEntry], list[Finding]]:
+def parse_record(text: str, *, where: str, max_rows: int = 100_001
+                 ) -> tuple[dict[str, RecordEntry], list[Finding]]:
+    """RECORD's rows by path; a path listed twice, a malformed row, more than ``max_rows``
+    rows (a row per entry: the entry limit, plus RECORD's own) are findings."""
     entries: dict[str, RecordEntry] = {}
     findings: list[Finding] = []
     try:
-        rows = list(csv.reader(io.StringIO(text, newline="")))
+        rows = list(itertools.islice(csv.reader(io.StringIO(text, newline="")), max_rows + 1))
     except csv.Error as error:
         return entries, [Finding(check="record", severity=Severity.ERROR, file=where,
                                  what=f"RECORD is not valid CSV ({error})",
                                  fix="regenerate RECORD")]
+    if len(rows) > max_rows:
+        return entries, [Finding(check="record", severity=Severity.ERROR, file=where,
+                                 what=f"RECORD has more than {max_rows} rows, more than the "
+                                      "wheel may have entries", fix="regenerate RECORD")]
     for number, row in enumerate(rows, start=1):
         if not row:
             continue

@@ -210,12 +210,13 @@ def open_wheel(archive: Path, destination: Path, *, extract_all: bool, prefixes:
                 fix="shorten the file's name (components at most 255 bytes)")
         for name, why in sorted(unwritable.items())]
     streamed, binaries = _stream_all(archive, members, request, options, findings, readers)
+    _check_read_whole(archive, members)
     texts = _read_texts(archive, members, options)
     dist_info = _dist_info(archive, members)
     metadata, metadata_findings = parse_metadata(texts.get(f"{dist_info}/METADATA", ""),
                                                  where=f"{dist_info}/METADATA")
     findings += metadata_findings
-    findings += _check_record(texts, dist_info, streamed)
+    findings += _check_record(texts, dist_info, streamed, options.limits.max_entries + 1)
     record = _build_record(texts)
     wheel_text = texts.get(f"{dist_info}/WHEEL", "")
     listed = parse_wheel_tags(wheel_text)
@@ -292,6 +293,26 @@ def _read_texts(archive: Path, members: list[Member], options: VerifyOptions) ->
 
 
 CONFIG_SUFFIXES = (".cmake", ".pc")
+# what verify keeps whole in memory (METADATA, WHEEL, RECORD, the build record, the shipped
+# .cmake/.pc files, the top-level __init__.py files), all together
+READ_WHOLE_LIMIT = 64 << 20
+
+
+def _read_whole(member: Member) -> bool:
+    name = member.name
+    return member.declared_size <= _TEXT_LIMIT and (
+        name.endswith(CONFIG_SUFFIXES)
+        or (name.count("/") == 1 and name.endswith(("/METADATA", "/WHEEL", "/RECORD",
+                                                    "/" + RECORD_FILE, "/__init__.py"))))
+
+
+def _check_read_whole(archive: Path, members: list[Member]) -> None:
+    total = sum(member.declared_size for member in members if _read_whole(member))
+    if total > READ_WHOLE_LIMIT:
+        raise WheelError(f"{archive.name}: the files verify reads whole (metadata, RECORD, "
+                         f".cmake, .pc, top-level __init__.py) hold {total:,} bytes, over the "
+                         f"limit of {READ_WHOLE_LIMIT:,}",
+                         fix="this is no plausible wheel; ship smaller configuration files")
 
 
 def _read_configs(archive: Path, members: list[Member],
@@ -318,13 +339,14 @@ def _dist_info(archive: Path, members: list[Member]) -> str:
 
 
 def _check_record(texts: dict[str, str], dist_info: str,
-                  streamed: list[StreamedMember]) -> list[Finding]:
+                  streamed: list[StreamedMember], max_rows: int) -> list[Finding]:
     record_name = f"{dist_info}/RECORD"
     if record_name not in texts:
         return [Finding(check="record", severity=Severity.ERROR, file=record_name,
                         what="the wheel has no RECORD", why="pip cannot verify or uninstall it",
                         fix="rebuild the wheel")]
-    entries, findings = parse_record(texts[record_name], where=record_name)
+    entries, findings = parse_record(texts[record_name], where=record_name,
+                                     max_rows=max_rows)
     for member in streamed:
         findings.extend(_compare(member, entries.get(member.name), record_name))
     present = {member.name for member in streamed}

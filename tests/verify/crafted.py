@@ -211,7 +211,26 @@ def contradicting_record(folder: Path) -> Path:
     return wheel(folder, files, record=record)
 
 
+def many_configs(folder: Path, count: int = 5, size: int = 15 << 20) -> Path:
+    """``count`` shipped .cmake files of ``size`` bytes each (spaces: they deflate 1000x):
+    files verify reads whole, more of them than it keeps."""
+    return wheel(folder, {f"demo/cmake/part{index}.cmake": b" " * size
+                          for index in range(count)})
+
+
+def long_record(folder: Path, rows: int = 200_000) -> Path:
+    """A RECORD listing ``rows`` files the wheel does not hold (one finding, not 200,000)."""
+    path = wheel(folder, {"demo/__init__.py": b""})
+    dist = "demo-1.0.dist-info"
+    with zipfile.ZipFile(path) as archive:
+        record = archive.read(f"{dist}/RECORD").decode()
+    record += "".join(f"demo/ghost{index}.py,,\n" for index in range(rows))
+    return wheel(folder, {"demo/__init__.py": b""}, record=record)
+
+
 CASES = {
+    "many-configs": many_configs,
+    "long-record": long_record,
     "dense-dynsym": lambda folder: dense_dynsym_wheel(folder, 4_300_000),
     # just inside the readers' budget (500,000 symbols for the wheel), each name distinct
     "symbols-at-budget": lambda folder: dense_dynsym_wheel(folder, 245_000, distinct=True,

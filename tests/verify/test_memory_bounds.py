@@ -81,3 +81,23 @@ def test_one_more_symbol_than_the_budget_is_refused(tmp_path: Path) -> None:
     wheel = crafted.dense_dynsym_wheel(tmp_path, 250_001, copies=2)
     result = _verify(wheel, "--static")
     _refused_in_one_line(result, "readers' budget of 500,000 symbols for one wheel")
+
+
+def test_files_read_whole_are_capped_together(tmp_path: Path) -> None:
+    """Five 15 MiB .cmake files (75 MiB, 80 KB compressed): each is under the 16 MiB a
+    file may have to be read whole, together they are over the 64 MiB kept."""
+    result = _verify(crafted.many_configs(tmp_path), "--static")
+    assert result["rc"] == 5, result
+    lines = str(result["stderr"]).strip().splitlines()
+    assert len(lines) == 1 and "over the limit of 67,108,864" in lines[0], lines
+    assert int(str(result["peak_kib"])) < _LIMIT_MIB << 10, result["peak_kib"]
+
+
+def test_a_record_longer_than_the_entry_limit_is_one_finding(tmp_path: Path) -> None:
+    result = _verify(crafted.long_record(tmp_path), "--static", "--json")
+    report = json.loads(str(result["stdout"]))
+    record = [f for f in report["findings"] if f["check"] == "record"]
+    assert [f["what"] for f in record].count(
+        "RECORD has more than 100001 rows, more than the wheel may have entries") == 1
+    assert len(record) <= 4, [f["what"] for f in record]   # and the 3 files it left unlisted
+    assert int(str(result["peak_kib"])) < _LIMIT_MIB << 10, result["peak_kib"]
