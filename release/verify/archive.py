@@ -126,8 +126,11 @@ def list_members(archive: Path, limits: Limits) -> list[Member]:
     try:
         with zipfile.ZipFile(archive) as opened:
             infos = opened.infolist()
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError,
-            UnicodeDecodeError) as error:
+    except UnicodeDecodeError as error:   # a name flagged UTF-8 that is not (zipfile decodes)
+        raise WheelError(f"{archive.name}: a member name flagged as UTF-8 is not UTF-8 "
+                         f"({error.reason} at byte {error.start})",
+                         fix="rebuild it; installers refuse such names") from None
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError) as error:
         raise WheelError(f"{archive.name}: not a readable zip archive ({error})",
                          fix="rebuild the wheel or re-download it") from None
     if len(infos) > limits.max_entries:

@@ -224,7 +224,7 @@ def test_two_entries_installed_to_one_path_are_refused(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("write", "words"), [
     (crafted.local_name_differs, "is named '../../evil.py' in its local header"),
     (crafted.wrong_crc, "fails its CRC-32 check"),
-    (crafted.invalid_utf8_name, "not a readable zip archive"),
+    (crafted.invalid_utf8_name, "a member name flagged as UTF-8 is not UTF-8"),
 ])
 def test_what_pip_refuses_to_unpack_is_refused(tmp_path: Path, write: Callable[[Path], Path],
                                                words: str) -> None:
