@@ -7,8 +7,10 @@ archives through the whole static verify), names (crafted member names through a
 verify, with a canary folder that must stay empty), elf (mutated ELF files), macho (mutated
 fat and thin Mach-O files from tests/verify/macho_writer.py), pe (mutated DLLs and
 executables from tests/verify/pe_images.py), repair (mutated wheels through repair's input
-gate: what it accepts, verify must read without a RECORD or identity error). Each input is a
-random mutation of a valid seed; the properties are those of tests/verify/fuzz_properties.py.
+gate: what it accepts, verify must read without a RECORD or identity error), buildrecord
+(the build record reader), manifest (pyproject.toml through the manifest's validation). Each
+input is a random mutation of a valid seed; the properties are those of
+tests/verify/fuzz_properties.py.
 Prints executions, executions per second and the number of failing inputs; each is saved
 under --out (the input bytes and the traceback)."""
 
@@ -114,6 +116,9 @@ def _pe_seed(rng: random.Random) -> bytes:
 
 TARGETS: dict[str, Target] = {
     "record": _text_target(_RECORD, fuzz_properties.record_property),
+    "buildrecord": _text_target(fuzz_properties.build_record_seed(),
+                                fuzz_properties.build_record_property),
+    "manifest": _text_target(fuzz_properties.MANIFEST_SEED, fuzz_properties.manifest_property),
     "metadata": _text_target(_METADATA, fuzz_properties.metadata_property),
     "wheel": _wheel_target(lambda: fuzz_properties.names_wheel(["demo/x.so"]),
                            fuzz_properties.wheel_property),

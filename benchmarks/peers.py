@@ -2,7 +2,8 @@
 transformer encoder block, exported to edgert with ``edgert.export.from_torch`` and built as
 ONNX graphs with the ``onnx`` package from the same weights, run by ONNX Runtime's CPU
 execution provider and by eager PyTorch, with the same number of threads. Prints the median
-time of a run at batch 1 and 64 and the ratio edgert / ONNX Runtime (target <= 1.5).
+time of a run at batch 1 and 64 and the ratio edgert / ONNX Runtime (target <= 1.5). The
+three take turns sample by sample, so load from other work on the machine falls on each alike.
 
     python benchmarks/peers.py [--prefix build/linux-x86_64-cpu/install] [--threads 1 2]
 
@@ -29,15 +30,19 @@ OPENBLAS_OVERRIDES = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 TARGET = 1.5
 
 
-def median_seconds(function: Callable[[], object], budget: float = 0.6) -> float:
-    function()
-    times: list[float] = []
-    started = time.perf_counter()
-    while len(times) < 7 or (time.perf_counter() - started < budget and len(times) < 2000):
-        start = time.perf_counter()
+def median_seconds(functions: list[Callable[[], object]], budget: float = 1.5) -> list[float]:
+    """The median time of each function, the functions taking turns sample by sample so that
+    other work on a shared machine falls on every side alike."""
+    for function in functions:
         function()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    times: list[list[float]] = [[] for _ in functions]
+    started = time.perf_counter()
+    while len(times[0]) < 7 or (time.perf_counter() - started < budget and len(times[0]) < 2000):
+        for function, samples in zip(functions, times, strict=True):
+            start = time.perf_counter()
+            function()
+            samples.append(time.perf_counter() - start)
+    return [statistics.median(samples) for samples in times]
 
 
 # ---------------------------------------------------------------------------- the models
@@ -197,10 +202,12 @@ def measure(threads: int) -> list[str]:
             scale = float(np.abs(expected).max())
             difference = max(float(np.abs(ours - expected).max()),
                              float(np.abs(theirs - expected).max())) / scale
-            edgert_time = median_seconds(lambda: program.run([x]))  # noqa: B023
-            onnx_time = median_seconds(lambda: session.run(None, {"x": x}))  # noqa: B023
             with torch.no_grad():
-                torch_time = median_seconds(lambda: module(torch.from_numpy(x)))  # type: ignore[operator]  # noqa: B023
+                edgert_time, onnx_time, torch_time = median_seconds([
+                    lambda: program.run([x]),  # noqa: B023
+                    lambda: session.run(None, {"x": x}),  # noqa: B023
+                    lambda: module(torch.from_numpy(x)),  # type: ignore[operator]  # noqa: B023
+                ])
             ratio = edgert_time / onnx_time
             rows.append(f"{name:<12} {batch:>5} {threads:>7} {edgert_time * 1e3:>9.3f} "
                         f"{onnx_time * 1e3:>9.3f} {torch_time * 1e3:>9.3f} {ratio:>7.2f}"

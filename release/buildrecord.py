@@ -108,6 +108,10 @@ class BuildRecord:
             if schema != SCHEMA:
                 raise ValueError(f"schema {schema!r}; this tool reads schema {SCHEMA}")
             return _parse(data, where)
+        except RecursionError:   # (json nests by recursion: '[[[[…' 100k deep)
+            raise WheelError(f"{where}: unreadable build record (nested too deeply to read)",
+                             fix="rebuild the wheel; the record is written by the release "
+                                 "pipeline") from None
         except (ValueError, KeyError, TypeError, AttributeError) as error:
             raise WheelError(f"{where}: unreadable build record ({error!r})",
                              fix="rebuild the wheel; the record is written by the release "

@@ -81,3 +81,11 @@ class EnvironmentFailure(ReleaseError):
     disk, an output path that is not a folder, a build folder in use, an unreachable index."""
 
     exit_code = 8
+
+
+class EnvironmentCommandError(CommandError, EnvironmentFailure):
+    """A subprocess the machine stopped (a full disk, no memory, too slow for its time
+    limit), not the project or the wheel: exit 8, and a check that meets one is 'not run
+    (environment)'."""
+
+    exit_code = EnvironmentFailure.exit_code

@@ -5,6 +5,7 @@ ConfigurationErrors naming the key (``tool.release.components.kernels.opt-in``).
 
 from __future__ import annotations
 
+import keyword
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -299,6 +300,90 @@ def _check_dependency_graph(manifest: Manifest) -> None:
         visit(name, [])
 
 
+_IDENTIFIER = r"[A-Za-z_][A-Za-z0-9_]*"
+_DOTTED = re.compile(rf"^{_IDENTIFIER}(?:\.{_IDENTIFIER})*$")
+_SYMBOL = re.compile(rf"^{_IDENTIFIER}$")
+_FILE_BASE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_+-]*(?:\.[A-Za-z0-9_+-]+)*$")
+_FOLDER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")   # a target or variant name
+
+
+def _refuse(root: Path, key: str, what: str, fix: str) -> ConfigurationError:
+    return ConfigurationError(f"{root / 'pyproject.toml'}: {key} {what}", fix=fix)
+
+
+def _inside(root: Path, key: str, value: str) -> None:
+    """``value`` (a path the manifest names) is relative and stays inside the project."""
+    if not value or Path(value).is_absolute() or "\\" in value or ":" in value:
+        raise _refuse(root, key, f"is '{value}', not a relative path",
+                      fix=f"name a folder of the project, relative to {root}")
+    base = root.resolve()
+    try:
+        (base / value).resolve().relative_to(base)
+    except ValueError:
+        raise _refuse(root, key, f"'{value}' leads outside the project folder {base}",
+                      fix="name a folder inside the project (no '..' out of it, no link "
+                          "leading out)") from None
+
+
+def _check_names(manifest: Manifest, release: dict[str, Any]) -> None:
+    """Every name the manifest hands to paths, CMake and the import system, checked before
+    any work: import names are (dotted) identifiers, paths stay inside the project, and no
+    library, CMake component, CMake variable or marker belongs to two components."""
+    root = manifest.root
+    if not _DOTTED.match(manifest.package) \
+            or any(keyword.iskeyword(part) for part in manifest.package.split(".")):
+        raise _refuse(root, "tool.release.package", f"'{manifest.package}' is not an import "
+                      "package name", fix="use a Python identifier (letters, digits, '_'; "
+                      "dots between parts), e.g. 'edgert'")
+    if not _DOTTED.match(manifest.extension) \
+            or not manifest.extension.startswith(manifest.package + "."):
+        raise _refuse(root, "tool.release.extension", f"'{manifest.extension}' is not a "
+                      f"module of the package '{manifest.package}'",
+                      fix=f"name it '{manifest.package}.<module>' (identifiers only)")
+    for key in ("native-source", "python-source"):
+        _inside(root, f"tool.release.{key}", str(release[key]))
+    for variant in manifest.variants:
+        key = f"tool.release.variants.{variant.name}"
+        if not _FOLDER_NAME.match(variant.name):
+            raise _refuse(root, key, "has a name that is not a plain word",
+                          fix="use letters, digits, '_', '-' and '.' (it names a build folder)")
+        if variant.distribution is not None and not _NAME.match(variant.distribution):
+            raise _refuse(root, f"{key}.distribution", f"'{variant.distribution}' is not a "
+                          "valid distribution name", fix="use letters, digits, '.', '_' and "
+                          "'-' (PEP 508)")
+        if variant.config is not None:
+            _inside(root, f"{key}.config", str(release["variants"][variant.name]["config"]))
+    for target in manifest.targets:
+        key = f"tool.release.targets.{target.name}"
+        if not _FOLDER_NAME.match(target.name) or not _FOLDER_NAME.match(target.arch):
+            raise _refuse(root, key, "has a name or arch that is not a plain word",
+                          fix="use letters, digits, '_', '-' and '.' (they name build folders)")
+    owners: dict[tuple[str, str], str] = {}
+    for component in manifest.components:
+        key = f"tool.release.components.{component.name}"
+        if not _SYMBOL.match(component.name):
+            raise _refuse(root, key, "has a name that is not an identifier",
+                          fix="use letters, digits and '_' (it names CMake variables)")
+        if not _FILE_BASE.match(component.library):
+            raise _refuse(root, f"{key}.library", f"'{component.library}' is not a library "
+                          "base name", fix="give the name without folder, prefix or suffix "
+                          "(e.g. 'edgert_kernels' for libedgert_kernels.so)")
+        named = [("library", component.library), ("cmake-component", component.cmake_component),
+                 ("cmake-variable", component.cmake_variable),
+                 *(("markers", marker) for marker in component.markers)]
+        for field_name, value in named:
+            if value is None:
+                continue
+            if field_name != "library" and not _SYMBOL.match(value):
+                raise _refuse(root, f"{key}.{field_name}", f"has '{value}', not an identifier",
+                              fix="use letters, digits and '_'")
+            other = owners.setdefault((field_name, value), component.name)
+            if other != component.name:
+                raise _refuse(root, f"{key}.{field_name}", f"'{value}' is also "
+                              f"tool.release.components.{other}'s",
+                              fix=f"give each component its own {field_name.rstrip('s')}")
+
+
 def parse(pyproject: dict[str, Any], root: Path) -> Manifest:
     """Validates a parsed pyproject.toml; ``root`` is the folder it came from."""
     project = _Table(pyproject.get("project", {}), "project")
@@ -325,6 +410,7 @@ def parse(pyproject: dict[str, Any], root: Path) -> Manifest:
     if not manifest.variants or not manifest.targets or not manifest.components:
         raise ConfigurationError("tool.release needs components, variants and targets",
                                  fix="see docs/concepts.md for a complete example")
+    _check_names(manifest, release.data)
     _check_references(manifest)
     _check_dependency_graph(manifest)
     _check_project(manifest.project)

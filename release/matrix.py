@@ -174,11 +174,17 @@ def build_reachable(manifest: Manifest, entries: Sequence[MatrixEntry],
     """Builds every entry this host can reach, one after the other; a failure is recorded
     and the next entry is built (an interrupt stops everything)."""
     outcomes = []
+    reachable = [entry for entry in entries if entry.route.reachable]
+    log.info("building %d wheels, one after the other: %s (each is a full build, repair and "
+             "verify: minutes each, about 22 minutes for all on 2 cores with warm caches; "
+             "a cold cache first downloads the toolchains they need)", len(reachable),
+             ", ".join(entry.name for entry in reachable))
     for entry in entries:
         if not entry.route.reachable:
             outcomes.append(BuildOutcome(entry))
             continue
-        log.info("=== %s (%s) ===", entry.name, entry.route.route.value)
+        log.info("=== %s (%s): wheel %d of %d ===", entry.name, entry.route.route.value,
+                 reachable.index(entry) + 1, len(reachable))
         try:
             result = run_pipeline(manifest, options_for(entry))
         except ReleaseError as error:

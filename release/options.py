@@ -56,6 +56,7 @@ class BuildOptions:
     cmake_arguments: tuple[str, ...] = ()
     cache_dir: Path | None = None     # None: default_cache_dir()
     ccache: bool = True               # use ccache as the compiler launcher when installed
+    allow_unchecked: bool = False     # publish even if verify could not run a check here
 
 
 def _boolean(text: str) -> bool:
@@ -103,7 +104,8 @@ def _parsed(setting: Setting, value: object, where: str) -> Any:
 def resolve(*, platform: str, given: Mapping[str, object],
             manifest_defaults: Mapping[str, object], environ: Mapping[str, str],
             caller_defaults: Mapping[str, object] | None = None, last_stage: Stage = Stage.VERIFY,
-            cmake_arguments: tuple[str, ...] = ()) -> BuildOptions:
+            cmake_arguments: tuple[str, ...] = (), allow_unchecked: bool = False
+            ) -> BuildOptions:
     """The options in force; ``given`` holds only what the command line really set."""
     values: dict[str, Any] = {}
     for setting in SETTINGS:
@@ -118,4 +120,5 @@ def resolve(*, platform: str, given: Mapping[str, object],
         raise ConfigurationError("jobs must be 0 (one per core) or more",
                                  fix="pass a non-negative --jobs / RELEASE_JOBS")
     return BuildOptions(platform=platform, last_stage=last_stage,
-                        cmake_arguments=cmake_arguments, **values)
+                        cmake_arguments=cmake_arguments, allow_unchecked=allow_unchecked,
+                        **values)

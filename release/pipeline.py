@@ -31,7 +31,15 @@ from release.buildrecord import (
     ExampleRecord,
     ExtensionRecord,
 )
-from release.errors import ConfigurationError, ReleaseError, ToolError, VerificationFailed
+from release.errors import (
+    CommandError,
+    ConfigurationError,
+    EnvironmentCommandError,
+    EnvironmentFailure,
+    ReleaseError,
+    ToolError,
+    VerificationFailed,
+)
 from release.loader import Host
 from release.manifest import Component, Manifest, Target, Variant
 from release.metadata import core_metadata
@@ -49,6 +57,7 @@ from release.platform import (
 from release.variant import BuildVariant, load_variant
 from release.verify.api import verify_wheel
 from release.verify.options import VerifyOptions
+from release.verify.report import ENVIRONMENT, Report
 
 log = logging.getLogger("release")
 
@@ -111,6 +120,7 @@ def make_plan(manifest: Manifest, options: BuildOptions, environ: Mapping[str, s
     route = variant_route(platform, target, variant)
     if not route.reachable:
         raise ToolError(route.detail, fix=route.fix)
+    wheel.source_date_epoch(environ)   # a bad SOURCE_DATE_EPOCH is refused before any work
     build_dir = options.build_dir or manifest.root / "build" / f"{target.name}-{variant.name}"
     components = manifest.components_for(variant.name)
     distribution = declared.distribution or manifest.distribution
@@ -171,7 +181,7 @@ def run(manifest: Manifest, options: BuildOptions,
         (Stage.CONFIGURE, _configure), (Stage.BUILD, _build), (Stage.INSTALL, _install),
         (Stage.LAYOUT, _lay_out), (Stage.FIXUP, _fix_up), (Stage.REPAIR, _repair),
         (Stage.VERIFY, _verify)]
-    buildfolder.make_folder(options.out_dir, action="create the output folder")
+    buildfolder.check_writable(options.out_dir)   # before any work, not after the build
     with buildfolder.locked(plan.build_dir), buildfolder.scratch(plan.build_dir) as scratch:
         state = _State(scratch=scratch)
         for stage, step in steps:
@@ -247,6 +257,11 @@ STAMP_FILE = "release-configure.json"
 
 def _read_stamp(stamp: Path) -> object:
     """The recorded configuration, or None when absent or unreadable (then discarded)."""
+    if stamp.is_dir() and not stamp.is_symlink():
+        log.warning("removing the folder %s that stands in place of the configure stamp; "
+                    "configuring again", stamp)
+        shutil.rmtree(stamp)
+        return None
     try:
         return json.loads(stamp.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -300,11 +315,42 @@ def _configure_part(plan: Plan, part: _Part, toolchain_arguments: list[str]) -> 
         log.warning("CMake's cache or build.ninja in %s is incomplete; configuring afresh",
                     build_dir)
         (build_dir / "CMakeCache.txt").unlink()
-    _cmd.run([tools.cmake(cache=plan.cache), "-S", source, "-B", build_dir,
-              *wanted["arguments"]], what="CMake configure",
+    if not (build_dir / "CMakeCache.txt").exists():
+        log.info("first configure of %s: CMake detects the compilers and the platform before "
+                 "it prints anything (%s)", build_dir,
+                 getattr(plan.platform, "first_configure_note",
+                         "seconds with the host's compilers"))
+    _native([tools.cmake(cache=plan.cache), "-S", source, "-B", build_dir,
+             *wanted["arguments"]], build_dir, what="CMake configure",
              fix=f"read the CMake error above; delete {build_dir} to start clean",
              stream=True)
     _write_atomically(stamp, json.dumps(wanted))
+
+
+LOW_SPACE = 64 << 20   # less free than this on the build folder's disk after a failure: full
+
+
+def _native(command: list[str | os.PathLike[str]], folder: Path, **arguments: Any) -> str:
+    """A CMake configure, build or install in the build folder ``folder`` (``_cmd.run`` with
+    ``machine_faults``). CMake does not always say the disk filled up (a try_compile that
+    cannot write its output is "Could NOT find Threads"), so a failure that leaves the build
+    folder's disk nearly full is told as a full disk, an environment failure, whatever the
+    tool printed."""
+    try:
+        return _cmd.run(command, machine_faults=True, **arguments)
+    except EnvironmentCommandError:
+        raise
+    except CommandError as error:
+        try:
+            free = shutil.disk_usage(folder).free
+        except OSError:
+            raise error from None
+        if free >= LOW_SPACE:
+            raise
+        raise EnvironmentCommandError(
+            error.what, command=error.command, returncode=error.returncode,
+            output=error.output, fix=f"the disk holding {folder} is full ({free >> 10} KiB "
+            "free): free space, or pass a --build-dir on another disk, and run again") from None
 
 
 def default_jobs() -> int:
@@ -328,8 +374,8 @@ def compiler_cache_environment(plan: Plan) -> dict[str, str]:
 def _build(plan: Plan, state: _State) -> None:
     jobs = plan.options.jobs or default_jobs()
     for part in _parts(plan):
-        _cmd.run([tools.cmake(cache=plan.cache), "--build", part.build_dir,
-                  "--parallel", str(jobs)], what="native build", stream=True,
+        _native([tools.cmake(cache=plan.cache), "--build", part.build_dir,
+                 "--parallel", str(jobs)], part.build_dir, what="native build", stream=True,
                  env=compiler_cache_environment(plan),
                  fix="fix the error; the build's own output is above")
 
@@ -339,9 +385,9 @@ def _install(plan: Plan, state: _State) -> None:
     for part in parts:
         prefix = part.build_dir / "install"
         shutil.rmtree(prefix, ignore_errors=True)
-        _cmd.run([tools.cmake(cache=plan.cache), "--install", part.build_dir,
-                  "--prefix", prefix], what="CMake install", fix="check the install() rules "
-                 "in native/")
+        _native([tools.cmake(cache=plan.cache), "--install", part.build_dir,
+                 "--prefix", prefix], part.build_dir, what="CMake install",
+                fix="check the install() rules in native/")
     if len(parts) > 1:
         merged = merge_parts(plan.platform, [part.build_dir / "install" for part in parts],
                              plan.build_dir / "install")
@@ -522,6 +568,35 @@ def _verify(plan: Plan, state: _State) -> None:
                                  f"({sum(1 for f in report.findings if f.severity == 'error')} "
                                  "errors); no wheel was written",
                                  fix="fix the findings listed above")
+    _check_unchecked(plan, state.wheel.name, report)
+
+
+def unchecked(report: Report) -> dict[str, str]:
+    """The checks verify could not run on this machine ('not run (environment)'): check ->
+    why (its finding's text)."""
+    reasons = {f.check: f.what for f in report.findings
+               if f.details.get("status") == ENVIRONMENT}
+    return {name: reasons.get(name, ENVIRONMENT) for name, status in report.checks.items()
+            if status == ENVIRONMENT}
+
+
+def _check_unchecked(plan: Plan, wheel_name: str, report: Report) -> None:
+    """A wheel a check could not be run on is not published unless the caller accepts that
+    (--allow-unchecked): the same wheel makes ``verify`` exit 8."""
+    missing = unchecked(report)
+    if not missing:
+        return
+    for name, why in sorted(missing.items()):
+        log.warning("verify could not run the %s check here: %s", name, why)
+    names = ", ".join(sorted(missing))
+    if plan.options.allow_unchecked:
+        log.warning("publishing %s although verify could not run: %s (--allow-unchecked)",
+                    wheel_name, names)
+        return
+    raise EnvironmentFailure(f"{wheel_name} was not published: verify could not run {names} "
+                             "on this machine", fix="give the check what it needs (the line "
+                             "above says what is missing), or pass --allow-unchecked to "
+                             "publish it unchecked")
 
 
 def _dependency_sites(plan: Plan) -> tuple[Path, ...]:

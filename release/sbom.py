@@ -157,6 +157,8 @@ def check_sbom(data: bytes, record: BuildRecord, digests: Mapping[str, str]) -> 
         sbom = json.loads(data)
     except ValueError as error:
         return [f"is not JSON ({error})"]
+    except RecursionError:
+        return ["is nested too deeply to read"]
     if not isinstance(sbom, dict) or sbom.get("bomFormat") != "CycloneDX":
         return ["is not a CycloneDX document"]
     problems = []

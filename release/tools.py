@@ -13,10 +13,12 @@ import os
 import re
 import shutil
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from release import _cmd, pins, toolcache
+from release._lock import megabytes
 from release.errors import CommandError, EnvironmentFailure, ToolError
 from release.options import default_cache_dir
 
@@ -56,25 +58,87 @@ def _slug(requirement: str) -> str:
     return re.sub(r"[^A-Za-z0-9.]+", "_", requirement).strip("_")
 
 
+# pip's lines naming a file before it is fetched, with its size ("Downloading x.whl (27.1 MB)",
+# "Using cached x.whl (27.1 MB)"), or a local one ("Processing /path/x.whl")
+_FILE_LINE = re.compile(r"^\s*(?:Downloading|Using cached|Processing)\s+(\S+)(?:\s+\(([^)]*)\))?")
+_SIZE = re.compile(r"^([0-9.]+)\s*([kMG]?B)$")
+_UNITS = {"B": 1, "kB": 1000, "MB": 1000 ** 2, "GB": 1000 ** 3}
+
+
+def downloaded(output: str) -> tuple[int, int]:
+    """The files pip's output names as fetched and their total bytes (as pip rounds them)."""
+    files, total = 0, 0.0
+    for line in output.splitlines():
+        match = _FILE_LINE.match(line)
+        if match is None:
+            continue
+        files += 1
+        size = _SIZE.match(match.group(2) or "")
+        if size is not None:
+            total += float(size.group(1)) * _UNITS[size.group(2)]
+    return files, int(total)
+
+
+def _shown(line: str) -> bool:
+    """The lines of pip shown off a terminal: each file before it comes, and the unpacking."""
+    return _FILE_LINE.match(line) is not None or line.startswith("Installing collected")
+
+
+def _progress_shown() -> bool:
+    """Whether pip may draw its progress bars: our stderr is a terminal (not a log, not CI)."""
+    return sys.stderr.isatty() and os.environ.get("TERM") != "dumb"
+
+
 def _pip_install(arguments: list[str | os.PathLike[str]], *, what: str, fix: str,
                  scratch: Path) -> None:
-    """pip install ``arguments``, naming each file it downloads and its size as it comes;
-    pip's own temporary folders live in ``scratch`` (in the cache, removed afterwards), so
-    nothing is left in TMPDIR."""
+    """pip install ``arguments``. On a terminal pip draws its progress bar for each file;
+    otherwise only its lines naming each file and its size, before the file is fetched, are
+    shown. Either way one line at the end says how many files and bytes came and how long
+    it took. pip's own temporary folders live in ``scratch`` (in the cache, removed
+    afterwards), so nothing is left in TMPDIR."""
+    started = time.monotonic()
+    terminal = _progress_shown()
+    pip_log = scratch / "pip.log"
+    command: list[str | os.PathLike[str]] = [
+        sys.executable, "-m", "pip", "install", "--progress-bar", "on" if terminal else "off",
+        "--disable-pip-version-check", "--log", pip_log, *arguments]
     try:
         scratch.mkdir(parents=True, exist_ok=True)
-        _cmd.run([sys.executable, "-m", "pip", "install", "--progress-bar", "off",
-                  "--disable-pip-version-check", *arguments], what=what,
-                 env={"TMPDIR": str(scratch)}, stream=True)
+        if terminal:   # pip's own terminal, for its bars; its log keeps what errors need
+            _cmd.run(command, what=what, env={"TMPDIR": str(scratch)}, capture=False)
+            output = _read_log(pip_log)
+        else:
+            output = _cmd.run(command, what=what, env={"TMPDIR": str(scratch)}, stream=True,
+                              show=_shown)
+        files, size = downloaded(output)
+        log.info("%s: %d file%s, %s, in %.0f s", what, files, "" if files == 1 else "s",
+                 megabytes(size), time.monotonic() - started)
     except CommandError as error:
-        mismatch = hash_mismatch(error.output)
+        output, message = error.output, error.what
+        if terminal:   # pip wrote to the terminal: what it said is in its log
+            output = _read_log(pip_log)[-4000:] or output
+            message = f"{what} failed with exit status {error.returncode}: " \
+                      f"{_cmd.first_error(output)}"
+        mismatch = hash_mismatch(output)
         if mismatch is not None:
             raise ToolError(f"{what}: {mismatch}", fix="the index served a file the pin does "
                             "not list: check release/pinned-tools.toml and the index pip "
                             "uses") from None
-        raise EnvironmentFailure(error.what, fix=fix) from None
+        # a full disk in the cache is told as one, not as a connection problem
+        raise EnvironmentFailure(message, fix=_cmd.machine_cause(output) or fix) from None
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+_LOG_PREFIX = re.compile(r"^\d{4}-\d\d-\d\dT[0-9:,.]+\s?", re.MULTILINE)
+
+
+def _read_log(path: Path) -> str:
+    """pip's --log file without its timestamps ("" when there is none)."""
+    try:
+        return _LOG_PREFIX.sub("", path.read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return ""
 
 
 _MISMATCH = re.compile(r"^\s*(\S+) from (\S+)[^\n]*\n"

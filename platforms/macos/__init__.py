@@ -119,6 +119,10 @@ def _require_tool(tool: str) -> str:
 
 class MacOSPlatform:
     name = "macos"
+    # What the pipeline says before a first configure (release/pipeline.py)
+    first_configure_note = ("a cross build's compiler checks run zig, which first builds its "
+                            "C and C++ runtime for the target into its cache: minutes the "
+                            "first time, seconds afterwards")
     loader = LOADER
     reader = MachOReader()
 

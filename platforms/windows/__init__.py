@@ -76,6 +76,12 @@ class WindowsPlatform:
     name = "windows"
     loader = LOADER
     reader = PeReader()
+    # What the pipeline says before a first configure, whose compiler checks print nothing
+    # for minutes (release/pipeline.py)
+    first_configure_note = ("CMake's compiler checks run zig for x86_64-windows-gnu, which "
+                            "first builds its C and C++ runtime for the target into its "
+                            "cache: 2 to 4 minutes the first time (docs/windows.md), "
+                            "seconds afterwards")
 
     def check_host(self, target: Target) -> None:
         if target.arch not in _ARCHES:

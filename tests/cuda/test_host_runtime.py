@@ -100,6 +100,8 @@ def test_without_a_device_the_reason_is_given(cuda_build, stand_in: Path) -> Non
     result = scenario(cuda_build, stand_in, "no-device", HOST_CUDART_DEVICES="0")
     assert result["default_on_cuda"] == 0
     assert "no usable CUDA GPU" in result["error"] and "compute capability" in result["error"]
+    assert result["available"] == ["cpu"]              # what set_backends accepts here
+    assert result["installed"] == ["cpu", "cuda"]      # the delegate is there and registered
 
 
 def test_exported_models_mix_the_delegate_and_the_cpu_kernels(cuda_build, stand_in: Path) -> None:  # type: ignore[no-untyped-def]

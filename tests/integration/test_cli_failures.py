@@ -4,9 +4,14 @@ nothing left in the output folder."""
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
-from tests.conftest import assert_clean_failure, run_release
+import pytest
+
+from release.errors import EnvironmentFailure
+from tests.conftest import ROOT, assert_clean_failure, run_release
 
 
 def test_missing_compiler(tmp_path: Path) -> None:
@@ -99,3 +104,42 @@ def test_pep517_failure_is_one_clean_message(tmp_path: Path) -> None:
     assert "error: unknown variant 'cu99'" in everything or "cu99" in everything, everything
     assert [line for line in everything.splitlines() if "error: " in line and "cu99" in line]
     assert not list(tmp_path.glob("*.whl"))
+
+
+_NO_INDEX_FOR_OLD_CMAKE = """
+import sys
+from release import tools
+from release.errors import EnvironmentFailure
+real = tools.cmake
+def cmake(route=tools.CMAKE_NEW, *, cache=None):
+    if route is tools.CMAKE_OLD:
+        raise EnvironmentFailure("cannot provision CMake 3.24: the package index is "
+                                 "unreachable", fix="check the connection to the package index")
+    return real(route, cache=cache)
+tools.cmake = cmake
+from release.__main__ import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("allowed", [False, True])
+def test_a_build_whose_verify_could_not_run_a_check_publishes_only_when_asked(
+        tmp_path: Path, allowed: bool) -> None:
+    """Without an index sdk-routes is 'not run (environment)': the wheel is not published
+    (exit 8, as verify exits on it) unless --allow-unchecked is given; either way it is said."""
+    out = tmp_path / "dist"
+    completed = subprocess.run([sys.executable, "-c", _NO_INDEX_FOR_OLD_CMAKE, "build",
+                                "--platform", "linux", "--out", str(out),
+                                *(["--allow-unchecked"] if allowed else [])],
+                               cwd=ROOT, capture_output=True, text=True)
+    said = "verify could not run the sdk-routes check here: not run (environment): cannot " \
+        "provision CMake 3.24"
+    assert said in completed.stderr, completed.stderr[-3000:]
+    if allowed:
+        assert completed.returncode == 0, completed.stderr[-3000:]
+        assert "although verify could not run: sdk-routes (--allow-unchecked)" in \
+            completed.stderr
+        assert len(list(out.glob("*.whl"))) == 1
+    else:
+        assert_clean_failure(completed, out, code=EnvironmentFailure.exit_code,
+                             words="was not published: verify could not run sdk-routes")

@@ -4,10 +4,12 @@ running, no scratch folder left, and one ``error:`` line with the environment's 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -162,3 +164,72 @@ def test_auditwheel_on_a_full_disk_is_told_as_a_full_disk(small_mount, tmp_path:
     assert len(lines) == 1 and "disk is full" in lines[0], completed.stderr[-2000:]
     assert "glibc" not in lines[0] and "Traceback" not in completed.stderr
     assert not out.exists() or not list(out.glob("*.whl"))
+
+
+_SIGNAL_AFTER_PUBLISH = """
+import os, signal, sys
+from release import buildfolder
+real = buildfolder._fsync_folder
+def then_signal(folder):
+    real(folder)
+    os.kill(os.getpid(), signal.SIGTERM)
+buildfolder._fsync_folder = then_signal
+from release.__main__ import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_sigterm_right_after_publish_says_the_wheel_is_there(tmp_path: Path) -> None:
+    out = tmp_path / "dist"
+    completed = subprocess.run([sys.executable, "-c", _SIGNAL_AFTER_PUBLISH, "build",
+                                "--platform", "linux", "--out", str(out), "--until", "fixup",
+                                "--verify", "none"], cwd=ROOT, capture_output=True, text=True)
+    assert completed.returncode == 128 + signal.SIGTERM, completed.stderr[-2000:]
+    (wheel,) = out.glob("*.whl")
+    assert completed.stderr.splitlines()[-1] == (
+        f"error: interrupted (SIGTERM); the wheel {wheel} was published complete before the "
+        "signal")
+    with zipfile.ZipFile(wheel) as archive:
+        assert archive.testzip() is None
+    assert sorted(p.name for p in out.iterdir()) == [wheel.name]
+
+
+def test_the_next_build_stops_what_a_killed_one_left_running(tmp_path: Path) -> None:
+    build_dir, out = tmp_path / "build", tmp_path / "dist"
+    process = _start("--out", str(out), "--build-dir", str(build_dir), "-j", "1",
+                     env={"RELEASE_CCACHE": "0"})
+    _wait_for(process, "[2/7] build ...")
+    time.sleep(1)
+    process.kill()   # SIGKILL: nothing of ours runs to clean up
+    process.wait()
+    assert list(build_dir.glob(buildfolder.SCRATCH_PREFIX + "*"))
+    # CMake and Ninja die of a broken pipe once their reader is gone, but a compiler whose
+    # output goes elsewhere runs on: one stands in for it here, started as ninja starts its
+    # compilers (the build's environment, a process group of its own)
+    compiler = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)",
+                                 str(build_dir)], start_new_session=True,
+                                env={**os.environ, "EDGERT_RELEASE_BUILD_FOLDER":
+                                     str(build_dir.resolve())})
+    try:
+        again = run_release("build", "--platform", "linux", "--out", str(out), "--build-dir",
+                            str(build_dir), "--until", "configure")
+        assert again.returncode == 0, again.stderr[-2000:]
+        assert compiler.wait(timeout=60) == -signal.SIGKILL
+    finally:
+        compiler.kill()
+        compiler.wait()
+    stopped = re.search(r"stopped (\d+) programs left running", again.stderr)
+    assert stopped is not None and int(stopped[1]) >= 1, again.stderr[-2000:]
+    assert "left by an interrupted build" in again.stderr
+    assert _descendants_of(str(build_dir)) == []
+    assert not list(build_dir.glob(buildfolder.SCRATCH_PREFIX + "*"))
+
+
+
+def test_a_full_build_disk_is_the_environment_whatever_cmake_says(small_mount,  # type: ignore[no-untyped-def]
+                                                                  tmp_path: Path) -> None:
+    out = tmp_path / "dist"
+    completed = run_release("build", "--platform", "linux", "--out", str(out),
+                            "--build-dir", str(small_mount() / "build"), "-j", "1")
+    assert_clean_failure(completed, out, code=EnvironmentFailure.exit_code,
+                         words="is full")

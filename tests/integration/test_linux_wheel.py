@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import shutil
 import subprocess
 import sys
@@ -290,9 +289,10 @@ def test_old_layout_build_is_caught_and_not_shipped(tmp_path: Path) -> None:
     errors = completed.stderr
     assert "error   [ownership] edgert/lib/libedgert_export_plugin.so: " \
            "op:edgert_quantized::linear is registered by 2 libraries" in errors
-    assert re.search(r"\[duplicates\] edgert/lib/libedgert_kernels_quantized\.so: [1-9]\d* "
-                     r"exported symbols defined by both edgert/lib/libedgert_export_plugin\.so",
-                     errors)
+    # No [duplicates] finding: the package itself never opens the plugin and the quantized
+    # kernels into one lookup scope (verify's loader model); the private copy and the load
+    # matrix's crash in both orders are the findings.
+    assert "[duplicates]" not in errors
     assert "[private-copies] edgert/lib/libedgert_export_plugin.so: component 'export_plugin' " \
            "carries a private copy of component 'kernels_quantized'" in errors
     plugin, kernels = "edgert/lib/libedgert_export_plugin.so", \

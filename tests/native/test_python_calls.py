@@ -81,8 +81,10 @@ def test_inputs_that_cannot_be_read_in_place_are_converted(edgert: ModuleType, m
 
 def test_bad_inputs_are_errors_that_say_what_to_pass(edgert: ModuleType) -> None:
     program = edgert.load(relu_program())
-    with pytest.raises(edgert.InvalidArgumentError, match="edgert has no dtype 'float64'"):
+    with pytest.raises(edgert.InvalidArgumentError) as raised:
         program.run([np.ones((1, 16))])
+    assert str(raised.value) == ("input 0 is a float64 array, but the program expects float32: "
+                                 "pass float32, e.g. x.astype(np.float32)")
     with pytest.raises(edgert.InvalidArgumentError, match="the program takes 1 inputs, 2 given"):
         program.run([np.ones((1, 16), np.float32)] * 2)
     with pytest.raises(TypeError, match="run takes a sequence of arrays"):
@@ -91,6 +93,85 @@ def test_bad_inputs_are_errors_that_say_what_to_pass(edgert: ModuleType) -> None
         program.run([np.ones((1, 15), np.float32)])
     (out,) = program.run((np.ones((1, 16), np.float32),))    # a tuple is a sequence too
     assert out.shape == (1, 16)
+
+
+def two_inputs_program() -> bytes:
+    """where(condition, x, y): a bool input, then two float32 ones, then an int64 one
+    (returned as it is)."""
+    builder = ProgramBuilder()
+    condition = builder.input("bool", (-1,))
+    x, y = builder.input("float32", (-1,)), builder.input("float32", (-1,))
+    builder.output(builder.op("edgert::where", [condition, x, y]))
+    builder.output(builder.input("int64", (-1,)))
+    return builder.to_bytes()
+
+
+def test_python_lists_and_scalars_become_the_declared_dtype(edgert: ModuleType) -> None:
+    """The documented conversion: Python values take the declared dtype of their input when
+    the kind of number stays (bools anywhere, integers to integers or floats, floats to
+    floats); Python floats to float32 round to nearest."""
+    program = edgert.load(two_inputs_program())
+    picked, ids = program.run([[True, False, True], [0.1, 2, 3], (4, 5, 6), [7, 8, 2**40]])
+    assert picked.dtype == np.float32 and ids.dtype == np.int64
+    np.testing.assert_array_equal(picked, np.array([0.1, 5, 3], np.float32))
+    np.testing.assert_array_equal(ids, [7, 8, 2**40])
+    picked, ids = program.run([[], [], [], []])                # empty: no values to change
+    assert picked.shape == (0,) and picked.dtype == np.float32 and ids.dtype == np.int64
+    (out,) = edgert.load(relu_program(())).run([-2.5])          # a scalar: a 0-d input
+    assert out.shape == () and out == 0
+    (out,) = edgert.load(relu_program()).run([[[1, -1] * 8]])   # ints to float32
+    np.testing.assert_array_equal(out, np.maximum(np.array([[1, -1] * 8], np.float32), 0))
+
+
+@pytest.mark.parametrize(("index", "value", "words"), [
+    (1, [1.0, float("nan"), 1e300], "float32 (they would overflow to infinity"),
+    (1, [2**24 + 1, 0, 0], "float32 (they would round"),
+    (3, [2**63, 0, 0], "a list of integers too large for a 64-bit integer dtype, which int64 "
+                       "does not hold exactly"),
+    (3, [2**64], "a list of integers too large for a 64-bit integer dtype"),
+    (3, [object()], "a list numpy reads as object, not as numbers"),
+    (3, [1.5, 0, 0], "is a list of floats, but the program expects int64: pass int64 values"),
+    (0, [1, 0, 1], "is a list of integers, but the program expects bool: pass bool values"),
+    (2, ["a", "b", "c"], "numpy reads as <U1, not as numbers"),
+    (2, [[1.0], [2.0, 3.0]], "numpy cannot read as one array"),
+])
+def test_python_values_that_would_change_are_refused_naming_the_input(
+        edgert: ModuleType, index: int, value: object, words: str) -> None:
+    program = edgert.load(two_inputs_program())
+    inputs: list[object] = [[True] * 3, [1.0] * 3, [2.0] * 3, [1, 2, 3]]
+    inputs[index] = value
+    with pytest.raises(edgert.InvalidArgumentError) as raised:
+        program.run(inputs)
+    assert str(raised.value).startswith(f"input {index} is "), raised.value
+    assert words in str(raised.value)
+
+
+@pytest.mark.parametrize(("index", "array", "given", "expected"), [
+    (0, np.ones(3, np.int8), "an int8 array", "bool"),
+    (1, np.ones(3), "a float64 array", "float32"),
+    (2, np.ones(3, np.int32), "an int32 array", "float32"),
+    (2, np.float64(1.0), "a float64 scalar", "float32"),
+    (3, np.ones(3, np.int32), "an int32 array", "int64"),
+    (3, np.ones(3, np.float32)[::2].repeat(2)[:3], "a float32 array", "int64"),
+])
+def test_arrays_of_another_dtype_are_never_converted(
+        edgert: ModuleType, index: int, array: np.ndarray, given: str, expected: str) -> None:
+    """An array says what dtype it is: one that is not the input's is an error naming the
+    input, both dtypes and the conversion to write, whatever the other inputs are."""
+    program = edgert.load(two_inputs_program())
+    inputs: list[object] = [np.ones(3, bool), [1.0] * 3, np.ones(3, np.float32),
+                            np.ones(3, np.int64)]
+    inputs[index] = array
+    with pytest.raises(edgert.InvalidArgumentError) as raised:
+        program.run(inputs)
+    assert str(raised.value) == (f"input {index} is {given}, but the program expects "
+                                 f"{expected}: pass {expected}, e.g. x.astype(np.{expected})")
+
+
+def test_a_wrong_shape_after_conversion_is_the_runtimes_error(edgert: ModuleType) -> None:
+    program = edgert.load(relu_program())
+    with pytest.raises(edgert.InvalidArgumentError, match=r"input 0: expected shape \[-1, 16\]"):
+        program.run([[1.0] * 15])
 
 
 FALLBACK = """

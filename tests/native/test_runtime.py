@@ -49,7 +49,8 @@ def test_small_mlp_matches_numpy(edgert: ModuleType) -> None:
 
 def test_input_dtype_mismatch_raises_with_native_message(edgert: ModuleType) -> None:
     program = edgert.load(small_mlp()[0])
-    with pytest.raises(edgert.InvalidArgumentError, match="expected dtype float32, got int32"):
+    with pytest.raises(edgert.InvalidArgumentError,
+                       match="input 0 is an int32 array, but the program expects float32"):
         program.run([np.zeros((2, 4), np.int32)])
 
 
@@ -68,9 +69,18 @@ def test_input_shape_mismatch_raises(edgert: ModuleType) -> None:
 @pytest.mark.parametrize(
     ("operator", "component"),
     [
-        ("edgert::no_such_op", "kernels component (libedgert_kernels)"),
-        ("edgert_quantized::no_such_op", "kernels_quantized component"),
-        ("vendor::op", "no edgert component provides this namespace"),
+        ("edgert::no_such_op",
+         "no shipped component provides it: operators of namespace 'edgert::' come from the "
+         "kernels component (libedgert_kernels.so), which is loaded and has no "
+         "'edgert::no_such_op'"),
+        ("edgert_quantized::no_such_op",
+         "no shipped component provides it: operators of namespace 'edgert_quantized::' come "
+         "from the kernels_quantized component (libedgert_kernels_quantized.so), which is "
+         "loaded and has no 'edgert_quantized::no_such_op'"),
+        ("vendor::op",
+         "no shipped component provides namespace 'vendor::' (the components of edgert "
+         "provide 'edgert::' and 'edgert_quantized::'"),
+        ("relu", "it names no namespace"),
     ],
 )
 def test_unknown_operator_fails_at_load_naming_the_provider(
@@ -80,13 +90,27 @@ def test_unknown_operator_fails_at_load_naming_the_provider(
     builder.output(builder.op(operator, [builder.input("float32", (1,))]))
     with pytest.raises(edgert.NotFoundError) as raised:
         edgert.load(builder.to_bytes())
-    assert f"unknown operator '{operator}'" in str(raised.value)
+    assert f"unknown operator '{operator}' (node 0) in this edgert " in str(raised.value)
     assert component in str(raised.value)
+    assert "link edgert::kernels" not in str(raised.value)   # Python links every component
+    assert "python -m edgert --operators" in str(raised.value)
 
 
 def test_missing_file_is_not_found(edgert: ModuleType, tmp_path: Path) -> None:
     with pytest.raises(edgert.NotFoundError):
         edgert.load(tmp_path / "absent.edgert")
+
+
+def test_available_and_installed_backends_of_the_cpu_build(edgert: ModuleType) -> None:
+    """The CPU build: its one backend is installed and can run; asking leaves no program
+    behind and changes nothing for programs already loaded."""
+    program = edgert.load(MLP_MODEL)
+    program.set_backends([])
+    assert edgert.available_backends() == ["cpu"]
+    assert edgert.installed_backends() == ["cpu"]
+    assert [entry.name for entry in edgert.backends()] == ["cpu"]
+    program.run([np.ones((1, 16), np.float32)])
+    assert program.delegated_nodes("cpu") == 0      # still on the plain kernels
 
 
 def test_backends_choice_changes_delegation_not_results(edgert: ModuleType) -> None:

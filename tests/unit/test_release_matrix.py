@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import shutil
 import tomllib
 from collections.abc import Iterator
@@ -175,7 +176,7 @@ def test_the_text_names_each_entry_and_its_route(x86_64_host_with_cross_tools: N
 
 def test_build_builds_what_this_host_reaches_and_goes_on_after_a_failure(
         x86_64_host_with_cross_tools: None, monkeypatch: pytest.MonkeyPatch,
-        tmp_path: Path) -> None:
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     loaded = manifest.load(ROOT)
     asked: list[tuple[str, str | None, str]] = []
 
@@ -191,6 +192,7 @@ def test_build_builds_what_this_host_reaches_and_goes_on_after_a_failure(
         return Result(tmp_path / f"{options.arch}-{options.variant}.whl")
 
     monkeypatch.setattr(matrix, "run_pipeline", fake_run)
+    caplog.set_level(logging.INFO, logger="release")
     outcomes = matrix.build_reachable(
         loaded, matrix.release_matrix(loaded),
         lambda entry: BuildOptions(platform=entry.target.platform, arch=entry.target.arch,
@@ -205,6 +207,12 @@ def test_build_builds_what_this_host_reaches_and_goes_on_after_a_failure(
     assert status["linux-aarch64-cu12"].startswith("not built here (needs another host")
     assert status["macos-universal2-cpu"] == "built universal2-cpu.whl"
     assert status["windows-amd64-cpu"] == "built amd64-cpu.whl"
+    # before the first build, what it is about to do and how long that takes; then each
+    # wheel says which of how many it is
+    messages = [record.getMessage() for record in caplog.records]
+    assert messages[0].startswith("building 8 wheels, one after the other: linux-x86_64-cpu, ")
+    assert "about 22 minutes" in messages[0]
+    assert "=== linux-aarch64-cpu (cross+emulated): wheel 4 of 8 ===" in messages
 
 
 def test_plan_cli_prints_the_matrix_and_the_jobs() -> None:

@@ -97,3 +97,44 @@ def names_property(names: list[str], folder: Path) -> None:
     else:
         assert "\n" not in "".join(f.file + f.what + f.why + f.fix for f in report.findings)
     assert not any(canary.iterdir()), list(canary.iterdir())
+
+
+def build_record_seed() -> str:
+    """A build record as the pipeline writes it (docs/build-record.md)."""
+    from release.buildrecord import BuildRecord, ComponentRecord, ExampleRecord, ExtensionRecord
+    return BuildRecord(
+        package="demo", distribution="demo", version="1.0", target="linux-x86_64",
+        variant="cpu", extension=ExtensionRecord("demo._C", "demo/_C.abi3.so", ("core",)),
+        components=(ComponentRecord("core", "library", "demo/lib/libdemo.so", "core", None,
+                                    False, (), ("operators",), ("demo_core_component",)),),
+        cmake_package="demo/lib/cmake/demo",
+        example=ExampleRecord("demo/examples/consumer", "demo/models/mlp.edgert",
+                              "demo.run_program"), cuda=None).to_text()
+
+
+def build_record_property(text: str) -> None:
+    """Any bytes a wheel's build record holds: a record, or one WheelError line."""
+    from release.buildrecord import BuildRecord
+    try:
+        record = BuildRecord.from_json(text, where="demo/_release.json")
+    except WheelError as error:
+        assert error.what.startswith("demo/_release.json") and error.fix, error.message
+        assert "\n" not in error.message, error.message
+    else:
+        assert isinstance(record.package, str) and all(isinstance(c.name, str)
+                                                        for c in record.components)
+
+
+MANIFEST_SEED = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text()
+
+
+def manifest_property(text: str) -> None:
+    """Any pyproject.toml: a manifest, or one ConfigurationError line with a fix."""
+    from release import manifest
+    from release.errors import ConfigurationError
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "pyproject.toml").write_text(text, encoding="utf-8", errors="replace")
+        try:
+            manifest.load(Path(folder))
+        except ConfigurationError as error:
+            assert error.what and error.fix and "\n" not in error.message, error.message

@@ -14,8 +14,10 @@ from edgert._installation import check_single_distribution
 
 check_single_distribution()  # first: two edgert distributions in one environment break each other
 
+import functools
 import operator
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -27,6 +29,7 @@ if os.name == "nt":
 
 import numpy as np
 
+from edgert import _arrays
 from edgert._errors import (
     EdgertError,
     ExportError,
@@ -41,7 +44,15 @@ from edgert._errors import (
     UnsupportedOperatorError,
     error_for,
 )
-from edgert._native import backend_problem, call, extension, load_library, package_dir
+from edgert._native import (
+    backend_name,
+    backend_problem,
+    build_record,
+    call,
+    extension,
+    load_library,
+    package_dir,
+)
 from edgert.export import DTYPE_NAMES
 
 __version__ = "0.1.0"
@@ -66,6 +77,7 @@ __all__ = [
     "operators",
     "backends",
     "available_backends",
+    "installed_backends",
     "threadpool_size",
     "set_threadpool_size",
     "threadpool_instance",
@@ -175,7 +187,7 @@ class Program:
         try:
             call(extension().set_backends, self._handle, ",".join(names))
         except NotFoundError as error:
-            registered = available_backends()
+            registered = [entry.name for entry in backends()]
             for name in names:
                 problem = backend_problem(name, registered)
                 if problem is not None:
@@ -189,13 +201,34 @@ class Program:
         return int(extension().delegated_nodes(self._handle, backend))
 
     def run(self, inputs: Sequence[object]) -> list[np.ndarray]:  # type: ignore[type-arg]
-        """Runs the program on ``inputs`` (one array, or array-like, per input, in order)
-        and returns its outputs as new numpy arrays. C-contiguous little-endian arrays of an
-        edgert dtype are read in place; anything else is converted first."""
+        """Runs the program on ``inputs`` (one per input, in order) and returns its outputs
+        as new numpy arrays.
+
+        An input is an array of the input's declared dtype (``input_info``): C-contiguous
+        little-endian numpy arrays are read in place, other layouts and byte orders are
+        copied first. A Python list, tuple or scalar is converted to the declared dtype when
+        that keeps what kind of number it holds (bools to anything, integers to integers or
+        floats, floats to floats; Python floats to float32 round to nearest) and no value
+        changes otherwise. An array of another dtype is not converted: InvalidArgumentError
+        names the input, its dtype and the one expected (``x.astype(np.float32)``)."""
         if type(inputs) is not list and type(inputs) is not tuple:
             inputs = _input_list(inputs)
         try:
             return self._run(self._handle, inputs)  # type: ignore[no-any-return]
+        except self._native_error as error:
+            code, message = error.args
+            failure: EdgertError = error_for(int(code), str(message))
+        except InvalidArgumentError as error:   # from the converter (edgert._arrays)
+            failure = error
+        if not isinstance(failure, InvalidArgumentError):
+            raise failure from None
+        # Only on failure: find the input the program cannot take, name it, and convert
+        # Python values (lists, scalars) to the declared dtypes, then run again.
+        converted = _arrays.conform(inputs, [info.dtype for info in self.input_info])
+        if converted is None:
+            raise failure from None
+        try:
+            return self._run(self._handle, converted)  # type: ignore[no-any-return]
         except self._native_error as error:
             code, message = error.args
             raise error_for(int(code), str(message)) from None
@@ -209,13 +242,67 @@ def load(source: str | os.PathLike[str] | bytes | bytearray | memoryview) -> Pro
     missing file raises ProgramFileNotFoundError (a NotFoundError and a FileNotFoundError)."""
     if isinstance(source, (bytearray, memoryview)):
         source = bytes(source)   # mutable: the program keeps its own copy
-    if isinstance(source, bytes):
-        return Program(call(extension().load, source))
-    path = os.fspath(source)
     try:
-        return Program(call(extension().load_file, os.fsencode(path)))
+        if isinstance(source, bytes):
+            return Program(call(extension().load, source))
+        path = os.fspath(source)
+        try:
+            return Program(call(extension().load_file, os.fsencode(path)))
+        except NotFoundError as error:
+            raise _file_error(path, error) from None
     except NotFoundError as error:
-        raise _file_error(path, error) from None
+        raise _operator_error(error) from None
+
+
+_UNKNOWN_OPERATOR = re.compile(r"unknown operator '([^']+)' \(node (\d+)\)")
+
+
+def _operator_error(error: NotFoundError) -> NotFoundError:
+    """The runtime's "unknown operator" error with the hint this installation can give (it
+    knows every component it loaded and the operators each registers); any other error as it
+    is."""
+    match = _UNKNOWN_OPERATOR.search(str(error))
+    if match is None or isinstance(error, ProgramFileNotFoundError):
+        return error
+    name, node = match.groups()
+    return NotFoundError(f"{str(error)[:match.start()]}unknown operator '{name}' (node {node}) "
+                         f"in this edgert {__version__}: {_operator_hint(name)}")
+
+
+def _namespace(name: str) -> str:
+    return name.rsplit("::", 1)[0] + "::" if "::" in name else ""
+
+
+def _operator_hint(name: str) -> str:
+    """Which component provides the operator ``name``, from what this installation registered
+    (the table of ``python -m edgert --operators``): the one that registered it, or, when none
+    did, the component providing its namespace (which lacks it), or that no shipped component
+    provides that namespace."""
+    from edgert._operator_table import component_of
+
+    providers: dict[str, dict[str, str]] = {}   # namespace -> component -> library file
+    for entry in operators():
+        if entry.name == name:
+            return (f"it is registered by the {component_of(entry.owner)} component "
+                    f"({os.path.basename(entry.owner)})")
+        providers.setdefault(_namespace(entry.name), {})[component_of(entry.owner)] = (
+            os.path.basename(entry.owner))
+    listing = "python -m edgert --operators lists the operators it has"
+    namespace = _namespace(name)
+    if namespace in providers:
+        components = " and ".join(f"the {component} component ({library})"
+                                  for component, library in sorted(providers[namespace].items()))
+        return (f"no shipped component provides it: operators of namespace '{namespace}' "
+                f"come from {components}, which is loaded and has no '{name}' (a program "
+                f"made for a newer edgert can name operators this one lacks: export it again "
+                f"with this edgert, or upgrade edgert; {listing})")
+    known = " and ".join(f"'{space}'" for space in sorted(providers) if space)
+    if not namespace:
+        return (f"it names no namespace (operators are named 'namespace::name') and no "
+                f"shipped component provides it (the components of edgert provide {known}; "
+                f"{listing})")
+    return (f"no shipped component provides namespace '{namespace}' (the components of "
+            f"edgert provide {known}; {listing})")
 
 
 def _file_error(path: str | bytes, error: NotFoundError) -> NotFoundError:
@@ -243,11 +330,47 @@ def backends() -> list[Registration]:
     return [Registration(*entry) for entry in extension().backends()]
 
 
+@functools.cache
+def _probe_bytes() -> bytes:
+    """A program of no nodes (its output is its input): set_backends on it asks each backend
+    only whether it can run here, as set_backends on any program does first."""
+    from edgert.export import ProgramBuilder
+
+    builder = ProgramBuilder()
+    builder.output(builder.input("float32", (1,)))
+    return builder.to_bytes()
+
+
 def available_backends() -> list[str]:
-    """Names of the backends this installation offers, e.g. ["cpu", "cuda"]: "cuda" is
-    listed when the CUDA delegate is installed and loads with its CUDA runtime (whether a
-    GPU is present is known when a program uses it: ``Program.set_backends(["cuda"])``)."""
-    return [entry.name for entry in backends()]
+    """Names of the backends that can run here, e.g. ["cpu"] or ["cpu", "cuda"]: those
+    ``Program.set_backends`` accepts now. "cuda" is listed when the CUDA delegate is
+    installed, loads with its CUDA runtime and finds a usable GPU and driver; a CUDA build
+    without a GPU lists only "cpu" (``installed_backends()`` still lists "cuda", and
+    ``set_backends(["cuda"])`` says why it cannot run). Asked each call: a delegate can become
+    unavailable while the process runs (a failed CUDA context, a forked child)."""
+    probe = call(extension().load, _probe_bytes())
+    names = []
+    for entry in backends():
+        try:
+            call(extension().set_backends, probe, entry.name)
+        except EdgertError:   # UnavailableError: no GPU or driver, a poisoned context, ...
+            continue
+        names.append(entry.name)
+    return names
+
+
+def installed_backends() -> list[str]:
+    """Names of the backends this installation has, sorted, whether or not they can run
+    here: every registered backend, and a shipped delegate whose library is installed but did
+    not load (``Program.set_backends`` names the reason). ``available_backends()`` says which
+    of them can run."""
+    names = {entry.name for entry in backends()}
+    record = build_record()
+    for component in [] if record is None else record["components"]:
+        if "backends" in component["registers"] and (
+                package_dir().parent / component["file"]).is_file():
+            names.add(backend_name(component["name"]))
+    return sorted(names)
 
 
 def threadpool_size() -> int:

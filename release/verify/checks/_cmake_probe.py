@@ -90,7 +90,7 @@ def configure(cmake: Path, source: Path, build: Path, *, timeout: float,
     query.touch()
     _cmd.run([cmake, "-S", source, "-B", build, "-G", "Unix Makefiles", *arguments],
              what=f"configure of the CMake probe with {cmake}", timeout=timeout,
-             fix="read the CMake output in the finding")
+             fix="read the CMake output in the finding", machine_faults=True)
 
 
 def read_answers(build: Path, requests: list[Request]) -> dict[str, Answer]:

@@ -198,9 +198,9 @@ def _run_consumer(wheel: WheelModel, context: VerifyContext, route: tools.CMakeR
     source = wheel.root / record.example.consumer
     _cmd.run([cmake, "-S", source, "-B", build, *(runner.cmake_arguments or ()),
               f"-D{package[1]}_DIR={wheel.root / package[0]}"], what="configure the consumer",
-             timeout=context.options.cmake_timeout)
+             timeout=context.options.cmake_timeout, machine_faults=True)
     _cmd.run([cmake, "--build", build], what="build the consumer",
-             timeout=context.options.cmake_timeout)
+             timeout=context.options.cmake_timeout, machine_faults=True)
     programs = sorted(path for path in build.iterdir()
                       if path.is_file() and path.stat().st_mode & 0o111)
     if not programs:

@@ -167,7 +167,8 @@ def no_device() -> dict[str, object]:
     except edgert.EdgertError as caught:
         error = str(caught)
     inputs = inputs_for(edgert.load(mlp()), 4, 1)
-    return {"default_on_cuda": on_default_backends(inputs), "error": error}
+    return {"default_on_cuda": on_default_backends(inputs), "error": error,
+            "available": edgert.available_backends(), "installed": edgert.installed_backends()}
 
 
 def mixed() -> dict[str, object]:

@@ -1,0 +1,158 @@
+"""The docs say what the code does: every page of docs/ is in docs/index.md, the README keeps
+the two command lines CI runs first and its sections in the order a new user needs them, its
+C++ lines link what it says they link, the build record's documented example has the
+record's keys, the stage list matches the pipeline, and every command-line argument has help."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import re
+
+import pytest
+
+from release import manifest
+from release.buildrecord import BuildRecord
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.unit
+
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+LINK = re.compile(r"\]\(([^)#]+)(?:#[^)]*)?\)")
+
+
+def test_every_docs_page_is_listed_in_the_index_with_a_line_of_its_own() -> None:
+    index = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    pages = sorted(path.name for path in (ROOT / "docs").glob("*.md") if path.name != "index.md")
+    rows = {LINK.search(line).group(1): line for line in index.splitlines()  # type: ignore[union-attr]
+            if line.startswith("| [")}
+    assert sorted(rows) == pages, "docs/index.md must list every page of docs/, and only those"
+    for page, line in rows.items():
+        description = line.split("|")[2].strip()
+        assert len(description) > 20, f"{page} has no description in docs/index.md"
+    assert "(docs/index.md)" in README
+
+
+def test_the_readme_links_only_files_that_exist() -> None:
+    for target in LINK.findall(README):
+        if not target.startswith(("http://", "https://")):
+            assert (ROOT / target).exists(), target
+
+
+def test_the_readme_starts_with_the_two_commands_ci_relies_on() -> None:
+    commands = [line for line in README.splitlines() if line.startswith("python3 -m venv")]
+    assert commands[:2] == [
+        "python3 -m venv .venv && . .venv/bin/activate && pip install -r requirements-dev.txt "
+        "&& python -m release build --platform linux --out dist",
+        "python3 -m venv .venv && . .venv/bin/activate && pip install -r requirements-dev.txt "
+        "&& python -m pytest -ra",
+    ]
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert commands[1] in ci.splitlines()
+
+
+def test_the_readme_goes_from_what_it_is_to_install_use_build_develop() -> None:
+    sections = [line[3:] for line in README.splitlines() if line.startswith("## ")]
+    order = ["Installing", "Using it", "Building wheels", "Developing"]
+    assert [name for name in sections if name in order] == order
+    before_installing = README[:README.index("## Installing")]
+    assert "tests/unit" not in before_installing     # development comes after using
+    assert "## " not in before_installing.split("\n", 1)[1]   # only what it is, and the two lines
+
+
+def test_the_readme_timings_are_not_the_warm_rebuild_alone() -> None:
+    assert "31 s" not in README
+    assert "fresh clone" in README
+
+
+def test_the_readme_plan_build_line_says_it_builds_every_wheel() -> None:
+    line = next(line for line in README.splitlines() if "release plan --build" in line)
+    assert "every wheel" in line and "minutes" in line
+
+
+def _components(words: str, prefix: str) -> set[str]:
+    return set(re.findall(prefix + r"([a-z_]+)", words))
+
+
+def test_the_readmes_two_cmake_lines_link_the_same_libraries() -> None:
+    """``edgert::...`` targets (with what they depend on) against ``${EDGERT_LIBRARIES}``
+    (every component that is not opt-in, from the manifest) plus the opt-in variable named."""
+    loaded = manifest.load(ROOT)
+    block = README[README.index("```cmake"):]
+    block = block[:block.index("```", 3)]
+    targets_line = next(line for line in block.splitlines()
+                        if line.startswith("target_link_libraries"))
+    variables_line = next(line for line in block.splitlines() if "${EDGERT_LIBRARIES}" in line)
+    assert "the same" in variables_line
+    by_cmake = {c.cmake_component: c for c in loaded.components if c.cmake_component}
+
+    def closure(names: set[str]) -> set[str]:
+        todo, seen = list(names), set()
+        while todo:
+            name = todo.pop()
+            if name not in seen:
+                seen.add(name)
+                todo.extend(by_cmake[name].depends)
+        return seen
+
+    targets = closure(_components(targets_line, "edgert::"))
+    variable = {c.cmake_component for c in loaded.components
+                if c.cmake_component and not c.opt_in}
+    opt_in = {c.cmake_component for c in loaded.components
+              if c.cmake_variable and f"${{{c.cmake_variable}}}" in variables_line}
+    assert targets == closure(variable | opt_in)
+    assert "backend_cpu" in variable       # what a list without edgert::backend_cpu misses
+
+
+def test_the_documented_build_record_has_the_records_keys() -> None:
+    text = (ROOT / "docs" / "build-record.md").read_text(encoding="utf-8")
+    start = text.index("```json") + len("```json")
+    example = json.loads(text[start:text.index("```", start)])
+    record = BuildRecord.from_json(json.dumps(example), where="docs/build-record.md")
+    assert sorted(example) == sorted(record.to_json())
+    for key in record.to_json():
+        assert f"`{key}`" in text or f'"{key}"' in text
+
+
+def test_the_stages_documentation_matches_the_pipeline() -> None:
+    """concepts.md: lay out writes the build record, fix up the .dist-info (as the code)."""
+    tree = ast.parse((ROOT / "release" / "pipeline.py").read_text(encoding="utf-8"))
+    calls = {node.name: {call.func.id for call in ast.walk(node) if isinstance(call, ast.Call)
+                         and isinstance(call.func, ast.Name)}
+             for node in tree.body if isinstance(node, ast.FunctionDef)}
+    assert "_write_dist_info" in calls["_fix_up"]
+    assert "_write_dist_info" not in calls["_lay_out"]
+    concepts = (ROOT / "docs" / "concepts.md").read_text(encoding="utf-8")
+    lay_out = concepts[concepts.index("2. **lay out**"):concepts.index("3. **fix up**")]
+    fix_up = concepts[concepts.index("3. **fix up**"):concepts.index("4. **repair**")]
+    assert "_release.json" in lay_out and ".dist-info" not in lay_out
+    assert ".dist-info" in fix_up
+
+
+def test_windows_is_not_said_to_be_unbuildable() -> None:
+    for path in (ROOT / "pyproject.toml", ROOT / "docs" / "concepts.md"):
+        text = " ".join(path.read_text(encoding="utf-8").split())
+        assert not re.search(r"Windows (is declared but )?not buildable yet", text), path
+        assert "as Windows today" not in text, path
+
+
+def _arguments(parser: argparse.ArgumentParser, where: str) -> list[tuple[str, str | None]]:
+    found = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found += _arguments(sub, f"{where} {name}")
+        elif not isinstance(action, argparse._HelpAction):
+            found.append((f"{where} {'/'.join(action.option_strings) or action.dest}",
+                          action.help))
+    return found
+
+
+def test_every_argument_of_every_command_has_help() -> None:
+    from release.__main__ import _parser
+    arguments = _arguments(_parser(), "python -m release")
+    assert len(arguments) > 30
+    assert [name for name, help in arguments if not help] == []
+    assert ("python -m release repair wheel",
+            "the .whl file to repair (one with edgert/_release.json)") in arguments
