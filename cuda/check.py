@@ -21,7 +21,9 @@ RUNS_PROGRAMS = False
 def _device_code(binary: BinaryFile) -> DeviceCode:
     for section in SECTIONS:
         if binary.info.section(section) is not None:
-            data = binary.read_section(section)
+            # (device code of real libraries runs to hundreds of MB: no section limit; the
+            # member limit bounds it)
+            data = binary.read_section(section, limit=None)
             containers = read_containers(data, where=f"{binary.path} section {section}")
             return DeviceCode(file=binary.path, section=section, containers=containers)
     return DeviceCode(file=binary.path, section="", containers=())

@@ -65,6 +65,11 @@ class BinaryFormatError(ReleaseError):
     exit_code = 6
 
 
+class LimitExceeded(BinaryFormatError):
+    """A binary holds more than a reader's budget allows (symbols, sections, records, bytes):
+    reading on would cost memory out of proportion to any real library, so the run stops."""
+
+
 class VerificationFailed(ReleaseError):
     """verify found at least one error-level finding."""
 

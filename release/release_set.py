@@ -21,9 +21,9 @@ collects every finding before deciding (docs/release.md):
 
 from __future__ import annotations
 
-import hashlib
+import base64
+import os
 import re
-import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from email.message import Message
@@ -42,7 +42,8 @@ from release.matrix import MatrixEntry, release_matrix
 from release.pipeline import build_variant
 from release.variant import load_provider
 from release.verify.api import verify_wheel
-from release.verify.options import VerifyOptions
+from release.verify.archive import Member, StreamRequest, list_members, read_member, stream_member
+from release.verify.options import Limits, VerifyOptions
 from release.verify.report import Report
 from release.wheel import WheelName, normalize_distribution, parse_metadata
 
@@ -103,36 +104,32 @@ def _error(check: str, file: str, what: str, fix: str = "") -> Finding:
     return Finding(check=check, severity=Severity.ERROR, file=file, what=what, fix=fix)
 
 
-def _member(archive: zipfile.ZipFile, name: str) -> bytes | None:
-    try:
-        info = archive.getinfo(name)
-    except KeyError:
+def _member(path: Path, members: Mapping[str, Member], name: str) -> bytes | None:
+    member = members.get(name)
+    if member is None:
         return None
-    if info.file_size > _MEMBER_LIMIT:
-        raise zipfile.BadZipFile(f"{name} claims {info.file_size} bytes")
-    return archive.read(info)
+    if member.declared_size > _MEMBER_LIMIT:
+        raise WheelError(f"{path.name}: {name} claims {member.declared_size} bytes, over the "
+                         f"limit of {_MEMBER_LIMIT}", fix="rebuild the wheel")
+    return read_member(path, member, Limits())
 
 
 def read_wheel(path: Path, package: str) -> WheelFacts:
     """The wheel's name, METADATA, build record (``<package>/_release.json``, None when
-    absent), SBOM and the sha256 of each file the record names; a WheelError when it is not a
-    readable wheel."""
+    absent), SBOM and the sha256 of each file the record names, read through verify's reader
+    (the same rules as verify and repair); a WheelError when it is not a readable wheel."""
     name = WheelName.parse(path.name)
     try:
-        with zipfile.ZipFile(path) as archive:
-            metadata = _member(archive, f"{name.dist_info}/METADATA")
-            data = _member(archive, f"{package}/{RECORD_FILE}")
-            record = None if data is None else BuildRecord.from_json(
-                data, where=f"{path.name}:{package}/{RECORD_FILE}")
-            document = _member(archive, f"{name.dist_info}/{sbom.file_name(package)}")
-            digests = {} if record is None else {
-                file: _sha256(archive, file) for file in sbom.shipped_files(record)
-                if file in archive.NameToInfo}
-    except UnicodeDecodeError as error:   # a name flagged UTF-8 that is not (zipfile decodes)
-        raise WheelError(f"cannot read {path.name}: a member name flagged as UTF-8 is not "
-                         f"UTF-8 ({error.reason} at byte {error.start})",
-                         fix="rebuild it; installers refuse such names") from None
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError) as error:
+        members = {member.name: member for member in list_members(path, Limits())}
+        metadata = _member(path, members, f"{name.dist_info}/METADATA")
+        data = _member(path, members, f"{package}/{RECORD_FILE}")
+        record = None if data is None else BuildRecord.from_json(
+            data, where=f"{path.name}:{package}/{RECORD_FILE}")
+        document = _member(path, members, f"{name.dist_info}/{sbom.file_name(package)}")
+        digests = {} if record is None else {
+            file: _sha256(path, members[file]) for file in sbom.shipped_files(record)
+            if file in members}
+    except OSError as error:
         raise WheelError(f"cannot read {path.name}: {error}", fix="rebuild it") from None
     return WheelFacts(
         path=path, name=name,
@@ -140,12 +137,15 @@ def read_wheel(path: Path, package: str) -> WheelFacts:
         record=record, sbom=document, digests=digests)
 
 
-def _sha256(archive: zipfile.ZipFile, name: str) -> str:
-    digest = hashlib.sha256()
-    with archive.open(name) as member:
-        for chunk in iter(lambda: member.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+def _sha256(path: Path, member: Member) -> str:
+    """The member's sha256 (hex), streamed with the reader's checks (size, CRC-32)."""
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        streamed = stream_member(path, descriptor, member, Limits(),
+                                 StreamRequest((), None, lambda head: False))
+    finally:
+        os.close(descriptor)
+    return base64.urlsafe_b64decode(streamed.sha256 + "=" * (-len(streamed.sha256) % 4)).hex()
 
 
 def _sbom(facts: WheelFacts) -> list[Finding]:

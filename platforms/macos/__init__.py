@@ -25,7 +25,6 @@ import posixpath
 import shutil
 import stat
 import sysconfig
-import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -40,6 +39,8 @@ from release.loader import Runner
 from release.manifest import Target
 from release.platform import BuildRoute, RepairRequest, Route, SearchPath
 from release.sbom import Tool
+from release.verify.archive import list_members, member_head, read_member
+from release.verify.options import Limits
 
 __all__ = ["PLATFORM", "MacOSPlatform", "loader_relative"]
 
@@ -334,24 +335,22 @@ def check_self_contained(wheel_path: Path) -> None:
     wheel nor part of macOS: this route bundles nothing, so such a wheel cannot be repaired
     here (delocate-wheel on a Mac copies outside libraries into the wheel)."""
     reader = MachOReader()
-    with zipfile.ZipFile(wheel_path) as archive:
-        names = archive.namelist()
-        shipped = {posixpath.basename(name) for name in names}
-        for name in names:
-            with archive.open(name) as member:
-                head = member.read(8)
-            if not is_macho(head):
-                continue
-            info = read_binary_data(archive.read(name), where=f"{wheel_path.name}:{name}",
-                                    readers=(reader,))
-            outside = [path for path in info.needed_paths
-                       if not is_system_path(path) and posixpath.basename(path) not in shipped]
-            if outside:
-                raise WheelError(
-                    f"{name} in {wheel_path.name} loads {', '.join(outside)}, which is neither "
-                    "in the wheel nor part of macOS (/usr/lib, /System)",
-                    fix="link that library statically, or build on a Mac and bundle it with "
-                        "delocate-wheel (docs/macos.md, Repair)")
+    members = list_members(wheel_path, Limits())   # verify's reader, its rules
+    shipped = {posixpath.basename(member.name) for member in members}
+    for member in members:
+        name = member.name
+        if not is_macho(member_head(wheel_path, member, 8)):
+            continue
+        info = read_binary_data(read_member(wheel_path, member, Limits()),
+                                where=f"{wheel_path.name}:{name}", readers=(reader,))
+        outside = [path for path in info.needed_paths
+                   if not is_system_path(path) and posixpath.basename(path) not in shipped]
+        if outside:
+            raise WheelError(
+                f"{name} in {wheel_path.name} loads {', '.join(outside)}, which is neither "
+                "in the wheel nor part of macOS (/usr/lib, /System)",
+                fix="link that library statically, or build on a Mac and bundle it with "
+                    "delocate-wheel (docs/macos.md, Repair)")
 
 
 def merge_trees(installs: Sequence[Path], into: Path) -> list[str]:

@@ -20,19 +20,21 @@ import os
 import platform as host_platform
 import shutil
 import sysconfig
-import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
 from platforms.windows import wine
 from platforms.windows.loader import LOADER
 from release import _cmd, zig
+from release.binary import read_binary_data
 from release.binary.pe import PeReader
 from release.errors import BinaryFormatError, ReleaseError, ToolError
 from release.loader import Runner
 from release.manifest import Target
 from release.platform import BuildRoute, RepairRequest, Route, SearchPath
 from release.sbom import Tool
+from release.verify.archive import list_members, read_member
+from release.verify.options import Limits
 
 TARGET = zig.ZigTarget(triple="x86_64-windows-gnu", system="Windows", processor="AMD64")
 PYCONFIG = Path(__file__).with_name("pyconfig.h")
@@ -144,26 +146,27 @@ class WindowsPlatform:
     def repair(self, request: RepairRequest) -> Path:
         """Checks that the wheel needs no DLL from outside it (what delvewheel would bundle)
         and passes it on unchanged: nothing is renamed, copied or patched."""
-        with zipfile.ZipFile(request.wheel) as archive:
-            names = archive.namelist()
-            shipped = {name.rsplit("/", 1)[-1].lower() for name in names}
-            policy = LOADER.policy(["win_amd64"])
-            for name in names:
-                if not name.lower().endswith((".dll", ".pyd", ".exe")):
-                    continue
-                try:
-                    info = self.reader.read(archive.read(name), where=name)
-                except BinaryFormatError as error:
-                    raise ToolError(f"{name} is not a readable PE file: {error.what}",
-                                    fix="rebuild the wheel") from None
-                for needed in (*info.needed, *info.delay_needed):
-                    if needed.lower() not in shipped and not LOADER.is_system(needed, policy):
-                        raise ToolError(
-                            f"{name} needs {needed}, which is neither shipped in the wheel "
-                            "nor a Windows system DLL",
-                            fix=f"link {needed} statically, or ship it in the package's lib "
-                                "folder (delvewheel repair --add-path DIR bundles it on a "
-                                "machine that has it)")
+        members = list_members(request.wheel, Limits())   # verify's reader, its rules
+        shipped = {member.name.rsplit("/", 1)[-1].lower() for member in members}
+        policy = LOADER.policy(["win_amd64"])
+        for member in members:
+            name = member.name
+            if not name.lower().endswith((".dll", ".pyd", ".exe")):
+                continue
+            try:
+                info = read_binary_data(read_member(request.wheel, member, Limits()),
+                                        where=name, readers=(self.reader,))
+            except BinaryFormatError as error:
+                raise ToolError(f"{name} is not a readable PE file: {error.what}",
+                                fix="rebuild the wheel") from None
+            for needed in (*info.needed, *info.delay_needed):
+                if needed.lower() not in shipped and not LOADER.is_system(needed, policy):
+                    raise ToolError(
+                        f"{name} needs {needed}, which is neither shipped in the wheel "
+                        "nor a Windows system DLL",
+                        fix=f"link {needed} statically, or ship it in the package's lib "
+                            "folder (delvewheel repair --add-path DIR bundles it on a "
+                            "machine that has it)")
         out = request.out_dir / request.wheel.name
         shutil.copyfile(request.wheel, out)
         return out

@@ -1,23 +1,104 @@
 """Bounds-checked reads from a file's bytes: every offset is checked against the file size
-before it is used, so a malformed file fails with BinaryFormatError, never IndexError."""
+before it is used, so a malformed file fails with BinaryFormatError, never IndexError.
+
+Every table a reader walks and every string table it copies is paid for first from a
+``Budget`` (``ReadLimits``): the count a header claims is spent before a row is read, so a
+hostile file is refused in one line (``LimitExceeded``) before its tables cost memory or
+time. The budget in force is the one ``using(budget)`` set for this thread of work (verify
+sets one per wheel, shared by all its binaries); without one, each read gets a fresh one."""
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import struct
+import threading
+from collections.abc import Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Union
 
-from release.errors import BinaryFormatError
+from release.errors import BinaryFormatError, LimitExceeded
 
 Buffer = Union[bytes, mmap.mmap]  # a runtime alias: no '|' between types before 3.10
 
+_ROWS_AT_ONCE = 4096
 _FIX = "the file is truncated or corrupt; rebuild it or re-download the wheel"
 
 
 @lru_cache(maxsize=64)
 def _struct(layout: str) -> struct.Struct:
     return struct.Struct(layout)
+
+
+@dataclass(frozen=True)
+class ReadLimits:
+    """What the readers may build from the binaries of one wheel, all together. Real
+    libraries stay far below (libtorch_cpu.so, 414 MB: 75,414 dynamic symbols, 38 sections);
+    at these limits the kept model is about 150 MB."""
+
+    symbols: int = 500_000        # symbol table entries (dynamic, static, exports)
+    sections: int = 100_000       # section headers (ELF, Mach-O, PE)
+    records: int = 2_000_000      # other table rows: segments, dynamic entries, versions,
+    #                               load commands, imports, relocations, signature slots
+    bytes: int = 64 << 20         # string tables and section contents copied out of files
+    names: int = 32 << 20         # bytes of decoded symbol names
+
+    def of(self, kind: str) -> int:
+        value: int = getattr(self, kind)
+        return value
+
+
+_FIX_BUDGET = ("no real library comes near this; if it is yours, export fewer symbols "
+               "(-fvisibility=hidden) or ship fewer, smaller binaries")
+
+
+class Budget:
+    """What is left of ``ReadLimits``; thread-safe (verify reads binaries in parallel)."""
+
+    def __init__(self, limits: ReadLimits | None = None) -> None:
+        self.limits = limits or ReadLimits()
+        self._spent: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def spend(self, kind: str, count: int, *, where: str, what: str) -> None:
+        """Takes ``count`` units of ``kind``; LimitExceeded (nothing taken) when they are not
+        left."""
+        limit = self.limits.of(kind)
+        with self._lock:
+            spent = self._spent.get(kind, 0)
+            if count > limit - spent:
+                raise LimitExceeded(
+                    f"{where}: {what} needs {count:,} {_UNITS[kind]}, over what is left "
+                    f"({max(0, limit - spent):,}) of the readers' budget of {limit:,} "
+                    f"{_UNITS[kind]} for one wheel", fix=_FIX_BUDGET)
+            self._spent[kind] = spent + count
+
+    def spent(self, kind: str) -> int:
+        with self._lock:
+            return self._spent.get(kind, 0)
+
+
+_UNITS = {"symbols": "symbols", "sections": "sections", "records": "records",
+          "bytes": "bytes", "names": "bytes of symbol names"}
+_CURRENT: ContextVar[Budget | None] = ContextVar("release_binary_budget", default=None)
+
+
+@contextlib.contextmanager
+def using(budget: Budget | None) -> Iterator[Budget]:
+    """Makes ``budget`` (a fresh one when None and none is in force) the one readers spend
+    from, until the block ends."""
+    chosen = budget or _CURRENT.get() or Budget()
+    token = _CURRENT.set(chosen)
+    try:
+        yield chosen
+    finally:
+        _CURRENT.reset(token)
+
+
+def current_budget() -> Budget:
+    return _CURRENT.get() or Budget()
 
 
 class ByteView:
@@ -28,6 +109,12 @@ class ByteView:
         self.size = len(data)
         self.where = where
         self.byte_order = byte_order
+        self.budget = current_budget()
+
+    def spend(self, kind: str | None, count: int, what: str) -> None:
+        if kind is None:   # paid for by the caller
+            return
+        self.budget.spend(kind, count, where=self.where, what=what)
 
     def fail(self, what: str) -> BinaryFormatError:
         return BinaryFormatError(f"{self.where}: {what}", fix=_FIX)
@@ -44,20 +131,40 @@ class ByteView:
         return values
 
     def table(self, layout: str, offset: int, count: int, entry_size: int,
-              what: str) -> list[tuple[int, ...]]:
-        """``count`` records of ``layout`` spaced ``entry_size`` apart."""
+              what: str, kind: str | None = "records") -> list[tuple[int, ...]]:
+        """``count`` records of ``layout`` spaced ``entry_size`` apart (paid for first)."""
+        return list(self.rows(layout, offset, count, entry_size, what, kind))
+
+    def rows(self, layout: str, offset: int, count: int, entry_size: int,
+             what: str, kind: str | None = "records") -> Iterator[tuple[int, ...]]:
+        """``table``, one record at a time: nothing but the current row is held. The count
+        is checked and spent before the first row is read."""
         packer = _struct(self.byte_order + layout)
         if count and entry_size < packer.size:
             raise self.fail(f"{what}: entry size {entry_size} is smaller than {packer.size}")
         self.check(offset, count * entry_size, what)
-        if entry_size == packer.size:
-            chunk = self.data[offset:offset + count * entry_size]
-            return list(packer.iter_unpack(chunk))
-        return [packer.unpack_from(self.data, offset + index * entry_size)
-                for index in range(count)]
+        self.spend(kind, count, what)
+        return self._rows(packer, offset, count, entry_size)
 
-    def read(self, offset: int, length: int, what: str) -> bytes:
+    def _rows(self, packer: struct.Struct, offset: int, count: int,
+              entry_size: int) -> Iterator[tuple[int, ...]]:
+        if entry_size == packer.size:
+            # a slice at a time (copied: no buffer export that would keep a memory map
+            # from closing when a reader stops early)
+            end = offset + count * entry_size
+            step = _ROWS_AT_ONCE * entry_size
+            for start in range(offset, end, step):
+                yield from packer.iter_unpack(self.data[start:min(start + step, end)])
+            return
+        for index in range(count):
+            yield packer.unpack_from(self.data, offset + index * entry_size)
+
+    def read(self, offset: int, length: int, what: str, *, paid: bool = False) -> bytes:
+        """The bytes at ``offset``; ``paid`` spends them from the budget's ``bytes`` (string
+        tables and section contents, which can be as large as the file)."""
         self.check(offset, length, what)
+        if paid:
+            self.spend("bytes", length, what)
         return bytes(self.data[offset:offset + length])
 
 

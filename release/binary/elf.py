@@ -2,10 +2,15 @@
 dynamic and static symbols with versions, and the bytes of named sections.
 
 Everything is bounded by the file size: counts, offsets and chains are checked before use and
-every failure is a BinaryFormatError naming the file and the structure."""
+every failure is a BinaryFormatError naming the file and the structure. Work is bounded by the
+readers' budget (``release.binary._view.Budget``): each table's claimed count is paid for
+before a row is read, string tables and section contents by their bytes, symbol names by the
+bytes decoded (a name shared by many symbols is decoded once)."""
 
 from __future__ import annotations
 
+import array
+import sys
 from collections.abc import Collection
 from dataclasses import dataclass
 
@@ -118,7 +123,8 @@ class _Parser:
             dynamic_symbols=self._symbols(sections, SHT_DYNSYM, version_names),
             symbols=self._symbols(sections, SHT_SYMTAB, {}) if static_symbols else (),
             version_requirements=requirements,
-            section_data={s.name: self.view.read(s.offset, s.size, f"section {s.name}")
+            section_data={s.name: self.view.read(s.offset, s.size, f"section {s.name}",
+                                                 paid=True)
                           for s in sections if s.name in wanted and s.kind != SHT_NOBITS})
 
     def _header(self) -> _Header:
@@ -147,7 +153,7 @@ class _Parser:
             count = count or first[5]
             names_index = first[6] if names_index == 0xFFFF else names_index
         rows = self.view.table(self.layout.section, header.shoff, count, header.shentsize,
-                               "section header table")
+                               "section header table", kind="sections")
         raw = [(row[0], row[1], row[3], row[4], row[5], row[6], row[7], row[9]) for row in rows]
         for _name, kind, _addr, offset, size, *_rest in raw:
             if kind != SHT_NOBITS and kind != 0:
@@ -155,7 +161,7 @@ class _Parser:
         names = b""
         if 0 < names_index < len(raw):
             names = self.view.read(raw[names_index][3], raw[names_index][4],
-                                   "section name table")
+                                   "section name table", paid=True)
         return [_SectionHeader(string_at(names, name, view=self.view, what="section name")
                                if names else "", kind, addr, offset, size, link, info, entsize)
                 for name, kind, addr, offset, size, link, info, entsize in raw]
@@ -164,7 +170,7 @@ class _Parser:
         if not 0 < index < len(sections) or sections[index].kind != SHT_STRTAB:
             raise self.view.fail(f"{what} links to section {index}, which is not a string table")
         table = sections[index]
-        return self.view.read(table.offset, table.size, what)
+        return self.view.read(table.offset, table.size, what, paid=True)
 
     _flags = 0
 
@@ -208,7 +214,7 @@ class _Parser:
                     segment.address + segment.filesz):
                 offset = segment.offset + (address - segment.address)
                 return self.view.read(offset, min(size, self.view.size - offset),
-                                      "dynamic string table")
+                                      "dynamic string table", paid=True)
         raise self.view.fail(f"DT_STRTAB address {address:#x} is in no loadable segment")
 
     def _versions(self, sections: list[_SectionHeader]
@@ -238,14 +244,18 @@ class _Parser:
                 _hash, _flags, other, name, next_aux = self.view.unpack(
                     "IHHII", aux_offset, "version requirement entry")
                 version = string_at(strings, name, view=self.view, what="version name")
+                # entries of several requirements may share one chain: each read is paid for
+                self.view.spend("records", 1, "version requirements")
+                self.view.spend("names", len(version) + 1, "version requirements")
                 versions.append(version)
                 names[other & 0x7FFF] = version
                 if next_aux == 0:
                     break
                 aux_offset += next_aux
-            result.append(model.VersionRequirement(
-                string_at(strings, file_name, view=self.view, what="version file"),
-                tuple(versions)))
+            library = string_at(strings, file_name, view=self.view, what="version file")
+            self.view.spend("records", 1, "version requirements")
+            self.view.spend("names", len(library) + 1, "version requirements")
+            result.append(model.VersionRequirement(library, tuple(versions)))
             seen += 1
             if following == 0:
                 return result
@@ -258,6 +268,7 @@ class _Parser:
                              names: dict[int, str]) -> None:
         strings = self._strings(sections, section.link, "version definitions")
         offset, end = section.offset, section.offset + section.size
+        self.view.spend("records", section.size // 20 + 1, "version definitions")
         for _ in range(section.size // 20 + 1):
             _version, _flags, index, count, _hash, aux, following = self.view.unpack(
                 "HHHHIII", offset, "version definition")
@@ -265,8 +276,9 @@ class _Parser:
                 if not section.offset <= offset + aux < end:
                     raise self.view.fail("version definition entry lies outside its section")
                 name, _next = self.view.unpack("II", offset + aux, "version definition entry")
-                names[index & 0x7FFF] = string_at(strings, name, view=self.view,
-                                                  what="version name")
+                defined = string_at(strings, name, view=self.view, what="version name")
+                self.view.spend("names", len(defined) + 1, "version definitions")
+                names[index & 0x7FFF] = defined
             if following == 0:
                 return
             offset += following
@@ -279,44 +291,65 @@ class _Parser:
         table = next((s for s in sections if s.kind == kind), None)
         if table is None or table.size == 0:
             return ()
-        strings = self._strings(sections, table.link, f"symbol table {table.name}")
         entry = 16 if self.bits == 32 else 24
-        rows = self.view.table(self.layout.symbol, table.offset, table.size // entry,
-                               max(table.entsize, entry) if table.entsize else entry,
-                               f"symbol table {table.name}")
-        versions = self._version_indexes(sections, len(rows)) if version_names else []
+        stride = max(table.entsize, entry) if table.entsize else entry
+        count = table.size // stride
+        what = f"symbol table {table.name}"
+        self.view.check(table.offset, count * stride, what)
+        self.view.spend("symbols", count, what)   # before the strings are copied
+        strings = self._strings(sections, table.link, what)
+        rows = self.view.rows(self.layout.symbol, table.offset, count, stride, what,
+                              kind=None)
+        versions = self._version_indexes(sections, count) if version_names else None
         symbols = []
         size = len(strings)
         find, symbol = strings.find, model.Symbol
         bindings, visibilities, kinds = _BINDINGS, _VISIBILITIES, _KINDS
         wide = self.bits == 64
-        for index, row in enumerate(rows[1:], start=1):
+        decoded: dict[int, str] = {0: ""}   # string index -> name (decoded once)
+        spent, spend_every = 0, 1 << 20
+        next(rows, None)   # entry 0 is the undefined symbol
+        for index, row in enumerate(rows, start=1):
             if wide:
                 name, info, other, shndx = row[0], row[1], row[2], row[3]
             else:
                 name, info, other, shndx = row[0], row[3], row[4], row[5]
-            number = versions[index] & 0x7FFF if versions else 0
+            number = versions[index] & 0x7FFF if versions is not None else 0
             version = version_names.get(number, "") if number > 1 else ""  # 0 local, 1 base
-            text = ""
-            if name:
+            text = decoded.get(name)
+            if text is None:
                 end = find(b"\0", name) if name < size else -1
                 if end < 0:   # out of the table, or not NUL-terminated: the one error path
                     text = string_at(strings, name, view=self.view, what="symbol name")
                 else:
                     text = strings[name:end].decode("utf-8", "replace")
+                decoded[name] = text
+                spent += len(text) + 1
+                if spent >= spend_every:   # paid in steps: the budget's lock is shared
+                    self.view.spend("names", spent, what)
+                    spent = 0
             binding = bindings.get(info >> 4)
             symbols.append(symbol(text, binding or f"binding-{info >> 4}",
                                   visibilities[other & 3], shndx != 0,
                                   kinds.get(info & 0xF, "notype"), version))
+        self.view.spend("names", spent, what)
         return tuple(symbols)
 
-    def _version_indexes(self, sections: list[_SectionHeader], count: int) -> list[int]:
+    def _version_indexes(self, sections: list[_SectionHeader],
+                         count: int) -> array.array[int] | None:
+        """The version index of each of ``count`` symbols (2 bytes each, zeros past the
+        table's end), or None without a version table."""
         table = next((s for s in sections if s.kind == SHT_VERSYM), None)
         if table is None:
-            return []
-        indexes = [row[0] for row in self.view.table("H", table.offset, table.size // 2, 2,
-                                                      "symbol version table")]
-        return indexes if len(indexes) >= count else indexes + [0] * (count - len(indexes))
+            return None
+        raw = self.view.read(table.offset, min(table.size, 2 * count) // 2 * 2,
+                             "symbol version table", paid=True)
+        indexes = array.array("H", raw)
+        if self.little != (sys.byteorder == "little"):
+            indexes.byteswap()
+        if len(indexes) < count:
+            indexes.frombytes(bytes(2 * (count - len(indexes))))
+        return indexes
 
 
 def _search_path(dynamic: list[tuple[int, str]], tag: int) -> tuple[str, ...]:

@@ -194,6 +194,7 @@ class _SliceParser:
                         two_level=bool(flags & MH_TWOLEVEL) and not flags & MH_FORCE_FLAT)
         symtab: tuple[int, ...] | None = None
         offset, end = first, first + sizeofcmds
+        self.view.spend("records", ncmds, "load commands")
         for _ in range(ncmds):
             if offset + 8 > end:
                 raise self.view.fail("load commands run past sizeofcmds")
@@ -235,7 +236,7 @@ class _SliceParser:
             for name in (section.name, short):
                 if name in wanted and section.size:
                     result.data[name] = self.view.read(section.offset, section.size,
-                                                       f"section {section.name}")
+                                                       f"section {section.name}", paid=True)
         if symtab is not None:
             result.dynamic, result.symbols = self._symbols(symtab, result.sections,
                                                            static_symbols)
@@ -253,7 +254,8 @@ class _SliceParser:
         """The team identifier of the signature's code directory: set when a developer
         identity signed the file (ad-hoc signatures have none); "" when unreadable."""
         try:
-            blob = ByteView(self.view.read(self.start + offset, size, "code signature"),
+            blob = ByteView(self.view.read(self.start + offset, size, "code signature",
+                                        paid=True),
                             where=self.view.where, byte_order=">")
             magic, _length, count = blob.unpack("III", 0, "signature blob")
             if magic != CSMAGIC_EMBEDDED_SIGNATURE or count > 64:
@@ -274,7 +276,8 @@ class _SliceParser:
         return ""
 
     def _page_hashes_match(self, offset: int, size: int) -> bool:
-        blob = ByteView(self.view.read(self.start + offset, size, "code signature"),
+        blob = ByteView(self.view.read(self.start + offset, size, "code signature",
+                                        paid=True),
                         where=self.view.where, byte_order=">")
         magic, _length, count = blob.unpack("III", 0, "signature blob")
         if magic != CSMAGIC_EMBEDDED_SIGNATURE or count > 64:
@@ -323,7 +326,8 @@ class _SliceParser:
             raise self.view.fail(f"segment lists {nsects} sections beyond its command")
         layout = "16s16sQQIIIIIIII" if wide else "16s16sIIIIIIIII"
         sections = []
-        for row in self.view.table(layout, body + header, nsects, entry, "section"):
+        for row in self.view.rows(layout, body + header, nsects, entry, "section",
+                                  kind="sections"):
             name = f"{_name(cast(bytes, row[1]))},{_name(cast(bytes, row[0]))}"
             address, length, offset, flags = row[2], row[3], row[4], row[8]
             kind = flags & 0xFF
@@ -340,19 +344,21 @@ class _SliceParser:
         entry = 16 if self.bits == 64 else 12
         if nsyms * entry > self.length:
             raise self.view.fail(f"symbol table claims {nsyms} symbols")
+        symbols_at = self._check(symoff, nsyms * entry, "symbol table")
+        self.view.spend("symbols", nsyms, "symbol table")   # before the strings are copied
         strings = self.view.read(self._check(stroff, strsize, "string table"), strsize,
-                                 "string table")
+                                 "string table", paid=True)
         layout = "IBBHQ" if self.bits == 64 else "IBBHI"
-        rows = self.view.table(layout, self._check(symoff, nsyms * entry, "symbol table"),
-                               nsyms, entry, "symbol table")
+        rows = self.view.rows(layout, symbols_at, nsyms, entry, "symbol table", kind=None)
         dynamic, everything = [], []
+        decoded: dict[int, str] = {}   # string index -> name (decoded and paid for once)
         for strx, kind, section, desc, _value in rows:
             if kind & N_STAB:
                 continue
             external = bool(kind & N_EXT)
             if not external and not static_symbols:
                 continue
-            symbol = self._symbol(strings, strx, kind, section, desc, sections)
+            symbol = self._symbol(strings, strx, kind, section, desc, sections, decoded)
             if external:
                 dynamic.append(symbol)
             if static_symbols:
@@ -360,13 +366,16 @@ class _SliceParser:
         return dynamic, everything
 
     def _symbol(self, strings: bytes, strx: int, kind: int, section: int, desc: int,
-                sections: list[model.Section]) -> model.Symbol:
-        if strx >= len(strings):
-            raise self.view.fail(f"symbol name index {strx} is outside its "
-                                 f"{len(strings)}-byte string table")
-        end = strings.find(b"\0", strx)
-        raw = strings[strx:end if end >= 0 else len(strings)].decode("utf-8", "replace")
-        name = raw[1:] if raw.startswith("_") else raw
+                sections: list[model.Section], decoded: dict[int, str]) -> model.Symbol:
+        name = decoded.get(strx)
+        if name is None:
+            if strx >= len(strings):
+                raise self.view.fail(f"symbol name index {strx} is outside its "
+                                     f"{len(strings)}-byte string table")
+            end = strings.find(b"\0", strx)
+            raw = strings[strx:end if end >= 0 else len(strings)].decode("utf-8", "replace")
+            self.view.spend("names", len(raw) + 1, "symbol table")
+            name = decoded[strx] = raw[1:] if raw.startswith("_") else raw
         defined = kind & N_TYPE != N_UNDF
         weak = bool(desc & (N_WEAK_DEF if defined else N_WEAK_REF))
         binding = model.WEAK if weak else model.GLOBAL if kind & N_EXT else model.LOCAL

@@ -125,12 +125,14 @@ class _Parser:
                 model.Symbol(name, model.GLOBAL, model.DEFAULT, True, kind)
                 for name, kind in exports),
             section_data={s.name: view.read(s.offset, min(s.virtual_size or s.raw_size,
-                                                          s.raw_size), f"section {s.name}")
+                                                          s.raw_size), f"section {s.name}",
+                                                          paid=True)
                           for s in self.sections if s.name in wanted})
 
     def _section_table(self, offset: int, count: int, symbol_table: int,
                        symbol_count: int) -> list[_SectionHeader]:
-        rows = self.view.table("8sIIIIIIHHI", offset, count, 40, "section table")
+        rows = self.view.table("8sIIIIIIHHI", offset, count, 40, "section table",
+                               kind="sections")
         result = []
         for raw, virtual_size, address, raw_size, raw_offset, *_, characteristics in rows:
             name = bytes(raw).rstrip(b"\0").decode("utf-8", "replace")
@@ -178,6 +180,7 @@ class _Parser:
             row = self.view.unpack(layout, offset, what)
             if not any(row):
                 return result
+            self.view.spend("records", 1, what)
             result.append(row)
             offset += record
             if size and len(result) * record > size + record:
@@ -209,7 +212,7 @@ class _Parser:
             raise self.fail(f"export directory: {name_count} names for {function_count} "
                             "functions")
         name_rvas = self.view.table("I", self._offset(names, "export name table"),
-                                    name_count, 4, "export name table")
+                                    name_count, 4, "export name table", kind="symbols")
         indexes = self.view.table("H", self._offset(ordinals, "export ordinal table"),
                                   name_count, 2, "export ordinal table")
         addresses = self.view.table("I", self._offset(functions, "export address table"),
@@ -223,7 +226,9 @@ class _Parser:
             # an address inside the export directory is a forwarder ("OTHER.name")
             kind = "notype" if rva <= address < rva + size else \
                 "func" if self._executable(address) else "object"
-            result.append((self._string_at(name_rva, "export name"), kind))
+            name = self._string_at(name_rva, "export name")
+            self.view.spend("names", len(name) + 1, "export name table")
+            result.append((name, kind))
         return result
 
     def _company(self, rva: int, size: int) -> str:

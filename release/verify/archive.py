@@ -101,11 +101,35 @@ def _unsafe_member(name: str) -> str:
     return reason
 
 
+# What file systems store (Linux NAME_MAX and PATH_MAX, in bytes of UTF-8): a longer name
+# cannot be installed anywhere. Reported as a finding (``path_findings``), never written.
+NAME_MAX = 255
+PATH_MAX = 4096
+
+
+def path_problem(name: str) -> str:
+    """Why no file system can hold ``name`` as an installed path, or ''."""
+    encoded = name.encode("utf-8", "surrogateescape")
+    if len(encoded) >= PATH_MAX:
+        return f"is {len(encoded)} bytes long; no file system stores a path of {PATH_MAX} or more"
+    longest = max(name.split("/"), key=lambda part: len(part.encode("utf-8", "surrogateescape")))
+    size = len(longest.encode("utf-8", "surrogateescape"))
+    if size > NAME_MAX:
+        return (f"has a {size}-byte component ('{longest[:40]}...'); no file system stores a "
+                f"name over {NAME_MAX} bytes")
+    return ""
+
+
 def list_members(archive: Path, limits: Limits) -> list[Member]:
-    """The wheel's members, after rejecting every entry that is unsafe to unpack."""
+    """The wheel's members, after rejecting every entry that is unsafe to unpack (the one
+    reader of wheels: verify, repair and check-set all open them here)."""
     try:
         with zipfile.ZipFile(archive) as opened:
             infos = opened.infolist()
+    except UnicodeDecodeError as error:   # a name flagged UTF-8 that is not (zipfile decodes)
+        raise WheelError(f"{archive.name}: a member name flagged as UTF-8 is not UTF-8 "
+                         f"({error.reason} at byte {error.start})",
+                         fix="rebuild it; installers refuse such names") from None
     except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError) as error:
         raise WheelError(f"{archive.name}: not a readable zip archive ({error})",
                          fix="rebuild the wheel or re-download it") from None
@@ -113,6 +137,8 @@ def list_members(archive: Path, limits: Limits) -> list[Member]:
         raise WheelError(f"{archive.name}: {len(infos)} entries exceed the limit of "
                          f"{limits.max_entries}", fix="this is not a plausible wheel")
     problems = _problems(infos, limits)
+    if not problems:
+        problems = _local_names(archive, infos)
     if problems:  # (checked before anything reads a name, an empty one included)
         shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more"
                                             if len(problems) > 5 else "")
@@ -153,6 +179,43 @@ def _problems(infos: Sequence[zipfile.ZipInfo], limits: Limits) -> list[str]:
     if total > limits.max_total_size:
         problems.append(f"members claim {total} bytes in all, over the limit of "
                         f"{limits.max_total_size} (zip bomb)")
+    return problems
+
+
+def _raw_name(info: zipfile.ZipInfo) -> bytes:
+    """The name's bytes as the central directory holds them."""
+    encoding = "utf-8" if info.flag_bits & 0x800 else "cp437"
+    return info.orig_filename.encode(encoding)
+
+
+def _local_names(archive: Path, infos: Sequence[zipfile.ZipInfo]) -> list[str]:
+    """Entries whose local header names another file than the central directory does:
+    extractors that walk local headers (streaming unzippers) would write that name."""
+    problems: list[str] = []
+    try:
+        descriptor = os.open(archive, os.O_RDONLY)
+    except OSError as error:
+        raise WheelError(f"{archive.name}: cannot be read ({error.strerror or error})",
+                         fix="check the file's permissions") from None
+    try:
+        size = os.fstat(descriptor).st_size
+        for info in infos:
+            if not 0 <= info.header_offset <= size - _LOCAL_HEADER.size:
+                problems.append(f"entry '{info.filename}' points outside the archive")
+                continue
+            header = os.pread(descriptor, _LOCAL_HEADER.size, info.header_offset)
+            fields = _LOCAL_HEADER.unpack(header)
+            if fields[0] != _LOCAL_SIGNATURE:
+                problems.append(f"entry '{info.filename}' has no valid local header")
+                continue
+            expected = _raw_name(info)
+            local = os.pread(descriptor, fields[9], info.header_offset + _LOCAL_HEADER.size)
+            if local != expected:
+                shown = local.decode("utf-8", "replace")
+                problems.append(f"entry '{info.filename}' is named '{shown}' in its local "
+                                "header (extractors that read local headers would write that)")
+    finally:
+        os.close(descriptor)
     return problems
 
 
@@ -401,6 +464,9 @@ class StreamRequest:
     keep_when: Callable[[bytes], bool] = lambda head: False  # ... whether to keep in memory
     # Larger members are written and memory-mapped: memory stays bounded by workers x 8 MiB.
     keep_limit: int = 8 << 20
+    # installed names never written (no file system can hold them: ``path_problem``); they
+    # are still hashed and scanned
+    unwritable: frozenset[str] = frozenset()
 
 
 def stream_member(archive: Path, descriptor: int, member: Member, limits: Limits,
@@ -408,6 +474,7 @@ def stream_member(archive: Path, descriptor: int, member: Member, limits: Limits
     """Decompresses one member once: hashes it, scans it and optionally writes it out."""
     start = _data_offset(archive, descriptor, member)
     digest = hashlib.sha256()
+    crc = 0
     scanner = _LeakScanner(request.prefixes)
     python = member.name.endswith(".py")
     opens_globally, previous = False, b""
@@ -429,9 +496,11 @@ def stream_member(archive: Path, descriptor: int, member: Member, limits: Limits
                 if member.declared_size <= request.keep_limit and request.keep_when(head):
                     kept = []
                 elif request.destination is not None and request.write_when(head):
-                    target = _confined(request.destination, member.name)
-                    output = _create(target)
+                    if member.name not in request.unwritable:
+                        target = _confined(request.destination, member.name)
+                        output = _create(target)
             digest.update(chunk)
+            crc = zlib.crc32(chunk, crc)
             scanner.feed(chunk)
             if python and not opens_globally:
                 opens_globally = _GLOBAL_OPEN in previous[-len(_GLOBAL_OPEN):] + chunk
@@ -446,9 +515,10 @@ def stream_member(archive: Path, descriptor: int, member: Member, limits: Limits
     if produced != member.declared_size:
         raise WheelError(f"{archive.name}: '{member.name}' holds {produced} bytes but its "
                          f"header says {member.declared_size}", fix="rebuild the wheel")
+    _check_crc(archive, member, crc)
     scanner.finish()
     if (request.destination is not None and target is None and kept is None
-            and request.write_when(head)):
+            and request.write_when(head) and member.name not in request.unwritable):
         target = _confined(request.destination, member.name)  # an empty file
         _create(target).close()
     encoded = _record_digest(digest.digest())
@@ -483,17 +553,41 @@ def read_member(archive: Path, member: Member, limits: Limits) -> bytes:
     """The whole content of one member, with the same checks as ``stream_member``."""
     descriptor = os.open(archive, os.O_RDONLY)
     try:
-        parts, produced = [], 0
+        parts, produced, crc = [], 0, 0
         for chunk in _chunks(archive, descriptor, member, _data_offset(archive, descriptor,
                                                                        member)):
             produced += len(chunk)
             if produced > member.declared_size:
                 raise WheelError(f"{archive.name}: '{member.name}' expands past its declared "
                                  f"{member.declared_size} bytes", fix="rebuild the wheel")
+            crc = zlib.crc32(chunk, crc)
             parts.append(chunk)
+        if produced != member.declared_size:
+            raise WheelError(f"{archive.name}: '{member.name}' holds {produced} bytes but its "
+                             f"header says {member.declared_size}", fix="rebuild the wheel")
+        _check_crc(archive, member, crc)
         return b"".join(parts)
     finally:
         os.close(descriptor)
+
+
+def member_head(archive: Path, member: Member, size: int = 64) -> bytes:
+    """The first ``size`` bytes of one member (format detection), inflating at most one
+    chunk; the CRC-32 is checked when the member is read whole."""
+    descriptor = os.open(archive, os.O_RDONLY)
+    try:
+        chunks = _chunks(archive, descriptor, member, _data_offset(archive, descriptor, member))
+        return next(chunks, b"")[:size]
+    finally:
+        os.close(descriptor)
+
+
+def _check_crc(archive: Path, member: Member, crc: int) -> None:
+    """pip (zipfile) refuses a member whose bytes fail the CRC-32 its header records."""
+    if crc != member.crc:
+        raise WheelError(f"{archive.name}: '{member.name}' fails its CRC-32 check (the bytes "
+                         f"give {crc:08x}, the header says {member.crc:08x}): corrupt or altered",
+                         fix="re-download the wheel, or rebuild it")
 
 
 def _record_digest(raw: bytes) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import fnmatch
 import io
+import itertools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -147,6 +148,11 @@ def parse_metadata(text: str, *, where: str) -> tuple[Metadata, list[Finding]]:
                     message.get("Metadata-Version", ""), extras, authors), findings
 
 
+def parse_wheel_version(text: str) -> str:
+    """WHEEL's Wheel-Version ("" when absent)."""
+    return str(HeaderParser().parsestr(text).get("Wheel-Version", "")).strip()
+
+
 def parse_wheel_tags(text: str) -> tuple[Tag, ...]:
     message = HeaderParser().parsestr(text)
     tags: list[Tag] = []
@@ -158,15 +164,22 @@ def parse_wheel_tags(text: str) -> tuple[Tag, ...]:
     return tuple(tags)
 
 
-def parse_record(text: str, *, where: str) -> tuple[dict[str, RecordEntry], list[Finding]]:
+def parse_record(text: str, *, where: str, max_rows: int = 100_001
+                 ) -> tuple[dict[str, RecordEntry], list[Finding]]:
+    """RECORD's rows by path; a path listed twice, a malformed row, more than ``max_rows``
+    rows (a row per entry: the entry limit, plus RECORD's own) are findings."""
     entries: dict[str, RecordEntry] = {}
     findings: list[Finding] = []
     try:
-        rows = list(csv.reader(io.StringIO(text, newline="")))
+        rows = list(itertools.islice(csv.reader(io.StringIO(text, newline="")), max_rows + 1))
     except csv.Error as error:
         return entries, [Finding(check="record", severity=Severity.ERROR, file=where,
                                  what=f"RECORD is not valid CSV ({error})",
                                  fix="regenerate RECORD")]
+    if len(rows) > max_rows:
+        return entries, [Finding(check="record", severity=Severity.ERROR, file=where,
+                                 what=f"RECORD has more than {max_rows} rows, more than the "
+                                      "wheel may have entries", fix="regenerate RECORD")]
     for number, row in enumerate(rows, start=1):
         if not row:
             continue
@@ -180,6 +193,10 @@ def parse_record(text: str, *, where: str) -> tuple[dict[str, RecordEntry], list
         except ValueError:
             findings.append(_bad_row(where, number, f"has a non-numeric size '{size_text}'"))
             size = None
+        if path in entries:   # no row may win over another: both are refused
+            findings.append(_bad_row(where, number, f"lists '{path}' again (rows that may "
+                                     "contradict each other)"))
+            continue
         entries[path] = RecordEntry(path, algorithm if digest else "", digest, size)
     return entries, findings
 

@@ -6,8 +6,9 @@ folder laid out like site-packages, and parses each binary there."""
 
 from __future__ import annotations
 
+import mmap
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,7 @@ from release.binary import (
     READERS,
     BinaryInfo,
     BinaryReader,
+    Budget,
     Section,
     Symbol,
     is_binary,
@@ -25,7 +27,7 @@ from release.binary import (
     read_binary_data,
 )
 from release.buildrecord import RECORD_FILE, BuildRecord
-from release.errors import BinaryFormatError, WheelError
+from release.errors import BinaryFormatError, LimitExceeded, WheelError
 from release.findings import Finding, Severity
 from release.verify.archive import (
     Leak,
@@ -34,6 +36,7 @@ from release.verify.archive import (
     StreamRequest,
     installed_path,
     list_members,
+    path_problem,
     read_member,
     stream_member,
 )
@@ -44,6 +47,7 @@ from release.verify.metadata import (
     parse_metadata,
     parse_record,
     parse_wheel_tags,
+    parse_wheel_version,
 )
 from release.verify.options import Limits, VerifyOptions
 
@@ -52,6 +56,7 @@ from release.verify.options import Limits, VerifyOptions
 # Mach-O (segment,section, as the Mach-O reader names sections).
 REGISTRATION_SECTIONS = ("edgert_reg", ".edgreg", "__DATA,edgert_reg")
 _TEXT_LIMIT = 16 << 20
+SECTION_LIMIT = 64 << 20   # a section a check reads whole (.rodata); others are searched in place
 
 
 @dataclass(frozen=True)
@@ -92,15 +97,40 @@ class BinaryFile:
         return read_member(self.archive, self.member, Limits())
 
     def static_symbols(self) -> tuple[Symbol, ...]:
-        """The static symbol table (.symtab), parsed on demand (it can be large)."""
+        """The static symbol table (.symtab), parsed on demand (it can be large: it gets a
+        budget of its own, the default ``ReadLimits``, and is dropped after use)."""
+        if self.extracted_path is not None:
+            return read_binary(self.extracted_path, static_symbols=True, readers=self.readers,
+                               budget=Budget()).symbols
         return read_binary_data(self.read_bytes(), where=self.path, static_symbols=True,
-                                readers=self.readers).symbols
+                                readers=self.readers, budget=Budget()).symbols
 
-    def read_section(self, name: str) -> bytes:
-        """The bytes of section ``name`` ('' when absent), read from the extracted file."""
+    def section_holds(self, name: str, needles: Collection[bytes]) -> set[bytes]:
+        """Which of ``needles`` occur in section ``name``, searched in place (a memory map of
+        the extracted file): nothing is copied, whatever the section's size."""
+        section = self.info.section(name)
+        if section is None or section.size == 0 or not needles:
+            return set()
+        if self.extracted_path is None:
+            data = self.read_bytes()
+            start, end = section.offset, section.offset + section.size
+            return {needle for needle in needles if data.find(needle, start, end) >= 0}
+        with self.extracted_path.open("rb") as handle, \
+                mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            end = min(section.offset + section.size, len(mapped))
+            return {needle for needle in needles
+                    if mapped.find(needle, section.offset, end) >= 0}
+
+    def read_section(self, name: str, *, limit: int | None = SECTION_LIMIT) -> bytes:
+        """The bytes of section ``name`` ('' when absent), read from the extracted file;
+        LimitExceeded for a section larger than ``limit`` (None: as large as the member)."""
         section = self.info.section(name)
         if section is None or section.size == 0:
             return b""
+        if limit is not None and section.size > limit:
+            raise LimitExceeded(f"{self.path}: section {name} holds {section.size:,} bytes, "
+                                f"over the limit of {limit:,} for one section read "
+                                "whole", fix="ship a smaller library; no real one comes near")
         if self.extracted_path is not None:
             with self.extracted_path.open("rb") as handle:
                 handle.seek(section.offset)
@@ -137,6 +167,8 @@ class WheelModel:
     # Python files that load libraries into the global scope (RTLD_GLOBAL); without any, the
     # libraries the package opens itself stay each in their own scope
     global_openers: tuple[str, ...] = ()
+    dist_info: str = ""        # the .dist-info folder's name ("demo-1.0.dist-info")
+    wheel_version: str = ""    # WHEEL's Wheel-Version ("" when it has none)
     # every folder that holds a file of the wheel ("" for the top), for O(1) lookups
     folders: frozenset[str] = field(init=False, repr=False, compare=False)
 
@@ -163,19 +195,31 @@ def open_wheel(archive: Path, destination: Path, *, extract_all: bool, prefixes:
     def binary(head: bytes) -> bool:
         return is_binary(head, readers)
 
+    # paths no file system holds: the same finding in --static and full verify, never an
+    # attempt to write them (which would fail as if the disk were at fault)
+    unwritable = {installed_path(m.name): path_problem(installed_path(m.name))
+                  for m in members}
+    unwritable = {name: why for name, why in unwritable.items() if why}
     request = StreamRequest(prefixes, destination,
                             (lambda head: True) if extract_all else binary,
-                            keep_when=(lambda head: False) if extract_all else binary)
-    findings: list[Finding] = []
+                            keep_when=(lambda head: False) if extract_all else binary,
+                            unwritable=frozenset(unwritable))
+    findings: list[Finding] = [
+        Finding(check="archive", severity=Severity.ERROR, file=name, what=f"the path {why}",
+                why="pip cannot install the wheel: writing the file fails",
+                fix="shorten the file's name (components at most 255 bytes)")
+        for name, why in sorted(unwritable.items())]
     streamed, binaries = _stream_all(archive, members, request, options, findings, readers)
+    _check_read_whole(archive, members)
     texts = _read_texts(archive, members, options)
     dist_info = _dist_info(archive, members)
     metadata, metadata_findings = parse_metadata(texts.get(f"{dist_info}/METADATA", ""),
                                                  where=f"{dist_info}/METADATA")
     findings += metadata_findings
-    findings += _check_record(texts, dist_info, streamed)
+    findings += _check_record(texts, dist_info, streamed, options.limits.max_entries + 1)
     record = _build_record(texts)
-    listed = parse_wheel_tags(texts.get(f"{dist_info}/WHEEL", ""))
+    wheel_text = texts.get(f"{dist_info}/WHEEL", "")
+    listed = parse_wheel_tags(wheel_text)
     return WheelModel(
         filename=archive.name, archive=archive, root=destination, fully_extracted=extract_all,
         files=frozenset(installed_path(m.name) for m in members), metadata=metadata,
@@ -184,7 +228,8 @@ def open_wheel(archive: Path, destination: Path, *, extract_all: bool, prefixes:
         build_record=record, leaks={s.name: s.leaks for s in streamed if s.leaks},
         findings=tuple(findings), configs=_read_configs(archive, members, options),
         digests={s.name: s.sha256 for s in streamed},
-        init_modules=_read_init_modules(archive, members, options))
+        init_modules=_read_init_modules(archive, members, options), dist_info=dist_info,
+        wheel_version=parse_wheel_version(wheel_text))
 
 
 def _stream_all(archive: Path, members: list[Member], request: StreamRequest,
@@ -194,6 +239,8 @@ def _stream_all(archive: Path, members: list[Member], request: StreamRequest,
     ordered = sorted(members, key=lambda member: -member.compressed_size)
     descriptor = os.open(archive, os.O_RDONLY)
 
+    budget = Budget(options.limits.binaries)   # every binary of the wheel, together
+
     def work(member: Member) -> tuple[StreamedMember, BinaryFile | Finding | None]:
         placed = Member(installed_path(member.name), member.method, member.flags,
                         member.header_offset, member.compressed_size, member.declared_size,
@@ -201,7 +248,7 @@ def _stream_all(archive: Path, members: list[Member], request: StreamRequest,
         result = stream_member(archive, descriptor, placed, options.limits, request)
         kept = StreamedMember(member.name, result.size, result.sha256, result.head,
                               result.leaks, result.written, None, result.opens_globally)
-        return kept, _read_binary(archive, member, result, readers)
+        return kept, _read_binary(archive, member, result, readers, budget)
 
     try:
         with ThreadPoolExecutor(max(1, options.workers)) as pool:
@@ -215,19 +262,22 @@ def _stream_all(archive: Path, members: list[Member], request: StreamRequest,
 
 
 def _read_binary(archive: Path, entry: Member, member: StreamedMember,
-                 readers: tuple[BinaryReader, ...]) -> BinaryFile | Finding | None:
+                 readers: tuple[BinaryReader, ...], budget: Budget) -> BinaryFile | Finding | None:
     name = entry.name
     if not is_binary(member.head, readers):
         return None
     try:
         if member.data is not None:
             info = read_binary_data(member.data, where=name, sections=REGISTRATION_SECTIONS,
-                                    readers=readers)
+                                    readers=readers, budget=budget)
         elif member.written is not None:
             info = read_binary(member.written, sections=REGISTRATION_SECTIONS,
-                               readers=readers)
+                               readers=readers, budget=budget)
         else:
             return None
+    except LimitExceeded as error:   # the wheel is refused: its binaries cost too much
+        raise LimitExceeded(f"{archive.name}: {name}: {error.what.split(': ', 1)[-1]}",
+                            fix=error.fix) from None
     except BinaryFormatError as error:
         return Finding(check="binary", severity=Severity.ERROR, file=name,
                        what=f"unreadable binary: {error.what}", fix=error.fix)
@@ -243,6 +293,26 @@ def _read_texts(archive: Path, members: list[Member], options: VerifyOptions) ->
 
 
 CONFIG_SUFFIXES = (".cmake", ".pc")
+# what verify keeps whole in memory (METADATA, WHEEL, RECORD, the build record, the shipped
+# .cmake/.pc files, the top-level __init__.py files), all together
+READ_WHOLE_LIMIT = 64 << 20
+
+
+def _read_whole(member: Member) -> bool:
+    name = member.name
+    return member.declared_size <= _TEXT_LIMIT and (
+        name.endswith(CONFIG_SUFFIXES)
+        or (name.count("/") == 1 and name.endswith(("/METADATA", "/WHEEL", "/RECORD",
+                                                    "/" + RECORD_FILE, "/__init__.py"))))
+
+
+def _check_read_whole(archive: Path, members: list[Member]) -> None:
+    total = sum(member.declared_size for member in members if _read_whole(member))
+    if total > READ_WHOLE_LIMIT:
+        raise WheelError(f"{archive.name}: the files verify reads whole (metadata, RECORD, "
+                         f".cmake, .pc, top-level __init__.py) hold {total:,} bytes, over the "
+                         f"limit of {READ_WHOLE_LIMIT:,}",
+                         fix="this is no plausible wheel; ship smaller configuration files")
 
 
 def _read_configs(archive: Path, members: list[Member],
@@ -269,13 +339,14 @@ def _dist_info(archive: Path, members: list[Member]) -> str:
 
 
 def _check_record(texts: dict[str, str], dist_info: str,
-                  streamed: list[StreamedMember]) -> list[Finding]:
+                  streamed: list[StreamedMember], max_rows: int) -> list[Finding]:
     record_name = f"{dist_info}/RECORD"
     if record_name not in texts:
         return [Finding(check="record", severity=Severity.ERROR, file=record_name,
                         what="the wheel has no RECORD", why="pip cannot verify or uninstall it",
                         fix="rebuild the wheel")]
-    entries, findings = parse_record(texts[record_name], where=record_name)
+    entries, findings = parse_record(texts[record_name], where=record_name,
+                                     max_rows=max_rows)
     for member in streamed:
         findings.extend(_compare(member, entries.get(member.name), record_name))
     present = {member.name for member in streamed}
@@ -287,7 +358,9 @@ def _check_record(texts: dict[str, str], dist_info: str,
 
 
 def _compare(member: StreamedMember, entry: RecordEntry | None, record: str) -> list[Finding]:
-    unsigned = member.name == record or member.name.endswith((".jws", ".p7s"))
+    # RECORD cannot hash itself, nor its signatures, which the wheel specification puts
+    # beside it (.dist-info/RECORD.jws, .dist-info/RECORD.p7s); every other file is listed
+    unsigned = member.name in (record, record + ".jws", record + ".p7s")
     if entry is None:
         return [] if unsigned else [Finding(
             check="record", severity=Severity.ERROR, file=member.name,

@@ -16,6 +16,7 @@ from release.repair import check_input
 from release.verify import verify_wheel
 from release.verify.checks import identity
 from release.verify.metadata import parse_metadata, parse_record, parse_wheel_tags
+from tests.verify.crafted import dense_dynsym_elf
 from tests.verify.test_wheel_safety import make_wheel
 
 DIST = "demo-1.0.dist-info"
@@ -48,7 +49,7 @@ def wheel_property(data: bytes, folder: Path) -> None:
 
 def repair_seed() -> bytes:
     """A wheel with a correct RECORD and a .data entry: repair's gate accepts it as it is."""
-    files = {"demo/__init__.py": b"x = 1\n", "demo/lib.so": b"\x7fELF" + bytes(64),
+    files = {"demo/__init__.py": b"x = 1\n", "demo/lib.so": dense_dynsym_elf(3),
              "demo-1.0.data/platlib/demo_data.py": b"y = 2\n"}
     with tempfile.TemporaryDirectory() as folder:
         return make_wheel(Path(folder) / "demo-1.0-py3-none-any.whl", files).read_bytes()

@@ -8,6 +8,7 @@ import hashlib
 import resource
 import stat
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ import pytest
 from release.errors import WheelError
 from release.findings import Severity
 from release.verify import Limits, VerifyOptions, verify_wheel
+from tests.verify import crafted
 
 DIST = "demo-1.0.dist-info"
 
@@ -215,3 +217,89 @@ def test_two_entries_installed_to_one_path_are_refused(tmp_path: Path) -> None:
         "demo/__init__.py": b"x = 1\n", "demo-1.0.data/purelib/demo/__init__.py": b"x = 2\n"})
     with pytest.raises(WheelError, match="2 entries install to 'demo/__init__.py'"):
         verify_wheel(wheel, static=False)
+
+
+# --- what pip and installers check (crafted by tests/verify/crafted.py) ---
+
+@pytest.mark.parametrize(("write", "words"), [
+    (crafted.local_name_differs, "is named '../../evil.py' in its local header"),
+    (crafted.wrong_crc, "fails its CRC-32 check"),
+    (crafted.invalid_utf8_name, "a member name flagged as UTF-8 is not UTF-8"),
+])
+def test_what_pip_refuses_to_unpack_is_refused(tmp_path: Path, write: Callable[[Path], Path],
+                                               words: str) -> None:
+    from release.verify import main
+    wheel = write(tmp_path)
+    with pytest.raises(WheelError, match=words):
+        verify_wheel(wheel, static=True)
+    assert main([str(wheel), "--static"]) == 5
+    assert not (tmp_path.parent / "evil.py").exists()
+
+
+def test_a_local_header_zip_slip_is_refused_by_check_set_too(tmp_path: Path) -> None:
+    """check-set opens wheels with verify's reader (a CRC-32 is checked on what it reads,
+    and its verify of each wheel reads the rest)."""
+    from release.release_set import read_wheel
+    for write in (crafted.local_name_differs, crafted.invalid_utf8_name):
+        folder = tmp_path / write.__name__
+        folder.mkdir()
+        with pytest.raises(WheelError):
+            read_wheel(write(folder), "demo")
+
+
+@pytest.mark.parametrize(("write", "file", "words"), [
+    (crafted.other_project_dist_info, "other-1.0.dist-info",
+     "is not named for the file name's project and version ('demo' 1.0)"),
+    (crafted.other_version_dist_info, "demo-2.0.dist-info",
+     "is not named for the file name's project and version"),
+    (crafted.future_wheel_version, "WHEEL", "Wheel-Version 9.0 is a newer major version"),
+])
+def test_what_pip_refuses_to_install_is_an_identity_error(
+        tmp_path: Path, write: Callable[[Path], Path], file: str, words: str) -> None:
+    report = verify_wheel(write(tmp_path), static=True)
+    assert [(f.file, f.severity) for f in report.findings
+            if f.check == "identity" and words in f.what] == [(file, Severity.ERROR)]
+    assert not report.ok
+
+
+def test_a_normalised_dist_info_name_is_accepted(tmp_path: Path) -> None:
+    """``My.Project-1.0`` ships ``my_project-1.0.dist-info``: the same project, normalised."""
+    wheel = crafted.wheel(tmp_path / "my_project-1.0-py3-none-any.whl", {"my_project/a.py": b""},
+                          name="My.Project", dist_info="my_project-1.0.dist-info",
+                          tag="py3-none-any")
+    report = verify_wheel(wheel, static=True)
+    assert not [f for f in report.findings if f.check == "identity"], report.render_text()
+
+
+@pytest.mark.parametrize("static", [True, False])
+def test_a_300_byte_component_is_the_same_finding_static_or_full(tmp_path: Path,
+                                                                static: bool) -> None:
+    report = verify_wheel(crafted.long_component(tmp_path), static=static)
+    found = [f for f in report.findings if f.check == "archive"]
+    assert len(found) == 1 and "303-byte component" in found[0].what, report.render_text()
+    assert found[0].severity is Severity.ERROR
+    assert not [f for f in report.findings if "environment" in f.what]
+    assert not report.ok
+
+
+def test_signatures_are_exempt_only_beside_record(tmp_path: Path) -> None:
+    report = verify_wheel(crafted.signature_elsewhere(tmp_path), static=True)
+    unlisted = sorted(f.file for f in report.findings
+                      if f.check == "record" and f.what == "not listed in RECORD")
+    assert unlisted == ["demo/payload.p7s", "demo/run.jws"]
+
+
+def test_a_file_listed_twice_in_record_is_an_error(tmp_path: Path) -> None:
+    report = verify_wheel(crafted.contradicting_record(tmp_path), static=True)
+    assert any(f.check == "record" and "lists 'demo/a.py' again" in f.what
+               for f in report.findings), report.render_text()
+    assert not report.ok
+
+
+@pytest.mark.parametrize("case", sorted(set(crafted.CASES) - {"symbols-at-budget"}))
+def test_no_crafted_case_passes_as_clean(tmp_path: Path, case: str) -> None:
+    """Every hostile wheel the generator writes is refused (a one-line error) or fails;
+    none is reported OK."""
+    from release.verify import main
+    code = main([str(crafted.CASES[case](tmp_path)), "--static", "--json"])
+    assert code in (5, 6, 7), code

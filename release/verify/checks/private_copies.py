@@ -14,8 +14,8 @@ RUNS_PROGRAMS = False
 
 def _defines(binary: BinaryFile, markers: set[str]) -> set[str]:
     found = {s.name for s in binary.info.dynamic_symbols if s.defined and s.name in markers}
-    strings = binary.read_section(".strtab")
-    if any(f"\0{marker}\0".encode() in strings for marker in markers - found):
+    wanted = {f"\0{marker}\0".encode() for marker in markers - found}
+    if binary.section_holds(".strtab", wanted):
         found |= {s.name for s in binary.static_symbols() if s.defined and s.name in markers}
     return found
 
