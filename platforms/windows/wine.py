@@ -155,7 +155,8 @@ def _runner(wine: str, prefix: Path, helpers: Path, toolchain: Path) -> Runner:
     _temporary_folder(prefix).mkdir(parents=True, exist_ok=True)   # a prefix made before it
     return Runner(machine="x86_64", system="windows", prefix=_prefix_command(wine, prefix),
                   python="", cmake_arguments=(f"-DCMAKE_TOOLCHAIN_FILE={toolchain}",),
-                  helpers=(("load-dlls", str(helpers / "load-dlls.exe")),))
+                  helpers=(("load-dlls", str(helpers / "load-dlls.exe")),),
+                  writes=(str(_temporary_folder(prefix)),))
 
 
 def provision_runner(toolchain: Path, cache: Path) -> Runner | None:

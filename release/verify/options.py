@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from release.verify.sandbox import Mode
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -27,4 +29,7 @@ class VerifyOptions:
     known_build_prefixes: bool = True   # also look for CI/container folders (warnings)
     providers: tuple[str, ...] = ()     # variant providers whose checks also run (--provider)
     cmake_timeout: float = 300.0
+    # where the wheel's code runs in a full verify (release/verify/sandbox.py): "require"
+    # bubblewrap or refuse, "prefer" it and else run unsandboxed, "off" (--trust-wheel)
+    sandbox: Mode = "require"
     limits: Limits = Limits()
