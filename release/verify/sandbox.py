@@ -13,12 +13,12 @@ programs, programs under qemu-user or wine) goes through ``Sandbox.run``. Modes:
   unsandboxed, said once in the log;
 * ``off`` (``--trust-wheel``): unsandboxed, with a warning.
 
-Inside, ``HOME``, ``TMPDIR``, the XDG, pip, ccache and zig caches and Python's bytecode
-cache point into the scratch folder; folders a runner must write to outside it (wine's
-server folder beside its prefix) are replaced by empty folders of the scratch folder, so a
-program inside never meets a server started outside. Mount points that cannot be read (a
-FUSE file system whose server died) are left out of the read-only view: bubblewrap refuses
-to remount them, and nothing can read them anyway."""
+Inside, ``HOME``, ``TMPDIR``, the XDG, pip and zig caches point into the scratch folder,
+Python writes no bytecode and ccache only reads; folders a runner must write to outside it
+(wine's server folder beside its prefix) are replaced by empty folders of the scratch
+folder, so a program inside never meets a server started outside. Mount points that cannot
+be read (a FUSE file system whose server died) are left out of the read-only view:
+bubblewrap refuses to remount them, and nothing can read them anyway."""
 
 from __future__ import annotations
 
@@ -72,8 +72,11 @@ class Sandbox:
                 "XDG_CACHE_HOME": str(home / ".cache"), "XDG_CONFIG_HOME": str(home / ".config"),
                 "XDG_DATA_HOME": str(home / ".local" / "share"),
                 "PIP_CACHE_DIR": str(home / ".cache" / "pip"), "PIP_NO_INPUT": "1",
-                "PYTHONPYCACHEPREFIX": str(self.scratch / "pycache"),
-                "CCACHE_DISABLE": "1", "CCACHE_DIR": str(home / ".ccache"),
+                # read the bytecode beside installed sources, write none (a cache prefix
+                # would recompile every dependency's modules on each run)
+                "PYTHONDONTWRITEBYTECODE": "1",
+                # ccache may read its cache (nothing in it runs), never store
+                "CCACHE_READONLY": "1", "CCACHE_TEMPDIR": str(self.scratch / "tmp"),
                 "ZIG_GLOBAL_CACHE_DIR": str(home / ".cache" / "zig"),
                 "ZIG_LOCAL_CACHE_DIR": str(home / ".cache" / "zig")}
 
@@ -101,7 +104,7 @@ class Sandbox:
             env: Mapping[str, str] | None = None, private: Sequence[str] = (),
             **options: Any) -> str:
         """``release._cmd.run`` of ``argv`` in the sandbox."""
-        for folder in ("home", "tmp", "pycache"):
+        for folder in ("home", "tmp"):
             (self.scratch / folder).mkdir(parents=True, exist_ok=True)
         return _cmd.run(self.command(argv, cwd=cwd, private=private), cwd=cwd,
                         env={**self.environment(), **(env or {})}, **options)
@@ -243,7 +246,7 @@ def refusal(why: str) -> EnvironmentFailure:
 
 
 def make_sandbox(scratch: Path, mode: Mode = "require", *,
-                 find: Callable[[str], str | None] = shutil.which,
+                 find: Callable[[str], str | None] | None = None,
                  probe: Callable[[str, Path, tuple[str, ...], tuple[tuple[str, str], ...]],
                                  str] | None = None) -> Sandbox:
     """The sandbox for a full verify whose scratch folder is ``scratch``. The order: ``off``
@@ -254,7 +257,7 @@ def make_sandbox(scratch: Path, mode: Mode = "require", *,
         log.warning("verify runs the wheel's code unsandboxed (--trust-wheel): it can write "
                     "wherever you can and reach the network")
         return Sandbox(scratch)
-    bwrap = find("bwrap")
+    bwrap = (find or shutil.which)("bwrap")
     if bwrap is None:
         why = f"bwrap is not installed (apt-get install {BUBBLEWRAP_PACKAGE})"
     else:
