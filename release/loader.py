@@ -42,6 +42,9 @@ class Runner:
     # folders outside verify's scratch its programs must write to (wine's server folder):
     # a sandbox gives each run an empty folder of its own there
     writes: tuple[str, ...] = ()
+    # caches its compilers must write to (zig's): (variable, seed folder); a sandbox copies
+    # each seed into its scratch before its first run and points the variable at the copy
+    seeds: tuple[tuple[str, str], ...] = ()
 
     def command(self, program: str, *arguments: str) -> list[str]:
         """``program`` run with ``arguments`` on this host."""

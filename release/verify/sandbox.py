@@ -22,11 +22,13 @@ bubblewrap refuses to remount them, and nothing can read them anyway."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import shutil
 import stat
 import subprocess
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +49,7 @@ BUBBLEWRAP_PACKAGE = "bubblewrap"
 _ISOLATION = ("--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL",
               "--new-session", "--die-with-parent")
 _SPECIAL = ("/proc", "/dev")   # made fresh inside (--proc, --dev)
+_SEEDING = threading.Lock()    # the load matrix runs programs from several threads
 
 
 @dataclass(frozen=True)
@@ -100,14 +103,36 @@ class Sandbox:
             pairs.append((str(replacement), folder))
         return pairs
 
+    def seeded(self, seeds: Sequence[tuple[str, str]]) -> dict[str, str]:
+        """The variables that point each (variable, seed folder) at a copy of the seed in
+        the scratch, made on first use (one copy per seed and scratch folder)."""
+        if not self.sandboxed:
+            return {}
+        variables = {}
+        for variable, seed in seeds:
+            copy = self.scratch / "seeds" / hashlib.sha256(seed.encode()).hexdigest()[:12]
+            if not copy.is_dir():
+                partial = copy.with_name(copy.name + ".partial")
+                shutil.rmtree(partial, ignore_errors=True)
+                shutil.copytree(seed, partial, symlinks=True)
+                partial.rename(copy)
+            variables[variable] = str(copy)
+        return variables
+
     def run(self, argv: Sequence[str | os.PathLike[str]], *, cwd: Path | None = None,
             env: Mapping[str, str] | None = None, private: Sequence[str] = (),
-            **options: Any) -> str:
+            seeds: Sequence[tuple[str, str]] = (), **options: Any) -> str:
         """``release._cmd.run`` of ``argv`` in the sandbox."""
         for folder in ("home", "tmp"):
             (self.scratch / folder).mkdir(parents=True, exist_ok=True)
-        return _cmd.run(self.command(argv, cwd=cwd, private=private), cwd=cwd,
-                        env={**self.environment(), **(env or {})}, **options)
+        with _SEEDING:
+            seeded = self.seeded(seeds)
+        command = self.command(argv, cwd=cwd, private=private)
+        if seeded:   # after the sandbox's own variables, so they win
+            at = len(command) - len(argv) - 1   # before bubblewrap's "--"
+            command[at:at] = [word for name, value in seeded.items()
+                              for word in ("--setenv", name, value)]
+        return _cmd.run(command, cwd=cwd, env=dict(env or {}), **options)
 
 
 def bubblewrap_command(bwrap: str, scratch: Path, argv: Sequence[str], *,

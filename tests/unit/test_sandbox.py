@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from release import wheel
+from release import _cmd, wheel
 from release.errors import EnvironmentFailure
 from release.verify.cli import main
 from release.verify.sandbox import Listing, Sandbox, dead_mounts, make_sandbox, root_views
@@ -45,6 +45,28 @@ def test_the_command_shows_everything_read_only_and_only_the_scratch_writable(
     assert rest[-4:] == ["--", "python", "-c", "pass"]
     # --trust-wheel: the program as it is, nothing added
     assert Sandbox(scratch).command(["python", "-c", "pass"]) == ["python", "-c", "pass"]
+
+
+def test_a_seeded_cache_is_copied_once_into_the_scratch(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seed = tmp_path / "zig-seed"
+    (seed / "o").mkdir(parents=True)
+    (seed / "o" / "crt2.o").write_bytes(b"object")
+    commands: list[list[str]] = []
+    monkeypatch.setattr(_cmd, "run", lambda command, **options: commands.append(command) or "")
+    sandbox = Sandbox(tmp_path / "scratch", "/usr/bin/bwrap")
+    seeds = [("ZIG_GLOBAL_CACHE_DIR", str(seed)), ("ZIG_LOCAL_CACHE_DIR", str(seed))]
+    for _ in range(2):
+        sandbox.run(["zig", "cc"], seeds=seeds)
+    (copy,) = (tmp_path / "scratch" / "seeds").iterdir()
+    assert (copy / "o" / "crt2.o").read_bytes() == b"object"
+    for command in commands:
+        settings = [command[i + 1:i + 3] for i, word in enumerate(command) if word == "--setenv"]
+        # the copy, set after the sandbox's own zig cache variables: it wins
+        assert settings[-2:] == [["ZIG_GLOBAL_CACHE_DIR", str(copy)],
+                                 ["ZIG_LOCAL_CACHE_DIR", str(copy)]]
+        assert command[-3:] == ["--", "zig", "cc"]
+    assert Sandbox(tmp_path / "trusted").seeded(seeds) == {}   # unsandboxed: the real cache
 
 
 def test_unreadable_mount_points_are_left_out_of_the_view() -> None:
