@@ -28,6 +28,7 @@ import os
 import shutil
 import stat
 import subprocess
+import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -96,10 +97,16 @@ class Sandbox:
                                   links=self.links, environment=self.environment())
 
     def _private(self, folders: Sequence[str]) -> list[tuple[str, str]]:
+        """A fresh folder per run for each: two sandboxes running at once never share one
+        (a wineserver dies with its sandbox, and would take the other's programs with it)."""
+        if not folders:
+            return []
+        (self.scratch / "private").mkdir(parents=True, exist_ok=True)
+        run = Path(tempfile.mkdtemp(prefix="run-", dir=self.scratch / "private"))
         pairs = []
         for index, folder in enumerate(dict.fromkeys(folders)):
-            replacement = self.scratch / "private" / str(index)
-            replacement.mkdir(parents=True, exist_ok=True)
+            replacement = run / str(index)
+            replacement.mkdir()
             pairs.append((str(replacement), folder))
         return pairs
 

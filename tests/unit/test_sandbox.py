@@ -31,9 +31,12 @@ def test_the_command_shows_everything_read_only_and_only_the_scratch_writable(
     assert rest[:3] == ["--ro-bind", "/", "/"]
     writable = [rest[i + 1:i + 3] for i, word in enumerate(rest) if word == "--bind"]
     # the scratch, then wine's server folder replaced by an empty folder of the scratch
+    (run,) = (scratch / "private").iterdir()
     assert writable == [[str(scratch), str(scratch)],
-                        [str(scratch / "private" / "0"), "/cache/wine/wine-8.0.tmp"]]
-    assert (scratch / "private" / "0").is_dir()
+                        [str(run / "0"), "/cache/wine/wine-8.0.tmp"]]
+    assert (run / "0").is_dir()
+    again = sandbox.command(["true"], private=["/cache/wine/wine-8.0.tmp"])
+    assert str(run / "0") not in again   # each run its own (its own wineserver)
     assert rest.index("--ro-bind") < rest.index("--bind")   # later mounts win
     environment = {rest[i + 1]: rest[i + 2] for i, word in enumerate(rest) if word == "--setenv"}
     assert environment["HOME"] == str(scratch / "home")
