@@ -10,7 +10,11 @@ A runner needs three things, provisioned once into the tool cache:
   the pinned zig and stripped, they have the same bytes on every machine: the sha256s of
   ``[built.windows-helpers]`` in release/pinned-tools.toml, which the build must reproduce;
   their folder is sealed with a manifest and checked at each use (release/toolcache.py);
-* the zig toolchain file for ``x86_64-windows-gnu``, so SDK consumers build for the wheel.
+* the zig toolchain file for ``x86_64-windows-gnu``, so SDK consumers build for the wheel;
+* a zig cache seed (``<cache>/zig-seed/<digest>``, about 80 MB for C; the C runtime, libc++
+  and compiler-rt compiled from trivial programs): full verify's sandbox leaves the shared
+  zig cache read-only, and zig must write its cache, so each verify copies the seed into its
+  scratch folder (``Runner.seeds``) instead of compiling the runtime again.
 
 Each is made by one process at a time (a lock beside it in the cache), announced with its
 size, and wine runs with ``TMPDIR`` in the cache (its server folder ``wine-*`` stays there,
