@@ -118,8 +118,9 @@ def run_verify(path: Path, *, static: bool = False, options: VerifyOptions | Non
                platforms: Sequence[HasLoader] = (), extra_checks: Sequence[Check] = (),
                host: Host | None = None, cache: Path | None = None) -> Report:
     """Verifies the wheel at ``path`` with the readers and loader models of ``platforms``.
-    Raises ConfigurationError when ``path`` is not a file and WheelError when it cannot be
-    read safely; every other problem is a finding in the report."""
+    Raises ConfigurationError when ``path`` is not a file, WheelError when it cannot be
+    read safely and EnvironmentFailure when a full run cannot sandbox the wheel's code
+    (``options.sandbox`` "require"); every other problem is a finding in the report."""
     options = options or VerifyOptions()
     argument = classify(path)
     readers = tuple(p.reader for p in platforms if p.reader is not None)
