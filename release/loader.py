@@ -39,6 +39,12 @@ class Runner:
     system: str = ""                        # the programs' operating system ("": this host's)
     # programs the platform provisioned for its loader model to run there: name -> path
     helpers: tuple[tuple[str, str], ...] = ()
+    # folders outside verify's scratch its programs must write to (wine's server folder):
+    # a sandbox gives each run an empty folder of its own there
+    writes: tuple[str, ...] = ()
+    # caches its compilers must write to (zig's): (variable, seed folder); a sandbox copies
+    # each seed into its scratch before its first run and points the variable at the copy
+    seeds: tuple[tuple[str, str], ...] = ()
 
     def command(self, program: str, *arguments: str) -> list[str]:
         """``program`` run with ``arguments`` on this host."""

@@ -556,7 +556,8 @@ def _verify(plan: Plan, state: _State) -> None:
     if static and plan.options.verify is not VerifyMode.STATIC:
         log.info("verify reads files only: this host cannot run %s binaries", plan.target.arch)
     options = VerifyOptions(sites=() if static else _dependency_sites(plan),
-                            build_paths=(str(plan.build_dir), str(plan.manifest.root)))
+                            build_paths=(str(plan.build_dir), str(plan.manifest.root)),
+                            sandbox="prefer")
     # the runner the platform just provisioned for the target (an emulator's root folder)
     emulated = (runner,) if runner is not None and runner.prefix else ()
     report = verify_wheel(state.wheel, static=static, options=options,

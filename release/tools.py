@@ -166,7 +166,8 @@ def _executable(folder: Path, executable: str, what: str) -> Path:
     return binary
 
 
-def pip_tool(requirement: str, executable: str, *, cache: Path | None = None) -> Path:
+def pip_tool(requirement: str, executable: str, *, cache: Path | None = None,
+             binary_only: bool = False) -> Path:
     """Installs ``requirement`` (a tool the tests or verify need, not pinned: the release's own
     tools are ``pinned_tool``) into its own folder of the tool cache with pip and returns the
     path of ``executable`` (a path relative to that folder)."""
@@ -175,7 +176,8 @@ def pip_tool(requirement: str, executable: str, *, cache: Path | None = None) ->
     def install(partial: Path) -> None:
         log.info("downloading %s from the package index into %s (once per cache)",
                  requirement, target)
-        _pip_install(["--target", partial, requirement], what=f"pip install {requirement}",
+        only = ["--only-binary=:all:"] if binary_only else []
+        _pip_install(["--target", partial, *only, requirement], what=f"pip install {requirement}",
                      fix="check the connection to the package index, or install the tool by "
                          f"hand ({requirement})", scratch=partial / ".tmp")
 
@@ -185,8 +187,10 @@ def pip_tool(requirement: str, executable: str, *, cache: Path | None = None) ->
 
 def pip_site(requirement: str, *, cache: Path | None = None) -> Path:
     """A folder of the tool cache with ``requirement`` (and its dependencies) installed by
-    pip, laid out like site-packages; provisioned once."""
-    return pip_tool(requirement, ".", cache=cache)
+    pip, laid out like site-packages; provisioned once. Wheels only: the requirement comes
+    from the wheel being verified, and building an sdist would run its code outside verify's
+    sandbox."""
+    return pip_tool(requirement, ".", cache=cache, binary_only=True)
 
 
 def install_pinned(pin: pins.PythonPin, folder: Path) -> None:

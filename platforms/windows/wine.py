@@ -10,7 +10,11 @@ A runner needs three things, provisioned once into the tool cache:
   the pinned zig and stripped, they have the same bytes on every machine: the sha256s of
   ``[built.windows-helpers]`` in release/pinned-tools.toml, which the build must reproduce;
   their folder is sealed with a manifest and checked at each use (release/toolcache.py);
-* the zig toolchain file for ``x86_64-windows-gnu``, so SDK consumers build for the wheel.
+* the zig toolchain file for ``x86_64-windows-gnu``, so SDK consumers build for the wheel;
+* a zig cache seed (``<cache>/zig-seed/<digest>``, about 80 MB for C; the C runtime, libc++
+  and compiler-rt compiled from trivial programs): full verify's sandbox leaves the shared
+  zig cache read-only, and zig must write its cache, so each verify copies the seed into its
+  scratch folder (``Runner.seeds``) instead of compiling the runtime again.
 
 Each is made by one process at a time (a lock beside it in the cache), announced with its
 size, and wine runs with ``TMPDIR`` in the cache (its server folder ``wine-*`` stays there,
@@ -129,6 +133,43 @@ def _helpers(cache: Path, toolchain_folder: Path) -> Path:
         what="the Windows helpers", describes={"pin": HELPERS_PIN})
 
 
+_SEED_PROGRAMS = (("cc", "seed.c", "int main(void) { return 0; }\n"),
+                  ("c++", "seed.cpp", "#include <string>\n"
+                   "int main() { return static_cast<int>(std::string().size()); }\n"))
+
+
+def _zig_seed_folder(cache: Path, toolchain: Path) -> Path:
+    digest = hashlib.sha256((zig.requirement() + toolchain.parent.name).encode()).hexdigest()
+    return cache / "zig-seed" / digest[:12]
+
+
+def _make_zig_seed(partial: Path, toolchain: Path) -> None:
+    """A zig cache holding what the toolchain's C and C++ programs need (the mingw-w64 C
+    runtime, libc++, compiler-rt), compiled from trivial programs: full verify copies it
+    into its sandbox, where the shared zig cache is read-only and zig must write."""
+    work = partial.with_name(partial.name + ".work")
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
+    try:
+        for tool, name, text in _SEED_PROGRAMS:
+            (work / name).write_text(text)
+            _cmd.run([toolchain.parent / tool, work / name, "-o", work / (name + ".exe")],
+                     env={"ZIG_GLOBAL_CACHE_DIR": str(partial),
+                          "ZIG_LOCAL_CACHE_DIR": str(partial)},
+                     what=f"zig {tool} (the sandbox's zig cache)", timeout=1800)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    shutil.rmtree(partial / "tmp", ignore_errors=True)
+
+
+def _zig_seed(cache: Path, toolchain: Path) -> Path:
+    return toolcache.provision(_zig_seed_folder(cache, toolchain),
+                               lambda partial: _make_zig_seed(partial, toolchain),
+                               what="the zig cache seed of verify's sandbox",
+                               describes={"zig": zig.requirement(),
+                                          "toolchain": toolchain.parent.name})
+
+
 def _make_prefix(wine: str, prefix: Path) -> None:
     shutil.rmtree(prefix, ignore_errors=True)
     _temporary_folder(prefix).mkdir(parents=True, exist_ok=True)
@@ -151,11 +192,14 @@ def prefix_folder(wine: str, cache: Path) -> Path:
     return cache / "wine" / _wine_version(wine)
 
 
-def _runner(wine: str, prefix: Path, helpers: Path, toolchain: Path) -> Runner:
+def _runner(wine: str, prefix: Path, helpers: Path, toolchain: Path, seed: Path) -> Runner:
     _temporary_folder(prefix).mkdir(parents=True, exist_ok=True)   # a prefix made before it
     return Runner(machine="x86_64", system="windows", prefix=_prefix_command(wine, prefix),
                   python="", cmake_arguments=(f"-DCMAKE_TOOLCHAIN_FILE={toolchain}",),
-                  helpers=(("load-dlls", str(helpers / "load-dlls.exe")),))
+                  helpers=(("load-dlls", str(helpers / "load-dlls.exe")),),
+                  writes=(str(_temporary_folder(prefix)),),
+                  seeds=(("ZIG_GLOBAL_CACHE_DIR", str(seed)),
+                         ("ZIG_LOCAL_CACHE_DIR", str(seed))))
 
 
 def provision_runner(toolchain: Path, cache: Path) -> Runner | None:
@@ -171,7 +215,8 @@ def provision_runner(toolchain: Path, cache: Path) -> Runner | None:
         with provisioning(prefix, "the wine prefix"):
             if not (prefix / PREFIX_MARKER).is_file():
                 _make_prefix(wine, prefix)
-    return _runner(wine, prefix, _helpers(cache, toolchain.parent), toolchain)
+    return _runner(wine, prefix, _helpers(cache, toolchain.parent), toolchain,
+                   _zig_seed(cache, toolchain))
 
 
 def existing_runner(toolchain: Path, cache: Path) -> Runner | None:
@@ -188,7 +233,10 @@ def existing_runner(toolchain: Path, cache: Path) -> Runner | None:
     if found is not None:
         log.warning("the Windows helpers are not used: %s", found.describe(helpers))
         return None
-    return _runner(wine, prefix, helpers, toolchain)
+    seed = _zig_seed_folder(cache, toolchain)
+    if not seed.is_dir() or toolcache.damage(seed) is not None:
+        return None
+    return _runner(wine, prefix, helpers, toolchain, seed)
 
 
 __all__ = ["existing_runner", "find_wine", "provision_runner", "stand_in_source",

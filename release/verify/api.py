@@ -26,8 +26,9 @@ def verify_wheel(path: str | os.PathLike[str], *, static: bool = False,
                  extra_checks: Sequence[Check] = (), host: Host | None = None,
                  cache: str | os.PathLike[str] | None = None) -> Report:
     """Verifies the wheel at ``path`` (a ``str`` or path-like). Raises ConfigurationError
-    when it is not a file and WheelError when it cannot be read safely; every other problem
-    is a finding in the report. The findings depend on the wheel and the options alone,
+    when it is not a file, WheelError when it cannot be read safely and EnvironmentFailure
+    when a full run cannot sandbox the wheel's code (release/verify/sandbox.py); every other
+    problem is a finding in the report. The findings depend on the wheel and the options alone,
     never on the verifier's environment or project. Without ``host``: this machine, and, for
     a run that may run programs, the runners the wheel's platform makes (in the tool
     ``cache``), asked for only when a check first needs one."""

@@ -39,6 +39,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "need one not in --site are 'not run (environment)'")
     parser.add_argument("--build-path", action="append", default=[], metavar="DIR",
                         help="a build or source folder that must not appear in files (repeat)")
+    parser.add_argument("--trust-wheel", action="store_true",
+                        help="run the wheel's code (imports, loads, CMake, example programs) "
+                             "unsandboxed, with your rights and the network (default: in a "
+                             "bubblewrap sandbox, refused where none can be made)")
     parser.add_argument("--provider", action="append", default=[], metavar="NAME",
                         help="a variant provider package whose checks also run (repeat; the "
                              "wheel's build record names its own)")
@@ -53,7 +57,8 @@ def options_from(arguments: argparse.Namespace) -> VerifyOptions:
                          workers=arguments.workers, sites=tuple(arguments.site),
                          offline=arguments.offline,
                          build_paths=tuple(str(p) for p in arguments.build_path),
-                         providers=tuple(arguments.provider))
+                         providers=tuple(arguments.provider),
+                         sandbox="off" if arguments.trust_wheel else "require")
 
 
 def run(arguments: argparse.Namespace, out: TextIO) -> int:

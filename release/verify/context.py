@@ -3,13 +3,17 @@ model of the wheel's platform."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from release.loader import Host, LoaderModel, SystemPolicy
+from release.errors import ToolError
+from release.loader import Host, LoaderModel, Runner, SystemPolicy
 from release.verify.data import DistributionDir, ImportedLibrary, ToolkitLibrary
 from release.verify.options import VerifyOptions
+from release.verify.sandbox import Sandbox
 
 __all__ = ["Host", "VerifyContext"]
 
@@ -26,3 +30,17 @@ class VerifyContext:
     imported_libraries: tuple[ImportedLibrary, ...] = ()  # loaded by importing a package
     toolkit_libraries: tuple[ToolkitLibrary, ...] = ()    # CUDA toolkit libraries, preloaded
     cache: dict[str, Any] = field(default_factory=dict)  # results checks share (ownership)
+    sandbox: Sandbox | None = None   # where the wheel's code runs (None: nowhere, --static)
+
+    def run(self, argv: Sequence[str | os.PathLike[str]], *, runner: Runner | None = None,
+            **options: Any) -> str:
+        """Runs a program that executes the wheel's code (an import, a load, a CMake
+        configure or build of a shipped package, an example program) in the sandbox, with
+        ``runner``'s folders outside the scratch (wine's server folder) private to it and
+        its seeded caches (zig's) copied into the scratch;
+        ``options`` are ``release._cmd.run``'s."""
+        if self.sandbox is None:
+            raise ToolError("no sandbox was made for this verify run, so nothing of the "
+                            "wheel may run", fix="run a full verify (not --static)")
+        return self.sandbox.run(argv, private=runner.writes if runner else (),
+                                seeds=runner.seeds if runner else (), **options)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from release.binary import ReadLimits
+from release.verify.sandbox import Mode
 
 
 @dataclass(frozen=True)
@@ -32,4 +33,7 @@ class VerifyOptions:
     known_build_prefixes: bool = True   # also look for CI/container folders (warnings)
     providers: tuple[str, ...] = ()     # variant providers whose checks also run (--provider)
     cmake_timeout: float = 300.0
+    # where the wheel's code runs in a full verify (release/verify/sandbox.py): "require"
+    # bubblewrap or refuse, "prefer" it and else run unsandboxed, "off" (--trust-wheel)
+    sandbox: Mode = "require"
     limits: Limits = Limits()

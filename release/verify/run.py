@@ -30,6 +30,7 @@ from release.verify.data import (
 from release.verify.options import VerifyOptions
 from release.verify.providers import provider_checks, wheel_providers
 from release.verify.report import ENVIRONMENT, Report
+from release.verify.sandbox import make_sandbox
 from release.verify.wheel import WheelModel, open_wheel
 
 
@@ -117,12 +118,16 @@ def run_verify(path: Path, *, static: bool = False, options: VerifyOptions | Non
                platforms: Sequence[HasLoader] = (), extra_checks: Sequence[Check] = (),
                host: Host | None = None, cache: Path | None = None) -> Report:
     """Verifies the wheel at ``path`` with the readers and loader models of ``platforms``.
-    Raises ConfigurationError when ``path`` is not a file and WheelError when it cannot be
-    read safely; every other problem is a finding in the report."""
+    Raises ConfigurationError when ``path`` is not a file, WheelError when it cannot be
+    read safely and EnvironmentFailure when a full run cannot sandbox the wheel's code
+    (``options.sandbox`` "require"); every other problem is a finding in the report."""
     options = options or VerifyOptions()
     argument = classify(path)
     readers = tuple(p.reader for p in platforms if p.reader is not None)
     with tempfile.TemporaryDirectory(prefix="release-verify-") as scratch:
+        # before anything is extracted: a full run that cannot sandbox the wheel's code
+        # refuses at once (options.sandbox "require")
+        sandbox = None if static else make_sandbox(Path(scratch), options.sandbox)
         root = Path(scratch) / "site-packages"
         root.mkdir()
         wheel = open_wheel(argument.path, root, extract_all=not static,
@@ -139,7 +144,7 @@ def run_verify(path: Path, *, static: bool = False, options: VerifyOptions | Non
                                 distribution_dirs=load_distribution_dirs(),
                                 imported_libraries=load_imported_libraries(),
                                 toolkit_libraries=load_toolkit_libraries(),
-                                workdir=Path(scratch) / "work")
+                                workdir=Path(scratch) / "work", sandbox=sandbox)
         context.workdir.mkdir()
         checks = (*CHECKS, *extra_checks,
                   *provider_checks(wheel_providers(wheel, options.providers)))

@@ -68,6 +68,12 @@ def test_a_complete_entry_is_used_as_it_is(tmp_path: Path, monkeypatch: pytest.M
     assert pip_tool(REQUIREMENT, "bin/demo", cache=tmp_path) == first
     assert len(calls) == 1 and (first.parents[1] / toolcache.MANIFEST).is_file()
     assert toolcache.damage(first.parents[1]) is None
+    assert "--only-binary=:all:" not in calls[0]
+    # a declared dependency of a wheel being verified: wheels only (an sdist's build would
+    # run its code outside verify's sandbox)
+    monkeypatch.setattr(tools, "pip_tool", pip_tool)   # the real one, pip still faked
+    tools.pip_site("demo-dependency==2.0", cache=tmp_path)
+    assert "--only-binary=:all:" in calls[1] and calls[1][-1] == "demo-dependency==2.0"
 
 
 def test_a_half_deleted_entry_is_installed_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

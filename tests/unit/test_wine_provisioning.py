@@ -52,8 +52,14 @@ def test_the_prefix_and_helpers_are_made_once_with_tmpdir_in_the_cache(
             worker.join()
     assert len(runners) == 3 and len(set(runners)) == 1
     boots = [words for words in calls if "wineboot" in words]
-    builds = [words for words in calls if "-o" in words]
+    builds = [words for words in calls if "-o" in words and "zig-seed" not in words[-1]]
     assert len(boots) == 1 and len(builds) == 2, calls   # python3.dll and load-dlls.exe once
+    # the zig cache verify's sandbox copies: its C and C++ programs compiled once
+    seeds = [words for words in calls if "-o" in words and "zig-seed" in words[-1]]
+    assert [Path(words[0]).name for words in seeds] == ["cc", "c++"], seeds
+    assert dict(runners[0].seeds) == {"ZIG_GLOBAL_CACHE_DIR": str(
+        wine._zig_seed_folder(tmp_path, toolchain)), "ZIG_LOCAL_CACHE_DIR": str(
+        wine._zig_seed_folder(tmp_path, toolchain))}
     temporary = [word for word in boots[0] if word.startswith("TMPDIR=")]
     assert temporary == [f"TMPDIR={tmp_path / 'wine' / 'wine-9.9.tmp'}"]
     assert any(word.startswith("TMPDIR=") for word in runners[0].prefix)

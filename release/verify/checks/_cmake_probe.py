@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-from release import _cmd
 
 _MAIN = "int main(void) { return 0; }\n"
 
@@ -83,14 +81,15 @@ def write_probe(folder: Path, *, package: str, package_dir: Path,
 
 
 def configure(cmake: Path, source: Path, build: Path, *, timeout: float,
-              arguments: Sequence[str] = ()) -> None:
-    """Configures the probe; ``arguments`` select the machine (a cross toolchain file)."""
+              run: Callable[..., str], arguments: Sequence[str] = ()) -> None:
+    """Configures the probe; ``arguments`` select the machine (a cross toolchain file);
+    ``run`` runs CMake (full verify: in the sandbox, since it runs the package's code)."""
     query = build / ".cmake" / "api" / "v1" / "query" / "codemodel-v2"
     query.parent.mkdir(parents=True, exist_ok=True)
     query.touch()
-    _cmd.run([cmake, "-S", source, "-B", build, "-G", "Unix Makefiles", *arguments],
-             what=f"configure of the CMake probe with {cmake}", timeout=timeout,
-             fix="read the CMake output in the finding", machine_faults=True)
+    run([cmake, "-S", source, "-B", build, "-G", "Unix Makefiles", *arguments],
+        what=f"configure of the CMake probe with {cmake}", timeout=timeout,
+        fix="read the CMake output in the finding", machine_faults=True)
 
 
 def read_answers(build: Path, requests: list[Request]) -> dict[str, Answer]:

@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
 
-from release import _cmd
 from release.errors import CommandError, ToolError
 from release.findings import Finding, Severity
 from release.loader import LoaderModel, LoadItem, Runner
@@ -153,9 +152,9 @@ def _run(wheel: WheelModel, context: VerifyContext, loader: LoaderModel, runner:
     sites = dependency_sites(wheel, context, runner)
     path = os.pathsep.join([str(wheel.root), *map(str, sites)])
     try:
-        _cmd.run(command, cwd=context.workdir,
-                 env={"PYTHONPATH": path}, timeout=context.options.load_timeout,
-                 what="load-matrix process")
+        context.run(command, runner=runner, cwd=context.workdir,
+                    env={"PYTHONPATH": path}, timeout=context.options.load_timeout,
+                    what="load-matrix process")
     except CommandError as error:
         return error.returncode, error.output[-2000:] or error.what
     return None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import shutil
 
-from release import _cmd, tools
+from release import tools
 from release.errors import CommandError, EnvironmentFailure, ReleaseError, ToolError
 from release.findings import Finding, Severity
 from release.loader import Runner
@@ -63,7 +63,8 @@ def _route_answers(wheel: WheelModel, context: VerifyContext, route: tools.CMake
     build = context.workdir / f"cmake-probe-{route.name}"
     shutil.rmtree(build, ignore_errors=True)
     configure(tools.cmake(route), probe, build, timeout=context.options.cmake_timeout,
-              arguments=runner.cmake_arguments or ())
+              arguments=runner.cmake_arguments or (),
+              run=lambda argv, **options: context.run(argv, runner=runner, **options))
     return read_answers(build, requests)
 
 
@@ -174,10 +175,11 @@ def _example(wheel: WheelModel, context: VerifyContext, package: tuple[str, str]
                                 "output was not compared with Python's"))
         return findings
     program = str(wheel.root / record.example.program)
-    python_output = _cmd.run(runner.python_command("-m", record.example.python_module, program),
-                             env={"PYTHONPATH": str(wheel.root)}, what="Python reference run",
-                             stderr="separate",
-                             timeout=context.options.load_timeout)
+    python_output = context.run(runner.python_command("-m", record.example.python_module,
+                                                      program), runner=runner,
+                                env={"PYTHONPATH": str(wheel.root)},
+                                what="Python reference run", stderr="separate",
+                                timeout=context.options.load_timeout)
     for program, output in sorted(outputs["new"].items()):
         if python_output.encode() != output:
             findings.append(finding(NAME, Severity.ERROR, consumer, f"the example program "
@@ -196,19 +198,20 @@ def _run_consumer(wheel: WheelModel, context: VerifyContext, route: tools.CMakeR
     build = context.workdir / f"consumer-{route.name}"
     cmake = tools.cmake(route)
     source = wheel.root / record.example.consumer
-    _cmd.run([cmake, "-S", source, "-B", build, *(runner.cmake_arguments or ()),
-              f"-D{package[1]}_DIR={wheel.root / package[0]}"], what="configure the consumer",
-             timeout=context.options.cmake_timeout, machine_faults=True)
-    _cmd.run([cmake, "--build", build], what="build the consumer",
-             timeout=context.options.cmake_timeout, machine_faults=True)
+    context.run([cmake, "-S", source, "-B", build, *(runner.cmake_arguments or ()),
+                 f"-D{package[1]}_DIR={wheel.root / package[0]}"], runner=runner,
+                what="configure the consumer", timeout=context.options.cmake_timeout,
+                machine_faults=True)
+    context.run([cmake, "--build", build], runner=runner, what="build the consumer",
+                timeout=context.options.cmake_timeout, machine_faults=True)
     programs = sorted(path for path in build.iterdir()
                       if path.is_file() and path.stat().st_mode & 0o111)
     if not programs:
         raise CommandError("the consumer built no program", command=[str(cmake)], returncode=0,
                            output="")
-    return {program.name: _cmd.run(runner.command(str(program),
-                                                  str(wheel.root / record.example.program)),
-                                   what=f"the example program {program.name}",
-                                   timeout=context.options.load_timeout,
-                                   stderr="separate").encode()
+    return {program.name: context.run(runner.command(str(program),
+                                                     str(wheel.root / record.example.program)),
+                                      runner=runner, what=f"the example program {program.name}",
+                                      timeout=context.options.load_timeout,
+                                      stderr="separate").encode()
             for program in programs}
