@@ -137,6 +137,7 @@ class WheelModel:
     # Python files that load libraries into the global scope (RTLD_GLOBAL); without any, the
     # libraries the package opens itself stay each in their own scope
     global_openers: tuple[str, ...] = ()
+    variant_json: str | None = None         # .dist-info/variant.json of a variant wheel (PEP 825)
     # every folder that holds a file of the wheel ("" for the top), for O(1) lookups
     folders: frozenset[str] = field(init=False, repr=False, compare=False)
 
@@ -184,7 +185,8 @@ def open_wheel(archive: Path, destination: Path, *, extract_all: bool, prefixes:
         build_record=record, leaks={s.name: s.leaks for s in streamed if s.leaks},
         findings=tuple(findings), configs=_read_configs(archive, members, options),
         digests={s.name: s.sha256 for s in streamed},
-        init_modules=_read_init_modules(archive, members, options))
+        init_modules=_read_init_modules(archive, members, options),
+        variant_json=texts.get(f"{dist_info}/variant.json"))
 
 
 def _stream_all(archive: Path, members: list[Member], request: StreamRequest,
@@ -237,7 +239,7 @@ def _read_binary(archive: Path, entry: Member, member: StreamedMember,
 def _read_texts(archive: Path, members: list[Member], options: VerifyOptions) -> dict[str, str]:
     wanted = [m for m in members if m.declared_size <= _TEXT_LIMIT and (
         m.name.count("/") == 1 and (m.name.endswith(("/METADATA", "/WHEEL", "/RECORD",
-                                                     "/" + RECORD_FILE))))]
+                                                     "/variant.json", "/" + RECORD_FILE))))]
     return {m.name: read_member(archive, m, options.limits).decode("utf-8", "replace")
             for m in wanted}
 
