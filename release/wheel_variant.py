@@ -105,10 +105,10 @@ def _info(providers: Iterable[VariantProvider]) -> VariantInfo:
 
 
 def dist_info_text(variant: WheelVariant, providers: Sequence[VariantProvider]) -> str:
-    """The wheel's ``variant.json``: its label and properties, and the providers of the
-    namespaces it uses (only those)."""
-    used = [p for p in providers if p.namespace in variant.namespaces]
-    missing = sorted(set(variant.namespaces) - {p.namespace for p in used})
+    """The wheel's ``variant.json``: its label and properties, and every provider of the
+    project (the same in every wheel, so the index merges them; the null variant's too,
+    since variantlib wants at least one)."""
+    missing = sorted(set(variant.namespaces) - {p.namespace for p in providers})
     if missing:
         raise ConfigurationError(f"no variant provider for namespace '{missing[0]}'",
                                  fix=f"add [tool.release.variant-providers.{missing[0]}] with "
@@ -116,7 +116,7 @@ def dist_info_text(variant: WheelVariant, providers: Sequence[VariantProvider]) 
     description = VariantDescription(
         [VariantProperty.from_str(text) for text in variant.properties],
         label="" if variant.is_null else variant.label)
-    info = VariantDistInfo(_info(used))
+    info = VariantDistInfo(_info(providers))
     info.variant_desc = description
     text: str = info.to_str()
     return text + "\n"
