@@ -199,8 +199,8 @@ def _files(folder: Path, wheels: Sequence[Path], manifest: Manifest) -> list[Fin
     """Every file is a wheel or the project's one sdist."""
     sdist = f"{normalize_distribution(manifest.distribution)}-"
     index = index_name(manifest.distribution, manifest.version)
-    findings = [_error("files", path.name, "is neither a wheel, the sdist nor the variants "
-                       f"index {index}",
+    findings = [_error("files", path.name, "is neither a wheel nor the sdist (nor the "
+                       f"variants index {index})",
                        fix="remove it: the publish step uploads everything in the folder")
                 for path in sorted(folder.iterdir())
                 if path.suffix != ".whl" and not path.name.endswith(".tar.gz")
@@ -393,10 +393,12 @@ def _index(folder: Path, manifest: Manifest, version: str, variants: Sequence[Wh
     except ReleaseError as error:
         return [_error("variants", name, error.what, fix=error.fix)]
     expected = read_index(wanted, where=name)
-    if found != expected:
-        return [_error("variants", name, f"lists {', '.join(sorted(found)) or 'nothing'}; the "
-                       f"wheels are {', '.join(sorted(expected))} (or their properties differ)",
-                       fix=fix)]
+    differ = sorted(label for label in {*found, *expected}
+                    if found.get(label) != expected.get(label))
+    if differ:
+        return [_error("variants", name, f"disagrees with the wheels on "
+                       f"{', '.join(differ)} (listed: {', '.join(sorted(found)) or 'none'}; "
+                       f"wheels: {', '.join(sorted(expected))})", fix=fix)]
     return []
 
 
