@@ -56,7 +56,8 @@ def _plain_wheel(folder: Path, name: str = "edgert") -> Path:
 
 
 def _variant_wheels(folder: Path, manifest: manifest_module.Manifest) -> dict[str, Path]:
-    source = _plain_wheel(folder / "plain" if (folder / "plain").mkdir() is None else folder)
+    (folder / "plain").mkdir()
+    source = _plain_wheel(folder / "plain")
     out = folder / "variants"
     out.mkdir()
     made = {}
@@ -238,3 +239,31 @@ def test_a_wheel_without_device_code_claims_no_nvidia_property() -> None:
     problems = judge(_with(_GOOD), None, sass=set(), ptx=set())
     assert len(problems) == 3 and all("no CUDA device code" in p for p in problems)
     assert judge(WheelVariant("null", ()), None, sass=set(), ptx=set()) == []
+
+
+def _variant_errors(path: Path) -> list[str]:
+    from release.verify.api import verify_wheel
+    report = verify_wheel(path, static=True)
+    assert report.checks["variant"] == "ran"
+    return [f.what for f in report.findings if f.check == "variant"]
+
+
+def test_verify_reads_variant_wheels_and_refuses_a_label_without_its_file(
+        tmp_path: Path, manifest: manifest_module.Manifest) -> None:
+    made = _variant_wheels(tmp_path, manifest)
+    assert _variant_errors(made["cu12"]) == []
+    assert _variant_errors(made["cpu"]) == []
+    plain = tmp_path / "plain" / "edgert-0.1.0-py3-none-any.whl"
+    assert _variant_errors(plain) == []
+    relabelled = tmp_path / "edgert-0.1.0-py3-none-any-cu13.whl"
+    relabelled.write_bytes(made["cu12"].read_bytes())
+    assert any("expected cu13" in what for what in _variant_errors(relabelled))
+    unlabelled = tmp_path / "unlabelled" / "edgert-0.1.0-py3-none-any.whl"
+    unlabelled.parent.mkdir()
+    unlabelled.write_bytes(made["cu12"].read_bytes())
+    assert _variant_errors(unlabelled) == [
+        ".dist-info holds variant.json but the file name carries no variant label"]
+    labelled = tmp_path / "edgert-0.1.0-py3-none-any-cu12.whl"
+    labelled.write_bytes(plain.read_bytes())
+    assert _variant_errors(labelled) == [
+        "the file name carries variant label 'cu12' but .dist-info has no variant.json"]
