@@ -6,7 +6,9 @@ mapping every label to its properties.
 The format is variantlib's (the reference implementation): properties are parsed and
 printed by ``VariantProperty``, ``variant.json`` is a ``VariantDistInfo``, the index a
 ``VariantsJson`` merged from the wheels' own files, so what we write is what variant-aware
-installers read. A variant without properties is the null variant (label ``null``).
+installers read. variantlib is imported only when a variant wheel is written or read, so
+the build backend and verify of plain wheels need nothing beyond the tool's usual
+requirements. A variant without properties is the null variant (label ``null``).
 
 The properties themselves are declared once per variant in ``[tool.release.variants.*]``
 (``properties``) and the providers that judge them in ``[tool.release.variant-providers]``
@@ -14,30 +16,45 @@ The properties themselves are declared once per variant in ``[tool.release.varia
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
-from variantlib.constants import (
-    NULL_VARIANT_LABEL,
-    VALIDATION_VARIANT_LABEL_REGEX,
-    VARIANT_DIST_INFO_FILENAME,
-)
-from variantlib.errors import ValidationError
-from variantlib.models.variant import VariantDescription, VariantProperty
-from variantlib.models.variant_info import ProviderInfo, VariantInfo
-from variantlib.variant_dist_info import VariantDistInfo
-from variantlib.variants_json import VariantsJson
-
 from release import wheel
-from release.errors import ConfigurationError, WheelError
+from release.errors import ConfigurationError, ToolError, WheelError
 
-NULL_LABEL: str = NULL_VARIANT_LABEL
-DIST_INFO_FILE: str = VARIANT_DIST_INFO_FILENAME      # .dist-info/variant.json
+NULL_LABEL = "null"                     # variantlib.constants.NULL_VARIANT_LABEL
+DIST_INFO_FILE = "variant.json"         # variantlib.constants.VARIANT_DIST_INFO_FILENAME
 INDEX_SUFFIX = "-variants.json"
+# PEP 825's grammar, as variantlib.constants spells it (tests compare the two): checked here
+# without importing variantlib, which only variant wheels need, so the build backend and
+# verify of plain wheels run with the tool's usual requirements alone
+_LABEL = re.compile(r"[0-9a-z._]+")
+_PROPERTY = re.compile(r"([a-z0-9_]+)\s*::\s*([a-z0-9_]+)\s*::\s*([a-z0-9_.]+)")
+VARIANTLIB = "variantlib==0.2.2"
+
+
+def _variantlib(module: str) -> ModuleType:
+    """A variantlib module, imported when a variant wheel is written or read."""
+    try:
+        return importlib.import_module(f"variantlib.{module}")
+    except ModuleNotFoundError:
+        raise ToolError("variantlib (the reference implementation of wheel variants) is not "
+                        "installed; variant wheels are written and read with it",
+                        fix=f"pip install '{VARIANTLIB}'") from None
+
+
+def split_property(text: str) -> tuple[str, str, str] | None:
+    """(namespace, feature, value) of ``namespace :: feature :: value``; None when it is not
+    one."""
+    match = _PROPERTY.fullmatch(text.strip())
+    return None if match is None else (match.group(1), match.group(2), match.group(3))
 
 
 @dataclass(frozen=True)
@@ -61,34 +78,37 @@ class WheelVariant:
     def is_null(self) -> bool:
         return not self.properties
 
+    def _split(self) -> list[tuple[str, str, str]]:
+        return [found for text in self.properties if (found := split_property(text))]
+
     @property
     def namespaces(self) -> tuple[str, ...]:
-        return tuple(sorted({p.split("::", 1)[0].strip() for p in self.properties}))
+        return tuple(sorted({namespace for namespace, _, _ in self._split()}))
 
     def values(self, namespace: str, feature: str) -> tuple[str, ...]:
         """The values claimed for ``namespace :: feature``."""
-        parsed = (VariantProperty.from_str(text) for text in self.properties)
-        return tuple(p.value for p in parsed if (p.namespace, p.feature) == (namespace, feature))
+        return tuple(value for ns, name, value in self._split()
+                     if (ns, name) == (namespace, feature))
 
 
 def parse_properties(texts: Iterable[str], *, where: str) -> tuple[str, ...]:
     """``namespace :: feature :: value`` strings validated by variantlib, canonical, sorted."""
     found = []
     for text in texts:
-        try:
-            found.append(VariantProperty.from_str(text).to_str())
-        except (ValidationError, ValueError):
+        parts = split_property(text)
+        if parts is None:
             raise ConfigurationError(f"{where}: '{text}' is not a variant property",
                                      fix="write it as 'namespace :: feature :: value' in "
                                          "lower case, e.g. 'nvidia :: cuda_version_lower_bound "
-                                         ":: 12'") from None
+                                         ":: 12'")
+        found.append(" :: ".join(parts))
     if len(set(found)) != len(found):
         raise ConfigurationError(f"{where} lists a property twice", fix="list each once")
     return tuple(sorted(found))
 
 
 def check_label(label: str, *, where: str) -> str:
-    if label == NULL_LABEL or not VALIDATION_VARIANT_LABEL_REGEX.fullmatch(label):
+    if label == NULL_LABEL or not _LABEL.fullmatch(label):
         raise ConfigurationError(f"{where}: '{label}' cannot be a variant label",
                                  fix="use lower-case letters, digits, '_' and '.' (and not "
                                      f"'{NULL_LABEL}', the label of the variant without "
@@ -96,11 +116,14 @@ def check_label(label: str, *, where: str) -> str:
     return label
 
 
-def _info(providers: Iterable[VariantProvider]) -> VariantInfo:
+def _info(providers: Iterable[VariantProvider]) -> Any:
+    """variantlib's VariantInfo of ``providers``."""
+    info = _variantlib("models.variant_info")
     chosen = sorted(providers, key=lambda p: p.namespace)
-    return VariantInfo(
+    return info.VariantInfo(
         namespace_priorities=[p.namespace for p in chosen],
-        providers={p.namespace: ProviderInfo(requires=list(p.requires), plugin_api=p.plugin_api)
+        providers={p.namespace: info.ProviderInfo(requires=list(p.requires),
+                                                  plugin_api=p.plugin_api)
                    for p in chosen})
 
 
@@ -113,10 +136,11 @@ def dist_info_text(variant: WheelVariant, providers: Sequence[VariantProvider]) 
         raise ConfigurationError(f"no variant provider for namespace '{missing[0]}'",
                                  fix=f"add [tool.release.variant-providers.{missing[0]}] with "
                                      "the provider plugin's `requires`")
-    description = VariantDescription(
-        [VariantProperty.from_str(text) for text in variant.properties],
+    models = _variantlib("models.variant")
+    description = models.VariantDescription(
+        [models.VariantProperty.from_str(text) for text in variant.properties],
         label="" if variant.is_null else variant.label)
-    info = VariantDistInfo(_info(providers))
+    info = _variantlib("variant_dist_info").VariantDistInfo(_info(providers))
     info.variant_desc = description
     text: str = info.to_str()
     return text + "\n"
@@ -125,9 +149,10 @@ def dist_info_text(variant: WheelVariant, providers: Sequence[VariantProvider]) 
 def read_dist_info(text: str | bytes, *, label: str | None, where: str) -> WheelVariant:
     """A wheel's ``variant.json`` validated by variantlib (label checked when given); a
     WheelError naming ``where`` when it is not valid."""
+    dist_info = _variantlib("variant_dist_info")
     try:
-        info = VariantDistInfo(text, expected_label=label)
-    except (ValidationError, ValueError, TypeError, KeyError) as error:
+        info = dist_info.VariantDistInfo(text, expected_label=label)
+    except (_variantlib("errors").ValidationError, ValueError, TypeError, KeyError) as error:
         raise WheelError(f"{where}: {error}",
                          fix="rebuild the wheel with python -m release build --form variant"
                          ) from None
@@ -144,11 +169,12 @@ def index_name(distribution: str, version: str) -> str:
 def index_text(dist_infos: Iterable[str]) -> str:
     """The ``variants.json`` of a set of wheels, merged from their ``variant.json`` files by
     variantlib (which refuses a label claimed with two property sets)."""
-    merged: VariantsJson | None = None
+    dist_info, variants_json = _variantlib("variant_dist_info"), _variantlib("variants_json")
+    merged: Any = None
     for text in dist_infos:
-        info = VariantDistInfo(text)
+        info = dist_info.VariantDistInfo(text)
         if merged is None:
-            merged = VariantsJson(info)
+            merged = variants_json.VariantsJson(info)
         merged.merge(info)
     if merged is None:
         raise WheelError("no variant wheel to index", fix="build wheels with --form variant")
@@ -158,9 +184,10 @@ def index_text(dist_infos: Iterable[str]) -> str:
 
 def read_index(text: str | bytes, *, where: str) -> dict[str, tuple[str, ...]]:
     """label -> properties of a ``variants.json``, validated by variantlib."""
+    variants_json = _variantlib("variants_json")
     try:
-        index = VariantsJson(json.loads(text))
-    except (ValidationError, ValueError, TypeError, KeyError) as error:
+        index = variants_json.VariantsJson(json.loads(text))
+    except (_variantlib("errors").ValidationError, ValueError, TypeError, KeyError) as error:
         raise WheelError(f"{where}: {error}", fix="regenerate it with python -m release "
                                                   "check-set --write-variants-json") from None
     return {label: tuple(sorted(p.to_str() for p in description.properties))
@@ -182,7 +209,7 @@ def update_index(folder: Path, distribution: str, version: str, dist_info: str) 
     path = folder / index_name(distribution, version)
     texts = [dist_info]
     if path.is_file():
-        added = VariantDistInfo(dist_info).variant_label
+        added = _variantlib("variant_dist_info").VariantDistInfo(dist_info).variant_label
         kept: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
         for label, properties in dict(kept.get("variants", {})).items():
             if label != added:

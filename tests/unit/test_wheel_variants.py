@@ -267,3 +267,47 @@ def test_verify_reads_variant_wheels_and_refuses_a_label_without_its_file(
     labelled.write_bytes(plain.read_bytes())
     assert _variant_errors(labelled) == [
         "the file name carries variant label 'cu12' but .dist-info has no variant.json"]
+
+
+@pytest.mark.parametrize("text", ["nvidia :: sm_arch :: 90_real", "a::b::c.d",
+                                  " x_1 ::  y :: 12.9 ", "nvidia :: CUDA :: 12", "a :: b",
+                                  "a :: b :: c-d", "a :: b :: c :: d"])
+def test_our_property_grammar_is_variantlib_s(text: str) -> None:
+    try:
+        theirs: str | None = VariantProperty.from_str(text).to_str()
+    except ValidationError:
+        theirs = None
+    try:
+        ours: str | None = parse_properties([text], where="x")[0]
+    except ConfigurationError:
+        ours = None
+    assert ours == theirs
+
+
+def test_the_build_backend_and_verify_of_plain_wheels_need_no_variantlib(
+        tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    code = ("import sys; sys.modules['variantlib'] = None\n"
+            "from pathlib import Path\n"
+            "import release.backend, release.verify.api as api, release.manifest as m\n"
+            "from release.wheel_variant import make_variant_wheel\n"
+            "m.load(Path('.'))\n"
+            "report = api.verify_wheel(Path(sys.argv[1]), static=True)\n"
+            "print(report.checks['variant'])\n")
+    plain = _plain_wheel(tmp_path)
+    done = subprocess.run([sys.executable, "-c", code, str(plain)], cwd=ROOT,
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ran"
+    failing = code.replace("report = api", "make_variant_wheel(Path(sys.argv[1]), Path('.'), "
+                           "m.load(Path('.')).variant('cu12').wheel_variant, "
+                           "m.load(Path('.')).variant_providers, epoch=0)\n"
+                           "report = api")
+    done = subprocess.run([sys.executable, "-m", "release", "verify", "--static", str(plain)],
+                          cwd=ROOT, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    done = subprocess.run([sys.executable, "-c", failing, str(plain)], cwd=ROOT,
+                          capture_output=True, text=True, check=False)
+    assert "variantlib (the reference implementation of wheel variants) is not installed" \
+        in done.stderr
