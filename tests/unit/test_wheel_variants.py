@@ -311,3 +311,22 @@ def test_the_build_backend_and_verify_of_plain_wheels_need_no_variantlib(
                           capture_output=True, text=True, check=False)
     assert "variantlib (the reference implementation of wheel variants) is not installed" \
         in done.stderr
+
+
+def test_form_is_an_option_and_the_variant_form_builds_the_one_distribution(
+        manifest: manifest_module.Manifest) -> None:
+    from release.options import BuildOptions, Form, resolve
+    from release.pipeline import make_plan
+    chosen = resolve(platform="linux", given={}, manifest_defaults={},
+                     environ={"RELEASE_FORM": "variant"})
+    assert chosen.form is Form.VARIANT
+    assert resolve(platform="linux", given={}, manifest_defaults={}, environ={}).form \
+        is Form.SEPARATE
+    with pytest.raises(ConfigurationError, match="RELEASE_FORM"):
+        resolve(platform="linux", given={}, manifest_defaults={}, environ={"RELEASE_FORM": "x"})
+    separate = make_plan(manifest, BuildOptions(platform="linux", variant="cu12"), environ={})
+    variant = make_plan(manifest, BuildOptions(platform="linux", variant="cu12",
+                                               form=Form.VARIANT), environ={})
+    assert (separate.distribution, variant.distribution) == ("edgert-cu12", "edgert")
+    assert variant.record.distribution == "edgert"
+    assert separate.build_dir == variant.build_dir      # one build serves both forms
