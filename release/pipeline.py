@@ -185,10 +185,13 @@ def run(manifest: Manifest, options: BuildOptions,
                 step(plan, state)
         result.verify = state.verify_report
         if state.wheel is not None:
+            # the index is merged before the wheel is published: a bad index stops both
+            index = None if state.variant_json is None else wheel_variant.merged_index(
+                options.out_dir, plan.distribution, manifest.version, state.variant_json)
             result.wheel = buildfolder.publish(state.wheel, options.out_dir).resolve()
-            if state.variant_json is not None:
-                result.variants_json = wheel_variant.update_index(
-                    options.out_dir, plan.distribution, manifest.version, state.variant_json)
+            if index is not None:
+                wheel_variant.write_atomically(*index)
+                result.variants_json = index[0]
     return result
 
 

@@ -194,7 +194,7 @@ def read_index(text: str | bytes, *, where: str) -> dict[str, tuple[str, ...]]:
             for label, description in index.variants.items()}
 
 
-def _write_atomically(path: Path, text: str) -> None:
+def write_atomically(path: Path, text: str) -> None:
     partial = path.with_name(path.name + ".partial")
     try:
         partial.write_text(text, encoding="utf-8")
@@ -206,16 +206,32 @@ def _write_atomically(path: Path, text: str) -> None:
 def update_index(folder: Path, distribution: str, version: str, dist_info: str) -> Path:
     """Adds one wheel's ``variant.json`` to the index in ``folder`` (created when absent;
     the entry of the same label is replaced)."""
+    path, text = merged_index(folder, distribution, version, dist_info)
+    write_atomically(path, text)
+    return path
+
+
+def merged_index(folder: Path, distribution: str, version: str,
+                 dist_info: str) -> tuple[Path, str]:
+    """The index in ``folder`` with one wheel's ``variant.json`` added, not yet written: its
+    path and text."""
     path = folder / index_name(distribution, version)
     texts = [dist_info]
     if path.is_file():
         added = _variantlib("variant_dist_info").VariantDistInfo(dist_info).variant_label
-        kept: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-        for label, properties in dict(kept.get("variants", {})).items():
-            if label != added:
-                texts.append(json.dumps({**kept, "variants": {label: properties}}))
-    _write_atomically(path, index_text(texts))
-    return path
+        try:
+            kept: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+            for label, properties in dict(kept.get("variants", {})).items():
+                if label != added:
+                    texts.append(json.dumps({**kept, "variants": {label: properties}}))
+            text = index_text(texts)
+        except (ValueError, TypeError, AttributeError) as error:
+            raise WheelError(f"{path} is not a variants index this wheel can join: {error}",
+                             fix="remove it (python -m release check-set "
+                                 "--write-variants-json rewrites it from the wheels)") from None
+    else:
+        text = index_text(texts)
+    return path, text
 
 
 def variant_wheel_name(base: wheel.WheelName, label: str) -> str:

@@ -330,3 +330,14 @@ def test_form_is_an_option_and_the_variant_form_builds_the_one_distribution(
     assert (separate.distribution, variant.distribution) == ("edgert-cu12", "edgert")
     assert variant.record.distribution == "edgert"
     assert separate.build_dir == variant.build_dir      # one build serves both forms
+
+
+def test_a_damaged_index_is_refused_and_left_as_it_was(
+        tmp_path: Path, manifest: manifest_module.Manifest) -> None:
+    made = _variant_wheels(tmp_path, manifest)
+    index = tmp_path / "variants" / "edgert-0.1.0-variants.json"
+    index.write_text("{not json")
+    with pytest.raises(WheelError, match="not a variants index"):
+        update_index(index.parent, "edgert", "0.1.0", dist_info_of_wheel(made["cu12"]) or "")
+    assert index.read_text() == "{not json"
+    assert not list(index.parent.glob("*.partial"))
