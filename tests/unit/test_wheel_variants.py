@@ -341,3 +341,15 @@ def test_a_damaged_index_is_refused_and_left_as_it_was(
         update_index(index.parent, "edgert", "0.1.0", dist_info_of_wheel(made["cu12"]) or "")
     assert index.read_text() == "{not json"
     assert not list(index.parent.glob("*.partial"))
+
+
+def test_the_build_backend_refuses_the_variant_form(monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    from release import backend
+    monkeypatch.setenv("RELEASE_FORM", "variant")
+    with pytest.raises(SystemExit) as stopped:
+        backend.get_requires_for_build_wheel({})
+    assert stopped.value.code == 2
+    assert "the build backend writes plain wheels" in capsys.readouterr().err
+    monkeypatch.setenv("RELEASE_FORM", "separate")
+    assert isinstance(backend.get_requires_for_build_wheel({}), list)
