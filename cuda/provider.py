@@ -8,13 +8,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from cuda import check
+from cuda import check, variant_check
 from cuda import variant as variants
 from cuda.toolchain import CudaToolchain, provision
 from release.sbom import Tool
 from release.variant import DeviceCodeRecord, RuntimeDependency, Toolchain
 
-CHECKS = (check,)
+CHECKS = (check, variant_check)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from release.errors import (
     ReleaseError,
     VerificationFailed,
 )
-from release.options import Stage, VerifyMode
+from release.options import Form, Stage, VerifyMode
 
 
 class _Parser(argparse.ArgumentParser):
@@ -64,11 +64,15 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("--allow-unchecked", action="store_true",
                        help="publish the wheel even when verify could not run a check on this "
                             "machine ('not run (environment)'; without it the build exits 8)")
+    build.add_argument("--form", choices=[f.value for f in Form],
+                       help="separate (the default: the variant's own distribution, e.g. "
+                            "edgert-cu12) or variant (a PEP 825 variant wheel of the one "
+                            "edgert distribution, and the variants.json index beside it)")
     build.add_argument("--json", action="store_true", help="print a machine-readable summary")
 
     build.epilog = ("Each option can also come from the environment (RELEASE_ARCH, "
                     "RELEASE_VARIANT, RELEASE_OUT, RELEASE_BUILD_DIR, RELEASE_VERIFY, "
-                    "RELEASE_JOBS, RELEASE_CACHE_DIR, RELEASE_CCACHE) or from "
+                    "RELEASE_JOBS, RELEASE_CACHE_DIR, RELEASE_CCACHE, RELEASE_FORM) or from "
                     "[tool.release.defaults]; the command line wins.")
 
     repair = commands.add_parser(
@@ -127,6 +131,9 @@ def _add_check_set(commands: argparse._SubParsersAction[_Parser]) -> None:
     check.add_argument("folder", type=Path, help="the folder holding the release's files")
     check.add_argument("--project", type=Path, default=Path("."), help="folder of pyproject.toml")
     check.add_argument("--expect-version", help="the version the release must have (the tag's)")
+    check.add_argument("--write-variants-json", action="store_true",
+                       help="first (re)write the variants.json index of the folder's variant "
+                            "wheels (PEP 825) from their variant.json files")
     check.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
@@ -147,6 +154,8 @@ def _build(arguments: argparse.Namespace, out: TextIO) -> int:
         out.write(json.dumps(result.to_json(), indent=2) + "\n")
     elif result.wheel is not None:
         out.write(f"wheel: {result.wheel}\n")
+        if result.variants_json is not None:
+            out.write(f"variants.json: {result.variants_json}\n")
     return 0
 
 
@@ -185,7 +194,8 @@ def _check_set(arguments: argparse.Namespace, out: TextIO) -> int:
     from release.release_set import check_release_set
     manifest = manifest_module.load(arguments.project.resolve())
     report = check_release_set(arguments.folder, manifest,
-                               expect_version=arguments.expect_version)
+                               expect_version=arguments.expect_version,
+                               write_index=arguments.write_variants_json)
     out.write((json.dumps(report.to_json(), indent=2) if arguments.json
                else report.render_text()) + "\n")
     return 0 if report.ok else VerificationFailed.exit_code

@@ -26,7 +26,7 @@ from release import manifest as manifest_module
 from release import options as build_options
 from release.errors import ConfigurationError, ReleaseError
 from release.manifest import PLATFORMS, Manifest
-from release.options import BuildOptions, Stage
+from release.options import BuildOptions, Form, Stage
 from release.pipeline import run as run_pipeline
 from release.platform import get_platform, requested_arch
 
@@ -64,11 +64,19 @@ def _options(manifest: Manifest, config_settings: dict[str, Any] | None, *,
             given["arch"] = arch
     if out_dir is not None:
         given["out_dir"] = out_dir
-    return build_options.resolve(
+    options = build_options.resolve(
         platform=platform, given=given, manifest_defaults=manifest.defaults,
         environ=os.environ, caller_defaults={"verify": "static"},
         last_stage=Stage[_setting(config_settings, "until", "verify").upper()],
         allow_unchecked=_flag(config_settings, "allow-unchecked"))
+    if options.form is Form.VARIANT:
+        raise ConfigurationError(
+            "the build backend writes plain wheels: installers calling it expect a wheel "
+            "name without a variant label (RELEASE_FORM or [tool.release.defaults] form asks "
+            "for a variant wheel)",
+            fix="unset it for pip/build/cibuildwheel; variant wheels come from python -m "
+                "release build --form variant")
+    return options
 
 
 def _flag(config_settings: dict[str, Any] | None, key: str) -> bool:

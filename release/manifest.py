@@ -18,6 +18,13 @@ from release._compat import tomllib
 from release.errors import ConfigurationError
 from release.metadata import core_metadata
 from release.options import KEYS as OPTION_KEYS
+from release.wheel_variant import (
+    NULL_LABEL,
+    VariantProvider,
+    WheelVariant,
+    check_label,
+    parse_properties,
+)
 
 COMPONENT_KINDS = ("library", "plugin")
 REGISTRATION_KINDS = ("operators", "backends")
@@ -49,6 +56,17 @@ class Variant:
     provider: str | None = None       # package implementing it (release.variant); None: CPU
     config: Path | None = None        # the provider's data file (cuda/variants/cu12.toml)
     platforms: tuple[str, ...] = ()   # released for targets of these platforms; empty: all
+    properties: tuple[str, ...] = ()  # what its variant wheel claims (PEP 825); none: null
+
+    @property
+    def label(self) -> str:
+        """Its variant wheel's label: its name, or ``null`` for the variant without
+        properties."""
+        return self.name if self.properties else NULL_LABEL
+
+    @property
+    def wheel_variant(self) -> WheelVariant:
+        return WheelVariant(self.label, self.properties)
 
     def ships_on(self, platform: str) -> bool:
         return not self.platforms or platform in self.platforms
@@ -77,6 +95,8 @@ class Manifest:
     targets: tuple[Target, ...]
     project: dict[str, Any]           # the [project] table, for METADATA (release/metadata.py)
     defaults: dict[str, object] = field(default_factory=dict)  # [tool.release.defaults]
+    # [tool.release.variant-providers]: the provider plugin of each property namespace
+    variant_providers: tuple[VariantProvider, ...] = ()
 
     def component(self, name: str) -> Component:
         for component in self.components:
@@ -405,6 +425,7 @@ def parse(pyproject: dict[str, Any], root: Path) -> Manifest:
         targets=tuple(_target(name, targets.table(name)) for name in targets.data),
         project=dict(project.data),
         defaults=_defaults(release.table("defaults")),
+        variant_providers=_providers(release.table("variant-providers")),
     )
     release.finish()
     if not manifest.variants or not manifest.targets or not manifest.components:
@@ -414,6 +435,7 @@ def parse(pyproject: dict[str, Any], root: Path) -> Manifest:
     _check_references(manifest)
     _check_dependency_graph(manifest)
     _check_project(manifest.project)
+    _check_variant_providers(manifest)
     core_metadata(manifest.project, root)  # every [project] key, validated before any work
     return manifest
 
@@ -426,7 +448,10 @@ def _variant(name: str, table: _Table, root: Path) -> Variant:
     config = table.string("config")
     distribution = table.string("distribution")
     platforms = table.strings("platforms")
+    properties = parse_properties(table.strings("properties"), where=f"{table.path}.properties")
     table.finish()
+    if properties:
+        check_label(name, where=f"{table.path} (the variant's name is its wheels' label)")
     for platform in platforms:
         if platform not in PLATFORMS:
             raise ConfigurationError(f"{table.path}.platforms has '{platform}'",
@@ -436,7 +461,36 @@ def _variant(name: str, table: _Table, root: Path) -> Variant:
                                  fix="a GPU variant names its provider package and data file; "
                                      "the CPU variant names neither")
     return Variant(name=name, distribution=distribution, provider=provider,
-                   config=root / config if config else None, platforms=platforms)
+                   config=root / config if config else None, platforms=platforms,
+                   properties=properties)
+
+
+def _providers(table: _Table) -> tuple[VariantProvider, ...]:
+    """[tool.release.variant-providers.<namespace>]: requires (and plugin-api)."""
+    providers = []
+    for namespace in table.data:
+        entry = table.table(namespace)
+        requires = entry.strings("requires")
+        plugin_api = entry.string("plugin-api")
+        entry.finish()
+        if not requires:
+            raise ConfigurationError(f"{entry.path}.requires is empty",
+                                     fix="name the provider plugin's distribution, e.g. "
+                                         "\"nvidia-variant-provider>=0.0.1,<1\"")
+        providers.append(VariantProvider(namespace, requires, plugin_api))
+    return tuple(providers)
+
+
+def _check_variant_providers(manifest: Manifest) -> None:
+    known = {provider.namespace for provider in manifest.variant_providers}
+    for variant in manifest.variants:
+        for namespace in variant.wheel_variant.namespaces:
+            if namespace not in known:
+                raise ConfigurationError(
+                    f"tool.release.variants.{variant.name}.properties use namespace "
+                    f"'{namespace}', which no provider judges",
+                    fix=f"add [tool.release.variant-providers.{namespace}] with requires = "
+                        "[the provider plugin]")
 
 
 def _defaults(table: _Table) -> dict[str, object]:

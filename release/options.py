@@ -39,6 +39,14 @@ class VerifyMode(StrEnum):
     NONE = "none"
 
 
+class Form(StrEnum):
+    """How a variant is distributed: its own distribution (``edgert-cu12``, the default, for
+    every installer) or a variant wheel of the project's distribution (PEP 825)."""
+
+    SEPARATE = "separate"
+    VARIANT = "variant"
+
+
 def default_cache_dir() -> Path:
     return Path.home() / ".cache" / "edgert-release"
 
@@ -57,6 +65,7 @@ class BuildOptions:
     cache_dir: Path | None = None     # None: default_cache_dir()
     ccache: bool = True               # use ccache as the compiler launcher when installed
     allow_unchecked: bool = False     # publish even if verify could not run a check here
+    form: Form = Form.SEPARATE        # variant: a PEP 825 variant wheel of the one distribution
 
 
 def _boolean(text: str) -> bool:
@@ -87,6 +96,7 @@ SETTINGS = (
     Setting("jobs", "jobs", "RELEASE_JOBS", int),
     Setting("cache_dir", "cache-dir", "RELEASE_CACHE_DIR", Path),
     Setting("ccache", "ccache", "RELEASE_CCACHE", _boolean),
+    Setting("form", "form", "RELEASE_FORM", Form),
 )
 KEYS = tuple(setting.key for setting in SETTINGS)
 

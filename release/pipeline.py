@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from release import _cmd, buildfolder, pins, sbom, tools, wheel
+from release import _cmd, buildfolder, pins, sbom, tools, wheel, wheel_variant
 from release.buildrecord import (
     RECORD_FILE,
     BuildRecord,
@@ -43,7 +43,7 @@ from release.errors import (
 from release.loader import Host
 from release.manifest import Component, Manifest, Target, Variant
 from release.metadata import core_metadata
-from release.options import BuildOptions, Stage, VerifyMode, default_cache_dir
+from release.options import BuildOptions, Form, Stage, VerifyMode, default_cache_dir
 from release.platform import (
     BuildRoute,
     Platform,
@@ -70,9 +70,11 @@ class BuildResult:
     build_dir: Path
     stages: dict[str, float] = field(default_factory=dict)
     verify: dict[str, Any] | None = None
+    variants_json: Path | None = None     # --form variant: the index beside the wheel
 
     def to_json(self) -> dict[str, Any]:
         return {"version": 1, "wheel": str(self.wheel) if self.wheel else None,
+                "variants_json": str(self.variants_json) if self.variants_json else None,
                 "size": self.wheel.stat().st_size if self.wheel else None,
                 "target": self.target, "variant": self.variant,
                 "stages": {name: round(seconds, 3) for name, seconds in self.stages.items()},
@@ -123,7 +125,9 @@ def make_plan(manifest: Manifest, options: BuildOptions, environ: Mapping[str, s
     wheel.source_date_epoch(environ)   # a bad SOURCE_DATE_EPOCH is refused before any work
     build_dir = options.build_dir or manifest.root / "build" / f"{target.name}-{variant.name}"
     components = manifest.components_for(variant.name)
-    distribution = declared.distribution or manifest.distribution
+    # a variant wheel belongs to the project's one distribution (PEP 825)
+    distribution = manifest.distribution if options.form is Form.VARIANT else \
+        declared.distribution or manifest.distribution
     return Plan(manifest=manifest, target=target, platform=platform, variant=variant,
                 distribution=distribution, components=components,
                 build_dir=build_dir.resolve(), options=options, environ=environ,
@@ -179,7 +183,7 @@ def run(manifest: Manifest, options: BuildOptions,
                          build_dir=plan.build_dir)
     steps: list[tuple[Stage, Callable[[Plan, _State], None]]] = [
         (Stage.CONFIGURE, _configure), (Stage.BUILD, _build), (Stage.INSTALL, _install),
-        (Stage.LAYOUT, _lay_out), (Stage.FIXUP, _fix_up), (Stage.REPAIR, _repair),
+        (Stage.LAYOUT, _lay_out), (Stage.FIXUP, _fix_up), (Stage.REPAIR, _repair_and_label),
         (Stage.VERIFY, _verify)]
     buildfolder.check_writable(options.out_dir)   # before any work, not after the build
     with buildfolder.locked(plan.build_dir), buildfolder.scratch(plan.build_dir) as scratch:
@@ -191,7 +195,13 @@ def run(manifest: Manifest, options: BuildOptions,
                 step(plan, state)
         result.verify = state.verify_report
         if state.wheel is not None:
+            # the index is merged before the wheel is published: a bad index stops both
+            index = None if state.variant_json is None else wheel_variant.merged_index(
+                options.out_dir, plan.distribution, manifest.version, state.variant_json)
             result.wheel = buildfolder.publish(state.wheel, options.out_dir).resolve()
+            if index is not None:
+                wheel_variant.write_atomically(*index)
+                result.variants_json = index[0]
     return result
 
 
@@ -201,6 +211,7 @@ class _State:
     wheel: Path | None = None
     verify_report: dict[str, Any] | None = None
     toolchain: tuple[sbom.Tool, ...] = ()    # what the variant's provisioning brought
+    variant_json: str | None = None          # --form variant: the wheel's variant.json
 
     @property
     def staging(self) -> Path:
@@ -479,10 +490,13 @@ def _requirements(manifest: Manifest, variant: str) -> list[str]:
     return [] if runtime is None else [runtime.requirement]
 
 
-def dist_info_files(manifest: Manifest, variant: str) -> tuple[str, dict[str, bytes]]:
+def dist_info_files(manifest: Manifest, variant: str, *, distribution: str | None = None
+                    ) -> tuple[str, dict[str, bytes]]:
     """The .dist-info folder name and its files but WHEEL and RECORD: METADATA,
-    top_level.txt, entry_points.txt when [project] declares any, and licenses/ (PEP 639)."""
-    distribution = manifest.variant(variant).distribution or manifest.distribution
+    top_level.txt, entry_points.txt when [project] declares any, and licenses/ (PEP 639).
+    ``distribution`` defaults to the variant's own (the separate form)."""
+    distribution = distribution or manifest.variant(variant).distribution or \
+        manifest.distribution
     metadata = core_metadata(manifest.project, manifest.root, name=distribution,
                              extra_requires=_requirements(manifest, variant))
     files = {"METADATA": metadata.text.encode("utf-8"),
@@ -507,7 +521,8 @@ def _toolchain(plan: Plan, state: _State) -> tuple[sbom.Tool, ...]:
 
 def _write_dist_info(plan: Plan, root: Path, platform_tag: str, *,
                      toolchain: tuple[sbom.Tool, ...]) -> None:
-    name, files = dist_info_files(plan.manifest, plan.variant.name)
+    name, files = dist_info_files(plan.manifest, plan.variant.name,
+                                  distribution=plan.distribution)
     files["WHEEL"] = wheel.wheel_text([f"{plan.platform.python_tag()}-{platform_tag}"]).encode()
     document = sbom.document(plan.record, files={path: (root / path).read_bytes()
                                                  for path in sbom.shipped_files(plan.record)},
@@ -543,6 +558,22 @@ def _repair(plan: Plan, state: _State) -> None:
     repaired = plan.platform.repair(repair_request(plan.record, state.wheel, out_dir))
     wheel.normalize(repaired, epoch=wheel.source_date_epoch(plan.environ))
     state.wheel = repaired
+
+
+def _repair_and_label(plan: Plan, state: _State) -> None:
+    """The repair stage; in the variant form the repaired wheel then becomes the variant
+    wheel: ``.dist-info/variant.json`` added, the label appended to its file name."""
+    _repair(plan, state)
+    if plan.options.form is not Form.VARIANT:
+        return
+    assert state.wheel is not None
+    declared = plan.manifest.variant(plan.variant.name)
+    out_dir = state.scratch / "variant"
+    out_dir.mkdir()
+    state.wheel, state.variant_json = wheel_variant.make_variant_wheel(
+        state.wheel, out_dir, declared.wheel_variant, plan.manifest.variant_providers,
+        epoch=wheel.source_date_epoch(plan.environ))
+    log.info("variant wheel %s", state.wheel.name)
 
 
 def _verify(plan: Plan, state: _State) -> None:

@@ -17,6 +17,14 @@ collects every finding before deciding (docs/release.md):
                 every shipped component with the sha256 of the file the wheel holds, and the
                 toolchain that built them
   verify        ``python -m release verify --static`` on every wheel: its errors are the set's
+  variants      a set of variant wheels (PEP 825, ``build --form variant``): one wheel of the
+                project's distribution per label, and ``<name>-<version>-variants.json``
+                beside them, equal to the index variantlib merges from the wheels' own
+                variant.json files (``--write-variants-json`` writes it first)
+
+A variant wheel covers its matrix entry like the variant's separate distribution does; the
+CPU entry is covered by the plain ``edgert`` wheel (what installers without variant support
+install) or by its null variant.
 """
 
 from __future__ import annotations
@@ -46,6 +54,14 @@ from release.verify.archive import Member, StreamRequest, list_members, read_mem
 from release.verify.options import Limits, VerifyOptions
 from release.verify.report import Report
 from release.wheel import WheelName, normalize_distribution, parse_metadata
+from release.wheel_variant import (
+    DIST_INFO_FILE,
+    INDEX_SUFFIX,
+    index_name,
+    index_text,
+    read_dist_info,
+    read_index,
+)
 
 JSON_VERSION = 1
 _MEMBER_LIMIT = 1 << 20      # METADATA and the build record are small; refuse anything larger
@@ -64,6 +80,7 @@ class WheelFacts:
     metadata: Message
     record: BuildRecord | None
     sbom: bytes | None = None                       # .dist-info/sboms/<package>.cdx.json
+    variant_json: str | None = None                 # .dist-info/variant.json (PEP 825)
     digests: Mapping[str, str] = field(default_factory=dict)   # shipped file -> sha256
 
 
@@ -126,6 +143,7 @@ def read_wheel(path: Path, package: str) -> WheelFacts:
         record = None if data is None else BuildRecord.from_json(
             data, where=f"{path.name}:{package}/{RECORD_FILE}")
         document = _member(path, members, f"{name.dist_info}/{sbom.file_name(package)}")
+        variant = _member(path, members, f"{name.dist_info}/{DIST_INFO_FILE}")
         digests = {} if record is None else {
             file: _sha256(path, members[file]) for file in sbom.shipped_files(record)
             if file in members}
@@ -134,7 +152,8 @@ def read_wheel(path: Path, package: str) -> WheelFacts:
     return WheelFacts(
         path=path, name=name,
         metadata=parse_metadata((metadata or b"").decode("utf-8", errors="replace")),
-        record=record, sbom=document, digests=digests)
+        record=record, sbom=document, digests=digests,
+        variant_json=None if variant is None else variant.decode("utf-8", errors="replace"))
 
 
 def _sha256(path: Path, member: Member) -> str:
@@ -183,10 +202,13 @@ def glibc_of(policy: str) -> tuple[int, int] | None:
 def _files(folder: Path, wheels: Sequence[Path], manifest: Manifest) -> list[Finding]:
     """Every file is a wheel or the project's one sdist."""
     sdist = f"{normalize_distribution(manifest.distribution)}-"
-    findings = [_error("files", path.name, "is neither a wheel nor the sdist",
+    index = index_name(manifest.distribution, manifest.version)
+    findings = [_error("files", path.name, "is neither a wheel nor the sdist (nor the "
+                       f"variants index {index})",
                        fix="remove it: the publish step uploads everything in the folder")
                 for path in sorted(folder.iterdir())
-                if path.suffix != ".whl" and not path.name.endswith(".tar.gz")]
+                if path.suffix != ".whl" and not path.name.endswith(".tar.gz")
+                and not (path.name.endswith(INDEX_SUFFIX) and path.name == index)]
     sdists = sorted(p.name for p in folder.glob("*.tar.gz"))
     findings += [_error("files", name, "is not the sdist of "
                         f"{manifest.distribution}", fix="remove it")
@@ -307,13 +329,81 @@ def _entry_of(facts: WheelFacts, entries: Mapping[tuple[str, str], MatrixEntry]
         return None, [_error("matrix", facts.path.name, f"{record.target} x {record.variant} "
                              "is not in the manifest's release matrix",
                              fix="remove it, or declare its target and variant")]
-    wanted = normalize_distribution(entry.distribution)
+    # a variant wheel belongs to the project's distribution; a separate one to the variant's
+    distribution = record.distribution if facts.name.variant is not None else \
+        entry.distribution
+    wanted = normalize_distribution(distribution)
     if normalize_distribution(facts.metadata.get("Name", "")) != wanted or \
             facts.name.distribution.lower() != wanted:
-        return entry, [_error("matrix", facts.path.name, f"is not named {entry.distribution}, "
+        return entry, [_error("matrix", facts.path.name, f"is not named {distribution}, "
                               f"the {entry.variant.name} variant's distribution",
                               fix="rebuild it through the pipeline")]
     return entry, []
+
+
+def _variant_findings(facts: WheelFacts, entry: MatrixEntry, project: str) -> list[Finding]:
+    """A variant wheel: the project's distribution, the label and properties its variant
+    declares (the provider's check judges the properties against the wheel)."""
+    label = facts.name.variant
+    if label is None:
+        return []
+    if normalize_distribution(facts.name.distribution) != normalize_distribution(project):
+        return [_error("variants", facts.path.name, f"a variant wheel of "
+                       f"{facts.name.distribution}, not of {project}",
+                       fix="build it with --form variant (one distribution for every variant)")]
+    if facts.variant_json is None:
+        return [_error("variants", facts.path.name, f"has a variant label but no "
+                       f"{DIST_INFO_FILE}", fix="rebuild it with --form variant")]
+    try:
+        found = read_dist_info(facts.variant_json, label=label, where=facts.path.name)
+    except ReleaseError as error:
+        return [_error("variants", facts.path.name, error.what, fix=error.fix)]
+    declared = entry.variant.wheel_variant
+    if (found.label, found.properties) != (declared.label, declared.properties):
+        return [_error("variants", facts.path.name, f"claims label '{found.label}' with "
+                       f"{', '.join(found.properties) or 'no properties'}; variant "
+                       f"{entry.variant.name} declares '{declared.label}' with "
+                       f"{', '.join(declared.properties) or 'no properties'}",
+                       fix=f"rebuild it from [tool.release.variants.{entry.variant.name}]")]
+    return []
+
+
+def _index(folder: Path, manifest: Manifest, version: str, variants: Sequence[WheelFacts],
+           write: bool) -> list[Finding]:
+    """The variants.json of the set: written from the wheels when asked, else compared."""
+    name = index_name(manifest.distribution, version)
+    path = folder / name
+    texts = [facts.variant_json for facts in variants if facts.variant_json is not None]
+    if not texts:
+        return [_error("variants", name, "no variant wheel for this index",
+                       fix="remove it, or add the variant wheels")] if path.exists() else []
+    try:
+        wanted = index_text(texts)
+    except ReleaseError as error:
+        return [_error("variants", name, error.what, fix=error.fix)]
+    except ValueError as error:      # variantlib: a label claimed with two property sets
+        return [_error("variants", name, f"the wheels disagree: {error}",
+                       fix="rebuild every variant wheel from one commit")]
+    fix = "run python -m release check-set --write-variants-json on the folder"
+    if write:
+        partial = path.with_name(path.name + ".partial")
+        partial.write_text(wanted, encoding="utf-8")
+        partial.replace(path)
+    if not path.is_file():
+        return [_error("variants", name, "is missing: variant-aware installers read the "
+                       "labels' properties from it", fix=fix)]
+    try:
+        found = read_index(path.read_bytes(), where=name)
+    except ReleaseError as error:
+        return [_error("variants", name, error.what, fix=error.fix)]
+    expected = read_index(wanted, where=name)
+    differ = sorted(label for label in {*found, *expected}
+                    if found.get(label) != expected.get(label))
+    if differ:
+        return [_error("variants", name, f"disagrees with the wheels on "
+                       f"{', '.join(differ)} (listed: {', '.join(sorted(found)) or 'none'}; "
+                       f"wheels: {', '.join(sorted(expected))})", fix=fix)]
+    return []
 
 
 def _wheel_findings(facts: WheelFacts, entry: MatrixEntry, *, version: str,
@@ -321,15 +411,29 @@ def _wheel_findings(facts: WheelFacts, entry: MatrixEntry, *, version: str,
     report, findings = _verified(facts, verify)
     findings += _versions(facts, version) + _tags(facts, entry, images)
     findings += _requirements(facts, entry.variant) + _sbom(facts)
+    findings += _variant_findings(facts, entry, record_distribution(facts))
     if report is not None:
         findings += _claims(facts, entry.variant, report)
     return findings
 
 
+def record_distribution(facts: WheelFacts) -> str:
+    return facts.record.distribution if facts.record is not None else facts.name.distribution
+
+
 def _coverage(report: SetReport, entries: Sequence[MatrixEntry],
-              found: Mapping[str, list[str]]) -> None:
+              found: Mapping[str, list[str]], variant_found: Mapping[str, list[str]]) -> None:
     for entry in entries:
-        wheels = found.get(entry.name, [])
+        separate, variant = found.get(entry.name, []), variant_found.get(entry.name, [])
+        # in a set of variant wheels a GPU entry is covered by its variant wheel (its
+        # separate wheel may be there too), the CPU entry by its plain wheel (what
+        # installers without variant support install) or, without one, its null variant
+        if not variant_found or len(separate) > 1:
+            wheels = separate
+        elif entry.variant.properties or len(variant) > 1:
+            wheels = variant
+        else:
+            wheels = separate or variant
         if not entry.route.buildable:
             report.not_buildable[entry.name] = entry.route.detail
             if wheels:
@@ -347,7 +451,8 @@ def _coverage(report: SetReport, entries: Sequence[MatrixEntry],
 
 def check_release_set(folder: Path, manifest: Manifest, *, expect_version: str | None = None,
                       verify: Verifier | None = None,
-                      entries: Sequence[MatrixEntry] | None = None) -> SetReport:
+                      entries: Sequence[MatrixEntry] | None = None,
+                      write_index: bool = False) -> SetReport:
     """Checks the distributions in ``folder`` against the release ``manifest`` describes;
     ``verify`` defaults to verify --static with the project's providers."""
     if not folder.is_dir():
@@ -368,6 +473,8 @@ def check_release_set(folder: Path, manifest: Manifest, *, expect_version: str |
     by_key = {(e.target.name, e.variant.name): e for e in entries}
     images = manylinux_images(manifest.root / "pyproject.toml")
     found: dict[str, list[str]] = {}
+    variant_found: dict[str, list[str]] = {}
+    variants: list[WheelFacts] = []
     for path in wheels:
         try:
             facts = read_wheel(path, manifest.package)
@@ -378,8 +485,13 @@ def check_release_set(folder: Path, manifest: Manifest, *, expect_version: str |
         report.findings.extend(problems)
         if entry is None:
             continue
-        found.setdefault(entry.name, []).append(path.name)
+        if facts.name.variant is None:
+            found.setdefault(entry.name, []).append(path.name)
+        else:
+            variant_found.setdefault(entry.name, []).append(path.name)
+            variants.append(facts)
         report.findings.extend(_wheel_findings(facts, entry, version=version, images=images,
                                                verify=verify))
-    _coverage(report, entries, found)
+    report.findings.extend(_index(folder, manifest, version, variants, write_index))
+    _coverage(report, entries, found, variant_found)
     return report

@@ -35,19 +35,23 @@ class WheelName:
     python: str
     abi: str
     platform: str
+    variant: str | None = None   # a variant wheel's label (PEP 825); None: not a variant wheel
 
     @classmethod
     def parse(cls, filename: str) -> WheelName:
-        match = re.fullmatch(r"([^-]+)-([^-]+)(?:-\d[^-]*)?-([^-]+)-([^-]+)-([^-]+)\.whl",
-                             filename)
+        """A wheel's file name, a variant wheel's too (its label last, PEP 825)."""
+        match = re.fullmatch(r"([^-]+)-([^-]+)(?:-\d[^-]*)?-([^-]+)-([^-]+)-([^-]+)"
+                             r"(?:-([0-9a-z._]+))?\.whl", filename)
         if match is None:
             raise WheelError(f"'{filename}' is not a wheel file name",
-                             fix="expected name-version-python-abi-platform.whl")
+                             fix="expected name-version-python-abi-platform.whl (a variant "
+                                 "wheel: name-version-python-abi-platform-label.whl)")
         return cls(*match.groups())
 
     @property
     def filename(self) -> str:
-        return f"{self.distribution}-{self.version}-{self.tag}.whl"
+        label = "" if self.variant is None else f"-{self.variant}"
+        return f"{self.distribution}-{self.version}-{self.tag}{label}.whl"
 
     @property
     def tag(self) -> str:

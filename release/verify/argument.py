@@ -4,6 +4,7 @@ imports a check, a platform or a tool, so bad input is refused in a fraction of 
 
 from __future__ import annotations
 
+import re
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,8 +26,28 @@ class WheelArgument:
         return tuple(sorted({tag.platform for tag in self.name_tags}))
 
 
+def variant_label(name: str) -> str | None:
+    """A variant wheel's label (PEP 825: the last part of its file name); None for a wheel
+    that is not a variant wheel (or a name that is no wheel's)."""
+    if not name.endswith(".whl"):
+        return None
+    parts = name[:-len(".whl")].split("-")
+    # name-version(-build)-python-abi-platform-label: six parts are a build tag when the
+    # third starts with a digit (as installers read them), else a label
+    if len(parts) == 7 or (len(parts) == 6 and not parts[2][:1].isdigit()):
+        return parts[-1] if _LABEL.fullmatch(parts[-1]) else None
+    return None
+
+
+_LABEL = re.compile(r"[0-9a-z._]+")
+
+
 def file_name_tags(name: str) -> tuple[Tag, ...]:
-    """The tags a wheel's file name promises, sorted; () for a name that is not a wheel's."""
+    """The tags a wheel's file name promises, sorted; () for a name that is not a wheel's.
+    A variant wheel promises the tags of its name without the label."""
+    label = variant_label(name)
+    if label is not None:
+        name = name[:-len(f"-{label}.whl")] + ".whl"
     try:
         _, _, _, tags = parse_wheel_filename(name)
     except (InvalidWheelFilename, InvalidVersion):

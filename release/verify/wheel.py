@@ -169,6 +169,7 @@ class WheelModel:
     global_openers: tuple[str, ...] = ()
     dist_info: str = ""        # the .dist-info folder's name ("demo-1.0.dist-info")
     wheel_version: str = ""    # WHEEL's Wheel-Version ("" when it has none)
+    variant_json: str | None = None         # .dist-info/variant.json of a variant wheel (PEP 825)
     # every folder that holds a file of the wheel ("" for the top), for O(1) lookups
     folders: frozenset[str] = field(init=False, repr=False, compare=False)
 
@@ -229,7 +230,8 @@ def open_wheel(archive: Path, destination: Path, *, extract_all: bool, prefixes:
         findings=tuple(findings), configs=_read_configs(archive, members, options),
         digests={s.name: s.sha256 for s in streamed},
         init_modules=_read_init_modules(archive, members, options), dist_info=dist_info,
-        wheel_version=parse_wheel_version(wheel_text))
+        wheel_version=parse_wheel_version(wheel_text),
+        variant_json=texts.get(f"{dist_info}/variant.json"))
 
 
 def _stream_all(archive: Path, members: list[Member], request: StreamRequest,
@@ -287,14 +289,14 @@ def _read_binary(archive: Path, entry: Member, member: StreamedMember,
 def _read_texts(archive: Path, members: list[Member], options: VerifyOptions) -> dict[str, str]:
     wanted = [m for m in members if m.declared_size <= _TEXT_LIMIT and (
         m.name.count("/") == 1 and (m.name.endswith(("/METADATA", "/WHEEL", "/RECORD",
-                                                     "/" + RECORD_FILE))))]
+                                                     "/variant.json", "/" + RECORD_FILE))))]
     return {m.name: read_member(archive, m, options.limits).decode("utf-8", "replace")
             for m in wanted}
 
 
 CONFIG_SUFFIXES = (".cmake", ".pc")
-# what verify keeps whole in memory (METADATA, WHEEL, RECORD, the build record, the shipped
-# .cmake/.pc files, the top-level __init__.py files), all together
+# what verify keeps whole in memory (METADATA, WHEEL, RECORD, variant.json, the build record,
+# the shipped .cmake/.pc files, the top-level __init__.py files), all together
 READ_WHOLE_LIMIT = 64 << 20
 
 
@@ -303,7 +305,8 @@ def _read_whole(member: Member) -> bool:
     return member.declared_size <= _TEXT_LIMIT and (
         name.endswith(CONFIG_SUFFIXES)
         or (name.count("/") == 1 and name.endswith(("/METADATA", "/WHEEL", "/RECORD",
-                                                    "/" + RECORD_FILE, "/__init__.py"))))
+                                                    "/variant.json", "/" + RECORD_FILE,
+                                                    "/__init__.py"))))
 
 
 def _check_read_whole(archive: Path, members: list[Member]) -> None:

@@ -162,3 +162,32 @@ def test_standalone_verify_provisions_the_declared_runtime(cuda_wheel, tmp_path:
     report = json.loads(offline.stdout)
     assert report["checks"]["load-matrix"] == "not run (environment)"
     assert not [f for f in report["findings"] if f["severity"] == "error"], report["findings"]
+
+
+def test_the_variant_form_is_the_same_build_as_a_variant_wheel_of_edgert(
+        cuda_wheel, tmp_path: Path) -> None:
+    """build --form variant (PEP 825) from the same build folder: the one distribution's
+    wheel with the label and variant.json, the properties verify proves against the fatbin
+    and the runtime, the index beside it, and the same shipped files as the separate wheel."""
+    from release.options import Form
+    from release.wheel_variant import read_dist_info, read_index
+    variant, separate = cuda_wheel
+    loaded = manifest.load(ROOT)
+    result = run(loaded, BuildOptions(platform="linux", variant=variant, out_dir=tmp_path,
+                                      verify=VerifyMode.STATIC, form=Form.VARIANT))
+    assert result.wheel is not None and result.variants_json is not None
+    name = WheelName.parse(result.wheel.name)
+    assert (name.distribution, name.variant) == ("edgert", variant)
+    with zipfile.ZipFile(result.wheel) as archive:
+        variant_entries = {n: archive.read(n) for n in archive.namelist()}
+    with zipfile.ZipFile(separate.wheel) as archive:
+        separate_entries = {n: archive.read(n) for n in archive.namelist()}
+    claimed = read_dist_info(variant_entries["edgert-0.1.0.dist-info/variant.json"],
+                             label=variant, where="variant.json")
+    assert claimed.properties == loaded.variant(variant).properties
+    assert read_index(result.variants_json.read_bytes(), where="index") == \
+        {variant: claimed.properties}
+    assert result.verify is not None and result.verify["checks"]["variant-properties"] == "ran"
+    assert not [f for f in result.verify["findings"] if f["severity"] == "error"]
+    shipped = {n for n in separate_entries if ".dist-info/" not in n} - {"edgert/_release.json"}
+    assert shipped and all(variant_entries[n] == separate_entries[n] for n in shipped)

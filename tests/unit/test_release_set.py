@@ -22,7 +22,8 @@ from release.matrix import MatrixEntry, release_matrix
 from release.platform import get_platform
 from release.verify.options import VerifyOptions
 from release.verify.report import Report
-from release.wheel import normalize_distribution, wheel_text, write_wheel
+from release.wheel import normalize_distribution, read_entries, wheel_text, write_wheel
+from release.wheel_variant import make_variant_wheel
 from tests.conftest import ROOT
 
 MANIFEST = manifest.load(ROOT)
@@ -44,7 +45,8 @@ def write_synthetic_wheel(folder: Path, entry: MatrixEntry, *, version: str = "0
     record = pipeline.build_record(
         loaded, platform, variant, target=entry.target, distribution=entry.distribution,
         components=loaded.components_for(entry.variant.name))
-    dist_info, files = pipeline.dist_info_files(loaded, entry.variant.name)
+    dist_info, files = pipeline.dist_info_files(loaded, entry.variant.name,
+                                                distribution=entry.distribution)
     tag = platform_tag or (f"manylinux_2_28_{entry.target.arch}"
                            if entry.target.platform == "linux"
                            else platform.wheel_platform_tag(entry.target))
@@ -73,7 +75,8 @@ def write_sdist(folder: Path, version: str = "0.1.0") -> Path:
 
 
 def passing_verify(path: Path) -> Report:
-    return Report(wheel=path.name, static=True, checks={"components": "ran", "coverage": "ran"})
+    return Report(wheel=path.name, static=True, checks={"components": "ran", "coverage": "ran",
+                                                        "variant-properties": "ran"})
 
 
 @pytest.fixture
@@ -288,3 +291,75 @@ def test_each_wheel_carries_an_sbom_naming_its_files_and_toolchain(
     found = only_error(tmp_path / "dist")
     assert found.check == "sbom" and words in found.what
     assert found.file.startswith("edgert-0.1.0-cp39-abi3-manylinux_2_28_x86_64")
+
+
+def _variant_set(folder: Path, *, null_only: bool = False) -> dict[str, Path]:
+    """The Linux entries as variant wheels of the one distribution (PEP 825), the CPU ones
+    also as plain wheels unless ``null_only``; the other entries as before. Returns the
+    linux-x86_64 ones by variant name."""
+    scratch = folder / "scratch"
+    scratch.mkdir()
+    made = {}
+    for item in BUILDABLE:
+        if item.target.platform != "linux":
+            write_synthetic_wheel(folder, item)
+            continue
+        plain = write_synthetic_wheel(
+            scratch, dataclasses.replace(item, distribution=MANIFEST.distribution))
+        path, _ = make_variant_wheel(plain, folder, item.variant.wheel_variant,
+                                     MANIFEST.variant_providers, epoch=315532800)
+        plain.unlink()
+        if item.target.name == "linux-x86_64":
+            made[item.variant.name] = path
+        if item.variant.name == "cpu" and not null_only:
+            written = write_synthetic_wheel(folder, item)
+            if item.target.name == "linux-x86_64":
+                made["plain"] = written
+    scratch.rmdir()
+    write_sdist(folder)
+    return made
+
+
+def test_a_set_of_variant_wheels_passes_once_its_index_is_written(tmp_path: Path) -> None:
+    made = _variant_set(tmp_path)
+    assert made["cu12"].name == "edgert-0.1.0-cp39-abi3-manylinux_2_28_x86_64-cu12.whl"
+    missing = only_error(tmp_path)
+    assert (missing.check, missing.file) == ("variants", "edgert-0.1.0-variants.json")
+    assert "missing" in missing.what
+    assert errors(tmp_path, write_index=True) == []
+    index = json.loads((tmp_path / "edgert-0.1.0-variants.json").read_text())
+    assert set(index["variants"]) == {"null", "cu12", "cu13"}
+    report = release_set.check_release_set(tmp_path, MANIFEST, verify=passing_verify)
+    assert report.wheels["linux-x86_64-cu12"] == made["cu12"].name
+    assert report.wheels["linux-x86_64-cpu"] == made["plain"].name
+
+
+def test_the_null_variant_covers_the_cpu_entry_without_a_plain_wheel(tmp_path: Path) -> None:
+    made = _variant_set(tmp_path, null_only=True)
+    assert errors(tmp_path, write_index=True) == []
+    report = release_set.check_release_set(tmp_path, MANIFEST, verify=passing_verify)
+    assert report.wheels["linux-x86_64-cpu"] == made["cpu"].name
+
+
+def test_a_stale_index_and_a_missing_variant_wheel_are_errors(tmp_path: Path) -> None:
+    _variant_set(tmp_path)
+    assert errors(tmp_path, write_index=True) == []
+    for path in tmp_path.glob("*-cu13.whl"):     # every target's cu13 wheel
+        path.unlink()
+    found = errors(tmp_path)
+    stale = [f.what for f in found if f.file == "edgert-0.1.0-variants.json"]
+    assert len(stale) == 1 and "disagrees with the wheels on cu13" in stale[0]
+    assert {f.what for f in found if f.check == "matrix"} == {
+        f"linux-{arch}-cu13: expected one wheel, found 0" for arch in ("x86_64", "aarch64")}
+
+
+def test_a_variant_wheel_must_claim_its_variant_s_properties(tmp_path: Path) -> None:
+    made = _variant_set(tmp_path)
+    path = made["cu12"]
+    files = read_entries(path)
+    name = "edgert-0.1.0.dist-info/variant.json"
+    files[name] = (files[name][0].replace(b'"75_real",', b""), 0o644)
+    write_wheel(path, files, dist_info="edgert-0.1.0.dist-info", epoch=315532800)
+    found = [f for f in errors(tmp_path, write_index=True) if f.file == path.name]
+    assert len(found) == 1 and found[0].check == "variants"
+    assert "variant cu12 declares 'cu12' with" in found[0].what

@@ -22,6 +22,7 @@ from release.verify.checks import (
     private_copies,
     sdk_routes,
     search_path,
+    variant,
 )
 from release.verify.context import VerifyContext
 from release.verify.wheel import WheelModel
@@ -46,4 +47,5 @@ CHECKS: tuple[Check, ...] = (
     metadata_tags,
     load_matrix,
     sdk_routes,
+    variant,
 )

@@ -14,6 +14,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import InvalidVersion, Version
 
 from release.findings import Finding, Severity
+from release.verify.argument import variant_label
 from release.verify.checks._common import finding
 from release.verify.context import VerifyContext
 from release.verify.wheel import WheelModel
@@ -106,8 +107,12 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
 
 def identity_findings(wheel: WheelModel) -> list[Finding]:
     """The check's findings; it needs nothing but the wheel (repair uses it on its input)."""
+    filename = wheel.filename
+    label = variant_label(filename)
+    if label is not None:    # a variant wheel (PEP 825): its name less the label
+        filename = filename[:-len(f"-{label}.whl")] + ".whl"
     try:
-        name, version, _, tags = parse_wheel_filename(wheel.filename)
+        name, version, _, tags = parse_wheel_filename(filename)
     except (InvalidWheelFilename, InvalidVersion) as error:
         return [finding(NAME, Severity.ERROR, "", f"'{wheel.filename}' is not a valid wheel "
                         f"file name ({error})", fix="use the name the builder gave the wheel")]
