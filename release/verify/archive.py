@@ -571,6 +571,30 @@ def read_member(archive: Path, member: Member, limits: Limits) -> bytes:
         os.close(descriptor)
 
 
+def read_member_range(archive: Path, member: Member, start: int, size: int) -> bytes:
+    """Bytes [start, start + size) of one member, inflating it once and keeping only that
+    range (a section of a large library), with the same size and CRC-32 checks."""
+    descriptor = os.open(archive, os.O_RDONLY)
+    try:
+        parts, produced, crc, end = [], 0, 0, start + size
+        for chunk in _chunks(archive, descriptor, member, _data_offset(archive, descriptor,
+                                                                       member)):
+            begin, produced = produced, produced + len(chunk)
+            if produced > member.declared_size:
+                raise WheelError(f"{archive.name}: '{member.name}' expands past its declared "
+                                 f"{member.declared_size} bytes", fix="rebuild the wheel")
+            crc = zlib.crc32(chunk, crc)
+            if produced > start and begin < end:
+                parts.append(chunk[max(0, start - begin):end - begin])
+        if produced != member.declared_size:
+            raise WheelError(f"{archive.name}: '{member.name}' holds {produced} bytes but its "
+                             f"header says {member.declared_size}", fix="rebuild the wheel")
+        _check_crc(archive, member, crc)
+        return b"".join(parts)
+    finally:
+        os.close(descriptor)
+
+
 def member_head(archive: Path, member: Member, size: int = 64) -> bytes:
     """The first ``size`` bytes of one member (format detection), inflating at most one
     chunk; the CRC-32 is checked when the member is read whole."""

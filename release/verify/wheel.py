@@ -38,6 +38,7 @@ from release.verify.archive import (
     list_members,
     path_problem,
     read_member,
+    read_member_range,
     stream_member,
 )
 from release.verify.argument import file_name_tags
@@ -135,8 +136,8 @@ class BinaryFile:
             with self.extracted_path.open("rb") as handle:
                 handle.seek(section.offset)
                 data = handle.read(section.size)
-        else:
-            data = self.read_bytes()[section.offset:section.offset + section.size]
+        else:   # only the section's bytes are kept, not the whole member
+            data = read_member_range(self.archive, self.member, section.offset, section.size)
         if len(data) != section.size:
             raise BinaryFormatError(f"{self.path}: section {name} is truncated",
                                     fix="rebuild the wheel")
