@@ -52,6 +52,11 @@ typedef struct edgert_program edgert_program;
 EDGERT_API const char* edgert_version(void);
 /* The message of the last failed call on this thread ("" when none). */
 EDGERT_API const char* edgert_last_error(void);
+/* A note of the last successful edgert_program_load_* on this thread that is not an error
+ * ("" when none; each load call clears it). Today: a program of format version 1, which
+ * carries no checksum, so corruption of its bytes cannot be detected (save it again with the
+ * current writer to get version 2; docs/program-format.md). */
+EDGERT_API const char* edgert_last_warning(void);
 EDGERT_API size_t edgert_dtype_size(edgert_dtype dtype);
 
 /* Maps the file (path in UTF-8) read-only, private: constants are read in place from the
@@ -72,6 +77,9 @@ EDGERT_API edgert_status edgert_program_load_borrowed(const void* data, size_t s
                                                       void (*release)(void* context),
                                                       void* context, edgert_program** program);
 EDGERT_API void edgert_program_free(edgert_program* program);
+/* The program format version the program was read from (1: no checksum, 2: checksummed); 0
+ * for a null program. */
+EDGERT_API uint32_t edgert_program_format_version(const edgert_program* program);
 
 /* Comma-separated backend names tried in order before the plain kernels ("" uses none);
  * by default every registered backend that reports itself available is tried. Takes effect
