@@ -336,3 +336,13 @@ def test_the_target_and_variable_forms_link_the_same(
     assert "backend cpu" not in without, without
     outputs = [line for line in reports["targets"].splitlines() if "output" in line]
     assert outputs == [line for line in without.splitlines() if "output" in line]
+
+
+def test_asking_the_cpu_build_for_backend_cuda_says_which_build_it_is(
+        native_install: NativeInstall, tmp_path: Path, cmake_new: Path) -> None:
+    source = _project(tmp_path / "src", "find_package(edgert REQUIRED COMPONENTS backend_cuda)\n")
+    configured = _configure(cmake_new, source, tmp_path / "build", native_install.prefix)
+    assert configured.returncode != 0
+    text = " ".join((configured.stdout + configured.stderr).split())
+    assert ("edgert has no component 'backend_cuda': this is the CPU build of edgert; install "
+            "edgert-cu12 or edgert-cu13 for backend_cuda") in text, text

@@ -161,13 +161,25 @@ EDGERT_API edgert_status edgert_program_output(const edgert_program* program, si
                                                edgert_dtype* dtype, const int64_t** shape,
                                                size_t* ndim, const void** data, size_t* nbytes);
 
-/* The registries, sorted by name; owner is the path of the registering library or "". */
+/* The registries, sorted by name; owner is the path of the registering library or "".
+ * edgert_backend_* lists every backend installed and loaded (registered), whether or not it
+ * can run on this machine: a CUDA build's "cuda" is listed without a GPU. */
 EDGERT_API size_t edgert_operator_count(void);
 EDGERT_API const char* edgert_operator_name(size_t index);
 EDGERT_API const char* edgert_operator_owner(size_t index);
 EDGERT_API size_t edgert_backend_count(void);
 EDGERT_API const char* edgert_backend_name(size_t index);
 EDGERT_API const char* edgert_backend_owner(size_t index);
+
+/* The backends that can run here: the registered ones whose device and driver are present
+ * (probed on first use; "cpu" always), sorted by name. Index past the end: NULL. */
+EDGERT_API size_t edgert_available_backend_count(void);
+EDGERT_API const char* edgert_available_backend_name(size_t index);
+/* EDGERT_OK when the backend `name` can run here; EDGERT_ERROR_UNAVAILABLE when it is
+ * registered but cannot (no GPU, no driver: edgert_last_error() says why);
+ * EDGERT_ERROR_NOT_FOUND when no loaded library registers it (for "cuda" on the CPU build the
+ * message says so and which distribution to install). */
+EDGERT_API edgert_status edgert_backend_available(const char* name);
 
 #ifdef __cplusplus
 }  /* extern "C" */

@@ -500,4 +500,46 @@ const char* edgert_backend_owner(size_t index) {
   return guarded_value<const char*>(nullptr, [&] { return edgert::registry::backend_owner(index); });
 }
 
+edgert_status edgert_backend_available(const char* name) {
+  if (name == nullptr) return fail(EDGERT_ERROR_INVALID_ARGUMENT, "null backend name");
+  return guarded([&] {
+    edgert::Backend* backend = edgert::find_backend(name);
+    if (backend == nullptr) {
+      return fail(EDGERT_ERROR_NOT_FOUND, edgert::unknown_backend_message(name));
+    }
+    const edgert::Status available = backend->available();
+    if (available.ok()) return EDGERT_OK;
+    return fail(EDGERT_ERROR_UNAVAILABLE,
+                "backend '" + std::string(name) + "' is unavailable: " + available.message());
+  });
+}
+
+namespace {
+
+// The index-th registered backend (by name) whose available() is Ok, or null.
+const char* nth_available_backend(size_t index) {
+  const size_t count = edgert::registry::backend_count();
+  for (size_t i = 0; i < count; ++i) {
+    const char* name = edgert::registry::backend_name(i);
+    edgert::Backend* backend = name ? edgert::find_backend(name) : nullptr;
+    if (backend == nullptr || !backend->available().ok()) continue;
+    if (index-- == 0) return name;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+size_t edgert_available_backend_count(void) {
+  return guarded_value(size_t{0}, [] {
+    size_t count = 0;
+    while (nth_available_backend(count) != nullptr) ++count;
+    return count;
+  });
+}
+
+const char* edgert_available_backend_name(size_t index) {
+  return guarded_value<const char*>(nullptr, [&] { return nth_available_backend(index); });
+}
+
 }  // extern "C"
