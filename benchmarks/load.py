@@ -41,14 +41,14 @@ def median_ms(load: Callable[[], object]) -> float:
     return statistics.median(times)
 
 
-def constant_program(constant: np.ndarray) -> bytes:
+def constant_program(constant: np.ndarray, version: int) -> bytes:
     """out = relu(x) and the constant itself as a second output (x: 16 floats)."""
-    from edgert.export import ProgramBuilder
+    from edgert.export import ProgramBuilder, write_program
 
     builder = ProgramBuilder()
     builder.output(builder.op("edgert::relu", [builder.input("float32", (16,))]))
     builder.output(builder.constant(constant))
-    return builder.to_bytes()
+    return write_program(builder.program, version=version)
 
 
 def main() -> int:
@@ -56,6 +56,8 @@ def main() -> int:
     parser.add_argument("--prefix", type=Path, default=DEFAULT_PREFIX,
                         help="an installed tree holding the edgert package")
     parser.add_argument("--mib", type=int, default=256, help="size of the constant in MiB")
+    parser.add_argument("--format-version", type=int, choices=(1, 2), default=2,
+                        help="program format version to write (1: no checksum to check at load)")
     arguments = parser.parse_args()
     sys.path.insert(0, str(arguments.prefix))
     import edgert
@@ -65,7 +67,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="edgert-load-") as folder:
         program_file, npy_file, raw_file = (Path(folder) / name for name in
                                             ("constant.edgert", "constant.npy", "constant.raw"))
-        data = constant_program(constant)
+        data = constant_program(constant, arguments.format_version)
         save_program(data, program_file)
         np.save(npy_file, constant)
         constant.tofile(raw_file)
@@ -78,8 +80,8 @@ def main() -> int:
             "numpy.load(mmap_mode='r')": median_ms(lambda: np.load(npy_file, mmap_mode="r")),
         }
         program = edgert.load(program_file)
-        print(f"one {arguments.mib} MiB float32 constant; constants: "
-              f"{program.memory_plan.constants}")
+        print(f"one {arguments.mib} MiB float32 constant, format version "
+              f"{arguments.format_version}; constants: {program.memory_plan.constants}")
         for name, milliseconds in times.items():
             print(f"  {name:28s} {milliseconds:9.2f} ms")
         _, output = program.run([np.ones(16, np.float32)])

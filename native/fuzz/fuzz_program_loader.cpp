@@ -4,8 +4,14 @@
 // program the loader accepts is then run (small zero inputs of its declared shapes) on the
 // plain kernels and with the default backends (the CPU delegate, linked into the fuzzer,
 // takes linear -> relu chains), which must end in a Status too.
+//
+// A version-2 program carries a checksum over its bytes, which almost every mutation breaks:
+// the target checks that the mutated bytes as given are rejected when their checksum is
+// wrong, then fixes the checksum of a copy and feeds that to the loader, so mutations reach
+// the parser behind the checksum.
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -35,9 +41,32 @@ bool set_small_inputs(edgert::Program& program) {
   return true;
 }
 
+// `bytes` with a matching checksum when they are a version-2 program's header; true if that
+// changed them.
+bool seal(std::vector<uint8_t>& bytes) {
+  if (bytes.size() < 32 || std::memcmp(bytes.data(), "EDGRTPRG", 8) != 0) return false;
+  const uint32_t version = uint32_t{bytes[8]} | uint32_t{bytes[9]} << 8 |
+                           uint32_t{bytes[10]} << 16 | uint32_t{bytes[11]} << 24;
+  if (version != 2) return false;
+  const uint32_t checksum = edgert::program_checksum(bytes.data(), bytes.size());
+  uint8_t stored[4];
+  for (int i = 0; i < 4; ++i) stored[i] = static_cast<uint8_t>(checksum >> (8 * i));
+  if (std::memcmp(bytes.data() + 24, stored, 4) == 0) return false;
+  std::memcpy(bytes.data() + 24, stored, 4);
+  return true;
+}
+
 }  // namespace
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* raw, size_t raw_size) {
+  std::vector<uint8_t> sealed(raw, raw + raw_size);
+  if (seal(sealed)) {
+    // The bytes as given have a wrong checksum: the loader must refuse them.
+    edgert::Graph unchecked;
+    if (edgert::parse_program(raw, raw_size, unchecked).ok()) __builtin_trap();
+  }
+  const uint8_t* data = sealed.data();
+  const size_t size = sealed.size();
   edgert::Graph graph;
   edgert::Status parsed = edgert::parse_program(data, size, graph);
   std::unique_ptr<edgert::Program> program;

@@ -127,7 +127,7 @@ def test_a_truncated_or_padded_file_is_rejected_at_load(edgert: ModuleType,
     for name, body in (("short", data[:-4096]), ("long", data + bytes(4096))):
         path = tmp_path / f"{name}.edgert"
         path.write_bytes(body)
-        with pytest.raises(edgert.InvalidProgramError, match="declared size"):
+        with pytest.raises(edgert.InvalidProgramError, match="truncated or padded"):
             edgert.load(path)
 
 

@@ -274,11 +274,11 @@ def test_the_version_script_keeps_std_instances_with_edgert_types_private(
 
 
 def test_an_operator_name_that_is_not_utf8_is_an_edgert_error(edgert: ModuleType) -> None:
-    from edgert.export import ProgramBuilder
+    from edgert.export import ProgramBuilder, seal_program
     builder = ProgramBuilder()
     value = builder.input(np.float32, [1])
     builder.output(builder.op("edgert::zzzz", [value], None))
-    data = builder.to_bytes().replace(b"zzzz", b"\xff\xfe\xfd\xfc")
+    data = seal_program(builder.to_bytes().replace(b"zzzz", b"\xff\xfe\xfd\xfc"))
     with pytest.raises(edgert.EdgertError) as error:
         edgert.load(data)
     assert "\ufffd" in str(error.value)

@@ -6,6 +6,7 @@ import json
 import struct
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 from types import ModuleType
 
@@ -81,14 +82,18 @@ def test_native_loader_reads_python_writer_output(edgert: ModuleType) -> None:
 
 
 def _patched(data: bytes, offset: int, fmt: str, value: int) -> bytes:
+    """``data`` with one field changed and the checksum fixed, so a test reaches the check
+    past the header that it is about."""
     out = bytearray(data)
     struct.pack_into(fmt, out, offset, value)
+    struct.pack_into("<I", out, export.CHECKSUM_OFFSET, export.program_checksum(out))
     return bytes(out)
 
 
 def _with_size(data: bytes) -> bytes:
-    """Fixes the declared size so a test reaches the checks past the header."""
-    return _patched(data, 16, "<Q", len(data))
+    """Fixes the declared size (and the checksum) so a test reaches the checks past the
+    header."""
+    return export.seal_program(data)
 
 
 def _simple(shape: tuple[int, ...] = (1, 4), dtype: str = "float32") -> bytes:
@@ -104,10 +109,16 @@ def _constant_program() -> bytes:
     return builder.to_bytes()
 
 
+def _flipped(data: bytes, offset: int) -> bytes:
+    out = bytearray(data)
+    out[offset] ^= 0xFF
+    return bytes(out)
+
+
 def bad_programs() -> dict[str, bytes]:
     good = _simple()
     const = _constant_program()
-    first_value = 28  # header (24) + value count (4)
+    first_value = 36  # header (32) + value count (4)
     first_dim = first_value + 8
     constant_length = first_dim + 16
     node_program = _simple()
@@ -130,7 +141,8 @@ def bad_programs() -> dict[str, bytes]:
         "overflowing_numel": overflow,
         "unknown_dtype": _patched(good, first_value, "<B", 9),
         "too_many_dims": _patched(good, first_value + 4, "<I", 1000),
-        "huge_value_count": _patched(good, 24, "<I", 0xFFFFFFFF),
+        "huge_value_count": _patched(good, 32, "<I", 0xFFFFFFFF),
+        "flipped_byte": _flipped(good, len(good) // 2),
         "huge_node_count": _patched(good, good.index(b"edgert::relu") - 8, "<I", 0x7FFFFFFF),
     }
 
@@ -191,7 +203,9 @@ def test_bad_program_messages_name_the_problem(
         "unknown_dtype": "unknown dtype code 9",
         "huge_value_count": "exceeds the remaining bytes",
         "trailing_bytes": "trailing bytes",
-        "truncated_body": "differs from the actual size",
+        "truncated_body_size_fixed": "exceeds the remaining bytes",
+        "truncated_body": "checksum mismatch (file corrupted, or truncated or padded",
+        "flipped_byte": "program bytes 0..",
     }
     for name, fragment in expected.items():
         assert fragment in str(bad_program_results[name][1]), (name, bad_program_results[name])
@@ -201,7 +215,7 @@ def test_every_truncation_of_a_valid_program_is_rejected(edgert: ModuleType) -> 
     data, _ = constants_program()
     for cut in range(len(data)):
         with pytest.raises(edgert.InvalidProgramError):
-            edgert.load(_with_size(data[:cut]) if cut >= 24 else data[:cut])
+            edgert.load(_with_size(data[:cut]) if cut >= 32 else data[:cut])
 
 
 def test_python_reader_rejects_what_the_loader_rejects() -> None:
@@ -215,6 +229,116 @@ def test_python_reader_rejects_what_the_loader_rejects() -> None:
             continue  # structural checks belong to the native loader only
         with pytest.raises(export.InvalidProgramError):
             export.read_program(data)
+
+
+# ----------------------------------------------------------------------------- checksum
+
+
+def test_writer_writes_version_2_with_a_checksum_over_every_other_byte() -> None:
+    data, _ = constants_program()
+    magic, version, flags, size, checksum, reserved = struct.unpack_from("<8sIIQII", data)
+    assert (magic, version, flags, size, reserved) == (b"EDGRTPRG", 2, 0, len(data), 0)
+
+    assert checksum == zlib.crc32(data[:24] + data[28:])
+
+
+def test_the_loader_computes_the_writers_checksum_at_every_length(edgert: ModuleType) -> None:
+    """Constants of 0 to 1199 bytes and one of 3 MiB, so files of every length over a range of
+    1200 bytes and one that is mapped: the native CRC
+    (folded with carry-less multiplication where the processor has it, by table otherwise)
+    agrees with zlib's, which the writer uses."""
+    lengths = [*range(0, 1200), 3 << 20]
+    for length in lengths:
+        builder = export.ProgramBuilder()
+        builder.output(builder.constant(np.full(length, 7, np.uint8)))
+        data = builder.to_bytes()
+        (output,) = edgert.load(data).run([])
+        assert output.nbytes == length
+
+
+FLIP_SEEDS = range(5)
+
+
+@pytest.mark.parametrize("seed", FLIP_SEEDS)
+def test_a_random_byte_flip_is_an_error_naming_the_byte_range(edgert: ModuleType,
+                                                              seed: int) -> None:
+    data, _ = constants_program()
+    rng = np.random.default_rng(seed)
+    offset = int(rng.integers(12, len(data)))   # past the magic and the version
+    out = bytearray(data)
+    out[offset] ^= int(rng.integers(1, 256))
+    with pytest.raises(edgert.InvalidProgramError) as raised:
+        edgert.load(bytes(out))
+    message = str(raised.value)
+    if offset in range(16, 24):   # the size field: the message also says what it declares
+        assert "truncated or padded: the header declares" in message
+    assert message.startswith(f"invalid program: program bytes 0..{len(data)}: checksum mismatch "
+                              "(file corrupted"), (offset, message)
+    with pytest.raises(export.InvalidProgramError, match="checksum mismatch"):
+        export.read_program(bytes(out))
+
+
+def test_a_flip_in_mapped_constant_data_is_an_error_at_load_file(edgert: ModuleType,
+                                                                   tmp_path: Path) -> None:
+    builder = export.ProgramBuilder()
+    builder.output(builder.constant(np.ones((512, 1024), np.float32)))   # 2 MiB: mapped
+    data = bytearray(builder.to_bytes())
+    path = tmp_path / "good.edgert"
+    path.write_bytes(data)
+    assert edgert.load(str(path)).memory_plan.constants == "mapped"
+    data[len(data) - 1000] ^= 0x01
+    path.write_bytes(data)
+    with pytest.raises(edgert.InvalidProgramError, match=rf"program bytes 0..{len(data)}: "):
+        edgert.load(str(path))
+
+
+OLD_VERSION_SCRIPT = r"""
+import ctypes, json, sys
+from pathlib import Path
+import numpy as np
+import edgert
+library = ctypes.CDLL(str(Path(edgert.__file__).parent / "lib" / "libedgert.so"))
+library.edgert_last_warning.restype = ctypes.c_char_p
+library.edgert_program_format_version.restype = ctypes.c_uint32
+library.edgert_program_format_version.argtypes = [ctypes.c_void_p]
+results = {}
+for name in sys.argv[1:]:
+    data = Path(name).read_bytes()
+    # edgert.load first: it loads the kernels, which the C calls below then find registered.
+    output = edgert.load(data).run([np.array([[-1.0, 2.0, -3.0, 4.0]], np.float32)])[0]
+    handle = ctypes.c_void_p()
+    code = library.edgert_program_load_bytes(data, len(data), ctypes.byref(handle))
+    results[Path(name).stem] = [code, library.edgert_program_format_version(handle),
+                                library.edgert_last_warning().decode(), output.tolist()]
+    library.edgert_program_free(handle)
+print(json.dumps(results))
+"""
+
+
+def test_an_old_version_file_loads_with_a_note(native_install: NativeInstall,
+                                                 tmp_path: Path) -> None:
+    program = export.read_program(_simple())
+    old = export.write_program(program, version=1)
+    assert struct.unpack_from("<I", old, 8) == (1,) and len(old) == len(_simple()) - 8
+    assert export.write_program(export.read_program(old)) == _simple()   # re-saved: version 2
+    (tmp_path / "old.bin").write_bytes(old)
+    (tmp_path / "new.bin").write_bytes(_simple())
+    completed = native_install.python(OLD_VERSION_SCRIPT, str(tmp_path / "old.bin"),
+                                      str(tmp_path / "new.bin"))
+    assert completed.returncode == 0, completed.stderr
+    results = json.loads(completed.stdout)
+    code, version, note, output = results["old"]
+    assert (code, version) == (0, 1)
+    assert note.startswith("program format version 1 carries no checksum"), note
+    assert output == [[0.0, 2.0, 0.0, 4.0]]
+    assert results["new"] == [0, 2, "", [[0.0, 2.0, 0.0, 4.0]]]
+
+
+def test_the_shipped_models_are_version_2() -> None:
+    for model in sorted((NATIVE / "python" / "edgert" / "models").glob("*.edgert")):
+        data = model.read_bytes()
+        assert struct.unpack_from("<I", data, 8) == (2,), model.name
+        assert struct.unpack_from("<I", data, 24) == (export.program_checksum(data),), model.name
 
 
 # ----------------------------------------------------------------------------- fuzzing

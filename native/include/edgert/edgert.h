@@ -52,6 +52,11 @@ typedef struct edgert_program edgert_program;
 EDGERT_API const char* edgert_version(void);
 /* The message of the last failed call on this thread ("" when none). */
 EDGERT_API const char* edgert_last_error(void);
+/* A note of the last successful edgert_program_load_* on this thread that is not an error
+ * ("" when none; each load call clears it). Today: a program of format version 1, which
+ * carries no checksum, so corruption of its bytes cannot be detected (save it again with the
+ * current writer to get version 2; docs/program-format.md). */
+EDGERT_API const char* edgert_last_warning(void);
 EDGERT_API size_t edgert_dtype_size(edgert_dtype dtype);
 
 /* Maps the file (path in UTF-8) read-only, private: constants are read in place from the
@@ -72,6 +77,9 @@ EDGERT_API edgert_status edgert_program_load_borrowed(const void* data, size_t s
                                                       void (*release)(void* context),
                                                       void* context, edgert_program** program);
 EDGERT_API void edgert_program_free(edgert_program* program);
+/* The program format version the program was read from (1: no checksum, 2: checksummed); 0
+ * for a null program. */
+EDGERT_API uint32_t edgert_program_format_version(const edgert_program* program);
 
 /* Comma-separated backend names tried in order before the plain kernels ("" uses none);
  * by default every registered backend that reports itself available is tried. Takes effect
@@ -153,13 +161,25 @@ EDGERT_API edgert_status edgert_program_output(const edgert_program* program, si
                                                edgert_dtype* dtype, const int64_t** shape,
                                                size_t* ndim, const void** data, size_t* nbytes);
 
-/* The registries, sorted by name; owner is the path of the registering library or "". */
+/* The registries, sorted by name; owner is the path of the registering library or "".
+ * edgert_backend_* lists every backend installed and loaded (registered), whether or not it
+ * can run on this machine: a CUDA build's "cuda" is listed without a GPU. */
 EDGERT_API size_t edgert_operator_count(void);
 EDGERT_API const char* edgert_operator_name(size_t index);
 EDGERT_API const char* edgert_operator_owner(size_t index);
 EDGERT_API size_t edgert_backend_count(void);
 EDGERT_API const char* edgert_backend_name(size_t index);
 EDGERT_API const char* edgert_backend_owner(size_t index);
+
+/* The backends that can run here: the registered ones whose device and driver are present
+ * (probed on first use; "cpu" always), sorted by name. Index past the end: NULL. */
+EDGERT_API size_t edgert_available_backend_count(void);
+EDGERT_API const char* edgert_available_backend_name(size_t index);
+/* EDGERT_OK when the backend `name` can run here; EDGERT_ERROR_UNAVAILABLE when it is
+ * registered but cannot (no GPU, no driver: edgert_last_error() says why);
+ * EDGERT_ERROR_NOT_FOUND when no loaded library registers it (for "cuda" on the CPU build the
+ * message says so and which distribution to install). */
+EDGERT_API edgert_status edgert_backend_available(const char* name);
 
 #ifdef __cplusplus
 }  /* extern "C" */

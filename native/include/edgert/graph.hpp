@@ -54,6 +54,8 @@ struct Graph {
   // Per value: how many node inputs read it, plus one per listing as a graph output.
   // Filled by the loader (count_readers) so delegates plan in linear time.
   std::vector<uint32_t> readers;
+  // The program format version the loader read it from (1 or 2); 0 for a graph built by hand.
+  uint32_t format_version = 0;
 };
 
 // Fills graph.readers in one pass over the nodes.

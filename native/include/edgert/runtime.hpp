@@ -21,6 +21,14 @@ EDGERT_API const char* version();
 // input size. The graph's constants are copies: `data` may go away afterwards.
 EDGERT_API Status parse_program(const void* data, size_t size, Graph& graph);
 
+// The checksum a version-2 program file stores at byte 24: the CRC-32 (zlib's polynomial) of
+// every byte of the file except the four of the checksum field itself (docs/program-format.md).
+EDGERT_API uint32_t program_checksum(const void* data, size_t size);
+
+// The note a loaded program of this format version deserves ("" for the current version): a
+// version-1 file carries no checksum. The C API reports it through edgert_last_warning().
+EDGERT_API std::string format_note(uint32_t format_version);
+
 // Where a program's constants live (docs/program-format.md, "Loading").
 enum class ConstantStorage : uint8_t {
   Copied = 0,    // one copy owned by the program (load_bytes, small or unmappable files)

@@ -13,6 +13,7 @@ import contextlib
 import os
 import struct
 import tempfile
+import zlib
 from dataclasses import dataclass, field
 from os import PathLike
 from typing import Union
@@ -22,12 +23,14 @@ import numpy as np
 from edgert._errors import ExportError, InvalidProgramError, UnsupportedOperatorError
 
 __all__ = ["DTYPE_CODES", "DTYPE_NAMES", "ValueDef", "NodeDef", "ProgramDef", "ProgramBuilder",
-           "dtype_name", "write_program", "read_program", "save_program", "from_torch",
-           "ExportError", "UnsupportedOperatorError"]
+           "dtype_name", "write_program", "read_program", "program_checksum", "seal_program",
+           "save_program", "from_torch", "ExportError", "UnsupportedOperatorError"]
 
 MAGIC = b"EDGRTPRG"
-VERSION = 1
-HEADER_SIZE = 24
+VERSION = 2            # version 2 adds the checksum; the runtime still reads version 1
+OLDEST_VERSION = 1
+HEADER_SIZE = 32       # version 2 (version 1: 24)
+CHECKSUM_OFFSET = 24   # u32 CRC-32 of every byte but these four, then u32 reserved (0)
 CONSTANT_ALIGNMENT = 16
 MAX_DIMS = 8
 MAX_STRING_LENGTH = 4096
@@ -242,9 +245,35 @@ def _indices(values: list[int]) -> bytes:
     return struct.pack(f"<I{len(values)}i", len(values), *values)
 
 
-def write_program(program: ProgramDef) -> bytes:
-    """Serializes ``program``; the loader checks the structure, this checks the encoding."""
-    out = bytearray(MAGIC + struct.pack("<IIQ", VERSION, 0, 0))
+def program_checksum(data: bytes | bytearray | memoryview) -> int:
+    """The CRC-32 (zlib's) of every byte of ``data`` except the four of the checksum field at
+    byte 24: what a version-2 program stores there (docs/program-format.md, "Checksum")."""
+    view = memoryview(data).cast("B")
+    crc = zlib.crc32(view[:CHECKSUM_OFFSET])
+    return zlib.crc32(view[CHECKSUM_OFFSET + 4 :], crc)
+
+
+def seal_program(data: bytes | bytearray) -> bytes:
+    """``data`` (version-2 program bytes) with its size and checksum fields set to match."""
+    out = bytearray(data)
+    if len(out) < HEADER_SIZE:
+        raise ExportError(f"program bytes are {len(out)} long, shorter than the "
+                          f"{HEADER_SIZE}-byte header: nothing to seal")
+    struct.pack_into("<Q", out, 16, len(out))
+    struct.pack_into("<I", out, CHECKSUM_OFFSET, program_checksum(out))
+    return bytes(out)
+
+
+def write_program(program: ProgramDef, *, version: int = VERSION) -> bytes:
+    """Serializes ``program``; the loader checks the structure, this checks the encoding.
+
+    ``version=1`` writes the old format (no checksum) for runtimes older than 0.1's."""
+    if version not in (OLDEST_VERSION, VERSION):
+        raise ExportError(f"cannot write program format version {version}: this writer "
+                          f"writes versions {OLDEST_VERSION} and {VERSION}")
+    out = bytearray(MAGIC + struct.pack("<IIQ", version, 0, 0))
+    if version >= 2:
+        out += struct.pack("<II", 0, 0)   # checksum (set below), reserved
     out += struct.pack("<I", len(program.values))
     for value in program.values:
         _value(out, value)
@@ -256,6 +285,8 @@ def write_program(program: ProgramDef) -> bytes:
             out += _attribute(name, attribute)
     out += _indices(program.inputs) + _indices(program.outputs)
     struct.pack_into("<Q", out, 16, len(out))
+    if version >= 2:
+        struct.pack_into("<I", out, CHECKSUM_OFFSET, program_checksum(out))
     return bytes(out)
 
 
@@ -348,13 +379,27 @@ def _read_node(reader: _Reader) -> NodeDef:
 def read_program(data: bytes) -> ProgramDef:
     """Parses program bytes (encoding only; the native loader also checks the structure)."""
     reader = _Reader(bytes(data))
-    magic, version, flags, size = reader.unpack("<8sIIQ", "header")
+    magic, version = reader.unpack("<8sI", "header")
     if magic != MAGIC:
         raise reader.fail("wrong magic (not an edgert program)")
-    if version != VERSION or flags != 0:
-        raise reader.fail(f"unsupported format version {version} or flags {flags}")
+    if not OLDEST_VERSION <= version <= VERSION:
+        raise reader.fail(f"unsupported format version {version} (this reader reads versions "
+                          f"{OLDEST_VERSION} to {VERSION})")
+    if version >= 2 and len(data) >= HEADER_SIZE:
+        (stored,) = struct.unpack_from("<I", data, CHECKSUM_OFFSET)
+        computed = program_checksum(data)
+        if stored != computed:
+            raise InvalidProgramError(
+                f"invalid program: program bytes 0..{len(data)}: checksum mismatch (file "
+                f"corrupted; stored {stored:#010x}, computed {computed:#010x}; write the "
+                f"program again from its source)")
+    flags, size = reader.unpack("<IQ", "header")
+    if flags != 0:
+        raise reader.fail(f"unknown header flags {flags}")
     if size != len(data):
         raise reader.fail(f"declared size {size} differs from the actual size {len(data)}")
+    if version >= 2 and reader.unpack("<II", "header")[1] != 0:
+        raise reader.fail("non-zero reserved header field")
     program = ProgramDef()
     program.values = [_read_value(reader) for _ in range(reader.u32("value count"))]
     program.nodes = [_read_node(reader) for _ in range(reader.u32("node count"))]

@@ -86,6 +86,7 @@ LivePrograms& live_programs() {
 }
 
 thread_local std::string last_error;
+thread_local std::string last_warning;
 constexpr size_t kMaxDims = 32;  // EDGERT_MAX_DIMS
 
 edgert_status fail(edgert_status code, std::string message) {
@@ -141,8 +142,10 @@ edgert_status require_program(const edgert_program* program) {
 edgert_status adopt(const edgert::Status& status, std::unique_ptr<edgert::Program> loaded,
                     edgert_program** program) {
   if (!status.ok()) return report(status);
+  const std::string note = edgert::format_note(loaded->graph().format_version);
   auto* made = new edgert_program();
   made->program = std::move(loaded);
+  last_warning = note;
   live_programs().add(made);
   *program = made;
   return EDGERT_OK;
@@ -295,6 +298,12 @@ EDGERT_API const char* edgert_runtime_component(void) { return "runtime"; }
 
 const char* edgert_version(void) { return EDGERT_VERSION_STRING; }
 const char* edgert_last_error(void) { return last_error.c_str(); }
+const char* edgert_last_warning(void) { return last_warning.c_str(); }
+
+uint32_t edgert_program_format_version(const edgert_program* program) {
+  if (require_program(program) != EDGERT_OK) return 0;
+  return program->program->graph().format_version;  // fixed at load: no lock needed
+}
 
 size_t edgert_dtype_size(edgert_dtype dtype) {
   const uint32_t code = dtype_code(dtype);
@@ -302,6 +311,7 @@ size_t edgert_dtype_size(edgert_dtype dtype) {
 }
 
 edgert_status edgert_program_load_file(const char* path, edgert_program** program) {
+  last_warning.clear();
   if (path == nullptr || program == nullptr) return fail(EDGERT_ERROR_INVALID_ARGUMENT, "null argument");
   *program = nullptr;
   return guarded([&] {
@@ -312,6 +322,7 @@ edgert_status edgert_program_load_file(const char* path, edgert_program** progra
 }
 
 edgert_status edgert_program_load_bytes(const void* data, size_t size, edgert_program** program) {
+  last_warning.clear();
   if (program == nullptr) return fail(EDGERT_ERROR_INVALID_ARGUMENT, "null program pointer");
   *program = nullptr;
   return guarded([&] {
@@ -324,6 +335,7 @@ edgert_status edgert_program_load_bytes(const void* data, size_t size, edgert_pr
 edgert_status edgert_program_load_borrowed(const void* data, size_t size,
                                            void (*release)(void* context), void* context,
                                            edgert_program** program) {
+  last_warning.clear();
   if (program == nullptr) {
     if (release != nullptr) release(context);
     return fail(EDGERT_ERROR_INVALID_ARGUMENT, "null program pointer");
@@ -486,6 +498,48 @@ const char* edgert_backend_name(size_t index) {
 }
 const char* edgert_backend_owner(size_t index) {
   return guarded_value<const char*>(nullptr, [&] { return edgert::registry::backend_owner(index); });
+}
+
+edgert_status edgert_backend_available(const char* name) {
+  if (name == nullptr) return fail(EDGERT_ERROR_INVALID_ARGUMENT, "null backend name");
+  return guarded([&] {
+    edgert::Backend* backend = edgert::find_backend(name);
+    if (backend == nullptr) {
+      return fail(EDGERT_ERROR_NOT_FOUND, edgert::unknown_backend_message(name));
+    }
+    const edgert::Status available = backend->available();
+    if (available.ok()) return EDGERT_OK;
+    return fail(EDGERT_ERROR_UNAVAILABLE,
+                "backend '" + std::string(name) + "' is unavailable: " + available.message());
+  });
+}
+
+namespace {
+
+// The index-th registered backend (by name) whose available() is Ok, or null.
+const char* nth_available_backend(size_t index) {
+  const size_t count = edgert::registry::backend_count();
+  for (size_t i = 0; i < count; ++i) {
+    const char* name = edgert::registry::backend_name(i);
+    edgert::Backend* backend = name ? edgert::find_backend(name) : nullptr;
+    if (backend == nullptr || !backend->available().ok()) continue;
+    if (index-- == 0) return name;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+size_t edgert_available_backend_count(void) {
+  return guarded_value(size_t{0}, [] {
+    size_t count = 0;
+    while (nth_available_backend(count) != nullptr) ++count;
+    return count;
+  });
+}
+
+const char* edgert_available_backend_name(size_t index) {
+  return guarded_value<const char*>(nullptr, [&] { return nth_available_backend(index); });
 }
 
 }  // extern "C"

@@ -10,6 +10,11 @@
 #include "edgert/runtime.hpp"
 #include "program_file.hpp"
 #include "program_format.hpp"
+#include "registry_internal.hpp"
+
+#ifndef EDGERT_CUDA_VARIANT
+#define EDGERT_CUDA_VARIANT ""
+#endif
 
 namespace edgert {
 namespace {
@@ -27,6 +32,30 @@ std::string provider_hint(const std::string& op) {
   }
   return "; no edgert component provides this namespace";
 }
+
+}  // namespace
+
+std::string unknown_backend_message(const std::string& name) {
+  std::string message = "unknown backend '" + name + "'";
+  if (name == "cuda") {
+    const std::string variant = EDGERT_CUDA_VARIANT;
+    if (variant.empty()) {
+      return message + ": this is the CPU build of edgert, which has no CUDA delegate; install "
+                       "edgert-cu12 or edgert-cu13 for backend_cuda (pip uninstall -y edgert && "
+                       "pip install edgert-cu12, for a CUDA 12 driver; edgert-cu13 for CUDA 13)";
+    }
+    return message + ": this " + variant + " build of edgert has the CUDA delegate, but "
+                     "libedgert_backend_cuda is not loaded: link edgert::backend_cuda "
+                     "(EDGERT_CUDA_BACKEND_LIBRARY) or load the library before choosing backends";
+  }
+  if (name == "cpu") {
+    return message + ": libedgert_backend_cpu is not loaded: link edgert::backend_cpu (it is in "
+                     "EDGERT_LIBRARIES) or load the library before choosing backends";
+  }
+  return message;
+}
+
+namespace {
 
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::ostringstream text;
@@ -127,7 +156,7 @@ void Program::adopt_constants(ConstantStorage storage) {
 Status Program::set_backends(const std::vector<std::string>& names) {
   for (const std::string& name : names) {
     Backend* backend = find_backend(name);
-    if (backend == nullptr) return Status(Code::NotFound, "unknown backend '" + name + "'");
+    if (backend == nullptr) return Status(Code::NotFound, unknown_backend_message(name));
     Status available = backend->available();
     if (!available.ok()) {
       return Status(Code::Unavailable, "backend '" + name + "' is unavailable: " + available.message());

@@ -38,27 +38,66 @@ Status read_count(ByteReader& reader, size_t record_size, const char* what, uint
   return Status::success();
 }
 
-Status read_header(ByteReader& reader, size_t size) {
-  if (size < format::kHeaderSize) return invalid(reader, "truncated header");
+std::string hex32(uint32_t value) {
+  static const char digits[] = "0123456789abcdef";
+  std::string text = "0x00000000";
+  for (int i = 9; i >= 2; --i, value >>= 4) text[static_cast<size_t>(i)] = digits[value & 0xF];
+  return text;
+}
+
+// The checksum is checked before anything past the magic and the version is read: those two
+// say whether the file carries one and where. A mismatch names the bytes it covers.
+Status check_checksum(const uint8_t* data, size_t size) {
+  ByteReader fields(data, size);
+  uint64_t declared_size = 0;
+  uint32_t stored = 0;
+  fields.skip(16);
+  fields.read_u64(declared_size);
+  fields.read_u32(stored);
+  const uint32_t computed = program_checksum(data, size);
+  if (stored == computed) return Status::success();
+  std::string why = "(file corrupted";
+  if (declared_size != size) {
+    why += ", or truncated or padded: the header declares " + std::to_string(declared_size) +
+           " bytes, the file has " + std::to_string(size);
+  }
+  return Status(Code::InvalidProgram,
+                "invalid program: program bytes 0.." + std::to_string(size) +
+                    ": checksum mismatch " + why + "; stored " + hex32(stored) + ", computed " +
+                    hex32(computed) + "; write the program again from its source)");
+}
+
+Status read_header(ByteReader& reader, const void* data, size_t size, uint32_t& version) {
+  if (size < 12) return invalid(reader, "truncated header");
   if (std::memcmp(reader.cursor(), format::kMagic, sizeof format::kMagic) != 0) {
     return invalid(reader, "wrong magic (not an edgert program)");
   }
   reader.skip(sizeof format::kMagic);
-  uint32_t version = 0, flags = 0;
-  uint64_t declared_size = 0;
   reader.read_u32(version);
-  reader.read_u32(flags);
-  reader.read_u64(declared_size);
-  if (version != format::kVersion) {
+  if (version < format::kOldestVersion || version > format::kVersion) {
     return invalid(reader, "unsupported format version " + std::to_string(version) +
-                               " (this runtime reads version " +
+                               " (this runtime reads versions " +
+                               std::to_string(format::kOldestVersion) + " to " +
                                std::to_string(format::kVersion) + ")");
   }
+  const size_t header_size = version >= 2 ? format::kHeaderSize : format::kHeaderSizeV1;
+  if (size < header_size) return invalid(reader, "truncated header");
+  if (version >= 2) EDGERT_RETURN_IF_ERROR(check_checksum(static_cast<const uint8_t*>(data), size));
+  uint32_t flags = 0;
+  uint64_t declared_size = 0;
+  reader.read_u32(flags);
+  reader.read_u64(declared_size);
   if (flags != 0) return invalid(reader, "unknown header flags " + std::to_string(flags));
   if (declared_size != size) {
     return invalid(reader, "declared size " + std::to_string(declared_size) +
                                " differs from the actual size " + std::to_string(size) +
                                " (truncated or padded file)");
+  }
+  if (version >= 2) {
+    uint32_t checksum = 0, reserved = 0;
+    reader.read_u32(checksum);
+    reader.read_u32(reserved);
+    if (reserved != 0) return invalid(reader, "non-zero reserved header field");
   }
   return Status::success();
 }
@@ -224,7 +263,8 @@ Status parse_with(const void* data, size_t size, const ConstantSource& source, G
   graph = Graph();
   if (data == nullptr && size != 0) return Status(Code::InvalidArgument, "null program data");
   ByteReader reader(data, size);
-  Status status = read_header(reader, size);
+  uint32_t version = 0;
+  Status status = read_header(reader, data, size, version);
   try {
     if (status.ok()) status = read_sections(reader, source, graph);
   } catch (const std::length_error& error) {
@@ -234,6 +274,7 @@ Status parse_with(const void* data, size_t size, const ConstantSource& source, G
   }
   if (status.ok()) status = validate_graph(graph);
   if (status.ok()) count_readers(graph);
+  if (status.ok()) graph.format_version = version;
   if (!status.ok()) graph = Graph();
   return status;
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 namespace edgert {
 namespace registry {
@@ -15,4 +16,9 @@ const char* backend_name(size_t index);
 const char* backend_owner(size_t index);
 
 }  // namespace registry
+
+// "unknown backend 'name'", with what to do for the backends edgert ships (program.cpp): for
+// "cuda" on the CPU build, which build this is and which to install.
+std::string unknown_backend_message(const std::string& name);
+
 }  // namespace edgert
