@@ -293,7 +293,7 @@ def test_a_flip_in_mapped_constant_data_is_an_error_at_load_file(edgert: ModuleT
 
 
 OLD_VERSION_SCRIPT = r"""
-import ctypes, json, sys
+import ctypes, json, sys, warnings
 from pathlib import Path
 import numpy as np
 import edgert
@@ -305,11 +305,16 @@ results = {}
 for name in sys.argv[1:]:
     data = Path(name).read_bytes()
     # edgert.load first: it loads the kernels, which the C calls below then find registered.
-    output = edgert.load(data).run([np.array([[-1.0, 2.0, -3.0, 4.0]], np.float32)])[0]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        loaded = edgert.load(data)
+    noted = [(w.category.__name__, str(w.message)) for w in caught]
+    output = loaded.run([np.array([[-1.0, 2.0, -3.0, 4.0]], np.float32)])[0]
     handle = ctypes.c_void_p()
     code = library.edgert_program_load_bytes(data, len(data), ctypes.byref(handle))
     results[Path(name).stem] = [code, library.edgert_program_format_version(handle),
-                                library.edgert_last_warning().decode(), output.tolist()]
+                                library.edgert_last_warning().decode(), output.tolist(),
+                                loaded.format_version, noted]
     library.edgert_program_free(handle)
 print(json.dumps(results))
 """
@@ -327,11 +332,12 @@ def test_an_old_version_file_loads_with_a_note(native_install: NativeInstall,
                                       str(tmp_path / "new.bin"))
     assert completed.returncode == 0, completed.stderr
     results = json.loads(completed.stdout)
-    code, version, note, output = results["old"]
-    assert (code, version) == (0, 1)
+    code, version, note, output, python_version, python_notes = results["old"]
+    assert (code, version, python_version) == (0, 1, 1)
     assert note.startswith("program format version 1 carries no checksum"), note
+    assert python_notes == [["ProgramFormatWarning", note]]   # Python says what C says
     assert output == [[0.0, 2.0, 0.0, 4.0]]
-    assert results["new"] == [0, 2, "", [[0.0, 2.0, 0.0, 4.0]]]
+    assert results["new"] == [0, 2, "", [[0.0, 2.0, 0.0, 4.0]], 2, []]
 
 
 def test_the_shipped_models_are_version_2() -> None:

@@ -18,6 +18,7 @@ import functools
 import operator
 import os
 import re
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -69,6 +70,7 @@ __all__ = [
     "UnavailableError",
     "UnsupportedError",
     "UnsupportedOperatorError",
+    "ProgramFormatWarning",
     "Registration",
     "TensorInfo",
     "MemoryPlan",
@@ -161,6 +163,12 @@ class Program:
         return int(self._output_count)
 
     @property
+    def format_version(self) -> int:
+        """The program file's format version: 2 carries a checksum checked at load, 1 (older
+        files, still loaded) none."""
+        return int(call(extension().format_version, self._handle))
+
+    @property
     def input_info(self) -> list[TensorInfo]:
         """Declared dtype and shape of each input, in order."""
         infos = []
@@ -234,20 +242,33 @@ class Program:
             raise error_for(int(code), str(message)) from None
 
 
+class ProgramFormatWarning(UserWarning):
+    """A program loaded, with a note about its file: format version 1 carries no checksum, so
+    corruption cannot be detected (write it again with this edgert to get version 2)."""
+
+
+def _noted(program: Program) -> Program:
+    note = call(extension().last_warning)   # this thread's last load: the one just made
+    if note:
+        warnings.warn(note, ProgramFormatWarning, stacklevel=3)
+    return program
+
+
 def load(source: str | os.PathLike[str] | bytes | bytearray | memoryview) -> Program:
     """Loads a program from a file path or from its bytes. A file is mapped, not read: its
     constants are read in place (replace a loaded file by renaming a new one over it, never
     by rewriting it: docs/program-format.md, "Loading"). A bytes object is read in place too
     (the program holds a reference to it); a bytearray or memoryview is copied once. A
-    missing file raises ProgramFileNotFoundError (a NotFoundError and a FileNotFoundError)."""
+    missing file raises ProgramFileNotFoundError (a NotFoundError and a FileNotFoundError). A
+file of format version 1 (no checksum) loads with a ProgramFormatWarning."""
     if isinstance(source, (bytearray, memoryview)):
         source = bytes(source)   # mutable: the program keeps its own copy
     try:
         if isinstance(source, bytes):
-            return Program(call(extension().load, source))
+            return _noted(Program(call(extension().load, source)))
         path = os.fspath(source)
         try:
-            return Program(call(extension().load_file, os.fsencode(path)))
+            return _noted(Program(call(extension().load_file, os.fsencode(path))))
         except NotFoundError as error:
             raise _file_error(path, error) from None
     except NotFoundError as error:

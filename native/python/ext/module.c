@@ -268,6 +268,19 @@ static PyObject* py_counts(PyObject* Py_UNUSED(self), PyObject* args) {
                        (Py_ssize_t)edgert_program_output_count(program));
 }
 
+static PyObject* py_format_version(PyObject* Py_UNUSED(self), PyObject* args) {
+  PyObject* capsule = NULL;
+  if (!PyArg_ParseTuple(args, "O", &capsule)) return NULL;
+  edgert_program* program = program_of(capsule);
+  if (program == NULL) return NULL;
+  return PyLong_FromUnsignedLong((unsigned long)edgert_program_format_version(program));
+}
+
+static PyObject* py_last_warning(PyObject* Py_UNUSED(self), PyObject* Py_UNUSED(unused)) {
+  return PyUnicode_DecodeUTF8(edgert_last_warning(), (Py_ssize_t)strlen(edgert_last_warning()),
+                              "replace");
+}
+
 static PyObject* py_input_info(PyObject* Py_UNUSED(self), PyObject* args) {
   PyObject* capsule = NULL;
   Py_ssize_t index = 0;
@@ -663,6 +676,10 @@ static PyMethodDef methods[] = {
     {"memory_plan", py_memory_plan, METH_VARARGS,
      "memory_plan(handle) -> (peak, input, output, constant bytes, released values, storage)"},
     {"counts", py_counts, METH_VARARGS, "counts(handle) -> (inputs, outputs)"},
+    {"format_version", py_format_version, METH_VARARGS,
+     "format_version(handle) -> the program file's format version (1 or 2)"},
+    {"last_warning", py_last_warning, METH_NOARGS,
+     "the note of this thread's last load ('' when none: edgert_last_warning)"},
     {"input_info", py_input_info, METH_VARARGS, "input_info(handle, i) -> (dtype, shape)"},
     {"set_backends", py_set_backends, METH_VARARGS, "set_backends(handle, 'a,b')"},
     {"delegated_nodes", py_delegated_nodes, METH_VARARGS, "delegated_nodes(handle, name)"},
