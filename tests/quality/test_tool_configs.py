@@ -85,12 +85,13 @@ def test_cibuildwheel_test_sources_hold_what_the_release_tool_needs(tmp_path: Pa
     completed = subprocess.run([sys.executable, "-c", (
         "import release.verify.api as api, release; "
         "print(release.__file__); "
-        "print(len(api.provider_checks(['cuda'])))")],
+        "print(','.join(sorted(check.NAME for check in api.provider_checks(['cuda']))))")],
         cwd=tmp_path, capture_output=True, text=True, check=False,
         env={**os.environ, "PYTHONPATH": ""})
     assert completed.returncode == 0, completed.stderr
-    # the copied release tool (not the checkout's) and the CUDA provider's check it loads
-    assert completed.stdout.split() == [str(tmp_path / "release" / "__init__.py"), "1"]
+    # the copied release tool (not the checkout's) and the CUDA provider's checks it loads
+    assert completed.stdout.split() == [str(tmp_path / "release" / "__init__.py"),
+                                        "coverage,variant-properties"]
     required = {str(requirement).split(">")[0] for requirement in config["test-requires"]}
     assert required == {"packaging", "pyproject-metadata"}
 
