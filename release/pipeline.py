@@ -108,8 +108,9 @@ def build_variant(declared: Variant) -> BuildVariant:
 
 def make_plan(manifest: Manifest, options: BuildOptions, environ: Mapping[str, str],
               host: Host | None = None) -> Plan:
-    """The plan of one build on ``host`` (None: this machine). Looks up no build tool: the
-    stage that runs one finds it (the unit tier plans with no compiler on PATH)."""
+    """The plan of one build on ``host`` (None: this machine). Looks up no native compiler:
+    the configure stage finds cc and c++ (the unit tier plans with none on PATH); a cross
+    build's route still depends on finding its cross compilers."""
     host = Host.current() if host is None else host
     arch = options.arch or default_arch(manifest, options.platform, host)
     target = manifest.target(options.platform, arch)
