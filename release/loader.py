@@ -66,6 +66,12 @@ class Runner:
                         f"'{name}'", fix="provision it in the platform's runner()")
 
 
+# the names operating systems report for a machine -> the one name verify uses for it
+_MACHINES = {"amd64": "x86_64", "x64": "x86_64", "arm64": "aarch64"}
+# verify's machine name -> the platform's own target name, where the two differ
+_TARGET_ARCHES = {"macos": {"aarch64": "arm64"}, "windows": {"x86_64": "amd64", "aarch64": "arm64"}}
+
+
 @dataclass(frozen=True)
 class Host:
     """The machine verify runs on (passed in, so other hosts are testable anywhere), with
@@ -85,9 +91,17 @@ class Host:
     @classmethod
     def current(cls, *, emulated: Sequence[Runner] = (),
                 provide: Callable[[], Sequence[Runner]] | None = None) -> Host:
+        """This machine: the one place the pipeline reads the host's operating system and
+        architecture (tests/quality holds it); everything else is handed this value."""
         machine = host_platform.machine().lower()
-        return cls(host_platform.system().lower(), {"amd64": "x86_64", "arm64": "aarch64"}.get(
-            machine, machine), tuple(emulated), provide)
+        return cls(host_platform.system().lower(), _MACHINES.get(machine, machine),
+                   tuple(emulated), provide)
+
+    def arch(self, platform: str) -> str:
+        """This host's architecture in the target names of ``platform`` (a manifest target's
+        ``arch``): an Apple-silicon Mac is ``arm64`` to macOS, a 64-bit Arm Linux machine
+        ``aarch64``, an x86-64 Windows machine ``amd64``."""
+        return _TARGET_ARCHES.get(platform, {}).get(self.machine, self.machine)
 
     def runner(self, machine: str, system: str = "") -> Runner | None:
         """How programs for ``machine`` (of operating system ``system``; "": this host's)

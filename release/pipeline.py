@@ -87,6 +87,7 @@ class Plan:
     without doing any: no tool is installed and nothing is compiled here)."""
 
     manifest: Manifest
+    host: Host                # the machine the build runs on (architecture, system)
     target: Target
     platform: Platform
     variant: BuildVariant
@@ -100,19 +101,18 @@ class Plan:
     record: BuildRecord
 
 
-def host_arch() -> str:
-    import platform as host_platform
-    machine = host_platform.machine().lower()
-    return {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
-
-
 def build_variant(declared: Variant) -> BuildVariant:
     """A manifest variant as its provider builds it."""
     return load_variant(declared.name, provider=declared.provider, config=declared.config)
 
 
-def make_plan(manifest: Manifest, options: BuildOptions, environ: Mapping[str, str]) -> Plan:
-    arch = options.arch or _default_arch(manifest, options.platform)
+def make_plan(manifest: Manifest, options: BuildOptions, environ: Mapping[str, str],
+              host: Host | None = None) -> Plan:
+    """The plan of one build on ``host`` (None: this machine). Looks up no native compiler:
+    the configure stage finds cc and c++ (the unit tier plans with none on PATH); a cross
+    build's route still depends on finding its cross compilers."""
+    host = Host.current() if host is None else host
+    arch = options.arch or default_arch(manifest, options.platform, host)
     target = manifest.target(options.platform, arch)
     declared = manifest.variant(options.variant)
     variant = build_variant(declared)
@@ -128,7 +128,7 @@ def make_plan(manifest: Manifest, options: BuildOptions, environ: Mapping[str, s
     # a variant wheel belongs to the project's one distribution (PEP 825)
     distribution = manifest.distribution if options.form is Form.VARIANT else \
         declared.distribution or manifest.distribution
-    return Plan(manifest=manifest, target=target, platform=platform, variant=variant,
+    return Plan(manifest=manifest, host=host, target=target, platform=platform, variant=variant,
                 distribution=distribution, components=components,
                 build_dir=build_dir.resolve(), options=options, environ=environ,
                 cache=(options.cache_dir or default_cache_dir()).resolve(),
@@ -159,11 +159,13 @@ def variant_route(platform: Platform, target: Target, variant: BuildVariant) -> 
                           "workflow does, on the target's runner)")
 
 
-def _default_arch(manifest: Manifest, platform: str) -> str:
+def default_arch(manifest: Manifest, platform: str, host: Host) -> str:
+    """The host's own architecture when the manifest has a target for it, else the first."""
     arches = [t.arch for t in manifest.targets if t.platform == platform]
     if not arches:
         manifest.target(platform, "")  # raises the unknown-platform error
-    return host_arch() if host_arch() in arches else arches[0]
+    own = host.arch(platform)
+    return own if own in arches else arches[0]
 
 
 @contextmanager
@@ -592,7 +594,8 @@ def _verify(plan: Plan, state: _State) -> None:
     # the runner the platform just provisioned for the target (an emulator's root folder)
     emulated = (runner,) if runner is not None and runner.prefix else ()
     report = verify_wheel(state.wheel, static=static, options=options,
-                          host=Host.current(emulated=emulated), cache=plan.cache)
+                          host=Host(plan.host.system, plan.host.machine, emulated),
+                          cache=plan.cache)
     state.verify_report = report.to_json()
     if not report.ok:
         log.error("%s", report.render_text())

@@ -19,7 +19,9 @@ using edgert::Node;
 
 // How many nodes read value `id`, plus one when it is a graph output (counted once at load:
 // planning stays linear in the graph).
-size_t readers(const Graph& graph, int32_t id) { return edgert::reader_count(graph, id); }
+size_t readers(const Graph& graph, int32_t id) {
+  return edgert::reader_count(graph, id);
+}
 
 bool is_float(const Graph& graph, int32_t id) {
   return id >= 0 && static_cast<size_t>(id) < graph.values.size() &&
@@ -69,8 +71,7 @@ class CpuBackend final : public edgert::Backend {
 
   // A single run packs nothing: packing a weight costs as much memory traffic as the product
   // it would serve once.
-  edgert::Status run(const Graph& graph, size_t first, size_t count,
-                     std::vector<edgert::Tensor>& values) override {
+  edgert::Status run(const Graph& graph, size_t first, size_t count, std::vector<edgert::Tensor>& values) override {
     return fused_chain(graph, first, count, false)->run(values);
   }
 
@@ -91,8 +92,7 @@ class CpuBackend final : public edgert::Backend {
     edgert::Status run(std::vector<edgert::Tensor>& values) override {
       for (const Pair& pair : pairs) {
         const edgert::Status status = edgert::kernels::linear(
-            values[pair.input], values[pair.weight],
-            pair.bias >= 0 ? &values[static_cast<size_t>(pair.bias)] : nullptr,
+            values[pair.input], values[pair.weight], pair.bias >= 0 ? &values[static_cast<size_t>(pair.bias)] : nullptr,
             edgert::kernels::Activation::Relu, values[pair.output], pair.packed_weight.get());
         if (!status.ok()) {
           return edgert::Status(status.code(), "edgert::linear (node " + std::to_string(pair.node) +
@@ -105,8 +105,7 @@ class CpuBackend final : public edgert::Backend {
 
   // The pairs of nodes [first, first + count); with pack_weights, each constant weight is
   // packed once into the panels the product reads.
-  static std::unique_ptr<FusedChain> fused_chain(const Graph& graph, size_t first, size_t count,
-                                                 bool pack_weights) {
+  static std::unique_ptr<FusedChain> fused_chain(const Graph& graph, size_t first, size_t count, bool pack_weights) {
     auto fused = std::make_unique<FusedChain>();
     for (size_t index = first; index + 1 < first + count; index += 2) {
       const Node& linear = graph.nodes[index];
@@ -117,8 +116,8 @@ class CpuBackend final : public edgert::Backend {
         packed = edgert::kernels::prepare_linear_weight(graph.values[weight].constant);
       }
       fused->pairs.push_back({index, static_cast<size_t>(linear.inputs[0]), weight,
-                              linear.inputs.size() > 2 ? linear.inputs[2] : -1,
-                              static_cast<size_t>(relu.outputs[0]), std::move(packed)});
+                              linear.inputs.size() > 2 ? linear.inputs[2] : -1, static_cast<size_t>(relu.outputs[0]),
+                              std::move(packed)});
     }
     return fused;
   }
@@ -130,7 +129,9 @@ CpuBackend cpu_backend;
 
 EDGERT_REGISTER_BACKEND("cpu", cpu_backend);
 
-extern "C" EDGERT_COMPONENT_API const char* edgert_backend_cpu_component(void) { return "backend_cpu"; }
+extern "C" EDGERT_COMPONENT_API const char* edgert_backend_cpu_component(void) {
+  return "backend_cpu";
+}
 
 extern "C" EDGERT_COMPONENT_API const void* edgert_backend_cpu_threadpool_instance(void) {
   return edgert_threadpool_instance();

@@ -49,12 +49,10 @@ struct Broadcast {  // mirrors EdgertBroadcast in kernels.cu
 };
 
 enum Kernel { kLinear, kAdd, kRelu, kSoftmax, kKernelCount };
-const char* const kKernelNames[kKernelCount] = {"edgert_linear", "edgert_add", "edgert_relu",
-                                                "edgert_softmax"};
+const char* const kKernelNames[kKernelCount] = {"edgert_linear", "edgert_add", "edgert_relu", "edgert_softmax"};
 
 bool is_supported(const std::string& op) {
-  return op == "edgert::linear" || op == "edgert::add" || op == "edgert::relu" ||
-         op == "edgert::softmax";
+  return op == "edgert::linear" || op == "edgert::add" || op == "edgert::relu" || op == "edgert::softmax";
 }
 
 Status invalid(const Node& node, const std::string& message) {
@@ -84,8 +82,9 @@ class CudaBackend final : public Backend {
       pid_ = getpid();
     });
     if (status_.ok() && getpid() != pid_) {
-      return Status(Code::Unavailable, "the CUDA runtime cannot be used in a forked child of the "
-                                       "process that initialized it (start workers with spawn)");
+      return Status(Code::Unavailable,
+                    "the CUDA runtime cannot be used in a forked child of the "
+                    "process that initialized it (start workers with spawn)");
     }
     if (const char* sticky = sticky_.load()) return Status(Code::Unavailable, sticky);
     return status_;
@@ -107,14 +106,13 @@ class CudaBackend final : public Backend {
         static std::string message;
         static std::once_flag once;
         std::call_once(once, [error] {
-          message = std::string("the CUDA context hit an unrecoverable error (") +
-                    cudaGetErrorString(error) + "); restart the process to use the GPU again";
+          message = std::string("the CUDA context hit an unrecoverable error (") + cudaGetErrorString(error) +
+                    "); restart the process to use the GPU again";
         });
         sticky_.store(message.c_str());
         break;
       }
-      default:
-        break;
+      default: break;
     }
   }
 
@@ -127,8 +125,7 @@ class CudaBackend final : public Backend {
     return count;
   }
 
-  Status prepare(const Graph& graph, size_t first, size_t count,
-                 std::unique_ptr<Prepared>& prepared) override;
+  Status prepare(const Graph& graph, size_t first, size_t count, std::unique_ptr<Prepared>& prepared) override;
 
   Status run(const Graph& graph, size_t first, size_t count, std::vector<Tensor>& values) override {
     std::unique_ptr<Prepared> prepared;
@@ -197,13 +194,11 @@ class CudaPrepared final : public Prepared {
   std::unordered_map<int32_t, DeviceTensor> constants_;  // uploaded once
 };
 
-Status CudaBackend::prepare(const Graph& graph, size_t first, size_t count,
-                            std::unique_ptr<Prepared>& prepared) {
+Status CudaBackend::prepare(const Graph& graph, size_t first, size_t count, std::unique_ptr<Prepared>& prepared) {
   EDGERT_RETURN_IF_ERROR(available());
   auto state = std::make_unique<CudaPrepared>(*this, graph);
   cudaStream_t& stream = state->resources_.stream;
-  EDGERT_RETURN_IF_ERROR(check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
-                               "cudaStreamCreateWithFlags"));
+  EDGERT_RETURN_IF_ERROR(check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags"));
   std::unordered_map<int32_t, size_t> reads_here;
   std::unordered_set<int32_t> written_here;
   for (size_t i = first; i < first + count; ++i) {
@@ -211,8 +206,7 @@ Status CudaBackend::prepare(const Graph& graph, size_t first, size_t count,
   }
   for (size_t i = first; i < first + count; ++i) {
     const Node& node = graph.nodes[i];
-    const bool fuse = node.op == "edgert::linear" && i + 1 < first + count &&
-                      graph.nodes[i + 1].op == "edgert::relu" &&
+    const bool fuse = node.op == "edgert::linear" && i + 1 < first + count && graph.nodes[i + 1].op == "edgert::relu" &&
                       graph.nodes[i + 1].inputs.at(0) == node.outputs.at(0) &&
                       used_only_by(graph, node.outputs[0], i + 1);
     state->steps_.push_back({i, fuse});
@@ -243,8 +237,7 @@ Status CudaBackend::prepare(const Graph& graph, size_t first, size_t count,
   return Status::success();
 }
 
-Status CudaBackend::execute(const Graph& graph, const std::vector<Step>& steps,
-                            DeviceValues& device) const {
+Status CudaBackend::execute(const Graph& graph, const std::vector<Step>& steps, DeviceValues& device) const {
   for (const Step& step : steps) {
     const Node& node = graph.nodes[step.node];
     if (step.fused) {
@@ -260,25 +253,22 @@ Status CudaBackend::initialize() const {
   int devices = 0;
   cudaError_t error = cudaGetDeviceCount(&devices);
   if (error != cudaSuccess || devices == 0) {
-    return Status(Code::Unavailable,
-                  std::string("no usable CUDA GPU (") +
-                      (error != cudaSuccess ? cudaGetErrorString(error) : "no device found") +
-                      "); this build needs an NVIDIA driver and a GPU of compute capability " +
-                      kClaims + " or newer");
+    return Status(Code::Unavailable, std::string("no usable CUDA GPU (") +
+                                         (error != cudaSuccess ? cudaGetErrorString(error) : "no device found") +
+                                         "); this build needs an NVIDIA driver and a GPU of compute capability " +
+                                         kClaims + " or newer");
   }
   cudaDeviceProp properties{};
   if (cudaGetDeviceProperties(&properties, 0) != cudaSuccess) properties.major = -1;
-  error = cudaLibraryLoadData(&library_, edgert_cuda_fatbin_begin, nullptr, nullptr, 0, nullptr,
-                              nullptr, 0);
+  error = cudaLibraryLoadData(&library_, edgert_cuda_fatbin_begin, nullptr, nullptr, 0, nullptr, nullptr, 0);
   for (int i = 0; error == cudaSuccess && i < kKernelCount; ++i) {
     error = cudaLibraryGetKernel(&kernels_[i], library_, kKernelNames[i]);
   }
   if (error != cudaSuccess) {
-    return Status(Code::Unavailable,
-                  std::string("cannot load the CUDA kernels on GPU 0 (") + properties.name +
-                      ", compute capability " + std::to_string(properties.major) + "." +
-                      std::to_string(properties.minor) + "): " + cudaGetErrorString(error) +
-                      "; this build covers compute capabilities " + kClaims);
+    return Status(Code::Unavailable, std::string("cannot load the CUDA kernels on GPU 0 (") + properties.name +
+                                         ", compute capability " + std::to_string(properties.major) + "." +
+                                         std::to_string(properties.minor) + "): " + cudaGetErrorString(error) +
+                                         "; this build covers compute capabilities " + kClaims);
   }
   return Status::success();
 }
@@ -299,12 +289,10 @@ bool CudaBackend::claims_node(const Graph& graph, const Node& node) const {
   return graph.values.at(static_cast<size_t>(node.outputs[0])).dtype == DType::Float32;
 }
 
-Status CudaBackend::launch(Kernel kernel, long long threads, void** arguments,
-                           cudaStream_t stream) const {
+Status CudaBackend::launch(Kernel kernel, long long threads, void** arguments, cudaStream_t stream) const {
   if (threads == 0) return Status::success();
   const void* function = reinterpret_cast<const void*>(kernels_[kernel]);
-  return check(cudaLaunchKernel(function, dim3(blocks_for(threads)), dim3(kThreads), arguments, 0,
-                                stream),
+  return check(cudaLaunchKernel(function, dim3(blocks_for(threads)), dim3(kThreads), arguments, 0, stream),
                kKernelNames[kernel]);
 }
 
@@ -323,23 +311,20 @@ Status CudaBackend::run_node(const Node& node, DeviceValues& device) const {
   return launch(kRelu, count, arguments, device.stream());
 }
 
-Status CudaBackend::run_linear(const Node& node, int32_t output_value, bool relu,
-                               DeviceValues& device) const {
+Status CudaBackend::run_linear(const Node& node, int32_t output_value, bool relu, DeviceValues& device) const {
   const DeviceTensor *input = nullptr, *weight = nullptr, *bias = nullptr;
   EDGERT_RETURN_IF_ERROR(device.input(node.inputs.at(0), input));
   EDGERT_RETURN_IF_ERROR(device.input(node.inputs.at(1), weight));
   if (node.inputs.size() > 2 && node.inputs[2] >= 0) {
     EDGERT_RETURN_IF_ERROR(device.input(node.inputs[2], bias));
   }
-  if (input->shape.empty() || weight->shape.size() != 2 ||
-      weight->shape[1] != input->shape.back()) {
-    return invalid(node, "expected input [..., K] and weight [N, K], got " +
-                             shape_text(input->shape) + " and " + shape_text(weight->shape));
+  if (input->shape.empty() || weight->shape.size() != 2 || weight->shape[1] != input->shape.back()) {
+    return invalid(node, "expected input [..., K] and weight [N, K], got " + shape_text(input->shape) + " and " +
+                             shape_text(weight->shape));
   }
   long long n_out = weight->shape[0], k_in = weight->shape[1];
   if (bias != nullptr && (bias->shape.size() != 1 || bias->shape[0] != n_out)) {
-    return invalid(node, "bias must be [" + std::to_string(n_out) + "], got " +
-                             shape_text(bias->shape));
+    return invalid(node, "bias must be [" + std::to_string(n_out) + "], got " + shape_text(bias->shape));
   }
   std::vector<int64_t> shape = input->shape;
   shape.back() = n_out;
@@ -361,8 +346,8 @@ Status CudaBackend::run_add(const Node& node, DeviceValues& device) const {
   Broadcast plan{};
   std::vector<int64_t> shape;
   if (!broadcast_shapes(a->shape, b->shape, shape) || shape.size() > kMaxRank) {
-    return invalid(node, "shapes " + shape_text(a->shape) + " and " + shape_text(b->shape) +
-                             " cannot be broadcast together");
+    return invalid(node,
+                   "shapes " + shape_text(a->shape) + " and " + shape_text(b->shape) + " cannot be broadcast together");
   }
   plan.rank = static_cast<int>(shape.size());
   broadcast_strides(a->shape, shape, plan.a_strides);

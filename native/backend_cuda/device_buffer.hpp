@@ -49,8 +49,8 @@ inline bool broadcast_shapes(const std::vector<int64_t>& a, const std::vector<in
 }
 
 // Contiguous element strides of `shape` seen through the broadcast `target` (0 when broadcast).
-inline void broadcast_strides(const std::vector<int64_t>& shape,
-                              const std::vector<int64_t>& target, long long* strides) {
+inline void broadcast_strides(const std::vector<int64_t>& shape, const std::vector<int64_t>& target,
+                              long long* strides) {
   const size_t offset = target.size() - shape.size();
   long long stride = 1;
   for (size_t d = target.size(); d-- > 0;) {
@@ -102,8 +102,8 @@ class PinnedStaging {
     if (data_ != nullptr) cudaFreeHost(data_);
     data_ = nullptr;
     capacity_ = 0;
-    EDGERT_RETURN_IF_ERROR(check(cudaMallocHost(reinterpret_cast<void**>(&data_), grown),
-                                 "cudaMallocHost (page-locked staging)"));
+    EDGERT_RETURN_IF_ERROR(
+        check(cudaMallocHost(reinterpret_cast<void**>(&data_), grown), "cudaMallocHost (page-locked staging)"));
     capacity_ = grown;
     return Status::success();
   }
@@ -140,8 +140,7 @@ struct RunResources {
 
 class DeviceValues {
  public:
-  DeviceValues(std::vector<Tensor>& host, RunResources& resources)
-      : host_(host), resources_(resources) {}
+  DeviceValues(std::vector<Tensor>& host, RunResources& resources) : host_(host), resources_(resources) {}
   DeviceValues(const DeviceValues&) = delete;
   DeviceValues& operator=(const DeviceValues&) = delete;
   ~DeviceValues() {
@@ -168,8 +167,8 @@ class DeviceValues {
     slot.shape = contiguous.shape();
     EDGERT_RETURN_IF_ERROR(allocate(slot));
     // From pageable memory the copy is staged before the call returns: `contiguous` may go.
-    EDGERT_RETURN_IF_ERROR(check(cudaMemcpyAsync(slot.data, contiguous.data(), contiguous.nbytes(),
-                                                 cudaMemcpyHostToDevice, stream), "upload"));
+    EDGERT_RETURN_IF_ERROR(check(
+        cudaMemcpyAsync(slot.data, contiguous.data(), contiguous.nbytes(), cudaMemcpyHostToDevice, stream), "upload"));
     uploaded_bytes += contiguous.nbytes();
     return Status::success();
   }
@@ -181,12 +180,10 @@ class DeviceValues {
     size_t total = 0;
     for (int32_t id : ids) {
       if (id < 0 || static_cast<size_t>(id) >= host_.size() || !host_[id].defined()) {
-        return Status(Code::InvalidArgument, "cuda backend: value " + std::to_string(id) +
-                                                 " has no data");
+        return Status(Code::InvalidArgument, "cuda backend: value " + std::to_string(id) + " has no data");
       }
       if (host_[id].dtype() != DType::Float32) {
-        return Status(Code::InvalidArgument, "cuda backend: value " + std::to_string(id) +
-                                                 " is not float32");
+        return Status(Code::InvalidArgument, "cuda backend: value " + std::to_string(id) + " is not float32");
       }
       sources.push_back(host_[id].contiguous());
       total += staged_size(sources.back().nbytes());
@@ -198,8 +195,8 @@ class DeviceValues {
       EDGERT_RETURN_IF_ERROR(claim(ids[i], sources[i].shape(), false, slot));
       unsigned char* staged = resources_.upload.data() + offset;
       if (sources[i].nbytes() != 0) std::memcpy(staged, sources[i].data(), sources[i].nbytes());
-      EDGERT_RETURN_IF_ERROR(check(cudaMemcpyAsync(slot->data, staged, sources[i].nbytes(),
-                                                   cudaMemcpyHostToDevice, stream()), "upload"));
+      EDGERT_RETURN_IF_ERROR(
+          check(cudaMemcpyAsync(slot->data, staged, sources[i].nbytes(), cudaMemcpyHostToDevice, stream()), "upload"));
       uploaded_bytes += sources[i].nbytes();
       offset += staged_size(sources[i].nbytes());
     }
@@ -238,9 +235,9 @@ class DeviceValues {
     size_t offset = 0;
     for (const DeviceTensor* tensor : produced) {
       if (tensor == nullptr) continue;
-      EDGERT_RETURN_IF_ERROR(check(cudaMemcpyAsync(resources_.download.data() + offset,
-                                                   tensor->data, tensor->nbytes(),
-                                                   cudaMemcpyDeviceToHost, stream()), "download"));
+      EDGERT_RETURN_IF_ERROR(check(cudaMemcpyAsync(resources_.download.data() + offset, tensor->data, tensor->nbytes(),
+                                                   cudaMemcpyDeviceToHost, stream()),
+                                   "download"));
       downloaded_bytes += tensor->nbytes();
       offset += staged_size(tensor->nbytes());
     }

@@ -7,9 +7,9 @@
 
 // Broadcasting plan of a binary elementwise operation (row-major output).
 struct EdgertBroadcast {
-  long long count;                   // output elements
+  long long count;  // output elements
   int rank;
-  long long shape[EDGERT_MAX_RANK];  // output shape
+  long long shape[EDGERT_MAX_RANK];      // output shape
   long long a_strides[EDGERT_MAX_RANK];  // element strides, 0 along broadcast dimensions
   long long b_strides[EDGERT_MAX_RANK];
 };
@@ -19,9 +19,8 @@ __device__ inline long long edgert_index() {
 }
 
 // y[r, n] = act(sum_k x[r, k] * w[n, k] + bias[n]); summed over k in order like the CPU kernel.
-extern "C" __global__ void edgert_linear(const float* x, const float* w, const float* bias,
-                                         float* y, long long rows, long long n_out,
-                                         long long k_in, int relu) {
+extern "C" __global__ void edgert_linear(const float* x, const float* w, const float* bias, float* y, long long rows,
+                                         long long n_out, long long k_in, int relu) {
   const long long index = edgert_index();
   if (index >= rows * n_out) return;
   const long long row = index / n_out, column = index % n_out;
@@ -33,8 +32,7 @@ extern "C" __global__ void edgert_linear(const float* x, const float* w, const f
   y[index] = (relu && sum < 0.0f) ? 0.0f : sum;
 }
 
-extern "C" __global__ void edgert_add(const float* a, const float* b, float* y,
-                                      EdgertBroadcast plan) {
+extern "C" __global__ void edgert_add(const float* a, const float* b, float* y, EdgertBroadcast plan) {
   const long long index = edgert_index();
   if (index >= plan.count) return;
   long long rest = index, a_offset = 0, b_offset = 0;
@@ -53,8 +51,8 @@ extern "C" __global__ void edgert_relu(const float* x, float* y, long long count
 }
 
 // One thread per (outer, inner) line of `length` elements along the softmax axis.
-extern "C" __global__ void edgert_softmax(const float* x, float* y, long long outer,
-                                          long long length, long long inner) {
+extern "C" __global__ void edgert_softmax(const float* x, float* y, long long outer, long long length,
+                                          long long inner) {
   const long long line = edgert_index();
   if (line >= outer * inner) return;
   const long long base = (line / inner) * length * inner + line % inner;

@@ -43,7 +43,9 @@ bool parse_options(int argc, char** argv, Options& options) {
 }
 
 // Element k of input i: the same pattern as run_program_c.c.
-double pattern(size_t input, int64_t k) { return static_cast<double>((k * 7 + input * 3) % 17) / 8.0 - 1.0; }
+double pattern(size_t input, int64_t k) {
+  return static_cast<double>((k * 7 + input * 3) % 17) / 8.0 - 1.0;
+}
 
 void fill_pattern(edgert::Tensor& tensor, size_t input) {
   for (int64_t k = 0; k < tensor.numel(); ++k) {
@@ -85,7 +87,8 @@ edgert::Status make_input(const edgert::Program& program, size_t index, const Op
 
 void print_output(size_t index, const edgert::Tensor& tensor) {
   std::printf("output %zu %s [", index, edgert::dtype_name(tensor.dtype()));
-  for (size_t i = 0; i < tensor.shape().size(); ++i) std::printf(i ? ",%lld" : "%lld", static_cast<long long>(tensor.shape()[i]));
+  for (size_t i = 0; i < tensor.shape().size(); ++i)
+    std::printf(i ? ",%lld" : "%lld", static_cast<long long>(tensor.shape()[i]));
   std::printf("]\n");
   for (int64_t k = 0; k < tensor.numel(); ++k) {
     switch (tensor.dtype()) {
@@ -123,7 +126,8 @@ edgert::Status run(const Options& options) {
   for (size_t i = 0; i < program->output_count(); ++i) {
     const edgert::Tensor& output = program->output(i);
     print_output(i, output);
-    if (raw.is_open()) raw.write(static_cast<const char*>(output.data()), static_cast<std::streamsize>(output.nbytes()));
+    if (raw.is_open())
+      raw.write(static_cast<const char*>(output.data()), static_cast<std::streamsize>(output.nbytes()));
   }
   if (raw.is_open() && !raw.good()) return {edgert::Code::Internal, "cannot write " + options.output_raw};
   return edgert::Status::success();

@@ -8,7 +8,9 @@
 #define MAX_DIMS 8
 
 /* Element k of input i: the same pattern as run_program.cpp. */
-static double pattern(size_t input, int64_t k) { return (double)((k * 7 + (int64_t)input * 3) % 17) / 8.0 - 1.0; }
+static double pattern(size_t input, int64_t k) {
+  return (double)((k * 7 + (int64_t)input * 3) % 17) / 8.0 - 1.0;
+}
 
 static void fill_pattern(edgert_dtype dtype, void* data, int64_t count, size_t input) {
   for (int64_t k = 0; k < count; ++k) {
@@ -89,10 +91,14 @@ int main(int argc, char** argv) {
   const char* inputs[64];
   size_t input_files = 0;
   for (int i = 1; i < argc; ++i) {
-    if (strcmp(argv[i], "--output-raw") == 0 && i + 1 < argc) raw_path = argv[++i];
-    else if (strcmp(argv[i], "--backends") == 0 && i + 1 < argc) backends = argv[++i];
-    else if (program_path == NULL) program_path = argv[i];
-    else if (input_files < 64) inputs[input_files++] = argv[i];
+    if (strcmp(argv[i], "--output-raw") == 0 && i + 1 < argc)
+      raw_path = argv[++i];
+    else if (strcmp(argv[i], "--backends") == 0 && i + 1 < argc)
+      backends = argv[++i];
+    else if (program_path == NULL)
+      program_path = argv[i];
+    else if (input_files < 64)
+      inputs[input_files++] = argv[i];
   }
   if (program_path == NULL) {
     fprintf(stderr, "usage: %s PROGRAM [INPUT.raw ...] [--output-raw FILE] [--backends a,b]\n", argv[0]);

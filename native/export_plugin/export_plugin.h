@@ -20,9 +20,9 @@ EDGERT_COMPONENT_API const char* edgert_export_last_error(void);
 /* Symmetric per-row int8 quantization of a float32 weight [rows, cols] (row-major):
  * scales[r] = max_k |w[r, k]| / 127 (1 for an all-zero row), zero_points[r] = 0, and
  * q = edgert_quantized::quantize_per_channel(w, scales, zero_points, axis 0). */
-EDGERT_COMPONENT_API int edgert_export_quantize_weights_per_channel(const float* weight, int64_t rows,
-                                                                    int64_t cols, int8_t* quantized,
-                                                                    float* scales, int32_t* zero_points);
+EDGERT_COMPONENT_API int edgert_export_quantize_weights_per_channel(const float* weight, int64_t rows, int64_t cols,
+                                                                    int8_t* quantized, float* scales,
+                                                                    int32_t* zero_points);
 
 /* Reference output of edgert_quantized::linear: input [rows, in_features] float32, weight
  * [out_features, in_features] int8 with per-row scales and zero points, optional bias
@@ -33,7 +33,7 @@ EDGERT_COMPONENT_API int edgert_export_quantized_linear(const float* input, int6
                                                         int64_t out_features, float* output);
 
 #ifdef __cplusplus
-}  /* extern "C" */
+} /* extern "C" */
 #endif
 
 #endif

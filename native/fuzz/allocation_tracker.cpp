@@ -30,7 +30,8 @@ void* try_allocate(size_t size, size_t alignment) noexcept {
   reinterpret_cast<size_t*>(user)[-2] = alignment;
   size_t now = held += size;
   size_t seen = peak.load();
-  while (now > seen && !peak.compare_exchange_weak(seen, now)) {}
+  while (now > seen && !peak.compare_exchange_weak(seen, now)) {
+  }
   return user;
 }
 
@@ -57,43 +58,89 @@ void reset_peak() {
   peak = baseline.load();
   at_load = 0;
 }
-size_t peak_growth() { return peak.load() - baseline.load(); }
-size_t load_peak_growth() { return at_load.load() ? at_load.load() : peak_growth(); }
+size_t peak_growth() {
+  return peak.load() - baseline.load();
+}
+size_t load_peak_growth() {
+  return at_load.load() ? at_load.load() : peak_growth();
+}
 }  // namespace edgert_fuzz
 
-extern "C" void edgert_fuzz_loaded(void) { at_load = edgert_fuzz::peak_growth() + 1; }
+extern "C" void edgert_fuzz_loaded(void) {
+  at_load = edgert_fuzz::peak_growth() + 1;
+}
 
 namespace {
 std::atomic<size_t> delegated{0};
 }  // namespace
 
-extern "C" void edgert_fuzz_delegated(void) { ++delegated; }
-size_t edgert_fuzz::delegated_runs() { return delegated.load(); }
+extern "C" void edgert_fuzz_delegated(void) {
+  ++delegated;
+}
+size_t edgert_fuzz::delegated_runs() {
+  return delegated.load();
+}
 
 using std::align_val_t;
 using std::nothrow_t;
 
-void* operator new(size_t size) { return allocate(size, kHeader); }
-void* operator new[](size_t size) { return allocate(size, kHeader); }
-void* operator new(size_t size, std::align_val_t alignment) { return allocate(size, static_cast<size_t>(alignment)); }
-void* operator new[](size_t size, std::align_val_t alignment) { return allocate(size, static_cast<size_t>(alignment)); }
-void* operator new(size_t size, const nothrow_t&) noexcept { return try_allocate(size, kHeader); }
-void* operator new[](size_t size, const nothrow_t&) noexcept { return try_allocate(size, kHeader); }
+void* operator new(size_t size) {
+  return allocate(size, kHeader);
+}
+void* operator new[](size_t size) {
+  return allocate(size, kHeader);
+}
+void* operator new(size_t size, std::align_val_t alignment) {
+  return allocate(size, static_cast<size_t>(alignment));
+}
+void* operator new[](size_t size, std::align_val_t alignment) {
+  return allocate(size, static_cast<size_t>(alignment));
+}
+void* operator new(size_t size, const nothrow_t&) noexcept {
+  return try_allocate(size, kHeader);
+}
+void* operator new[](size_t size, const nothrow_t&) noexcept {
+  return try_allocate(size, kHeader);
+}
 void* operator new(size_t size, align_val_t alignment, const nothrow_t&) noexcept {
   return try_allocate(size, static_cast<size_t>(alignment));
 }
 void* operator new[](size_t size, align_val_t alignment, const nothrow_t&) noexcept {
   return try_allocate(size, static_cast<size_t>(alignment));
 }
-void operator delete(void* pointer) noexcept { release(pointer); }
-void operator delete[](void* pointer) noexcept { release(pointer); }
-void operator delete(void* pointer, size_t) noexcept { release(pointer); }
-void operator delete[](void* pointer, size_t) noexcept { release(pointer); }
-void operator delete(void* pointer, std::align_val_t) noexcept { release(pointer); }
-void operator delete[](void* pointer, std::align_val_t) noexcept { release(pointer); }
-void operator delete(void* pointer, size_t, std::align_val_t) noexcept { release(pointer); }
-void operator delete[](void* pointer, size_t, std::align_val_t) noexcept { release(pointer); }
-void operator delete(void* pointer, const nothrow_t&) noexcept { release(pointer); }
-void operator delete[](void* pointer, const nothrow_t&) noexcept { release(pointer); }
-void operator delete(void* pointer, align_val_t, const nothrow_t&) noexcept { release(pointer); }
-void operator delete[](void* pointer, align_val_t, const nothrow_t&) noexcept { release(pointer); }
+void operator delete(void* pointer) noexcept {
+  release(pointer);
+}
+void operator delete[](void* pointer) noexcept {
+  release(pointer);
+}
+void operator delete(void* pointer, size_t) noexcept {
+  release(pointer);
+}
+void operator delete[](void* pointer, size_t) noexcept {
+  release(pointer);
+}
+void operator delete(void* pointer, std::align_val_t) noexcept {
+  release(pointer);
+}
+void operator delete[](void* pointer, std::align_val_t) noexcept {
+  release(pointer);
+}
+void operator delete(void* pointer, size_t, std::align_val_t) noexcept {
+  release(pointer);
+}
+void operator delete[](void* pointer, size_t, std::align_val_t) noexcept {
+  release(pointer);
+}
+void operator delete(void* pointer, const nothrow_t&) noexcept {
+  release(pointer);
+}
+void operator delete[](void* pointer, const nothrow_t&) noexcept {
+  release(pointer);
+}
+void operator delete(void* pointer, align_val_t, const nothrow_t&) noexcept {
+  release(pointer);
+}
+void operator delete[](void* pointer, align_val_t, const nothrow_t&) noexcept {
+  release(pointer);
+}

@@ -45,8 +45,8 @@ bool set_small_inputs(edgert::Program& program) {
 // changed them.
 bool seal(std::vector<uint8_t>& bytes) {
   if (bytes.size() < 32 || std::memcmp(bytes.data(), "EDGRTPRG", 8) != 0) return false;
-  const uint32_t version = uint32_t{bytes[8]} | uint32_t{bytes[9]} << 8 |
-                           uint32_t{bytes[10]} << 16 | uint32_t{bytes[11]} << 24;
+  const uint32_t version =
+      uint32_t{bytes[8]} | uint32_t{bytes[9]} << 8 | uint32_t{bytes[10]} << 16 | uint32_t{bytes[11]} << 24;
   if (version != 2) return false;
   const uint32_t checksum = edgert::program_checksum(bytes.data(), bytes.size());
   uint8_t stored[4];

@@ -41,26 +41,48 @@ void add_path(const std::string& path, std::vector<Bytes>& corpus) {
 
 // Values that tend to break size and index arithmetic.
 uint64_t interesting(std::mt19937_64& random) {
-  static const uint64_t values[] = {0, 1, 2, 8, 16, 0x7f, 0x80, 0xff, 0xffff, 0x7fffffff,
-                                    0x80000000, 0xffffffff, 0x100000000, 0x7fffffffffffffff,
-                                    0xffffffffffffffff, 0x4000000000000000};
+  static const uint64_t values[] = {0,
+                                    1,
+                                    2,
+                                    8,
+                                    16,
+                                    0x7f,
+                                    0x80,
+                                    0xff,
+                                    0xffff,
+                                    0x7fffffff,
+                                    0x80000000,
+                                    0xffffffff,
+                                    0x100000000,
+                                    0x7fffffffffffffff,
+                                    0xffffffffffffffff,
+                                    0x4000000000000000};
   return values[random() % (sizeof values / sizeof values[0])];
 }
 
 void mutate(Bytes& input, std::mt19937_64& random) {
   const size_t at = input.empty() ? 0 : random() % input.size();
   switch (random() % 6) {
-    case 0: if (!input.empty()) input[at] ^= static_cast<uint8_t>(1u << (random() % 8)); break;
-    case 1: if (!input.empty()) input[at] = static_cast<uint8_t>(interesting(random)); break;
+    case 0:
+      if (!input.empty()) input[at] ^= static_cast<uint8_t>(1u << (random() % 8));
+      break;
+    case 1:
+      if (!input.empty()) input[at] = static_cast<uint8_t>(interesting(random));
+      break;
     case 2: {
       const size_t width = (random() % 2) ? 4 : 8;
       uint64_t value = interesting(random);
-      for (size_t i = 0; i < width && at + i < input.size(); ++i) input[at + i] = static_cast<uint8_t>(value >> (8 * i));
+      for (size_t i = 0; i < width && at + i < input.size(); ++i)
+        input[at + i] = static_cast<uint8_t>(value >> (8 * i));
       break;
     }
     case 3: input.resize(at); break;
-    case 4: if (input.size() < kMaxInput) input.insert(input.begin() + at, static_cast<uint8_t>(random())); break;
-    default: if (!input.empty()) input.erase(input.begin() + at); break;
+    case 4:
+      if (input.size() < kMaxInput) input.insert(input.begin() + at, static_cast<uint8_t>(random()));
+      break;
+    default:
+      if (!input.empty()) input.erase(input.begin() + at);
+      break;
   }
 }
 
@@ -80,9 +102,10 @@ void run_one(const Bytes& input) {
   edgert_fuzz::reset_peak();
   LLVMFuzzerTestOneInput(input.data(), input.size());
   if (edgert_fuzz::load_peak_growth() > budget || edgert_fuzz::peak_growth() > kRunBudget) {
-    std::fprintf(stderr, "allocation bound exceeded: %zu bytes held for a %zu-byte input\n",
-                 edgert_fuzz::peak_growth(), input.size());
-    std::ofstream("crash-allocation.bin", std::ios::binary).write(reinterpret_cast<const char*>(input.data()), static_cast<std::streamsize>(input.size()));
+    std::fprintf(stderr, "allocation bound exceeded: %zu bytes held for a %zu-byte input\n", edgert_fuzz::peak_growth(),
+                 input.size());
+    std::ofstream("crash-allocation.bin", std::ios::binary)
+        .write(reinterpret_cast<const char*>(input.data()), static_cast<std::streamsize>(input.size()));
     std::abort();
   }
 }
@@ -94,9 +117,12 @@ int main(int argc, char** argv) {
   uint64_t seed = 1;
   std::vector<Bytes> corpus;
   for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], "-max_total_time=", 16) == 0) seconds = std::atof(argv[i] + 16);
-    else if (std::strncmp(argv[i], "-seed=", 6) == 0) seed = std::strtoull(argv[i] + 6, nullptr, 10);
-    else if (argv[i][0] != '-') add_path(argv[i], corpus);
+    if (std::strncmp(argv[i], "-max_total_time=", 16) == 0)
+      seconds = std::atof(argv[i] + 16);
+    else if (std::strncmp(argv[i], "-seed=", 6) == 0)
+      seed = std::strtoull(argv[i] + 6, nullptr, 10);
+    else if (argv[i][0] != '-')
+      add_path(argv[i], corpus);
   }
   if (corpus.empty()) corpus.push_back(Bytes());
   for (const Bytes& input : corpus) run_one(input);
@@ -112,7 +138,6 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("executed %llu inputs in %.1f s (corpus of %zu); %zu runs delegated to cpu\n",
-              static_cast<unsigned long long>(executed), seconds, corpus.size(),
-              edgert_fuzz::delegated_runs());
+              static_cast<unsigned long long>(executed), seconds, corpus.size(), edgert_fuzz::delegated_runs());
   return 0;
 }

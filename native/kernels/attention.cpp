@@ -61,8 +61,7 @@ void mask_scores(const Attention& a, int64_t entry, int64_t row, float* scores) 
 void softmax_scores(float* scores, int64_t count) {
   if (count == 0) return;
   float maximum = max_of_floats(scores, count);
-  if (!(maximum > kMinusInfinity) &&
-      std::all_of(scores, scores + count, [](float s) { return s == kMinusInfinity; })) {
+  if (!(maximum > kMinusInfinity) && std::all_of(scores, scores + count, [](float s) { return s == kMinusInfinity; })) {
     std::fill(scores, scores + count, 0.0f);
     return;
   }
@@ -107,8 +106,8 @@ void attend(const Attention& a, const std::vector<ScoreBlock>& blocks, int64_t r
 
 // `blocks_per_entry` blocks of `height` rows per batch entry, from row `first_row` on,
 // run `per_call` blocks at a time.
-void attend_blocks(const Attention& a, int64_t batch, int64_t height, int64_t first_row,
-                   int64_t blocks_per_entry, int64_t per_call, float* scores) {
+void attend_blocks(const Attention& a, int64_t batch, int64_t height, int64_t first_row, int64_t blocks_per_entry,
+                   int64_t per_call, float* scores) {
   std::vector<ScoreBlock> blocks;
   for (int64_t entry = 0; entry < batch; ++entry) {
     for (int64_t i = 0; i < blocks_per_entry; ++i) {
@@ -179,17 +178,16 @@ Status check_size(const KernelContext& context, const std::vector<int64_t>& shap
 }
 
 // The mask (bool or float32) must broadcast to the scores' shape [batch..., L, S].
-Status plan_mask(const KernelContext& context, const Tensor& mask, std::vector<int64_t> scores_shape,
-                 Broadcast& plan) {
+Status plan_mask(const KernelContext& context, const Tensor& mask, std::vector<int64_t> scores_shape, Broadcast& plan) {
   if (mask.dtype() != DType::Bool && mask.dtype() != DType::Float32) {
     return invalid(context, std::string("mask must be bool or float32, got ") + dtype_name(mask.dtype()));
   }
-  const Tensor scores = Tensor::view(DType::Float32, scores_shape, Tensor::contiguous_strides(scores_shape),
-                                     nullptr, nullptr);
+  const Tensor scores =
+      Tensor::view(DType::Float32, scores_shape, Tensor::contiguous_strides(scores_shape), nullptr, nullptr);
   EDGERT_RETURN_IF_ERROR(broadcast(context, {&mask, &scores}, plan));
   if (plan.shape != scores_shape) {
-    return invalid(context, "mask " + shape_text(mask.shape()) + " does not broadcast to the scores " +
-                                shape_text(scores_shape));
+    return invalid(
+        context, "mask " + shape_text(mask.shape()) + " does not broadcast to the scores " + shape_text(scores_shape));
   }
   return Status::success();
 }
@@ -198,7 +196,8 @@ Status read_attributes(const KernelContext& context, int64_t depth, bool has_mas
   a.causal = context.attributes && context.attributes->get_int("is_causal", 0) != 0;
   if (a.causal && has_mask) return invalid(context, "a mask and is_causal cannot both be given (as in torch)");
   const bool given = context.attributes && context.attributes->has("scale");
-  const double scale = given ? context.attributes->get_float("scale", 0.0) : 1.0 / std::sqrt(static_cast<double>(depth));
+  const double scale =
+      given ? context.attributes->get_float("scale", 0.0) : 1.0 / std::sqrt(static_cast<double>(depth));
   if (given && !std::isfinite(scale)) return invalid(context, "attribute scale must be finite");
   a.scale = static_cast<float>(scale);
   return Status::success();

@@ -51,11 +51,9 @@ inline const Tensor* optional_input(const KernelContext& context, size_t index) 
   return index < context.inputs.size() ? context.inputs[index] : nullptr;
 }
 
-inline Status check_dtype(const KernelContext& context, const Tensor& tensor, DType dtype,
-                          const char* what) {
+inline Status check_dtype(const KernelContext& context, const Tensor& tensor, DType dtype, const char* what) {
   if (tensor.dtype() == dtype) return Status::success();
-  return invalid(context, std::string(what) + " must be " + dtype_name(dtype) + ", got " +
-                              dtype_name(tensor.dtype()));
+  return invalid(context, std::string(what) + " must be " + dtype_name(dtype) + ", got " + dtype_name(tensor.dtype()));
 }
 
 // Resolves a possibly negative axis against `rank`; false when out of range.
@@ -78,8 +76,7 @@ struct Broadcast {
 
 // numpy broadcasting of the inputs' shapes; each input keeps its own strides, so strided
 // (non-contiguous) inputs are read in place.
-inline Status broadcast(const KernelContext& context, const std::vector<const Tensor*>& inputs,
-                        Broadcast& plan) {
+inline Status broadcast(const KernelContext& context, const std::vector<const Tensor*>& inputs, Broadcast& plan) {
   size_t rank = 0;
   for (const Tensor* tensor : inputs) rank = std::max(rank, tensor->shape().size());
   plan.shape.assign(rank, 1);
@@ -122,9 +119,9 @@ inline void row_offsets(const Broadcast& plan, int64_t row, int64_t* offsets) {
 }
 
 // Copies a strided tensor of `shape` into another strided layout, element by element.
-inline void copy_strided(size_t element_size, const std::vector<int64_t>& shape,
-                         const char* source, const std::vector<int64_t>& source_strides,
-                         char* target, const std::vector<int64_t>& target_strides) {
+inline void copy_strided(size_t element_size, const std::vector<int64_t>& shape, const char* source,
+                         const std::vector<int64_t>& source_strides, char* target,
+                         const std::vector<int64_t>& target_strides) {
   const int64_t count = product(shape, 0, shape.size());
   if (count == 0) return;
   const size_t rank = shape.size();

@@ -87,13 +87,12 @@ Tensor map_binary(const Broadcast& plan, const Tensor& a, const Tensor& b, DType
 
 Status same_dtypes(const KernelContext& context, const Tensor& a, const Tensor& b) {
   if (a.dtype() == b.dtype()) return Status::success();
-  return invalid(context, std::string("inputs have dtypes ") + dtype_name(a.dtype()) + " and " +
-                              dtype_name(b.dtype()) + "; both must have the same dtype");
+  return invalid(context, std::string("inputs have dtypes ") + dtype_name(a.dtype()) + " and " + dtype_name(b.dtype()) +
+                              "; both must have the same dtype");
 }
 
 Status unsupported(const KernelContext& context, DType dtype, const char* supported) {
-  return invalid(context, std::string("dtype ") + dtype_name(dtype) + " is not supported (" +
-                              supported + ")");
+  return invalid(context, std::string("dtype ") + dtype_name(dtype) + " is not supported (" + supported + ")");
 }
 
 // The two inputs of a binary operator, of one dtype, and their broadcast.
@@ -106,8 +105,7 @@ Status binary_inputs(KernelContext& context, Broadcast& plan) {
 // ---------------------------------------------------------------- maximum, minimum
 
 template <bool Greatest>
-void extreme_floats(const float* a, int64_t a_step, const float* b, int64_t b_step, float* out,
-                    int64_t count) {
+void extreme_floats(const float* a, int64_t a_step, const float* b, int64_t b_step, float* out, int64_t count) {
   if (a_step > 1 || b_step > 1 || a_step < 0 || b_step < 0) {
     for (int64_t i = 0; i < count; ++i) {
       out[i] = Greatest ? simd::maximum(a[i * a_step], b[i * b_step]) : simd::minimum(a[i * a_step], b[i * b_step]);
@@ -115,8 +113,10 @@ void extreme_floats(const float* a, int64_t a_step, const float* b, int64_t b_st
     return;
   }
   simd::map2(a, a_step, b, b_step, out, count, [](const auto& x, const auto& y) {
-    if constexpr (Greatest) return simd::maximum(x, y);
-    else return simd::minimum(x, y);
+    if constexpr (Greatest)
+      return simd::maximum(x, y);
+    else
+      return simd::minimum(x, y);
   });
 }
 
@@ -164,8 +164,8 @@ Status pow_kernel(KernelContext& context) {
   EDGERT_RETURN_IF_ERROR(binary_inputs(context, plan));
   const Tensor& a = *context.inputs[0];
   if (a.dtype() != DType::Float32) return unsupported(context, a.dtype(), "float32");
-  (*context.outputs)[0] = map_binary<float, float>(plan, a, *context.inputs[1], DType::Float32,
-                                                   [](float x, float y) { return power(x, y); }, kPowGrain);
+  (*context.outputs)[0] = map_binary<float, float>(
+      plan, a, *context.inputs[1], DType::Float32, [](float x, float y) { return power(x, y); }, kPowGrain);
   return Status::success();
 }
 
@@ -176,12 +176,18 @@ enum class Comparison { Equal, NotEqual, Less, LessEqual, Greater, GreaterEqual 
 // IEEE comparisons: every one with a NaN is false, except not_equal.
 template <Comparison C, class T>
 EDGERT_SIMD_INLINE uint8_t compare(T a, T b) {
-  if constexpr (C == Comparison::Equal) return a == b;
-  else if constexpr (C == Comparison::NotEqual) return a != b;
-  else if constexpr (C == Comparison::Less) return a < b;
-  else if constexpr (C == Comparison::LessEqual) return a <= b;
-  else if constexpr (C == Comparison::Greater) return a > b;
-  else return a >= b;
+  if constexpr (C == Comparison::Equal)
+    return a == b;
+  else if constexpr (C == Comparison::NotEqual)
+    return a != b;
+  else if constexpr (C == Comparison::Less)
+    return a < b;
+  else if constexpr (C == Comparison::LessEqual)
+    return a <= b;
+  else if constexpr (C == Comparison::Greater)
+    return a > b;
+  else
+    return a >= b;
 }
 
 template <Comparison C>
@@ -199,14 +205,12 @@ Status comparison_kernel(KernelContext& context) {
     case DType::Int64: out = map_binary<int64_t, uint8_t>(plan, a, b, DType::Bool, comparison); break;
     case DType::Bool:
       if (equality) {  // any non-zero byte is true
-        out = map_binary<uint8_t, uint8_t>(plan, a, b, DType::Bool, [](uint8_t x, uint8_t y) {
-          return compare<C, bool>(x != 0, y != 0);
-        });
+        out = map_binary<uint8_t, uint8_t>(plan, a, b, DType::Bool,
+                                           [](uint8_t x, uint8_t y) { return compare<C, bool>(x != 0, y != 0); });
         break;
       }
       [[fallthrough]];
-    default:
-      return unsupported(context, a.dtype(), equality ? "float32, int32, int64, bool" : "float32, int32, int64");
+    default: return unsupported(context, a.dtype(), equality ? "float32, int32, int64, bool" : "float32, int32, int64");
   }
   return Status::success();
 }
@@ -221,12 +225,16 @@ Status logical_kernel(KernelContext& context) {
   EDGERT_RETURN_IF_ERROR(binary_inputs(context, plan));
   const Tensor& a = *context.inputs[0];
   if (a.dtype() != DType::Bool) return unsupported(context, a.dtype(), "bool");
-  (*context.outputs)[0] = map_binary<uint8_t, uint8_t>(plan, a, *context.inputs[1], DType::Bool, [](uint8_t x, uint8_t y) -> uint8_t {
-    const bool p = x != 0, q = y != 0;
-    if constexpr (L == Logic::And) return p && q;
-    else if constexpr (L == Logic::Or) return p || q;
-    else return p != q;
-  });
+  (*context.outputs)[0] =
+      map_binary<uint8_t, uint8_t>(plan, a, *context.inputs[1], DType::Bool, [](uint8_t x, uint8_t y) -> uint8_t {
+        const bool p = x != 0, q = y != 0;
+        if constexpr (L == Logic::And)
+          return p && q;
+        else if constexpr (L == Logic::Or)
+          return p || q;
+        else
+          return p != q;
+      });
   return Status::success();
 }
 
@@ -270,11 +278,13 @@ void where_words_vectorized(const uint8_t* condition, int64_t c_step, const int3
     int64_t i = 0;
     for (; i + kLanes <= count; i += kLanes) {
       B bytes;
-      if (c_step) std::memcpy(&bytes, condition + i, sizeof(bytes));
-      else bytes = simd::splat<B>(*condition);
+      if (c_step)
+        std::memcpy(&bytes, condition + i, sizeof(bytes));
+      else
+        bytes = simd::splat<B>(*condition);
       const M take_a = __builtin_convertvector(bytes, M) != 0;
-      const M words = (take_a & load_words<M>(a + i * a_step, a_step)) |
-                      (~take_a & load_words<M>(b + i * b_step, b_step));
+      const M words =
+          (take_a & load_words<M>(a + i * a_step, a_step)) | (~take_a & load_words<M>(b + i * b_step, b_step));
       std::memcpy(out + i, &words, sizeof(words));
     }
     for (; i < count; ++i) out[i] = condition[i * c_step] ? a[i * a_step] : b[i * b_step];
@@ -282,8 +292,8 @@ void where_words_vectorized(const uint8_t* condition, int64_t c_step, const int3
 }
 
 template <class T>
-void where_run(const uint8_t* condition, int64_t c_step, const T* a, int64_t a_step, const T* b,
-               int64_t b_step, T* out, int64_t count, bool booleans) {
+void where_run(const uint8_t* condition, int64_t c_step, const T* a, int64_t a_step, const T* b, int64_t b_step, T* out,
+               int64_t count, bool booleans) {
   if constexpr (sizeof(T) == 4) {
     if (c_step >= 0 && c_step <= 1 && a_step >= 0 && a_step <= 1 && b_step >= 0 && b_step <= 1) {
       where_words_vectorized(condition, c_step, a, a_step, b, b_step, out, count);
@@ -306,8 +316,8 @@ Tensor where_of(const Broadcast& plan, const Tensor& condition, const Tensor& a,
   T* data = static_cast<T*>(out.data());
   const bool booleans = a.dtype() == DType::Bool;
   for_each_run(plan, kFlatGrain, [&](int64_t first, const int64_t* offsets, const int64_t* steps, int64_t count) {
-    where_run<T>(c + offsets[0], steps[0], x + offsets[1], steps[1], y + offsets[2], steps[2],
-                 data + first, count, booleans);
+    where_run<T>(c + offsets[0], steps[0], x + offsets[1], steps[1], y + offsets[2], steps[2], data + first, count,
+                 booleans);
   });
   return out;
 }

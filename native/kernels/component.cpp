@@ -3,7 +3,9 @@
 #include "edgert/threadpool.h"
 #include "isa.hpp"
 
-extern "C" EDGERT_COMPONENT_API const char* edgert_kernels_component(void) { return "kernels"; }
+extern "C" EDGERT_COMPONENT_API const char* edgert_kernels_component(void) {
+  return "kernels";
+}
 
 extern "C" EDGERT_COMPONENT_API const void* edgert_kernels_threadpool_instance(void) {
   return edgert_threadpool_instance();

@@ -69,8 +69,8 @@ void convolve_pointwise(const Convolution& conv) {
   const ConvolutionGeometry& g = conv.geometry;
   GemmEpilogue epilogue;
   epilogue.relu = conv.relu;
-  gemm(group_products(conv, true), g.group_out_channels(), g.out_plane(), g.group_channels(),
-       RightLayout::KByN, epilogue);
+  gemm(group_products(conv, true), g.group_out_channels(), g.out_plane(), g.group_channels(), RightLayout::KByN,
+       epilogue);
 }
 
 typedef float Float4 __attribute__((vector_size(16)));
@@ -103,8 +103,8 @@ inline void zero_short(float* target, int64_t count) {
 // Im2col values of tap (kh, kw) of one input channel for outputs (oh, ow .. ow + count) of
 // one output row: the input the tap reads, 0 where it reads the padding. `valid` is the
 // tap's range of in-bounds ow (valid_outputs).
-inline void im2col_run(const ConvolutionGeometry& g, const float* channel, int64_t kh, int64_t kw,
-                       OutputRange valid, int64_t oh, int64_t ow, int64_t count, float* __restrict target) {
+inline void im2col_run(const ConvolutionGeometry& g, const float* channel, int64_t kh, int64_t kw, OutputRange valid,
+                       int64_t oh, int64_t ow, int64_t count, float* __restrict target) {
   const int64_t ih = oh * g.stride.height - g.padding.height + kh * g.dilation.height;
   const int64_t end = ow + count;
   const bool row_inside = ih >= 0 && ih < g.height;
@@ -130,8 +130,8 @@ struct PackedRun {
 };
 
 // The block's columns [column, column + columns) cut at output rows and panel edges.
-std::vector<PackedRun> packed_runs(const ConvolutionGeometry& g, int64_t column, int64_t columns,
-                                   int64_t width, int64_t depth) {
+std::vector<PackedRun> packed_runs(const ConvolutionGeometry& g, int64_t column, int64_t columns, int64_t width,
+                                   int64_t depth) {
   std::vector<PackedRun> runs;
   int64_t oh = column / g.out_width, ow = column % g.out_width;
   for (int64_t jj = 0; jj < columns;) {
@@ -147,8 +147,8 @@ std::vector<PackedRun> packed_runs(const ConvolutionGeometry& g, int64_t column,
 // RightPacker::pack for the im2col matrix of product `entry` (image entry / groups, group
 // entry % groups): row p is the tap (c, kh, kw) = (p / (KH·KW), p / KW % KH, p % KW),
 // column j the output (j / OW, j % OW).
-void pack_im2col(const void* context, size_t entry, int64_t depth_begin, int64_t depth,
-                 int64_t column, int64_t columns, int64_t width, float* packed) {
+void pack_im2col(const void* context, size_t entry, int64_t depth_begin, int64_t depth, int64_t column, int64_t columns,
+                 int64_t width, float* packed) {
   const Convolution& conv = *static_cast<const Convolution*>(context);
   const ConvolutionGeometry& g = conv.geometry;
   const int64_t n = static_cast<int64_t>(entry) / g.groups, group = static_cast<int64_t>(entry) % g.groups;
@@ -164,7 +164,8 @@ void pack_im2col(const void* context, size_t entry, int64_t depth_begin, int64_t
         valid_outputs(kw * g.dilation.width - g.padding.width, g.stride.width, g.width, g.out_width);
     const float* channel = image + p / taps * plane;
     float* row = packed + r * width;
-    for (const PackedRun& run : runs) im2col_run(g, channel, kh, kw, valid, run.oh, run.ow, run.count, row + run.offset);
+    for (const PackedRun& run : runs)
+      im2col_run(g, channel, kh, kw, valid, run.oh, run.ow, run.count, row + run.offset);
     if (padded_columns > columns) {
       float* tail = row + columns / width * width * depth + columns % width;
       std::fill(tail, tail + (padded_columns - columns), 0.0f);
@@ -187,8 +188,11 @@ struct PaddedInput {
   }
 
   PaddedInput(const ConvolutionGeometry& geometry, const float* x)
-      : g(geometry), height(g.height + 2 * g.padding.height), width(g.width + 2 * g.padding.width),
-        storage(DType::Float32, {g.batch * g.channels, height, width}), data(storage.data_as<float>()) {
+      : g(geometry),
+        height(g.height + 2 * g.padding.height),
+        width(g.width + 2 * g.padding.width),
+        storage(DType::Float32, {g.batch * g.channels, height, width}),
+        data(storage.data_as<float>()) {
     const int64_t planes = g.batch * g.channels;
     parallel_for(0, planes, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, height * width)),
                  [&](int64_t begin, int64_t end) {
@@ -213,8 +217,8 @@ void copy_row_portable(const float* tap, const int64_t* sources, const PackedRun
 }
 
 #if defined(__x86_64__)
-__attribute__((target("avx512f"))) void copy_row_avx512(const float* tap, const int64_t* sources,
-                                                        const PackedRun* runs, size_t count, float* row) {
+__attribute__((target("avx512f"))) void copy_row_avx512(const float* tap, const int64_t* sources, const PackedRun* runs,
+                                                        size_t count, float* row) {
   for (size_t i = 0; i < count; ++i) {
     const __mmask16 mask = static_cast<__mmask16>((1u << runs[i].count) - 1);
     _mm512_mask_storeu_ps(row + runs[i].offset, mask, _mm512_maskz_loadu_ps(mask, tap + sources[i]));
@@ -250,8 +254,8 @@ RowCopy select_row_copy(int64_t width) {
 
 // RightPacker::pack from the padded input: tap (c, kh, kw) of output (oh, ow) reads padded
 // (oh·sh + kh·dh, ow·sw + kw·dw).
-void pack_padded_im2col(const void* context, size_t entry, int64_t depth_begin, int64_t depth,
-                        int64_t column, int64_t columns, int64_t width, float* packed) {
+void pack_padded_im2col(const void* context, size_t entry, int64_t depth_begin, int64_t depth, int64_t column,
+                        int64_t columns, int64_t width, float* packed) {
   const auto& [conv, padded] = *static_cast<const std::pair<const Convolution*, const PaddedInput*>*>(context);
   const ConvolutionGeometry& g = conv->geometry;
   const int64_t n = static_cast<int64_t>(entry) / g.groups, group = static_cast<int64_t>(entry) % g.groups;
@@ -260,7 +264,8 @@ void pack_padded_im2col(const void* context, size_t entry, int64_t depth_begin, 
   const int64_t padded_columns = (columns + width - 1) / width * width;
   const std::vector<PackedRun> runs = packed_runs(g, column, columns, width, depth);
   std::vector<int64_t> sources;  // of each run, from its tap's first input
-  for (const PackedRun& run : runs) sources.push_back(run.oh * g.stride.height * padded->width + run.ow * g.stride.width);
+  for (const PackedRun& run : runs)
+    sources.push_back(run.oh * g.stride.height * padded->width + run.ow * g.stride.width);
   const RowCopy copy_row = select_row_copy(width);
   for (int64_t r = 0; r < depth; ++r) {
     const int64_t p = depth_begin + r;
@@ -274,7 +279,8 @@ void pack_padded_im2col(const void* context, size_t entry, int64_t depth_begin, 
         for (int64_t o = 0; o < runs[i].count; ++o) row[runs[i].offset + o] = tap[sources[i] + o * g.stride.width];
       }
     }
-    if (padded_columns > columns) zero_short(row + columns / width * width * depth + columns % width, padded_columns - columns);
+    if (padded_columns > columns)
+      zero_short(row + columns / width * width * depth + columns % width, padded_columns - columns);
   }
 }
 
@@ -286,12 +292,11 @@ void convolve_im2col(const Convolution& conv) {
     const PaddedInput padded(g, conv.x);
     const std::pair<const Convolution*, const PaddedInput*> context{&conv, &padded};
     const RightPacker packer{pack_padded_im2col, &context};
-    return gemm_packed_right(group_products(conv, false), g.group_out_channels(), g.out_plane(), g.patch(),
-                             packer, epilogue);
+    return gemm_packed_right(group_products(conv, false), g.group_out_channels(), g.out_plane(), g.patch(), packer,
+                             epilogue);
   }
   const RightPacker packer{pack_im2col, &conv};
-  gemm_packed_right(group_products(conv, false), g.group_out_channels(), g.out_plane(), g.patch(),
-                    packer, epilogue);
+  gemm_packed_right(group_products(conv, false), g.group_out_channels(), g.out_plane(), g.patch(), packer, epilogue);
 }
 
 // ----------------------------------------------------------------- depthwise
@@ -466,9 +471,13 @@ void depthwise_planes(const Convolution& conv, int64_t begin, int64_t end) {
     const int64_t n = index / g.out_channels, o = index % g.out_channels;
     const int64_t channel = n * g.channels + o / g.group_out_channels();
     source.load_channel(conv.x, channel);
-    DepthwiseRow row{source.taps.data(), conv.weight + o * g.kernel_height * g.kernel_width,
-                     g.kernel_height * g.kernel_width, g.out_width, conv.bias ? conv.bias + o : nullptr,
-                     conv.relu, nullptr};
+    DepthwiseRow row{source.taps.data(),
+                     conv.weight + o * g.kernel_height * g.kernel_width,
+                     g.kernel_height * g.kernel_width,
+                     g.out_width,
+                     conv.bias ? conv.bias + o : nullptr,
+                     conv.relu,
+                     nullptr};
     for (int64_t oh = 0; oh < g.out_height; ++oh) {
       source.point_taps(conv.x + channel * g.height * g.width, oh);
       row.out = conv.out + index * g.out_plane() + oh * g.out_width;
@@ -521,12 +530,19 @@ Status conv2d_kernel(KernelContext& context) {
   if (out.numel() > 0) {
     const Tensor x = input.contiguous(), w = weight.contiguous();
     const Tensor b = bias ? bias->contiguous() : Tensor();
-    const Convolution conv{geometry, x.data_as<float>(), w.data_as<float>(),
-                           bias ? b.data_as<float>() : nullptr, out.data_as<float>(), relu,
+    const Convolution conv{geometry,
+                           x.data_as<float>(),
+                           w.data_as<float>(),
+                           bias ? b.data_as<float>() : nullptr,
+                           out.data_as<float>(),
+                           relu,
                            usable_weight(context, geometry)};
-    if (geometry.group_channels() == 1) convolve_depthwise(conv);
-    else if (is_pointwise(geometry)) convolve_pointwise(conv);
-    else convolve_im2col(conv);
+    if (geometry.group_channels() == 1)
+      convolve_depthwise(conv);
+    else if (is_pointwise(geometry))
+      convolve_pointwise(conv);
+    else
+      convolve_im2col(conv);
   }
   (*context.outputs)[0] = std::move(out);
   return Status::success();

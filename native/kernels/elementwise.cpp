@@ -19,8 +19,10 @@ using Unsigned = std::make_unsigned_t<T>;
 template <class T>
 struct Add {
   T operator()(T a, T b) const {
-    if constexpr (std::is_floating_point_v<T>) return a + b;
-    else return static_cast<T>(static_cast<Unsigned<T>>(a) + static_cast<Unsigned<T>>(b));
+    if constexpr (std::is_floating_point_v<T>)
+      return a + b;
+    else
+      return static_cast<T>(static_cast<Unsigned<T>>(a) + static_cast<Unsigned<T>>(b));
   }
   const char* error() const { return nullptr; }
 };
@@ -28,8 +30,10 @@ struct Add {
 template <class T>
 struct Sub {
   T operator()(T a, T b) const {
-    if constexpr (std::is_floating_point_v<T>) return a - b;
-    else return static_cast<T>(static_cast<Unsigned<T>>(a) - static_cast<Unsigned<T>>(b));
+    if constexpr (std::is_floating_point_v<T>)
+      return a - b;
+    else
+      return static_cast<T>(static_cast<Unsigned<T>>(a) - static_cast<Unsigned<T>>(b));
   }
   const char* error() const { return nullptr; }
 };
@@ -37,8 +41,10 @@ struct Sub {
 template <class T>
 struct Mul {
   T operator()(T a, T b) const {
-    if constexpr (std::is_floating_point_v<T>) return a * b;
-    else return static_cast<T>(static_cast<Unsigned<T>>(a) * static_cast<Unsigned<T>>(b));
+    if constexpr (std::is_floating_point_v<T>)
+      return a * b;
+    else
+      return static_cast<T>(static_cast<Unsigned<T>>(a) * static_cast<Unsigned<T>>(b));
   }
   const char* error() const { return nullptr; }
 };
@@ -61,24 +67,25 @@ struct Div {
       return quotient;
     }
   }
-  const char* error() const {
-    return divided_by_zero.load() ? "integer division by zero" : nullptr;
-  }
+  const char* error() const { return divided_by_zero.load() ? "integer division by zero" : nullptr; }
 };
 
 // The vectorized float32 loop for each operator (vector_math.hpp).
 template <template <class> class Op>
 constexpr BinaryOp float_op() {
-  if constexpr (std::is_same_v<Op<float>, Add<float>>) return BinaryOp::Add;
-  else if constexpr (std::is_same_v<Op<float>, Sub<float>>) return BinaryOp::Sub;
-  else if constexpr (std::is_same_v<Op<float>, Mul<float>>) return BinaryOp::Mul;
-  else return BinaryOp::Div;
+  if constexpr (std::is_same_v<Op<float>, Add<float>>)
+    return BinaryOp::Add;
+  else if constexpr (std::is_same_v<Op<float>, Sub<float>>)
+    return BinaryOp::Sub;
+  else if constexpr (std::is_same_v<Op<float>, Mul<float>>)
+    return BinaryOp::Mul;
+  else
+    return BinaryOp::Div;
 }
 
 // out[i] = op(a[i * step_a], b[i * step_b]) for i < count.
 template <class T, template <class> class Op>
-void map_row(const T* a, int64_t step_a, const T* b, int64_t step_b, T* out, int64_t count,
-             Op<T>& op) {
+void map_row(const T* a, int64_t step_a, const T* b, int64_t step_b, T* out, int64_t count, Op<T>& op) {
   if constexpr (std::is_same_v<T, float>) {
     if ((step_a == 0 || step_a == 1) && (step_b == 0 || step_b == 1)) {
       binary_floats(float_op<Op>(), a, step_a, b, step_b, out, count);
@@ -147,8 +154,8 @@ Status binary_kernel(KernelContext& context) {
     case DType::Int32: return run_binary<int32_t, Op>(context, a, b);
     case DType::Int64: return run_binary<int64_t, Op>(context, a, b);
     default:
-      return invalid(context, std::string("dtype ") + dtype_name(a.dtype()) +
-                                  " is not supported (float32, int32, int64)");
+      return invalid(context,
+                     std::string("dtype ") + dtype_name(a.dtype()) + " is not supported (float32, int32, int64)");
   }
 }
 
@@ -180,9 +187,8 @@ Tensor relu_contiguous(const Tensor& x) {
   Tensor out = Tensor::uninitialized(DType::Float32, x.shape());  // every element is written
   const float* in = x.data_as<float>();
   float* data = out.data_as<float>();
-  parallel_for(0, x.numel(), kVectorGrain, [&](int64_t begin, int64_t end) {
-    relu_floats(in + begin, data + begin, end - begin);
-  });
+  parallel_for(0, x.numel(), kVectorGrain,
+               [&](int64_t begin, int64_t end) { relu_floats(in + begin, data + begin, end - begin); });
   return out;
 }
 
@@ -193,15 +199,13 @@ Status relu_kernel(KernelContext& context) {
     case DType::Float32:
       (*context.outputs)[0] = is_contiguous(x.shape(), x.strides()) ? relu_contiguous(x) : unary_map<float>(x, relu);
       break;
-    case DType::Int32:
-      (*context.outputs)[0] = unary_map<int32_t>(x, [](int32_t v) { return v > 0 ? v : 0; });
-      break;
+    case DType::Int32: (*context.outputs)[0] = unary_map<int32_t>(x, [](int32_t v) { return v > 0 ? v : 0; }); break;
     case DType::Int64:
       (*context.outputs)[0] = unary_map<int64_t>(x, [](int64_t v) { return v > 0 ? v : int64_t{0}; });
       break;
     default:
-      return invalid(context, std::string("dtype ") + dtype_name(x.dtype()) +
-                                  " is not supported (float32, int32, int64)");
+      return invalid(context,
+                     std::string("dtype ") + dtype_name(x.dtype()) + " is not supported (float32, int32, int64)");
   }
   return Status::success();
 }
@@ -213,13 +217,11 @@ Status gelu_kernel(KernelContext& context) {
   EDGERT_RETURN_IF_ERROR(check_dtype(context, x, DType::Float32, "input"));
   const std::string approximate = context.attributes ? context.attributes->get_string("approximate", "none") : "none";
   if (approximate == "none") {
-    (*context.outputs)[0] = unary_map<float>(x, [](float v) {
-      return 0.5f * v * (1.0f + std::erf(v * 0.70710678118654752f));
-    });
+    (*context.outputs)[0] =
+        unary_map<float>(x, [](float v) { return 0.5f * v * (1.0f + std::erf(v * 0.70710678118654752f)); });
   } else if (approximate == "tanh") {
-    (*context.outputs)[0] = unary_map<float>(x, [](float v) {
-      return 0.5f * v * (1.0f + std::tanh(0.79788456080286536f * (v + 0.044715f * v * v * v)));
-    });
+    (*context.outputs)[0] = unary_map<float>(
+        x, [](float v) { return 0.5f * v * (1.0f + std::tanh(0.79788456080286536f * (v + 0.044715f * v * v * v))); });
   } else {
     return invalid(context, "attribute approximate must be \"none\" or \"tanh\", got \"" + approximate + "\"");
   }

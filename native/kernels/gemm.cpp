@@ -32,16 +32,19 @@ constexpr int64_t kPackedRightLimit = int64_t{64} << 20;
 // or shares its core with other work takes fewer.
 constexpr int64_t kBlocksPerThread = 4;
 
-int64_t round_up(int64_t value, int64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
+int64_t round_up(int64_t value, int64_t multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
 
-int64_t ceil_div(int64_t value, int64_t divisor) { return (value + divisor - 1) / divisor; }
+int64_t ceil_div(int64_t value, int64_t divisor) {
+  return (value + divisor - 1) / divisor;
+}
 
 // Float scratch memory, 64-byte aligned, from the runtime's cache of large buffers.
 class Scratch {
  public:
   Scratch() = default;
-  explicit Scratch(int64_t floats)
-      : storage_(Tensor::uninitialized(DType::Float32, {std::max<int64_t>(floats, 1)})) {}
+  explicit Scratch(int64_t floats) : storage_(Tensor::uninitialized(DType::Float32, {std::max<int64_t>(floats, 1)})) {}
   float* data() { return storage_.data_as<float>(); }
 
  private:
@@ -52,15 +55,14 @@ class Scratch {
 
 // target[p * target_stride + i] = source[i * source_stride + p] for i < rows, p < depth;
 // in 8×8 blocks where the kernel has a transpose.
-void copy_transposed(const MicroKernel& kernel, const float* source, int64_t source_stride, int64_t rows,
-                     int64_t depth, float* target, int64_t target_stride) {
+void copy_transposed(const MicroKernel& kernel, const float* source, int64_t source_stride, int64_t rows, int64_t depth,
+                     float* target, int64_t target_stride) {
   int64_t i = 0;
   if (kernel.transpose8 != nullptr) {
     for (; i + 8 <= rows; i += 8) {
       int64_t p = 0;
       for (; p + 8 <= depth; p += 8) {
-        kernel.transpose8(source + i * source_stride + p, source_stride, target + p * target_stride + i,
-                          target_stride);
+        kernel.transpose8(source + i * source_stride + p, source_stride, target + p * target_stride + i, target_stride);
       }
       for (int64_t r = i; r < i + 8; ++r) {
         for (int64_t q = p; q < depth; ++q) target[q * target_stride + r] = source[r * source_stride + q];
@@ -128,8 +130,7 @@ void pack_right_block(const MicroKernel& kernel, const StoredRight& right, int64
 
 // out = relu?(out + bias[j] + row_bias) over one row of outputs, vectorized: the same IEEE
 // operations, in the same order, as one element at a time.
-void finish_row(const GemmEpilogue& epilogue, const float* bias, const float* row_bias, float* out,
-                int64_t count) {
+void finish_row(const GemmEpilogue& epilogue, const float* bias, const float* row_bias, float* out, int64_t count) {
   const auto add = [](const auto& x, const auto& y) { return x + y; };
   if (bias) simd::map2(out, 1, bias, 1, out, count, add);
   if (row_bias) simd::map2(out, 1, row_bias, 0, out, count, add);
@@ -172,7 +173,11 @@ Block block_at(const Problem& problem, int64_t index) {
   const size_t entry = static_cast<size_t>(index / per_entry);
   const int64_t row = index % per_entry / problem.column_blocks * problem.row_block;
   const int64_t column = index % problem.column_blocks * problem.column_block;
-  return Block{problem.batch[entry], entry, row, std::min(problem.row_block, problem.m - row), column,
+  return Block{problem.batch[entry],
+               entry,
+               row,
+               std::min(problem.row_block, problem.m - row),
+               column,
                std::min(problem.column_block, problem.n - column)};
 }
 
@@ -191,8 +196,7 @@ struct Buffers {
 };
 
 // The block's rows of a over one k slice: where they lie already, or packed now.
-Panels left_panels(const Problem& problem, const Block& block, int64_t depth_begin, int64_t depth,
-                   Buffers& buffers) {
+Panels left_panels(const Problem& problem, const Block& block, int64_t depth_begin, int64_t depth, Buffers& buffers) {
   const int64_t height = problem.kernel.rows;
   if (problem.left_packed) {
     const float* panels = block.operands.packed_a + block.row / height * problem.k * height;
@@ -204,8 +208,7 @@ Panels left_panels(const Problem& problem, const Block& block, int64_t depth_beg
 }
 
 // The block's columns of b over one k slice: where they lie already, or packed now.
-Panels right_panels(const Problem& problem, const Block& block, int64_t depth_begin, int64_t depth,
-                    Buffers& buffers) {
+Panels right_panels(const Problem& problem, const Block& block, int64_t depth_begin, int64_t depth, Buffers& buffers) {
   const int64_t width = problem.kernel.columns;
   if (problem.right_packed) {
     const float* panels = block.operands.packed_b + block.column / width * problem.k * width;
@@ -238,8 +241,8 @@ void run_edge_tile(const MicroKernel& kernel, int64_t depth, const float* a, con
 }
 
 // Every tile of the block for one k slice: right panels outer, left panels inner.
-void multiply_slice(const Problem& problem, const Block& block, const Panels& left, const Panels& right,
-                    int64_t depth, bool accumulate) {
+void multiply_slice(const Problem& problem, const Block& block, const Panels& left, const Panels& right, int64_t depth,
+                    bool accumulate) {
   const MicroKernel& kernel = problem.kernel;
   for (int64_t jr = 0; jr < block.columns; jr += kernel.columns) {
     const int64_t columns = std::min<int64_t>(kernel.columns, block.columns - jr);
@@ -316,8 +319,8 @@ int64_t cut(int64_t extent, int64_t parts, int64_t unit, int64_t block) {
 // is not in panels yet), then along the other.
 void choose_blocks(Problem& problem) {
   const MicroKernel& kernel = problem.kernel;
-  problem.row_block = problem.left_packed ? std::min(round_up(problem.m, kernel.rows), 4 * kernel.row_block)
-                                          : kernel.row_block;
+  problem.row_block =
+      problem.left_packed ? std::min(round_up(problem.m, kernel.rows), 4 * kernel.row_block) : kernel.row_block;
   problem.column_block = problem.right_packed ? round_up(problem.n, kernel.columns) : kernel.column_block;
   const int64_t entries = static_cast<int64_t>(problem.batch.size());
   const int64_t threads = std::min(static_cast<int64_t>(edgert_threadpool_size()),
@@ -350,7 +353,7 @@ struct RowsProblem {
   int64_t m, n, k;
   GemmEpilogue epilogue;
   const MicroKernel& kernel;
-  bool packed;                  // b in panels (packed_b), else stored [K, N]
+  bool packed;                      // b in panels (packed_b), else stored [K, N]
   std::vector<const float*> tails;  // stored b: each entry's last panel, packed (null: none)
 };
 
@@ -397,8 +400,8 @@ void gemm_rows(const RowsProblem& problem) {
   const int64_t units = ceil_div(panels, unit);
   const int64_t total = static_cast<int64_t>(problem.batch.size()) * units;
   const int64_t products = total * unit * kernel.columns * problem.m * problem.k;
-  const int64_t threads = std::min({static_cast<int64_t>(edgert_threadpool_size()), total,
-                                    std::max<int64_t>(1, products / kParallelProducts)});
+  const int64_t threads = std::min(
+      {static_cast<int64_t>(edgert_threadpool_size()), total, std::max<int64_t>(1, products / kParallelProducts)});
   // Each thread takes units from a counter (about 8 per thread): one that starts late or
   // shares its core takes fewer.
   const int64_t grab = std::max<int64_t>(1, total / (8 * threads));
@@ -483,8 +486,8 @@ void multiply_row(const GemmOperands& operands, int64_t n, int64_t k, const Gemm
   }
 }
 
-void gemm_one_row_transposed(const std::vector<GemmOperands>& batch, int64_t n, int64_t k,
-                             const GemmEpilogue& epilogue, const MicroKernel& kernel) {
+void gemm_one_row_transposed(const std::vector<GemmOperands>& batch, int64_t n, int64_t k, const GemmEpilogue& epilogue,
+                             const MicroKernel& kernel) {
   const int64_t blocks = (n + 7) / 8;
   const int64_t total = static_cast<int64_t>(batch.size()) * blocks;
   const int64_t grain = std::max<int64_t>(1, kParallelProducts / (8 * std::max<int64_t>(k, 1)));
@@ -553,8 +556,7 @@ void gemm(const std::vector<GemmOperands>& batch, int64_t m, int64_t n, int64_t 
   Problem problem = make_problem(batch, m, n, k, layout, epilogue);
   choose_blocks(problem);
   const int64_t packed_bytes = static_cast<int64_t>(batch.size()) * round_up(n, kernel.columns) * k * 4;
-  const bool pack_first =
-      !problem.right_packed && problem.row_blocks > 1 && k > 0 && packed_bytes <= kPackedRightLimit;
+  const bool pack_first = !problem.right_packed && problem.row_blocks > 1 && k > 0 && packed_bytes <= kPackedRightLimit;
   if (!pack_first) return run_blocks(problem);
   Scratch storage;
   const std::vector<GemmOperands> packed = with_packed_right(batch, layout, n, k, kernel, storage);
@@ -590,13 +592,16 @@ PackedPanels pack_right_panels(const float* b, RightLayout layout, int64_t exten
   PackedPanels packed{1, extent, depth, kernel.columns, Tensor()};
   const int64_t floats = packed.panels() * depth * packed.width;
   packed.storage = Tensor::uninitialized(DType::Float32, {std::max<int64_t>(1, floats)});
-  pack_right_block(kernel, StoredRight{b, layout, extent, depth}, 0, extent, 0, depth,
-                   packed.storage.data_as<float>());
+  pack_right_block(kernel, StoredRight{b, layout, extent, depth}, 0, extent, 0, depth, packed.storage.data_as<float>());
   return packed;
 }
 
-bool fits_left_kernel(const PackedPanels& panels) { return panels.width == micro_kernel().rows; }
+bool fits_left_kernel(const PackedPanels& panels) {
+  return panels.width == micro_kernel().rows;
+}
 
-bool fits_right_kernel(const PackedPanels& panels) { return panels.width == micro_kernel().columns; }
+bool fits_right_kernel(const PackedPanels& panels) {
+  return panels.width == micro_kernel().columns;
+}
 
 }  // namespace edgert::kernels

@@ -45,8 +45,8 @@ struct GemmEpilogue {
 
 // c = a · b (+ epilogue) for every entry, all of shape m×k times k×n. Entries may carry
 // packed_a and packed_b (all of them or none, per side).
-void gemm(const std::vector<GemmOperands>& batch, int64_t m, int64_t n, int64_t k,
-          RightLayout layout, const GemmEpilogue& epilogue);
+void gemm(const std::vector<GemmOperands>& batch, int64_t m, int64_t n, int64_t k, RightLayout layout,
+          const GemmEpilogue& epilogue);
 
 // Produces the right operand block by block instead of reading a stored b, so that an
 // operand computed from another tensor (a convolution's im2col matrix) is never
@@ -55,8 +55,8 @@ void gemm(const std::vector<GemmOperands>& batch, int64_t m, int64_t n, int64_t 
 // panels `width` columns wide, each p-major, and zeros for j in [columns, round_up(columns,
 // width)).
 struct RightPacker {
-  void (*pack)(const void* context, size_t entry, int64_t depth_begin, int64_t depth,
-               int64_t column, int64_t columns, int64_t width, float* packed);
+  void (*pack)(const void* context, size_t entry, int64_t depth_begin, int64_t depth, int64_t column, int64_t columns,
+               int64_t width, float* packed);
   const void* context;
 };
 
@@ -78,9 +78,7 @@ struct PackedPanels {
   Tensor storage;
 
   int64_t panels() const { return (extent + width - 1) / width; }
-  const float* matrix(int64_t index) const {
-    return storage.data_as<float>() + index * panels() * depth * width;
-  }
+  const float* matrix(int64_t index) const { return storage.data_as<float>() + index * panels() * depth * width; }
 };
 
 // a [matrices][extent, depth] (row-major, one matrix after the other) as left panels.

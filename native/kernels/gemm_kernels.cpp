@@ -26,8 +26,8 @@ namespace {
 // A tile of Rows × (Vectors · lanes) outputs, a read from panels of height `Height` (the
 // kernel's full row count, also when this instance computes fewer rows).
 template <class V, int Rows, int Vectors, int Height>
-EDGERT_SIMD_INLINE void multiply_tile(int64_t depth, const float* a, const float* b, float* c,
-                                      int64_t ldc, bool accumulate) {
+EDGERT_SIMD_INLINE void multiply_tile(int64_t depth, const float* a, const float* b, float* c, int64_t ldc,
+                                      bool accumulate) {
   constexpr int kLanes = simd::lanes_of<V>;
   V sums[Rows][Vectors];
 #pragma GCC unroll 16
@@ -118,17 +118,16 @@ MicroKernel kernels_of() {
 
 // Each Shape: V, kRows, kVectors (the tile: kRows × kVectors vectors), the blocking, and the
 // two instantiating functions.
-#define EDGERT_GEMM_INSTANCES(attributes)                                                           \
-  template <int R>                                                                                  \
-  attributes static void tile(int64_t depth, const float* a, const float* b, float* c, int64_t ldc, \
-                              bool accumulate) {                                                    \
-    multiply_tile<V, R, kVectors, kRows>(depth, a, b, c, ldc, accumulate);                          \
-  }                                                                                                 \
-  template <int R, int Vectors>                                                                     \
-  attributes static void rows(int64_t depth, const float* x, int64_t x_stride, const float* b,      \
-                              int64_t panel_stride, int64_t step, float* out, int64_t out_stride) { \
-    multiply_rows<V, R, Vectors, kVectors * simd::lanes_of<V>>(depth, x, x_stride, b, panel_stride, \
-                                                               step, out, out_stride);              \
+#define EDGERT_GEMM_INSTANCES(attributes)                                                                              \
+  template <int R>                                                                                                     \
+  attributes static void tile(int64_t depth, const float* a, const float* b, float* c, int64_t ldc, bool accumulate) { \
+    multiply_tile<V, R, kVectors, kRows>(depth, a, b, c, ldc, accumulate);                                             \
+  }                                                                                                                    \
+  template <int R, int Vectors>                                                                                        \
+  attributes static void rows(int64_t depth, const float* x, int64_t x_stride, const float* b, int64_t panel_stride,   \
+                              int64_t step, float* out, int64_t out_stride) {                                          \
+    multiply_rows<V, R, Vectors, kVectors * simd::lanes_of<V>>(depth, x, x_stride, b, panel_stride, step, out,         \
+                                                               out_stride);                                            \
   }
 
 #if defined(__x86_64__)
@@ -148,8 +147,8 @@ struct Avx2Shape {
   EDGERT_GEMM_INSTANCES(__attribute__((target("avx2"), flatten)))
 };
 
-__attribute__((target("avx2"))) void transpose8_avx2(const float* source, int64_t source_stride,
-                                                     float* target, int64_t target_stride) {
+__attribute__((target("avx2"))) void transpose8_avx2(const float* source, int64_t source_stride, float* target,
+                                                     int64_t target_stride) {
   __m256 rows[8], pairs[8], quads[8];
 #pragma GCC unroll 8
   for (int i = 0; i < 8; ++i) rows[i] = _mm256_loadu_ps(source + i * source_stride);

@@ -13,23 +13,21 @@ namespace edgert::kernels {
 // panels: a holds a[p][i] at a[p * height + i] (height: the left panels' height, which is
 // the kernel's full row count), b holds b[p][j] at b[p * columns + j]. With `accumulate` the
 // sums continue from c's values, otherwise they start at +0.
-using TileKernel = void (*)(int64_t depth, const float* a, const float* b, float* c, int64_t ldc,
-                            bool accumulate);
+using TileKernel = void (*)(int64_t depth, const float* a, const float* b, float* c, int64_t ldc, bool accumulate);
 
 // Small batches, b read where it lies: out[r * out_stride + j] = Σ_p x[r * x_stride + p] ·
 // b(p, j) from +0, for r < the kernel's rows and j < its strip, where b(p, j) is at
 // b + (j / width) * panel_stride + p * step + j % width (width: the right panels' width).
 // Packed right panels have panel_stride = depth · width and step = width; a stored [K, N]
 // matrix has panel_stride = width and step = N.
-using RowsKernel = void (*)(int64_t depth, const float* x, int64_t x_stride, const float* b,
-                            int64_t panel_stride, int64_t step, float* out, int64_t out_stride);
+using RowsKernel = void (*)(int64_t depth, const float* x, int64_t x_stride, const float* b, int64_t panel_stride,
+                            int64_t step, float* out, int64_t out_stride);
 
 // Batches of up to this many rows take the RowsKernel path.
 constexpr int kMaxBatchRows = 4;
 
 // Copies an 8×8 block transposed: target[c * target_stride + r] = source[r * source_stride + c].
-using TransposeKernel = void (*)(const float* source, int64_t source_stride, float* target,
-                                 int64_t target_stride);
+using TransposeKernel = void (*)(const float* source, int64_t source_stride, float* target, int64_t target_stride);
 
 struct MicroKernel {
   int rows;     // of a tile: the left panels' height

@@ -18,8 +18,8 @@ Status required_axis(const KernelContext& context, int64_t rank, int64_t& axis) 
   if (value == nullptr) return invalid(context, "attribute axis must be an int");
   axis = *value;
   if (normalize_axis(axis, rank)) return Status::success();
-  return invalid(context, "attribute axis " + std::to_string(*value) + " is out of range for rank " +
-                              std::to_string(rank));
+  return invalid(context,
+                 "attribute axis " + std::to_string(*value) + " is out of range for rank " + std::to_string(rank));
 }
 
 Status check_index_dtype(const KernelContext& context, const Tensor& index, const char* what) {
@@ -34,8 +34,8 @@ Status widen_indices(const KernelContext& context, const T* data, int64_t size, 
     const int64_t value = static_cast<int64_t>(data[i]);
     if (value < 0 || value >= size) {
       return invalid(context, "index " + std::to_string(value) + " (element " + std::to_string(i) +
-                                  " of the indices) is out of range for dimension " +
-                                  std::to_string(dimension) + " of size " + std::to_string(size));
+                                  " of the indices) is out of range for dimension " + std::to_string(dimension) +
+                                  " of size " + std::to_string(size));
     }
     indices[i] = value;
   }
@@ -44,8 +44,8 @@ Status widen_indices(const KernelContext& context, const T* data, int64_t size, 
 
 // `index`'s values in row-major order as int64, each checked against [0, size) of
 // `dimension` of the data.
-Status read_indices(const KernelContext& context, const Tensor& index, int64_t size,
-                    int64_t dimension, std::vector<int64_t>& indices) {
+Status read_indices(const KernelContext& context, const Tensor& index, int64_t size, int64_t dimension,
+                    std::vector<int64_t>& indices) {
   const Tensor values = index.contiguous();
   indices.resize(static_cast<size_t>(values.numel()));
   if (values.dtype() == DType::Int32) {
@@ -72,8 +72,7 @@ void copy_rows(const RowSource& source, int64_t blocks, const std::vector<int64_
   parallel_for(0, blocks * count, grain, [&](int64_t begin, int64_t end) {
     for (int64_t row = begin; row < end; ++row) {
       const int64_t block = row / count, picked = indices[static_cast<size_t>(row % count)];
-      std::memcpy(out + row * source.row_bytes,
-                  source.data + block * source.block_stride + picked * source.row_stride,
+      std::memcpy(out + row * source.row_bytes, source.data + block * source.block_stride + picked * source.row_stride,
                   static_cast<size_t>(source.row_bytes));
     }
   });
@@ -124,8 +123,8 @@ Status index_select_kernel(KernelContext& context) {
   const Tensor x = input.contiguous();  // [blocks, size, inner] with contiguous rows of inner
   const int64_t element = static_cast<int64_t>(dtype_size(input.dtype()));
   const int64_t inner = product(input.shape(), a + 1, input.shape().size());
-  const RowSource source{static_cast<const char*>(x.data()), input.shape()[a] * inner * element,
-                         inner * element, inner * element};
+  const RowSource source{static_cast<const char*>(x.data()), input.shape()[a] * inner * element, inner * element,
+                         inner * element};
   copy_rows(source, product(input.shape(), 0, a), indices, static_cast<char*>(out.data()));
   (*context.outputs)[0] = std::move(out);
   return Status::success();
@@ -134,8 +133,8 @@ Status index_select_kernel(KernelContext& context) {
 // out[p] = x[p with its axis coordinate replaced by indices[p]], for the rows [begin, end) of
 // out (a row runs along the last dimension). x is read through its own strides.
 template <class T>
-void gather_rows(const Tensor& x, const std::vector<int64_t>& indices, size_t axis, Tensor& out,
-                 int64_t begin, int64_t end) {
+void gather_rows(const Tensor& x, const std::vector<int64_t>& indices, size_t axis, Tensor& out, int64_t begin,
+                 int64_t end) {
   const std::vector<int64_t>& shape = out.shape();
   const std::vector<int64_t>& strides = x.strides();
   const size_t last = shape.size() - 1;

@@ -65,12 +65,12 @@ X86Features detect_x86() {
   const bool saves_state = (c & (1u << 27)) != 0 && (c & (1u << 28)) != 0;  // OSXSAVE, AVX
   if (!saves_state) return found;
   const uint64_t enabled = extended_state_enabled();
-  const bool ymm = (enabled & 0x6) == 0x6;     // SSE and AVX state
-  const bool zmm = (enabled & 0xe6) == 0xe6;   // and the opmask and upper ZMM state
+  const bool ymm = (enabled & 0x6) == 0x6;    // SSE and AVX state
+  const bool zmm = (enabled & 0xe6) == 0xe6;  // and the opmask and upper ZMM state
   if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return found;
   found.avx2 = ymm && (b & (1u << 5)) != 0;
-  found.avx512 = zmm && (b & (1u << 16)) != 0 && (b & (1u << 17)) != 0 &&
-                 (b & (1u << 30)) != 0 && (b & (1u << 31)) != 0;  // F, DQ, BW, VL
+  found.avx512 = zmm && (b & (1u << 16)) != 0 && (b & (1u << 17)) != 0 && (b & (1u << 30)) != 0 &&
+                 (b & (1u << 31)) != 0;  // F, DQ, BW, VL
   found.avx512vnni = found.avx512 && (c & (1u << 11)) != 0;
   return found;
 }
@@ -99,9 +99,12 @@ Isa requested(Isa best) {
   const char* name = requested_name();
   if (name == nullptr) return best;
   Isa wanted = best;
-  if (std::strcmp(name, "portable") == 0 || std::strcmp(name, "dotprod") == 0) wanted = Isa::Portable;
-  else if (std::strcmp(name, "avx2") == 0) wanted = Isa::Avx2;
-  else if (std::strcmp(name, "avx512") == 0 || std::strcmp(name, "avx512vnni") == 0) wanted = Isa::Avx512;
+  if (std::strcmp(name, "portable") == 0 || std::strcmp(name, "dotprod") == 0)
+    wanted = Isa::Portable;
+  else if (std::strcmp(name, "avx2") == 0)
+    wanted = Isa::Avx2;
+  else if (std::strcmp(name, "avx512") == 0 || std::strcmp(name, "avx512vnni") == 0)
+    wanted = Isa::Avx512;
   return static_cast<int>(wanted) < static_cast<int>(best) ? wanted : best;
 }
 
@@ -123,8 +126,7 @@ bool has_dotprod() {
 IntegerIsa best_integer_supported() {
 #if defined(__x86_64__)
   switch (best_supported()) {
-    case Isa::Avx512:
-      return x86_features().avx512vnni ? IntegerIsa::Avx512Vnni : IntegerIsa::Avx512;
+    case Isa::Avx512: return x86_features().avx512vnni ? IntegerIsa::Avx512Vnni : IntegerIsa::Avx512;
     case Isa::Avx2: return IntegerIsa::Avx2;
     case Isa::Portable: break;
   }
@@ -141,8 +143,10 @@ struct Level {
 
 // This architecture's levels, lowest first, and the names of the other architecture's.
 #if defined(__x86_64__)
-constexpr Level kLevels[] = {{"portable", IntegerIsa::Portable}, {"avx2", IntegerIsa::Avx2},
-                             {"avx512", IntegerIsa::Avx512}, {"avx512vnni", IntegerIsa::Avx512Vnni}};
+constexpr Level kLevels[] = {{"portable", IntegerIsa::Portable},
+                             {"avx2", IntegerIsa::Avx2},
+                             {"avx512", IntegerIsa::Avx512},
+                             {"avx512vnni", IntegerIsa::Avx512Vnni}};
 constexpr const char* kForeignNames[] = {"dotprod"};
 #elif defined(__aarch64__)
 constexpr Level kLevels[] = {{"portable", IntegerIsa::Portable}, {"dotprod", IntegerIsa::Dotprod}};

@@ -21,18 +21,17 @@ struct PackedPanels;
 // on the number of threads or on the instruction set the kernels run (docs/kernels.md).
 // `packed`, when given, is prepare_linear_weight(weight): the product reads it instead of
 // packing the weight again (the results are the same bytes).
-EDGERT_COMPONENT_API edgert::Status linear(const edgert::Tensor& input,
-                                           const edgert::Tensor& weight,
-                                           const edgert::Tensor* bias, Activation activation,
-                                           edgert::Tensor& output,
+EDGERT_COMPONENT_API edgert::Status linear(const edgert::Tensor& input, const edgert::Tensor& weight,
+                                           const edgert::Tensor* bias, Activation activation, edgert::Tensor& output,
                                            const PackedPanels* packed = nullptr);
 
 // A constant weight [N, K] packed for every later linear() call of this process; null when
 // it is not a float32 matrix (linear() then reports the error).
-EDGERT_COMPONENT_API std::shared_ptr<const PackedPanels> prepare_linear_weight(
-    const edgert::Tensor& weight);
+EDGERT_COMPONENT_API std::shared_ptr<const PackedPanels> prepare_linear_weight(const edgert::Tensor& weight);
 
 // The relu applied by both edgert::relu and the fused path.
-inline float relu(float value) { return value > 0.0f ? value : 0.0f; }
+inline float relu(float value) {
+  return value > 0.0f ? value : 0.0f;
+}
 
 }  // namespace edgert::kernels

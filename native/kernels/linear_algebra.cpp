@@ -20,22 +20,21 @@ const float* usable_panels(const PackedPanels* packed, int64_t features_out, int
 
 }  // namespace
 
-Status linear(const Tensor& input, const Tensor& weight, const Tensor* bias, Activation activation,
-              Tensor& output, const PackedPanels* packed) {
+Status linear(const Tensor& input, const Tensor& weight, const Tensor* bias, Activation activation, Tensor& output,
+              const PackedPanels* packed) {
   const KernelContext context;
   EDGERT_RETURN_IF_ERROR(check_dtype(context, input, DType::Float32, "input"));
   EDGERT_RETURN_IF_ERROR(check_dtype(context, weight, DType::Float32, "weight"));
   if (input.dim() < 1 || weight.dim() != 2 || input.shape().back() != weight.shape()[1]) {
-    return invalid(context, "input " + shape_text(input.shape()) + " and weight " +
-                                shape_text(weight.shape()) + " do not match (input [..., K], weight [N, K])");
+    return invalid(context, "input " + shape_text(input.shape()) + " and weight " + shape_text(weight.shape()) +
+                                " do not match (input [..., K], weight [N, K])");
   }
   const int64_t features_in = weight.shape()[1];
   const int64_t features_out = weight.shape()[0];
   if (bias) {
     EDGERT_RETURN_IF_ERROR(check_dtype(context, *bias, DType::Float32, "bias"));
     if (bias->dim() != 1 || bias->shape()[0] != features_out) {
-      return invalid(context, "bias " + shape_text(bias->shape()) + " must be [" +
-                                  std::to_string(features_out) + "]");
+      return invalid(context, "bias " + shape_text(bias->shape()) + " must be [" + std::to_string(features_out) + "]");
     }
   }
   std::vector<int64_t> shape = input.shape();
@@ -78,9 +77,8 @@ Status prepare_linear(const PrepareContext& context, std::shared_ptr<const void>
 
 Status linear_kernel(KernelContext& context) {
   EDGERT_RETURN_IF_ERROR(check_arity(context, 2, 3));
-  return linear(*context.inputs[0], *context.inputs[1], optional_input(context, 2),
-                Activation::None, (*context.outputs)[0],
-                static_cast<const PackedPanels*>(context.prepared));
+  return linear(*context.inputs[0], *context.inputs[1], optional_input(context, 2), Activation::None,
+                (*context.outputs)[0], static_cast<const PackedPanels*>(context.prepared));
 }
 
 // A 1-D operand is promoted like numpy: [K] as a row [1, K] (left) or a column [K, 1] (right),
@@ -103,12 +101,12 @@ Status matmul_kernel(KernelContext& context) {
                                 " do not match for matrix multiplication");
   }
   // Broadcast the batch dimensions through zero-strided "batch tensors" of matrices.
-  const Tensor batch_a = Tensor::view(DType::Float32, {shape_a.begin(), shape_a.end() - 2},
-                                      Tensor::contiguous_strides({shape_a.begin(), shape_a.end() - 2}),
-                                      nullptr, nullptr);
-  const Tensor batch_b = Tensor::view(DType::Float32, {shape_b.begin(), shape_b.end() - 2},
-                                      Tensor::contiguous_strides({shape_b.begin(), shape_b.end() - 2}),
-                                      nullptr, nullptr);
+  const Tensor batch_a =
+      Tensor::view(DType::Float32, {shape_a.begin(), shape_a.end() - 2},
+                   Tensor::contiguous_strides({shape_a.begin(), shape_a.end() - 2}), nullptr, nullptr);
+  const Tensor batch_b =
+      Tensor::view(DType::Float32, {shape_b.begin(), shape_b.end() - 2},
+                   Tensor::contiguous_strides({shape_b.begin(), shape_b.end() - 2}), nullptr, nullptr);
   Broadcast plan;
   EDGERT_RETURN_IF_ERROR(broadcast(context, {&batch_a, &batch_b}, plan));
   std::vector<int64_t> shape = plan.shape;

@@ -18,30 +18,56 @@ namespace edgert::kernels {
 namespace {
 
 enum class Function {
-  Sigmoid, Tanh, Silu, Hardswish, Hardsigmoid, Exp, Log, Sqrt, Rsqrt, Reciprocal,
-  Floor, Ceil, Round, Abs, Neg,
+  Sigmoid,
+  Tanh,
+  Silu,
+  Hardswish,
+  Hardsigmoid,
+  Exp,
+  Log,
+  Sqrt,
+  Rsqrt,
+  Reciprocal,
+  Floor,
+  Ceil,
+  Round,
+  Abs,
+  Neg,
 };
 
 // One function on one vector of floats, the formulas of docs/operators.md.
 template <Function F, class V>
 EDGERT_SIMD_INLINE V apply(const V& x) {
-  if constexpr (F == Function::Sigmoid) return simd::sigmoid(x);
-  else if constexpr (F == Function::Tanh) return simd::tanh(x);
-  else if constexpr (F == Function::Silu) return simd::silu(x);
+  if constexpr (F == Function::Sigmoid)
+    return simd::sigmoid(x);
+  else if constexpr (F == Function::Tanh)
+    return simd::tanh(x);
+  else if constexpr (F == Function::Silu)
+    return simd::silu(x);
   else if constexpr (F == Function::Hardswish) {
     return x * simd::minimum(simd::maximum(x + 3.0f, V{}), simd::splat<V>(6.0f)) / 6.0f;
   } else if constexpr (F == Function::Hardsigmoid) {
     return simd::minimum(simd::maximum(x + 3.0f, V{}), simd::splat<V>(6.0f)) / 6.0f;
-  } else if constexpr (F == Function::Exp) return simd::exp(x);
-  else if constexpr (F == Function::Log) return simd::log(x);
-  else if constexpr (F == Function::Sqrt) return simd::sqrt(x);
-  else if constexpr (F == Function::Rsqrt) return 1.0f / simd::sqrt(x);
-  else if constexpr (F == Function::Reciprocal) return 1.0f / x;
-  else if constexpr (F == Function::Floor) return simd::floor(x);
-  else if constexpr (F == Function::Ceil) return simd::ceil(x);
-  else if constexpr (F == Function::Round) return simd::round_half_even(x);
-  else if constexpr (F == Function::Abs) return simd::abs(x);
-  else return -x;
+  } else if constexpr (F == Function::Exp)
+    return simd::exp(x);
+  else if constexpr (F == Function::Log)
+    return simd::log(x);
+  else if constexpr (F == Function::Sqrt)
+    return simd::sqrt(x);
+  else if constexpr (F == Function::Rsqrt)
+    return 1.0f / simd::sqrt(x);
+  else if constexpr (F == Function::Reciprocal)
+    return 1.0f / x;
+  else if constexpr (F == Function::Floor)
+    return simd::floor(x);
+  else if constexpr (F == Function::Ceil)
+    return simd::ceil(x);
+  else if constexpr (F == Function::Round)
+    return simd::round_half_even(x);
+  else if constexpr (F == Function::Abs)
+    return simd::abs(x);
+  else
+    return -x;
 }
 
 // Elements per chunk split across threads: about 30 us of work on one core for the
@@ -49,10 +75,9 @@ EDGERT_SIMD_INLINE V apply(const V& x) {
 // the operations that are one or two instructions.
 template <Function F>
 constexpr int64_t grain() {
-  constexpr bool cheap = F == Function::Floor || F == Function::Ceil || F == Function::Round ||
-                         F == Function::Abs || F == Function::Neg || F == Function::Sqrt ||
-                         F == Function::Rsqrt || F == Function::Reciprocal ||
-                         F == Function::Hardswish || F == Function::Hardsigmoid;
+  constexpr bool cheap = F == Function::Floor || F == Function::Ceil || F == Function::Round || F == Function::Abs ||
+                         F == Function::Neg || F == Function::Sqrt || F == Function::Rsqrt ||
+                         F == Function::Reciprocal || F == Function::Hardswish || F == Function::Hardsigmoid;
   return cheap ? int64_t{1} << 18 : int64_t{1} << 16;
 }
 
@@ -68,9 +93,8 @@ Tensor map_floats(const Tensor& x, int64_t chunk_grain, Range range) {
   float* data = out.data_as<float>();
   if (x.numel() == 0) return out;
   if (x.is_contiguous()) {
-    parallel_for(0, x.numel(), chunk_grain, [&](int64_t begin, int64_t end) {
-      range(in + begin, data + begin, end - begin);
-    });
+    parallel_for(0, x.numel(), chunk_grain,
+                 [&](int64_t begin, int64_t end) { range(in + begin, data + begin, end - begin); });
     return out;
   }
   Broadcast plan;
@@ -132,16 +156,15 @@ Status float_kernel(KernelContext& context) {
 // erf is std::erf, element by element (the same code on every instruction set).
 Status erf_kernel(KernelContext& context) {
   EDGERT_RETURN_IF_ERROR(float_input(context));
-  (*context.outputs)[0] = map_floats(*context.inputs[0], int64_t{1} << 15,
-                                     [](const float* in, float* out, int64_t count) {
-                                       for (int64_t i = 0; i < count; ++i) out[i] = std::erf(in[i]);
-                                     });
+  (*context.outputs)[0] =
+      map_floats(*context.inputs[0], int64_t{1} << 15, [](const float* in, float* out, int64_t count) {
+        for (int64_t i = 0; i < count; ++i) out[i] = std::erf(in[i]);
+      });
   return Status::success();
 }
 
 Status unsupported_dtype(const KernelContext& context, DType dtype) {
-  return invalid(context, std::string("dtype ") + dtype_name(dtype) +
-                              " is not supported (float32, int32, int64)");
+  return invalid(context, std::string("dtype ") + dtype_name(dtype) + " is not supported (float32, int32, int64)");
 }
 
 // Integers wrap around: abs and neg of the most negative value give that value (as torch).
@@ -218,9 +241,12 @@ T integer_bound(const Bound& bound, bool lower) {
   int64_t value = bound.integer;
   if (!bound.integral) {
     const double rounded = lower ? std::ceil(bound.real) : std::floor(bound.real);
-    if (rounded >= 0x1p63) value = std::numeric_limits<int64_t>::max();
-    else if (rounded < -0x1p63) value = std::numeric_limits<int64_t>::min();
-    else value = static_cast<int64_t>(rounded);
+    if (rounded >= 0x1p63)
+      value = std::numeric_limits<int64_t>::max();
+    else if (rounded < -0x1p63)
+      value = std::numeric_limits<int64_t>::min();
+    else
+      value = static_cast<int64_t>(rounded);
   }
   value = std::min<int64_t>(std::max<int64_t>(value, Limits::min()), Limits::max());
   return static_cast<T>(value);

@@ -91,7 +91,9 @@ Status softmax_kernel(KernelContext& context) {
 
 // log in double, rounded once to float32: the correctly rounded float32 log but for
 // near-ties, on every C library (float32 logf implementations differ in the last bit).
-float log_of_sum(float sum) { return static_cast<float>(std::log(static_cast<double>(sum))); }
+float log_of_sum(float sum) {
+  return static_cast<float>(std::log(static_cast<double>(sum)));
+}
 
 // log_softmax of lines whose elements are contiguous: (x - max) - log(Σ exp(x - max)), the
 // exponentials written to `out` first (their in-order sums as softmax_rows), then replaced.
@@ -180,8 +182,8 @@ Status check_affine(const KernelContext& context, const Tensor* tensor, const ch
   if (!tensor) return Status::success();
   EDGERT_RETURN_IF_ERROR(check_dtype(context, *tensor, DType::Float32, what));
   if (tensor->shape() != normalized) {
-    return invalid(context, std::string(what) + " " + shape_text(tensor->shape()) +
-                                " must have the normalized shape " + shape_text(normalized));
+    return invalid(context, std::string(what) + " " + shape_text(tensor->shape()) + " must have the normalized shape " +
+                                shape_text(normalized));
   }
   return Status::success();
 }
@@ -296,8 +298,8 @@ Status check_channel_vector(const KernelContext& context, const Tensor* tensor, 
   if (tensor == nullptr) return Status::success();
   EDGERT_RETURN_IF_ERROR(check_dtype(context, *tensor, DType::Float32, what));
   if (tensor->dim() != 1 || tensor->shape()[0] != channels) {
-    return invalid(context, std::string(what) + " " + shape_text(tensor->shape()) + " must be [" +
-                                std::to_string(channels) + "]");
+    return invalid(
+        context, std::string(what) + " " + shape_text(tensor->shape()) + " must be [" + std::to_string(channels) + "]");
   }
   return Status::success();
 }
@@ -307,8 +309,8 @@ struct BatchNormChannels {
 };
 
 // factor[c] = weight[c] / sqrt(var[c] + eps) (1 / sqrt(...) without weight), in float32.
-BatchNormChannels batch_norm_channels(const Tensor* weight, const Tensor* bias, const Tensor& mean,
-                                      const Tensor& var, float eps) {
+BatchNormChannels batch_norm_channels(const Tensor* weight, const Tensor* bias, const Tensor& mean, const Tensor& var,
+                                      float eps) {
   const int64_t channels = mean.numel();
   const Tensor w = weight ? weight->contiguous() : Tensor(), b = bias ? bias->contiguous() : Tensor();
   const Tensor m = mean.contiguous(), v = var.contiguous();

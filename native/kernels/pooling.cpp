@@ -33,8 +33,8 @@ Status check_planes_input(const KernelContext& context, const Tensor& input) {
   return Status::success();
 }
 
-Status allocate_output(const KernelContext& context, const Tensor& input, int64_t out_height,
-                       int64_t out_width, Tensor& out) {
+Status allocate_output(const KernelContext& context, const Tensor& input, int64_t out_height, int64_t out_width,
+                       Tensor& out) {
   const std::vector<int64_t> shape{input.shape()[0], input.shape()[1], out_height, out_width};
   int64_t count = 0;
   if (!checked_element_count(shape, sizeof(float), &count)) {
@@ -70,8 +70,10 @@ Status read_window(const KernelContext& context, bool with_dilation, Window& win
   EDGERT_RETURN_IF_ERROR(read_pair(context, "stride", window.kernel, 1, window.stride));
   EDGERT_RETURN_IF_ERROR(read_pair(context, "padding", {0, 0}, 0, window.padding));
   window.dilation = {1, 1};
-  if (with_dilation) EDGERT_RETURN_IF_ERROR(read_pair(context, "dilation", {1, 1}, 1, window.dilation));
-  else if (context.attributes->has("dilation")) return invalid(context, "attribute dilation is not supported");
+  if (with_dilation)
+    EDGERT_RETURN_IF_ERROR(read_pair(context, "dilation", {1, 1}, 1, window.dilation));
+  else if (context.attributes->has("dilation"))
+    return invalid(context, "attribute dilation is not supported");
   window.ceil_mode = context.attributes->get_int("ceil_mode", 0) != 0;
   if (window.padding.height > window.kernel.height / 2 || window.padding.width > window.kernel.width / 2) {
     return invalid(context, "padding must be at most half the kernel size");
@@ -83,8 +85,8 @@ Status window_planes(const KernelContext& context, const Tensor& input, const Wi
   p.planes = input.shape()[0] * input.shape()[1];
   p.height = input.shape()[2];
   p.width = input.shape()[3];
-  if (!output_extent(p.height, w.kernel.height, w.stride.height, w.padding.height, w.dilation.height,
-                     w.ceil_mode, p.out_height) ||
+  if (!output_extent(p.height, w.kernel.height, w.stride.height, w.padding.height, w.dilation.height, w.ceil_mode,
+                     p.out_height) ||
       !output_extent(p.width, w.kernel.width, w.stride.width, w.padding.width, w.dilation.width, w.ceil_mode,
                      p.out_width) ||
       p.out_height < 1 || p.out_width < 1) {
@@ -101,8 +103,10 @@ enum class Fold { Max, Add };
 
 template <Fold kind>
 float fold_value(float result, float value) {
-  if constexpr (kind == Fold::Max) return (value > result || value != value) ? value : result;
-  else return result + value;
+  if constexpr (kind == Fold::Max)
+    return (value > result || value != value) ? value : result;
+  else
+    return result + value;
 }
 
 // results[i] = fold(results[i], inputs[i * step]) for i < count, one element at a time.
@@ -122,8 +126,10 @@ void fold_line_portable(const float* inputs, int64_t step, float* results, int64
   for (; i + 4 <= count; i += 4) {
     Float4 result, value;
     std::memcpy(&result, results + i, sizeof(result));
-    if (step == 1) std::memcpy(&value, inputs + i, sizeof(value));
-    else value = Float4{inputs[i * step], inputs[(i + 1) * step], inputs[(i + 2) * step], inputs[(i + 3) * step]};
+    if (step == 1)
+      std::memcpy(&value, inputs + i, sizeof(value));
+    else
+      value = Float4{inputs[i * step], inputs[(i + 1) * step], inputs[(i + 2) * step], inputs[(i + 3) * step]};
     if constexpr (kind == Fold::Max) {
       const Int4 take = (value > result) | (value != value);
       result = (Float4)((take & (Int4)value) | (~take & (Int4)result));
@@ -144,19 +150,19 @@ __attribute__((target("avx2"))) __m256 load_strided8(const float* inputs, int64_
     const __m256 evens = _mm256_shuffle_ps(_mm256_loadu_ps(inputs), _mm256_loadu_ps(inputs + 8), 0x88);
     return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(evens), 0xd8));
   }
-  return _mm256_setr_ps(inputs[0], inputs[step], inputs[2 * step], inputs[3 * step], inputs[4 * step],
-                        inputs[5 * step], inputs[6 * step], inputs[7 * step]);
+  return _mm256_setr_ps(inputs[0], inputs[step], inputs[2 * step], inputs[3 * step], inputs[4 * step], inputs[5 * step],
+                        inputs[6 * step], inputs[7 * step]);
 }
 
 template <Fold kind>
-__attribute__((target("avx2"))) void fold_line_avx2(const float* inputs, int64_t step, float* results,
-                                                    int64_t count) {
+__attribute__((target("avx2"))) void fold_line_avx2(const float* inputs, int64_t step, float* results, int64_t count) {
   int64_t i = 0;
   for (; i + 8 < count || (step == 1 && i + 8 == count); i += 8) {  // never reads past the last input
     const __m256 value = load_strided8(inputs + i * step, step);
     const __m256 result = _mm256_loadu_ps(results + i);
     if constexpr (kind == Fold::Max) {
-      const __m256 take = _mm256_or_ps(_mm256_cmp_ps(value, result, _CMP_GT_OQ), _mm256_cmp_ps(value, value, _CMP_UNORD_Q));
+      const __m256 take =
+          _mm256_or_ps(_mm256_cmp_ps(value, result, _CMP_GT_OQ), _mm256_cmp_ps(value, value, _CMP_UNORD_Q));
       _mm256_storeu_ps(results + i, _mm256_blendv_ps(result, value, take));
     } else {
       _mm256_storeu_ps(results + i, _mm256_add_ps(result, value));
@@ -206,7 +212,6 @@ void fold_row(const Window& w, const PoolPlanes& p, const float* plane, int64_t 
   }
 }
 
-
 Status max_pool2d_kernel(KernelContext& context) {
   EDGERT_RETURN_IF_ERROR(check_arity(context, 1, 1));
   const Tensor& input = *context.inputs[0];
@@ -232,8 +237,7 @@ Status max_pool2d_kernel(KernelContext& context) {
 
 // The divisor's factor along one dimension for output o (torch): the window's extent
 // including padding but not past it, or only its in-bounds part.
-int64_t divisor_factor(int64_t o, int64_t kernel, int64_t stride, int64_t padding, int64_t size,
-                       bool include_padding) {
+int64_t divisor_factor(int64_t o, int64_t kernel, int64_t stride, int64_t padding, int64_t size, bool include_padding) {
   const int64_t start = o * stride - padding;
   const int64_t end = std::min(start + kernel, size + padding);
   if (include_padding) return end - start;
@@ -245,9 +249,11 @@ int64_t divisor_factor(int64_t o, int64_t kernel, int64_t stride, int64_t paddin
 std::vector<float> avg_divisors(const Window& w, const PoolPlanes& p, bool include_padding, int64_t divisor_override) {
   std::vector<float> divisors(static_cast<size_t>(p.out_height * p.out_width));
   for (int64_t oh = 0; oh < p.out_height; ++oh) {
-    const int64_t rows = divisor_factor(oh, w.kernel.height, w.stride.height, w.padding.height, p.height, include_padding);
+    const int64_t rows =
+        divisor_factor(oh, w.kernel.height, w.stride.height, w.padding.height, p.height, include_padding);
     for (int64_t ow = 0; ow < p.out_width; ++ow) {
-      const int64_t columns = divisor_factor(ow, w.kernel.width, w.stride.width, w.padding.width, p.width, include_padding);
+      const int64_t columns =
+          divisor_factor(ow, w.kernel.width, w.stride.width, w.padding.width, p.width, include_padding);
       divisors[static_cast<size_t>(oh * p.out_width + ow)] =
           static_cast<float>(divisor_override != 0 ? divisor_override : rows * columns);
     }
@@ -298,8 +304,7 @@ Status read_output_size(const KernelContext& context, const Tensor& input, const
   int64_t product_h = 0, product_w = 0;
   if (size.height >= kMaxExtent || size.width >= kMaxExtent ||
       __builtin_mul_overflow(size.height + 1, height, &product_h) ||
-      __builtin_mul_overflow(size.width + 1, width, &product_w) || product_h >= kMaxExtent ||
-      product_w >= kMaxExtent) {
+      __builtin_mul_overflow(size.width + 1, width, &product_w) || product_h >= kMaxExtent || product_w >= kMaxExtent) {
     return invalid(context, std::string("attribute ") + name + " is too large");
   }
   return Status::success();
@@ -318,8 +323,7 @@ Status adaptive_avg_pool2d_kernel(KernelContext& context) {
   EDGERT_RETURN_IF_ERROR(read_output_size(context, input, "output_size", size));
   Tensor out;
   EDGERT_RETURN_IF_ERROR(allocate_output(context, input, size.height, size.width, out));
-  const PoolPlanes p{input.shape()[0] * input.shape()[1], input.shape()[2], input.shape()[3], size.height,
-                     size.width};
+  const PoolPlanes p{input.shape()[0] * input.shape()[1], input.shape()[2], input.shape()[3], size.height, size.width};
   const Tensor x = input.contiguous();
   const float* xd = x.data_as<float>();
   float* od = out.data_as<float>();
@@ -360,10 +364,10 @@ Status upsample_nearest2d_kernel(KernelContext& context) {
   EDGERT_RETURN_IF_ERROR(read_output_size(context, input, "size", size));
   Tensor out;
   EDGERT_RETURN_IF_ERROR(allocate_output(context, input, size.height, size.width, out));
-  const PoolPlanes p{input.shape()[0] * input.shape()[1], input.shape()[2], input.shape()[3], size.height,
-                     size.width};
+  const PoolPlanes p{input.shape()[0] * input.shape()[1], input.shape()[2], input.shape()[3], size.height, size.width};
   std::vector<int64_t> columns(static_cast<size_t>(p.out_width));
-  for (int64_t ow = 0; ow < p.out_width; ++ow) columns[static_cast<size_t>(ow)] = nearest_source(ow, p.out_width, p.width);
+  for (int64_t ow = 0; ow < p.out_width; ++ow)
+    columns[static_cast<size_t>(ow)] = nearest_source(ow, p.out_width, p.width);
   const Tensor x = input.contiguous();
   const float* xd = x.data_as<float>();
   float* od = out.data_as<float>();

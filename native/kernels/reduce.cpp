@@ -45,8 +45,8 @@ Status read_flag(const KernelContext& context, const char* name, bool& flag) {
 Status resolve_axis(const KernelContext& context, int64_t axis, int64_t rank, int64_t& resolved) {
   resolved = axis < 0 ? axis + std::max<int64_t>(rank, 1) : axis;
   if (resolved < 0 || resolved >= std::max<int64_t>(rank, 1)) {
-    return invalid(context, "axis " + std::to_string(axis) + " is out of range for a tensor of rank " +
-                                std::to_string(rank));
+    return invalid(context,
+                   "axis " + std::to_string(axis) + " is out of range for a tensor of rank " + std::to_string(rank));
   }
   return Status::success();
 }
@@ -80,8 +80,7 @@ Status read_axes(const KernelContext& context, int64_t rank, std::vector<bool>& 
 
 // Whether the reduced dimensions are one block of neighbours (dimensions of size 1 inside
 // the block do not count): then the input's own row-major order is the reduction's.
-bool reduced_block(const std::vector<int64_t>& shape, const std::vector<bool>& reduced,
-                   size_t& first, size_t& last) {
+bool reduced_block(const std::vector<int64_t>& shape, const std::vector<bool>& reduced, size_t& first, size_t& last) {
   first = shape.size(), last = 0;
   for (size_t d = 0; d < shape.size(); ++d) {
     if (!reduced[d]) continue;
@@ -114,8 +113,10 @@ Reduction plan_reduction(const Tensor& x, const std::vector<bool>& reduced, bool
   Reduction plan;
   const std::vector<int64_t>& shape = x.shape();
   for (size_t d = 0; d < shape.size(); ++d) {
-    if (!reduced[d]) plan.output_shape.push_back(shape[d]);
-    else if (keepdim) plan.output_shape.push_back(1);
+    if (!reduced[d])
+      plan.output_shape.push_back(shape[d]);
+    else if (keepdim)
+      plan.output_shape.push_back(1);
   }
   size_t first = 0, last = 0;
   if (shape.empty()) {
@@ -250,8 +251,10 @@ T extreme(const T* x, int64_t length, int64_t step) {
 
 template <class T>
 bool is_nan(T value) {
-  if constexpr (std::is_floating_point_v<T>) return value != value;
-  else return false;
+  if constexpr (std::is_floating_point_v<T>)
+    return value != value;
+  else
+    return false;
 }
 
 // The first index of the extreme; a NaN counts as the extreme for both (as torch).
@@ -292,8 +295,7 @@ void reduce_lines(const Reduction& plan, Out* out, Fn fn) {
 enum class Kind { Sum, Mean, Max, Min, Any, All };
 
 Status unsupported(const KernelContext& context, DType dtype, const char* supported) {
-  return invalid(context, std::string("dtype ") + dtype_name(dtype) + " is not supported (" +
-                              supported + ")");
+  return invalid(context, std::string("dtype ") + dtype_name(dtype) + " is not supported (" + supported + ")");
 }
 
 Status dtype_allowed(const KernelContext& context, Kind kind, DType dtype) {
@@ -324,8 +326,10 @@ void sum_or_extreme(Kind kind, const Reduction& plan, Tensor& out) {
 template <class T>
 void any_or_all_of(Kind kind, const Reduction& plan, Tensor& out) {
   uint8_t* data = out.data_as<uint8_t>();
-  if (kind == Kind::Any) reduce_lines<T, uint8_t>(plan, data, any_or_all<T, true>);
-  else reduce_lines<T, uint8_t>(plan, data, any_or_all<T, false>);
+  if (kind == Kind::Any)
+    reduce_lines<T, uint8_t>(plan, data, any_or_all<T, true>);
+  else
+    reduce_lines<T, uint8_t>(plan, data, any_or_all<T, false>);
 }
 
 void run_any_or_all(Kind kind, const Reduction& plan, Tensor& out) {

@@ -28,8 +28,7 @@ const AttributeValue* find_attribute(const KernelContext& context, const char* n
 }
 
 // An int attribute, `fallback` when absent; another type is an error.
-Status int_attribute(const KernelContext& context, const char* name, int64_t fallback,
-                     int64_t& value) {
+Status int_attribute(const KernelContext& context, const char* name, int64_t fallback, int64_t& value) {
   const AttributeValue* found = find_attribute(context, name);
   value = fallback;
   if (found == nullptr) return Status::success();
@@ -48,8 +47,7 @@ Status required_int(const KernelContext& context, const char* name, int64_t& val
 }
 
 // An ints attribute; `present` tells an absent one from an empty list.
-Status ints_attribute(const KernelContext& context, const char* name, std::vector<int64_t>& value,
-                      bool& present) {
+Status ints_attribute(const KernelContext& context, const char* name, std::vector<int64_t>& value, bool& present) {
   const AttributeValue* found = find_attribute(context, name);
   present = found != nullptr;
   value.clear();
@@ -69,8 +67,7 @@ Status required_ints(const KernelContext& context, const char* name, std::vector
 }
 
 // A float attribute (an int is accepted too); absent is an error when `required`.
-Status float_attribute(const KernelContext& context, const char* name, bool required,
-                       double& value) {
+Status float_attribute(const KernelContext& context, const char* name, bool required, double& value) {
   const AttributeValue* found = find_attribute(context, name);
   if (found == nullptr) {
     if (!required) return Status::success();
@@ -87,8 +84,7 @@ Status float_attribute(const KernelContext& context, const char* name, bool requ
 }
 
 // A dtype named by a string attribute ("float32", "int64", "bool", ...).
-Status dtype_attribute(const KernelContext& context, const char* name, bool required,
-                       DType& dtype) {
+Status dtype_attribute(const KernelContext& context, const char* name, bool required, DType& dtype) {
   const AttributeValue* found = find_attribute(context, name);
   if (found == nullptr) {
     if (!required) return Status::success();
@@ -142,8 +138,7 @@ CopyPlan plan_copy(const std::vector<int64_t>& shape, const std::vector<int64_t>
 }
 
 // Copies rows [begin, end) of `plan` (a row runs along its last dimension).
-void copy_rows(size_t element, const CopyPlan& plan, const char* source, char* target,
-               int64_t begin, int64_t end) {
+void copy_rows(size_t element, const CopyPlan& plan, const char* source, char* target, int64_t begin, int64_t end) {
   const size_t outer = plan.shape.size() - 1;
   const int64_t length = plan.shape[outer];
   const int64_t bytes = static_cast<int64_t>(element);
@@ -180,34 +175,31 @@ void copy_rows(size_t element, const CopyPlan& plan, const char* source, char* t
 // Copies a region of `shape` between two strided layouts (zero source strides broadcast),
 // rows split across the thread pool.
 void copy_region(size_t element, const std::vector<int64_t>& shape, const char* source,
-                 const std::vector<int64_t>& source_strides, char* target,
-                 const std::vector<int64_t>& target_strides) {
+                 const std::vector<int64_t>& source_strides, char* target, const std::vector<int64_t>& target_strides) {
   if (product(shape, 0, shape.size()) == 0) return;
   const CopyPlan plan = plan_copy(shape, source_strides, target_strides);
   const int64_t length = plan.shape.back();
   const int64_t rows = product(plan.shape, 0, plan.shape.size() - 1);
-  parallel_for(0, rows, std::max<int64_t>(1, kParallelGrain / length), [&](int64_t begin, int64_t end) {
-    copy_rows(element, plan, source, target, begin, end);
-  });
+  parallel_for(0, rows, std::max<int64_t>(1, kParallelGrain / length),
+               [&](int64_t begin, int64_t end) { copy_rows(element, plan, source, target, begin, end); });
 }
 
 // A contiguous copy of `input` into a new tensor of `shape` (equal element count).
 Tensor copy_as(const Tensor& input, std::vector<int64_t> shape) {
   Tensor out = Tensor::uninitialized(input.dtype(), std::move(shape));
-  copy_region(dtype_size(input.dtype()), input.shape(), static_cast<const char*>(input.data()),
-              input.strides(), static_cast<char*>(out.data()), Tensor::contiguous_strides(input.shape()));
+  copy_region(dtype_size(input.dtype()), input.shape(), static_cast<const char*>(input.data()), input.strides(),
+              static_cast<char*>(out.data()), Tensor::contiguous_strides(input.shape()));
   return out;
 }
 
 // The part of `base` of `shape` and `strides` starting `offset` elements into it: a view
 // sharing base's storage when that part is contiguous (the view holds a copy of `base`,
 // which keeps the storage alive), else a contiguous copy. An empty part is a new tensor.
-Tensor view_or_copy(const Tensor& base, std::vector<int64_t> shape, std::vector<int64_t> strides,
-                    int64_t offset) {
+Tensor view_or_copy(const Tensor& base, std::vector<int64_t> shape, std::vector<int64_t> strides, int64_t offset) {
   const char* start = static_cast<const char*>(base.data()) + offset * static_cast<int64_t>(dtype_size(base.dtype()));
   // Kernels never write their inputs: the view only ever reads this memory.
-  Tensor view = Tensor::view(base.dtype(), shape, std::move(strides), const_cast<char*>(start),
-                             std::make_shared<Tensor>(base));
+  Tensor view =
+      Tensor::view(base.dtype(), shape, std::move(strides), const_cast<char*>(start), std::make_shared<Tensor>(base));
   if (view.numel() == 0) return Tensor(base.dtype(), std::move(shape));
   return view.is_contiguous() ? view : copy_as(view, std::move(shape));
 }
@@ -221,8 +213,8 @@ Status apply_keep(const KernelContext& context, const Tensor& input, const std::
   for (int64_t index : keep) {
     if (index < 0 || index >= limit) {
       return invalid(context, "attribute keep: index " + std::to_string(index) + " is outside [0, " +
-                                  std::to_string(limit) + ") (shape " + shape_text(shape) +
-                                  ", input " + shape_text(input.shape()) + ")");
+                                  std::to_string(limit) + ") (shape " + shape_text(shape) + ", input " +
+                                  shape_text(input.shape()) + ")");
     }
     shape[static_cast<size_t>(index)] = input.shape()[static_cast<size_t>(index)];
   }
@@ -265,8 +257,7 @@ Status reshape_kernel(KernelContext& context) {
   EDGERT_RETURN_IF_ERROR(ints_attribute(context, "keep", keep, present));
   EDGERT_RETURN_IF_ERROR(apply_keep(context, input, keep, shape));
   EDGERT_RETURN_IF_ERROR(infer_shape(context, input, shape));
-  (*context.outputs)[0] = input.is_contiguous() ? input.reshaped(std::move(shape))
-                                                : copy_as(input, std::move(shape));
+  (*context.outputs)[0] = input.is_contiguous() ? input.reshaped(std::move(shape)) : copy_as(input, std::move(shape));
   return Status::success();
 }
 
@@ -291,8 +282,8 @@ Status transpose_kernel(KernelContext& context) {
     seen[static_cast<size_t>(axis)] = true;
   }
   if (!valid) {
-    return invalid(context, "attribute perm must be a permutation of the " + std::to_string(rank) +
-                                " dimensions of " + shape_text(input.shape()));
+    return invalid(context, "attribute perm must be a permutation of the " + std::to_string(rank) + " dimensions of " +
+                                shape_text(input.shape()));
   }
   std::vector<int64_t> shape, strides;
   for (int64_t axis : perm) {
@@ -339,8 +330,8 @@ Status concat_kernel(KernelContext& context) {
   for (const Tensor* input : context.inputs) {
     if (out.numel() > 0 && input->numel() > 0) {
       char* target = static_cast<char*>(out.data()) + position * slice_stride * static_cast<int64_t>(element);
-      copy_region(element, input->shape(), static_cast<const char*>(input->data()), input->strides(),
-                  target, out.strides());
+      copy_region(element, input->shape(), static_cast<const char*>(input->data()), input->strides(), target,
+                  out.strides());
     }
     position += input->shape()[static_cast<size_t>(axis)];
   }
@@ -437,10 +428,9 @@ Status unsqueeze_kernel(KernelContext& context) {
 
 // The output dimension `index` of expand, its source stride (0 where a size-1 dimension is
 // broadcast), from the requested `size` (-1 keeps x's) and x's dimension `index - lead`.
-Status expand_dimension(const KernelContext& context, const Tensor& input, size_t index, size_t lead,
-                        int64_t& size, int64_t& stride) {
-  const std::string where = "attribute shape: dimension " + std::to_string(index) + " (" +
-                            std::to_string(size) + ")";
+Status expand_dimension(const KernelContext& context, const Tensor& input, size_t index, size_t lead, int64_t& size,
+                        int64_t& stride) {
+  const std::string where = "attribute shape: dimension " + std::to_string(index) + " (" + std::to_string(size) + ")";
   if (index < lead) {
     if (size < 0) return invalid(context, where + " is new and must be >= 0");
     stride = 0;
@@ -453,8 +443,7 @@ Status expand_dimension(const KernelContext& context, const Tensor& input, size_
   } else if (own == 1 && size >= 0) {
     stride = 0;
   } else {
-    return invalid(context, where + " cannot expand " + shape_text(input.shape()) + "'s size " +
-                                std::to_string(own));
+    return invalid(context, where + " cannot expand " + shape_text(input.shape()) + "'s size " + std::to_string(own));
   }
   return Status::success();
 }
@@ -467,8 +456,8 @@ Status expand_kernel(KernelContext& context) {
   std::vector<int64_t> shape;
   EDGERT_RETURN_IF_ERROR(required_ints(context, "shape", shape));
   if (shape.size() < input.shape().size()) {
-    return invalid(context, "attribute shape " + shape_text(shape) + " has fewer dimensions than " +
-                                shape_text(input.shape()));
+    return invalid(context,
+                   "attribute shape " + shape_text(shape) + " has fewer dimensions than " + shape_text(input.shape()));
   }
   const size_t lead = shape.size() - input.shape().size();
   std::vector<int64_t> strides(shape.size(), 0);
@@ -609,8 +598,8 @@ Status cast_kernel(KernelContext& context) {
   Tensor out = Tensor::uninitialized(dtype, input.shape());
   with_type(input.dtype(), [&](auto from) {
     with_type(dtype, [&](auto to) {
-      convert_all(static_cast<const decltype(from)*>(source.data()),
-                  static_cast<decltype(to)*>(out.data()), out.numel());
+      convert_all(static_cast<const decltype(from)*>(source.data()), static_cast<decltype(to)*>(out.data()),
+                  out.numel());
     });
   });
   (*context.outputs)[0] = std::move(out);
@@ -630,8 +619,8 @@ struct PadRange {
 // Bounds the pads so that every sum below stays far from overflow.
 constexpr int64_t kMaxPad = kMaxTensorBytes;
 
-Status pad_range(const KernelContext& context, int64_t size, int64_t before, int64_t after,
-                 size_t dimension, PadRange& range) {
+Status pad_range(const KernelContext& context, int64_t size, int64_t before, int64_t after, size_t dimension,
+                 PadRange& range) {
   if (before < -kMaxPad || before > kMaxPad || after < -kMaxPad || after > kMaxPad) {
     return invalid(context, "attribute pads: dimension " + std::to_string(dimension) + " pads (" +
                                 std::to_string(before) + ", " + std::to_string(after) +
@@ -655,8 +644,8 @@ Status pad_ranges(const KernelContext& context, const Tensor& input, const std::
                   std::vector<PadRange>& ranges) {
   const size_t rank = input.shape().size();
   if (pads.size() % 2 != 0 || pads.size() > 2 * rank) {
-    return invalid(context, "attribute pads must hold (before, after) pairs for at most the " +
-                                std::to_string(rank) + " dimensions, got " + std::to_string(pads.size()) + " values");
+    return invalid(context, "attribute pads must hold (before, after) pairs for at most the " + std::to_string(rank) +
+                                " dimensions, got " + std::to_string(pads.size()) + " values");
   }
   ranges.resize(rank);
   for (size_t d = 0; d < rank; ++d) {

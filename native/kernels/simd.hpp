@@ -143,8 +143,8 @@ EDGERT_SIMD_INLINE V abs(const V& x) {
 // The magnitude of `magnitude` with the sign bit of `sign`.
 template <class V>
 EDGERT_SIMD_INLINE V copysign(const V& magnitude, const V& sign) {
-  const Mask<V> bits = (bit_cast<Mask<V>>(magnitude) & 0x7fffffff) |
-                       (bit_cast<Mask<V>>(sign) & static_cast<int32_t>(0x80000000u));
+  const Mask<V> bits =
+      (bit_cast<Mask<V>>(magnitude) & 0x7fffffff) | (bit_cast<Mask<V>>(sign) & static_cast<int32_t>(0x80000000u));
   return bit_cast<V>(bits);
 }
 
@@ -304,7 +304,7 @@ EDGERT_SIMD_INLINE V exp_scaled(const V& x, const Mask<V>& k) {
   p = p * r + kP5;
   const V e = p * (r * r) + r + 1.0f;
   const Mask<V> total = __builtin_convertvector(n, Mask<V>) + k;  // in [-150, 128 + k]
-  const Mask<V> half = total >> 1;  // both halves in [-75, 96]: normal powers of two
+  const Mask<V> half = total >> 1;                                // both halves in [-75, 96]: normal powers of two
   return (e * power_of_two<V>(half)) * power_of_two<V>(total - half);
 }
 }  // namespace detail
@@ -509,8 +509,7 @@ inline void map(const float* x, float* out, int64_t count, Fn fn) {
 // out[i] = fn(a[i · a_step], b[i · b_step]) for i < count; each step is 0 (one value
 // repeated) or 1. out may be a or b.
 template <class Fn>
-inline void map2(const float* a, int64_t a_step, const float* b, int64_t b_step, float* out,
-                 int64_t count, Fn fn) {
+inline void map2(const float* a, int64_t a_step, const float* b, int64_t b_step, float* out, int64_t count, Fn fn) {
   dispatch([a, a_step, b, b_step, out, count, &fn](auto width) {  // copies, as in map
     using V = typename decltype(width)::Float;
     constexpr int64_t kLanes = decltype(width)::lanes;
@@ -520,8 +519,9 @@ inline void map2(const float* a, int64_t a_step, const float* b, int64_t b_step,
     }
     if (i < count) {
       const int64_t rest = count - i;
-      store_partial(out + i, rest, fn(load_step_partial<V>(a + i * a_step, a_step, rest),
-                                       load_step_partial<V>(b + i * b_step, b_step, rest)));
+      store_partial(
+          out + i, rest,
+          fn(load_step_partial<V>(a + i * a_step, a_step, rest), load_step_partial<V>(b + i * b_step, b_step, rest)));
     }
   });
 }

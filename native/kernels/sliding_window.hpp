@@ -21,15 +21,14 @@ struct Pair {
 };
 
 // The attribute `name` as two ints, each >= minimum; `fallback` when it is absent.
-inline Status read_pair(const KernelContext& context, const char* name, Pair fallback,
-                        int64_t minimum, Pair& value) {
+inline Status read_pair(const KernelContext& context, const char* name, Pair fallback, int64_t minimum, Pair& value) {
   value = fallback;
   if (context.attributes == nullptr || !context.attributes->has(name)) return Status::success();
   const std::vector<int64_t> values = context.attributes->get_ints(name);
   if (values.size() != 2) return invalid(context, std::string("attribute ") + name + " must be 2 ints");
   if (values[0] < minimum || values[1] < minimum) {
-    return invalid(context, std::string("attribute ") + name + " must be >= " + std::to_string(minimum) +
-                                ", got " + shape_text(values));
+    return invalid(context, std::string("attribute ") + name + " must be >= " + std::to_string(minimum) + ", got " +
+                                shape_text(values));
   }
   value = {values[0], values[1]};
   return Status::success();
@@ -37,8 +36,7 @@ inline Status read_pair(const KernelContext& context, const char* name, Pair fal
 
 // The attribute `activation`: "none" (default) or "relu".
 inline Status read_relu_activation(const KernelContext& context, bool& relu) {
-  const std::string name =
-      context.attributes ? context.attributes->get_string("activation", "none") : "none";
+  const std::string name = context.attributes ? context.attributes->get_string("activation", "none") : "none";
   if (name != "none" && name != "relu") {
     return invalid(context, "attribute activation must be \"none\" or \"relu\", got \"" + name + "\"");
   }
@@ -54,12 +52,12 @@ constexpr int64_t kMaxExtent = int64_t{1} << 56;
 // ceil_mode one less when the last window would start past the input and its leading
 // padding. At least 1 when the (dilated) kernel fits; 0 or less otherwise. False when a
 // value leaves kMaxExtent. kernel, stride and dilation are >= 1, size and padding >= 0.
-inline bool output_extent(int64_t size, int64_t kernel, int64_t stride, int64_t padding,
-                          int64_t dilation, bool ceil_mode, int64_t& out) {
+inline bool output_extent(int64_t size, int64_t kernel, int64_t stride, int64_t padding, int64_t dilation,
+                          bool ceil_mode, int64_t& out) {
   int64_t span = 0, padded = 0;
   if (__builtin_mul_overflow(dilation, kernel - 1, &span) || span >= kMaxExtent ||
-      __builtin_mul_overflow(padding, 2, &padded) || padded >= kMaxExtent ||
-      size >= kMaxExtent || stride >= kMaxExtent) {
+      __builtin_mul_overflow(padding, 2, &padded) || padded >= kMaxExtent || size >= kMaxExtent ||
+      stride >= kMaxExtent) {
     return false;
   }
   const int64_t room = size + padded - span - 1 + (ceil_mode ? stride - 1 : 0);  // |room| < 2^59
@@ -127,14 +125,13 @@ inline Status convolution_geometry(const KernelContext& context, const std::vect
   EDGERT_RETURN_IF_ERROR(check_convolution_shapes(context, x, weight, g.groups));
   g.batch = x[0], g.channels = x[1], g.height = x[2], g.width = x[3];
   g.out_channels = weight[0], g.kernel_height = weight[2], g.kernel_width = weight[3];
-  if (!output_extent(g.height, g.kernel_height, g.stride.height, g.padding.height, g.dilation.height,
-                     false, g.out_height) ||
-      !output_extent(g.width, g.kernel_width, g.stride.width, g.padding.width, g.dilation.width, false,
-                     g.out_width) ||
+  if (!output_extent(g.height, g.kernel_height, g.stride.height, g.padding.height, g.dilation.height, false,
+                     g.out_height) ||
+      !output_extent(g.width, g.kernel_width, g.stride.width, g.padding.width, g.dilation.width, false, g.out_width) ||
       g.out_height < 1 || g.out_width < 1) {
     return invalid(context, "the kernel " + shape_text({g.kernel_height, g.kernel_width}) +
-                                " (dilated) does not fit the padded input " +
-                                shape_text({g.height, g.width}) + " or the sizes are too large");
+                                " (dilated) does not fit the padded input " + shape_text({g.height, g.width}) +
+                                " or the sizes are too large");
   }
   int64_t count = 0;
   if (!checked_element_count(g.output_shape(), sizeof(float), &count)) {

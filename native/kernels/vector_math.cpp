@@ -18,11 +18,16 @@ namespace {
 
 template <BinaryOp Op>
 float apply(float a, float b) {
-  if constexpr (Op == BinaryOp::Add) return a + b;
-  else if constexpr (Op == BinaryOp::Sub) return a - b;
-  else if constexpr (Op == BinaryOp::Mul) return a * b;
-  else if constexpr (Op == BinaryOp::Div) return a / b;
-  else return std::max(a, b);
+  if constexpr (Op == BinaryOp::Add)
+    return a + b;
+  else if constexpr (Op == BinaryOp::Sub)
+    return a - b;
+  else if constexpr (Op == BinaryOp::Mul)
+    return a * b;
+  else if constexpr (Op == BinaryOp::Div)
+    return a / b;
+  else
+    return std::max(a, b);
 }
 
 // The portable loops work on four lanes in GCC/Clang vector types: SSE2 on x86-64, NEON on
@@ -37,14 +42,20 @@ Float4 load4(const float* data, int64_t step) {
   return value;
 }
 
-void store4(float* data, Float4 value) { std::memcpy(data, &value, sizeof(value)); }
+void store4(float* data, Float4 value) {
+  std::memcpy(data, &value, sizeof(value));
+}
 
 template <BinaryOp Op>
 Float4 apply4(Float4 a, Float4 b) {
-  if constexpr (Op == BinaryOp::Add) return a + b;
-  else if constexpr (Op == BinaryOp::Sub) return a - b;
-  else if constexpr (Op == BinaryOp::Mul) return a * b;
-  else if constexpr (Op == BinaryOp::Div) return a / b;
+  if constexpr (Op == BinaryOp::Add)
+    return a + b;
+  else if constexpr (Op == BinaryOp::Sub)
+    return a - b;
+  else if constexpr (Op == BinaryOp::Mul)
+    return a * b;
+  else if constexpr (Op == BinaryOp::Div)
+    return a / b;
   else {
     const Int4 take_b = a < b;
     return (Float4)((take_b & (Int4)b) | (~take_b & (Int4)a));
@@ -52,8 +63,7 @@ Float4 apply4(Float4 a, Float4 b) {
 }
 
 template <BinaryOp Op>
-void binary_portable(const float* a, int64_t a_step, const float* b, int64_t b_step, float* out,
-                     int64_t count) {
+void binary_portable(const float* a, int64_t a_step, const float* b, int64_t b_step, float* out, int64_t count) {
   int64_t i = 0;
   for (; i + 4 <= count; i += 4) {
     store4(out + i, apply4<Op>(load4(a + i * a_step, a_step), load4(b + i * b_step, b_step)));
@@ -76,8 +86,7 @@ float max_portable(const float* x, int64_t count) {
   return result;
 }
 
-void exp_portable(const float* x, const float* shift, int64_t shift_step, float* out,
-                  int64_t count) {
+void exp_portable(const float* x, const float* shift, int64_t shift_step, float* out, int64_t count) {
   for (int64_t i = 0; i < count; ++i) out[i] = exp_nonpositive(x[i] - shift[i * shift_step]);
 }
 
@@ -85,11 +94,16 @@ void exp_portable(const float* x, const float* shift, int64_t shift_step, float*
 
 template <BinaryOp Op>
 __attribute__((target("avx2"))) __m256 apply8(__m256 a, __m256 b) {
-  if constexpr (Op == BinaryOp::Add) return _mm256_add_ps(a, b);
-  else if constexpr (Op == BinaryOp::Sub) return _mm256_sub_ps(a, b);
-  else if constexpr (Op == BinaryOp::Mul) return _mm256_mul_ps(a, b);
-  else if constexpr (Op == BinaryOp::Div) return _mm256_div_ps(a, b);
-  else return _mm256_max_ps(b, a);  // b > a ? b : a, and a when either is NaN
+  if constexpr (Op == BinaryOp::Add)
+    return _mm256_add_ps(a, b);
+  else if constexpr (Op == BinaryOp::Sub)
+    return _mm256_sub_ps(a, b);
+  else if constexpr (Op == BinaryOp::Mul)
+    return _mm256_mul_ps(a, b);
+  else if constexpr (Op == BinaryOp::Div)
+    return _mm256_div_ps(a, b);
+  else
+    return _mm256_max_ps(b, a);  // b > a ? b : a, and a when either is NaN
 }
 
 __attribute__((target("avx2"))) __m256 load8(const float* data, int64_t step) {
@@ -97,8 +111,8 @@ __attribute__((target("avx2"))) __m256 load8(const float* data, int64_t step) {
 }
 
 template <BinaryOp Op>
-__attribute__((target("avx2"))) void binary_avx2(const float* a, int64_t a_step, const float* b,
-                                                 int64_t b_step, float* out, int64_t count) {
+__attribute__((target("avx2"))) void binary_avx2(const float* a, int64_t a_step, const float* b, int64_t b_step,
+                                                 float* out, int64_t count) {
   int64_t i = 0;
   for (; i + 8 <= count; i += 8) {
     _mm256_storeu_ps(out + i, apply8<Op>(load8(a + i * a_step, a_step), load8(b + i * b_step, b_step)));
@@ -131,8 +145,8 @@ __attribute__((target("avx2"))) __m256 exp8(__m256 x) {
   const __m256 is_nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
   const __m256 is_low = _mm256_cmp_ps(x, _mm256_set1_ps(kLowest), _CMP_LT_OQ);
   const __m256 in_range = _mm256_max_ps(x, _mm256_set1_ps(kLowest));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(in_range, _mm256_set1_ps(kLog2e)),
-                                   _MM_FROUND_CUR_DIRECTION | _MM_FROUND_NO_EXC);
+  const __m256 n =
+      _mm256_round_ps(_mm256_mul_ps(in_range, _mm256_set1_ps(kLog2e)), _MM_FROUND_CUR_DIRECTION | _MM_FROUND_NO_EXC);
   __m256 r = _mm256_sub_ps(in_range, _mm256_mul_ps(n, _mm256_set1_ps(kLn2High)));
   r = _mm256_sub_ps(r, _mm256_mul_ps(n, _mm256_set1_ps(kLn2Low)));
   __m256 p = _mm256_set1_ps(kP0);
@@ -149,8 +163,8 @@ __attribute__((target("avx2"))) __m256 exp8(__m256 x) {
   return _mm256_blendv_ps(result, x, is_nan);
 }
 
-__attribute__((target("avx2"))) void exp_avx2(const float* x, const float* shift, int64_t shift_step,
-                                              float* out, int64_t count) {
+__attribute__((target("avx2"))) void exp_avx2(const float* x, const float* shift, int64_t shift_step, float* out,
+                                              int64_t count) {
   int64_t i = 0;
   for (; i + 8 <= count; i += 8) {
     _mm256_storeu_ps(out + i, exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), load8(shift + i * shift_step, shift_step))));
@@ -187,8 +201,8 @@ __attribute__((target("avx512f"))) __m512 exp16(__m512 x) {
   return _mm512_mask_blend_ps(is_nan, result, x);
 }
 
-__attribute__((target("avx512f"))) void exp_avx512(const float* x, const float* shift,
-                                                   int64_t shift_step, float* out, int64_t count) {
+__attribute__((target("avx512f"))) void exp_avx512(const float* x, const float* shift, int64_t shift_step, float* out,
+                                                   int64_t count) {
   int64_t i = 0;
   for (; i + 16 <= count; i += 16) {
     const __m512 subtrahend = shift_step ? _mm512_loadu_ps(shift + i) : _mm512_set1_ps(*shift);
@@ -199,12 +213,13 @@ __attribute__((target("avx512f"))) void exp_avx512(const float* x, const float* 
 
 #pragma GCC diagnostic pop
 
-bool use_avx2() { return kernel_isa() != Isa::Portable; }
+bool use_avx2() {
+  return kernel_isa() != Isa::Portable;
+}
 #endif
 
 template <BinaryOp Op>
-void binary_of(const float* a, int64_t a_step, const float* b, int64_t b_step, float* out,
-               int64_t count) {
+void binary_of(const float* a, int64_t a_step, const float* b, int64_t b_step, float* out, int64_t count) {
 #if defined(__x86_64__)
   if (use_avx2()) return binary_avx2<Op>(a, a_step, b, b_step, out, count);
 #endif
@@ -213,8 +228,8 @@ void binary_of(const float* a, int64_t a_step, const float* b, int64_t b_step, f
 
 }  // namespace
 
-void binary_floats(BinaryOp op, const float* a, int64_t a_step, const float* b, int64_t b_step,
-                   float* out, int64_t count) {
+void binary_floats(BinaryOp op, const float* a, int64_t a_step, const float* b, int64_t b_step, float* out,
+                   int64_t count) {
   switch (op) {
     case BinaryOp::Add: return binary_of<BinaryOp::Add>(a, a_step, b, b_step, out, count);
     case BinaryOp::Sub: return binary_of<BinaryOp::Sub>(a, a_step, b, b_step, out, count);
@@ -238,8 +253,7 @@ float max_of_floats(const float* x, int64_t count) {
   return max_portable(x, count);
 }
 
-void exp_of_differences(const float* x, const float* shift, int64_t shift_step, float* out,
-                        int64_t count) {
+void exp_of_differences(const float* x, const float* shift, int64_t shift_step, float* out, int64_t count) {
 #if defined(__x86_64__)
   if (kernel_isa() == Isa::Avx512) return exp_avx512(x, shift, shift_step, out, count);
   if (use_avx2()) return exp_avx2(x, shift, shift_step, out, count);

@@ -14,8 +14,8 @@ enum class BinaryOp { Add, Sub, Mul, Div, Max };
 
 // out[i] = a[i * a_step] op b[i * b_step] for i < count; each step is 0 (one value repeated)
 // or 1. out may be a or b.
-void binary_floats(BinaryOp op, const float* a, int64_t a_step, const float* b, int64_t b_step,
-                   float* out, int64_t count);
+void binary_floats(BinaryOp op, const float* a, int64_t a_step, const float* b, int64_t b_step, float* out,
+                   int64_t count);
 
 // out[i] = x[i] > 0 ? x[i] : 0 (NaN gives 0).
 void relu_floats(const float* x, float* out, int64_t count);
@@ -25,8 +25,7 @@ void relu_floats(const float* x, float* out, int64_t count);
 float max_of_floats(const float* x, int64_t count);
 
 // out[i] = exp_nonpositive(x[i] - shift[i * shift_step]); shift_step is 0 or 1.
-void exp_of_differences(const float* x, const float* shift, int64_t shift_step, float* out,
-                        int64_t count);
+void exp_of_differences(const float* x, const float* shift, int64_t shift_step, float* out, int64_t count);
 
 // sums[r] = ((x_r[0] + x_r[1]) + x_r[2]) + ... in float32 from +0, for the `rows` rows
 // x_r = x + r * stride of `count` elements each. Rows are summed side by side, four at a
@@ -42,8 +41,8 @@ void sum_rows_in_order(const float* x, int64_t stride, int64_t rows, int64_t cou
 namespace exp_constants {
 constexpr float kLowest = -87.33654f;  // ln(FLT_MIN), rounded up
 constexpr float kLog2e = 1.44269504088896341f;
-constexpr float kLn2High = 0.693359375f;       // 8 significant bits: n·kLn2High is exact
-constexpr float kLn2Low = -2.12194440e-4f;     // ln2 - kLn2High
+constexpr float kLn2High = 0.693359375f;    // 8 significant bits: n·kLn2High is exact
+constexpr float kLn2Low = -2.12194440e-4f;  // ln2 - kLn2High
 constexpr float kP0 = 1.9875691500e-4f;
 constexpr float kP1 = 1.3981999507e-3f;
 constexpr float kP2 = 8.3334519073e-3f;

@@ -20,7 +20,8 @@ Status add_kernel(KernelContext& context) {
     return invalid(context, "a and b must both be int8 or both be uint8");
   }
   if (a.shape() != b.shape()) {
-    return invalid(context, "a " + shape_text(a.shape()) + " and b " + shape_text(b.shape()) + " must have the same shape");
+    return invalid(context,
+                   "a " + shape_text(a.shape()) + " and b " + shape_text(b.shape()) + " must have the same shape");
   }
   float sa, sb, so;
   int32_t za, zb, zo;
@@ -69,14 +70,16 @@ Status embedding_byte_kernel(KernelContext& context) {
   }
   const Tensor& weight = *context.inputs[0];
   const Tensor& indices = *context.inputs[3];
-  if (!is_quantized(weight.dtype()) || weight.dim() != 2) return invalid(context, "weight must be int8 or uint8 [V, D]");
+  if (!is_quantized(weight.dtype()) || weight.dim() != 2)
+    return invalid(context, "weight must be int8 or uint8 [V, D]");
   if (indices.dtype() != DType::Int32 && indices.dtype() != DType::Int64) {
     return invalid(context, "indices must be int32 or int64");
   }
   const int64_t rows = weight.shape()[0], width = weight.shape()[1];
   Tensor scales, zero_points;
   if (context.inputs[2]) {
-    EDGERT_RETURN_IF_ERROR(read_channel_qparams(context, context.inputs[1], context.inputs[2], rows, scales, zero_points));
+    EDGERT_RETURN_IF_ERROR(
+        read_channel_qparams(context, context.inputs[1], context.inputs[2], rows, scales, zero_points));
   } else {
     Tensor zeros(DType::Int32, {rows});
     EDGERT_RETURN_IF_ERROR(read_channel_qparams(context, context.inputs[1], &zeros, rows, scales, zero_points));

@@ -46,19 +46,19 @@ using edgert::kernels::kParallelGrain;
 using edgert::kernels::optional_input;
 
 constexpr QuantRange kInt8{-128, 127};
-constexpr int64_t kMaxInt16Taps = 33025;  // 33025 · 255² < 2^31
+constexpr int64_t kMaxInt16Taps = 33025;   // 33025 · 255² < 2^31
 constexpr int64_t kPositionsPerTask = 64;  // output positions of one work item
 
 struct QuantizedConvolution {
   ConvolutionGeometry g;
-  const float* x;                    // contiguous [N, C, H, W]
-  const int8_t* weight;              // contiguous [O, C/groups, KH, KW]
-  const float* weight_scales;        // [O]
-  const int32_t* weight_zero_points; // [O]
-  const float* bias;                 // [O] or null
-  float* out;                        // [N, O, OH, OW]
+  const float* x;                     // contiguous [N, C, H, W]
+  const int8_t* weight;               // contiguous [O, C/groups, KH, KW]
+  const float* weight_scales;         // [O]
+  const int32_t* weight_zero_points;  // [O]
+  const float* bias;                  // [O] or null
+  float* out;                         // [N, O, OH, OW]
   bool relu;
-  std::vector<float> image_scales;   // per image
+  std::vector<float> image_scales;  // per image
   std::vector<int32_t> image_zero_points;
 };
 
@@ -146,16 +146,17 @@ CenteredInput<Integer> centered_input(const QuantizedConvolution& conv) {
   input.height = g.height + 2 * pad_h, input.width = g.width + 2 * pad_w;
   input.data.assign(static_cast<size_t>(g.batch * g.channels * input.height * input.width), Integer{0});
   const int64_t rows = g.batch * g.channels * g.height;
-  edgert::parallel_for(0, rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, g.width)),
-                       [&](int64_t begin, int64_t end) {
-    for (int64_t row = begin; row < end; ++row) {  // row = (n·C + c)·H + h
-      const size_t n = static_cast<size_t>(row / (g.channels * g.height));
-      const int32_t zero = conv.image_zero_points[n];
-      const float* source = conv.x + row * g.width;
-      Integer* target = input.data.data() + ((row / g.height) * input.height + row % g.height + pad_h) * input.width + pad_w;
-      quantize_centered(source, g.width, conv.image_scales[n], zero, target);
-    }
-  });
+  edgert::parallel_for(
+      0, rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, g.width)), [&](int64_t begin, int64_t end) {
+        for (int64_t row = begin; row < end; ++row) {  // row = (n·C + c)·H + h
+          const size_t n = static_cast<size_t>(row / (g.channels * g.height));
+          const int32_t zero = conv.image_zero_points[n];
+          const float* source = conv.x + row * g.width;
+          Integer* target =
+              input.data.data() + ((row / g.height) * input.height + row % g.height + pad_h) * input.width + pad_w;
+          quantize_centered(source, g.width, conv.image_scales[n], zero, target);
+        }
+      });
   return input;
 }
 
@@ -177,8 +178,8 @@ std::vector<Integer> centered_weights(const QuantizedConvolution& conv, int64_t 
 // The centered inputs of output position (oh, ow)'s window in group `group` of image n,
 // in (c, kh, kw) order, 0 for the padding.
 template <class Integer>
-void gather_patch(const QuantizedConvolution& conv, const CenteredInput<Integer>& input, int64_t n,
-                  int64_t group, int64_t oh, int64_t ow, Integer* patch) {
+void gather_patch(const QuantizedConvolution& conv, const CenteredInput<Integer>& input, int64_t n, int64_t group,
+                  int64_t oh, int64_t ow, Integer* patch) {
   const ConvolutionGeometry& g = conv.g;
   const int64_t plane = input.height * input.width;
   const Integer* image = input.data.data() + (n * g.channels + group * g.group_channels()) * plane;
@@ -211,12 +212,12 @@ void finish_output(const QuantizedConvolution& conv, int64_t n, int64_t o, int64
 
 // Sums of `count` positions from `first` of (image n, group) into sums, one row of
 // group_out_channels per position.
-using SumsFunction = void (*)(const void* patches, const void* weights, int64_t length, int64_t channels,
-                              int64_t count, int64_t* sums);
+using SumsFunction = void (*)(const void* patches, const void* weights, int64_t length, int64_t channels, int64_t count,
+                              int64_t* sums);
 
 // Patches [from, count) one by one against every weight row (integer_dot.hpp).
-void sums_int16_rows(const int16_t* patches, const int16_t* weights, int64_t length, int64_t channels,
-                     int64_t from, int64_t count, int64_t* sums) {
+void sums_int16_rows(const int16_t* patches, const int16_t* weights, int64_t length, int64_t channels, int64_t from,
+                     int64_t count, int64_t* sums) {
   std::vector<int32_t> row(static_cast<size_t>(channels));
   for (int64_t i = from; i < count; ++i) {
     dot_rows(patches + i * length, weights, length, channels, row.data());
@@ -235,8 +236,8 @@ __attribute__((target("avx2"))) int32_t lane_sum(__m256i lanes) {
 // Four patches against weight rows o and o + 1: eight int32 sums (exact, as dot_rows).
 // Each weight chunk loaded serves four patches, so a group's weights are read once per
 // four output positions.
-__attribute__((target("avx2"))) void dot_block_avx2(const int16_t* patches, const int16_t* weights,
-                                                    int64_t length, int64_t channels, int64_t o, int64_t* sums) {
+__attribute__((target("avx2"))) void dot_block_avx2(const int16_t* patches, const int16_t* weights, int64_t length,
+                                                    int64_t channels, int64_t o, int64_t* sums) {
   __m256i accumulators[4][2];
   for (auto& row : accumulators) row[0] = row[1] = _mm256_setzero_si256();
   const int16_t* w0 = weights + o * length;
@@ -258,13 +259,13 @@ __attribute__((target("avx2"))) void dot_block_avx2(const int16_t* patches, cons
 }
 
 // Blocks of four patches × two weight rows; the last rows and patches through dot_rows.
-__attribute__((target("avx2"))) void sums_int16_avx2(const int16_t* patches, const int16_t* weights,
-                                                     int64_t length, int64_t channels, int64_t count,
-                                                     int64_t* sums) {
+__attribute__((target("avx2"))) void sums_int16_avx2(const int16_t* patches, const int16_t* weights, int64_t length,
+                                                     int64_t channels, int64_t count, int64_t* sums) {
   int64_t i = 0;
   for (; i + 4 <= count; i += 4) {
     int64_t o = 0;
-    for (; o + 2 <= channels; o += 2) dot_block_avx2(patches + i * length, weights, length, channels, o, sums + i * channels);
+    for (; o + 2 <= channels; o += 2)
+      dot_block_avx2(patches + i * length, weights, length, channels, o, sums + i * channels);
     for (int64_t r = 0; r < 4 && o < channels; ++r) {
       int32_t last = 0;
       dot_rows(patches + (i + r) * length, weights + o * length, length, 1, &last);
@@ -308,40 +309,41 @@ void convolve(const QuantizedConvolution& conv, int64_t row_length, SumsFunction
   const std::vector<Integer> weights = centered_weights<Integer>(conv, row_length);
   const int64_t blocks = (g.out_plane() + kPositionsPerTask - 1) / kPositionsPerTask;
   const int64_t work = kPositionsPerTask * std::max<int64_t>(1, row_length * g.group_out_channels());
-  edgert::parallel_for(0, g.batch * g.groups * blocks, std::max<int64_t>(1, kParallelGrain / work), [&](int64_t begin, int64_t end) {
-    std::vector<Integer> patches(static_cast<size_t>(kPositionsPerTask * row_length), Integer{0});
-    std::vector<int64_t> sums(static_cast<size_t>(kPositionsPerTask * g.group_out_channels()));
-    for (int64_t task = begin; task < end; ++task) {
-      const int64_t n = task / (g.groups * blocks), group = task / blocks % g.groups;
-      const int64_t first = task % blocks * kPositionsPerTask;
-      const int64_t count = std::min(kPositionsPerTask, g.out_plane() - first);
-      for (int64_t i = 0; i < count; ++i) {
-        gather_patch(conv, input, n, group, (first + i) / g.out_width, (first + i) % g.out_width,
-                     patches.data() + i * row_length);
-      }
-      const Integer* group_weights = weights.data() + group * g.group_out_channels() * row_length;
-      sums_of(patches.data(), group_weights, row_length, g.group_out_channels(), count, sums.data());
-      for (int64_t i = 0; i < count; ++i) {
-        for (int64_t o = 0; o < g.group_out_channels(); ++o) {
-          finish_output(conv, n, group * g.group_out_channels() + o, first + i,
-                        sums[static_cast<size_t>(i * g.group_out_channels() + o)]);
+  edgert::parallel_for(
+      0, g.batch * g.groups * blocks, std::max<int64_t>(1, kParallelGrain / work), [&](int64_t begin, int64_t end) {
+        std::vector<Integer> patches(static_cast<size_t>(kPositionsPerTask * row_length), Integer{0});
+        std::vector<int64_t> sums(static_cast<size_t>(kPositionsPerTask * g.group_out_channels()));
+        for (int64_t task = begin; task < end; ++task) {
+          const int64_t n = task / (g.groups * blocks), group = task / blocks % g.groups;
+          const int64_t first = task % blocks * kPositionsPerTask;
+          const int64_t count = std::min(kPositionsPerTask, g.out_plane() - first);
+          for (int64_t i = 0; i < count; ++i) {
+            gather_patch(conv, input, n, group, (first + i) / g.out_width, (first + i) % g.out_width,
+                         patches.data() + i * row_length);
+          }
+          const Integer* group_weights = weights.data() + group * g.group_out_channels() * row_length;
+          sums_of(patches.data(), group_weights, row_length, g.group_out_channels(), count, sums.data());
+          for (int64_t i = 0; i < count; ++i) {
+            for (int64_t o = 0; o < g.group_out_channels(); ++o) {
+              finish_output(conv, n, group * g.group_out_channels() + o, first + i,
+                            sums[static_cast<size_t>(i * g.group_out_channels() + o)]);
+            }
+          }
         }
-      }
-    }
-  });
+      });
 }
 
 // ------------------------------------------------------------------- the GEMM path
 
-constexpr int64_t kMinGemmChannels = 4;  // output channels per group for the GEMM path
+constexpr int64_t kMinGemmChannels = 4;      // output channels per group for the GEMM path
 constexpr int64_t kBlock = kMaxTileColumns;  // output positions per work item
-constexpr int64_t kCopySlack = 16;  // bytes copy_run may read and write past its run
+constexpr int64_t kCopySlack = 16;           // bytes copy_run may read and write past its run
 
 // The weights as the GEMM's left operand: one row of (c, kh, kw) taps per output channel,
 // for the instruction set they were packed for.
 struct PackedFilters {
   IntegerIsa isa;
-  std::vector<int64_t> shape;  // the weight's
+  std::vector<int64_t> shape;    // the weight's
   std::vector<int16_t> storage;  // int8 or int16 values, rows padded to the GEMM's depth
   std::vector<int32_t> sums;     // Σ_k wq[o, k]
 };
@@ -385,7 +387,9 @@ struct PaddedPlanes {
   int64_t height, width;  // of a plane
 };
 
-uint8_t encoded(int32_t value, uint8_t bias) { return static_cast<uint8_t>(static_cast<uint8_t>(value) ^ bias); }
+uint8_t encoded(int32_t value, uint8_t bias) {
+  return static_cast<uint8_t>(static_cast<uint8_t>(value) ^ bias);
+}
 
 PaddedPlanes padded_planes(const Int8Gemm& gemm, const QuantizedConvolution& conv) {
   const ConvolutionGeometry& g = conv.g;
@@ -394,21 +398,21 @@ PaddedPlanes padded_planes(const Int8Gemm& gemm, const QuantizedConvolution& con
   const int64_t image = g.channels * planes.height * planes.width;
   planes.data.resize(static_cast<size_t>(g.batch * image + kCopySlack));
   for (int64_t n = 0; n < g.batch; ++n) {
-    std::fill_n(planes.data.begin() + n * image, image, encoded(conv.image_zero_points[static_cast<size_t>(n)],
-                                                                gemm.panel_bias));
+    std::fill_n(planes.data.begin() + n * image, image,
+                encoded(conv.image_zero_points[static_cast<size_t>(n)], gemm.panel_bias));
   }
   const int64_t rows = g.batch * g.channels * g.height;
-  edgert::parallel_for(0, rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, g.width)),
-                       [&](int64_t begin, int64_t end) {
-    for (int64_t row = begin; row < end; ++row) {  // row = (n·C + c)·H + h
-      const size_t n = static_cast<size_t>(row / (g.channels * g.height));
-      const int64_t plane = row / g.height, h = row % g.height;
-      uint8_t* target = planes.data.data() + (plane * planes.height + h + g.padding.height) * planes.width +
-                        g.padding.width;
-      gemm.quantize_bytes(conv.x + row * g.width, g.width, conv.image_scales[n], conv.image_zero_points[n],
-                          gemm.panel_bias, target);
-    }
-  });
+  edgert::parallel_for(
+      0, rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, g.width)), [&](int64_t begin, int64_t end) {
+        for (int64_t row = begin; row < end; ++row) {  // row = (n·C + c)·H + h
+          const size_t n = static_cast<size_t>(row / (g.channels * g.height));
+          const int64_t plane = row / g.height, h = row % g.height;
+          uint8_t* target =
+              planes.data.data() + (plane * planes.height + h + g.padding.height) * planes.width + g.padding.width;
+          gemm.quantize_bytes(conv.x + row * g.width, g.width, conv.image_scales[n], conv.image_zero_points[n],
+                              gemm.panel_bias, target);
+        }
+      });
   return planes;
 }
 
@@ -417,7 +421,8 @@ PaddedPlanes padded_planes(const Int8Gemm& gemm, const QuantizedConvolution& con
 inline void copy_run(uint8_t* target, const uint8_t* source, int64_t count) {
 #if defined(__x86_64__)
   for (int64_t i = 0; i < count; i += 16) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(target + i), _mm_loadu_si128(reinterpret_cast<const __m128i*>(source + i)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(target + i),
+                     _mm_loadu_si128(reinterpret_cast<const __m128i*>(source + i)));
   }
 #elif defined(__aarch64__)
   for (int64_t i = 0; i < count; i += 16) vst1q_u8(target + i, vld1q_u8(source + i));
@@ -447,14 +452,14 @@ std::vector<PositionRun> position_runs(const ConvolutionGeometry& g, int64_t fir
 // in group `group` of image n (the padding's bytes included), and zeros for k in
 // [taps, depth). Runs are written in order, each overwriting what the previous one copied
 // past its end; `rows` holds kCopySlack bytes more than depth rows.
-void gather_block(const QuantizedConvolution& conv, const PaddedPlanes& planes, int64_t n, int64_t group,
-                  int64_t first, int64_t count, int64_t depth, uint8_t* rows) {
+void gather_block(const QuantizedConvolution& conv, const PaddedPlanes& planes, int64_t n, int64_t group, int64_t first,
+                  int64_t count, int64_t depth, uint8_t* rows) {
   const ConvolutionGeometry& g = conv.g;
   const int64_t plane = planes.height * planes.width;
   const uint8_t* image = planes.data.data() + (n * g.channels + group * g.group_channels()) * plane;
   // A 1×1 window with stride 1 and no padding reads each channel's positions in a row.
-  const bool pointwise = g.kernel_height == 1 && g.kernel_width == 1 && g.stride.height == 1 &&
-                         g.stride.width == 1 && g.padding.height == 0 && g.padding.width == 0;
+  const bool pointwise = g.kernel_height == 1 && g.kernel_width == 1 && g.stride.height == 1 && g.stride.width == 1 &&
+                         g.padding.height == 0 && g.padding.width == 0;
   const std::vector<PositionRun> runs = position_runs(g, first, pointwise ? 0 : count);
   uint8_t* target = rows;
   for (int64_t c = 0; c < g.group_channels(); ++c) {
@@ -547,11 +552,15 @@ void convolve_block(const GemmConvolution& work, int64_t task, BlockScratch& scr
   block_columns(scratch.rows.data(), work.taps, int64_t{work.gemm.panel_bias} + work.conv.image_zero_points[image],
                 work.conv.image_scales[image], work.centered_sums, scratch.columns);
   const int64_t channel = group * g.group_out_channels();
-  const char* filters = reinterpret_cast<const char*>(work.filters.storage.data()) +
-                        channel * work.depth * left_element_size(work.gemm);
-  const Product product{filters, work.depth, g.group_out_channels(), scratch.panels.data(), count, work.depth,
-                        block_epilogue(work.conv, work.filters, scratch.columns, n, group, first,
-                                       work.exact_in_int32)};
+  const char* filters =
+      reinterpret_cast<const char*>(work.filters.storage.data()) + channel * work.depth * left_element_size(work.gemm);
+  const Product product{filters,
+                        work.depth,
+                        g.group_out_channels(),
+                        scratch.panels.data(),
+                        count,
+                        work.depth,
+                        block_epilogue(work.conv, work.filters, scratch.columns, n, group, first, work.exact_in_int32)};
   multiply(work.gemm, product, 0, g.group_out_channels(), 0, panel_count(count));
 }
 
@@ -562,17 +571,24 @@ void convolve_gemm(const QuantizedConvolution& conv, const PackedFilters& filter
   const int32_t* zeros = conv.weight_zero_points;
   const auto in_int8 = [](int32_t zero) { return zero >= -128 && zero <= 127; };
   const int64_t taps = g.patch(), depth = padded_depth(taps);
-  const GemmConvolution work{gemm, conv, filters, padded_planes(gemm, conv), taps, depth, panel_bytes(depth),
+  const GemmConvolution work{gemm,
+                             conv,
+                             filters,
+                             padded_planes(gemm, conv),
+                             taps,
+                             depth,
+                             panel_bytes(depth),
                              (g.out_plane() + kBlock - 1) / kBlock,
                              taps <= kMaxInt32Depth && std::all_of(zeros, zeros + g.out_channels, in_int8),
                              std::any_of(zeros, zeros + g.out_channels, [](int32_t zero) { return zero != 0; })};
   const int64_t block_work = std::max<int64_t>(1, g.group_out_channels() * kBlock * std::max<int64_t>(depth, 1));
   edgert::parallel_for(0, g.batch * g.groups * work.blocks, std::max<int64_t>(1, kParallelMultiplyAdds / block_work),
                        [&](int64_t begin, int64_t end) {
-    BlockScratch scratch{std::vector<uint8_t>(static_cast<size_t>(depth * kBlock + kCopySlack)),
-                         std::vector<uint8_t>(static_cast<size_t>(kMaxTilePanels * work.bytes)), {}};
-    for (int64_t task = begin; task < end; ++task) convolve_block(work, task, scratch);
-  });
+                         BlockScratch scratch{std::vector<uint8_t>(static_cast<size_t>(depth * kBlock + kCopySlack)),
+                                              std::vector<uint8_t>(static_cast<size_t>(kMaxTilePanels * work.bytes)),
+                                              {}};
+                         for (int64_t task = begin; task < end; ++task) convolve_block(work, task, scratch);
+                       });
 }
 
 // The GEMM serves groups of at least kMinGemmChannels output channels whose windows fit its
@@ -581,8 +597,8 @@ void convolve_gemm(const QuantizedConvolution& conv, const PackedFilters& filter
 bool gemm_applies(const QuantizedConvolution& conv) {
   const ConvolutionGeometry& g = conv.g;
   const auto in_int8 = [](int32_t zero) { return zero >= -128 && zero <= 127; };
-  return g.group_out_channels() >= kMinGemmChannels && g.patch() <= kMaxDepth &&
-         g.padding.height <= g.height + 32 && g.padding.width <= g.width + 32 &&
+  return g.group_out_channels() >= kMinGemmChannels && g.patch() <= kMaxDepth && g.padding.height <= g.height + 32 &&
+         g.padding.width <= g.width + 32 &&
          std::all_of(conv.image_zero_points.begin(), conv.image_zero_points.end(), in_int8);
 }
 
@@ -645,8 +661,8 @@ Status conv2d_kernel(KernelContext& context) {
   EDGERT_RETURN_IF_ERROR(check_optional_inputs(context, bias, conv.g.out_channels));
   EDGERT_RETURN_IF_ERROR(edgert::kernels::read_relu_activation(context, conv.relu));
   Tensor scales, zero_points;
-  EDGERT_RETURN_IF_ERROR(read_channel_qparams(context, context.inputs[2], context.inputs[3], conv.g.out_channels,
-                                              scales, zero_points));
+  EDGERT_RETURN_IF_ERROR(
+      read_channel_qparams(context, context.inputs[2], context.inputs[3], conv.g.out_channels, scales, zero_points));
   const Tensor cx = x.contiguous(), cw = weight.contiguous(), cb = bias ? bias->contiguous() : Tensor();
   conv.x = cx.data_as<float>(), conv.weight = cw.data_as<int8_t>();
   conv.weight_scales = scales.data_as<float>(), conv.weight_zero_points = zero_points.data_as<int32_t>();

@@ -125,8 +125,16 @@ void quantize_bytes_portable(const float* x, int64_t count, float scale, int32_t
 }
 
 Int8Gemm portable_gemm() {
-  return Int8Gemm{IntegerIsa::Portable, LeftType::Int8, 0x80, 4, 1, tile_portable, requantize_portable,
-                  range_portable, quantize_left_int8_portable, quantize_bytes_portable};
+  return Int8Gemm{IntegerIsa::Portable,
+                  LeftType::Int8,
+                  0x80,
+                  4,
+                  1,
+                  tile_portable,
+                  requantize_portable,
+                  range_portable,
+                  quantize_left_int8_portable,
+                  quantize_bytes_portable};
 }
 
 const Int8Gemm& int8_gemm() {
@@ -134,7 +142,9 @@ const Int8Gemm& int8_gemm() {
   return chosen;
 }
 
-int64_t left_element_size(const Int8Gemm& gemm) { return gemm.left_type == LeftType::Int16 ? 2 : 1; }
+int64_t left_element_size(const Int8Gemm& gemm) {
+  return gemm.left_type == LeftType::Int16 ? 2 : 1;
+}
 
 // ------------------------------------------------------------------- packing
 
@@ -222,8 +232,8 @@ void multiply(const Int8Gemm& gemm, const Product& product, int64_t row_begin, i
     const int64_t columns = std::min<int64_t>(panels * kPanelColumns, product.columns - column);
     for (int64_t row = row_begin; row < row_end; row += gemm.tile_rows) {
       const int rows = static_cast<int>(std::min<int64_t>(gemm.tile_rows, row_end - row));
-      gemm.tile(rows, panels, left_rows(gemm, product, row), product.left_stride, product.right + panel * bytes,
-                bytes, groups, tile);
+      gemm.tile(rows, panels, left_rows(gemm, product, row), product.left_stride, product.right + panel * bytes, bytes,
+                groups, tile);
       gemm.requantize(product.epilogue, tile, row, rows, column, columns);
     }
   }
@@ -234,18 +244,19 @@ void multiply_parallel(const Int8Gemm& gemm, const Product& product) {
   const int64_t panels = panel_count(product.columns);
   const int64_t column_tiles = (panels + gemm.tile_panels - 1) / gemm.tile_panels;
   const int64_t row_tiles = (product.rows + gemm.tile_rows - 1) / gemm.tile_rows;
-  const int64_t tile_work = std::max<int64_t>(1, std::min<int64_t>(product.rows, gemm.tile_rows) *
-                                                    gemm.tile_panels * kPanelColumns * std::max<int64_t>(product.depth, 1));
+  const int64_t tile_work = std::max<int64_t>(1, std::min<int64_t>(product.rows, gemm.tile_rows) * gemm.tile_panels *
+                                                     kPanelColumns * std::max<int64_t>(product.depth, 1));
   // Consecutive work items share a column tile, so a thread's panels stay in its caches
   // while the left rows stream past.
   edgert::parallel_for(0, column_tiles * row_tiles, std::max<int64_t>(1, kParallelMultiplyAdds / tile_work),
                        [&](int64_t begin, int64_t end) {
-    for (int64_t item = begin; item < end; ++item) {
-      const int64_t panel = item / row_tiles * gemm.tile_panels, row = item % row_tiles * gemm.tile_rows;
-      multiply(gemm, product, row, std::min(product.rows, row + gemm.tile_rows), panel,
-               std::min(panels, panel + gemm.tile_panels));
-    }
-  });
+                         for (int64_t item = begin; item < end; ++item) {
+                           const int64_t panel = item / row_tiles * gemm.tile_panels,
+                                         row = item % row_tiles * gemm.tile_rows;
+                           multiply(gemm, product, row, std::min(product.rows, row + gemm.tile_rows), panel,
+                                    std::min(panels, panel + gemm.tile_panels));
+                         }
+                       });
 }
 
 }  // namespace edgert_quantized

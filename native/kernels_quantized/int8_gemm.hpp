@@ -35,20 +35,26 @@ namespace edgert_quantized {
 using edgert::kernels::IntegerIsa;
 
 constexpr int64_t kPanelColumns = 16;
-constexpr int64_t kGroupDepth = 4;       // depths per 32-bit lane of a panel
-constexpr int64_t kDepthBlock = 16;      // the left operand's rows are padded to a multiple
+constexpr int64_t kGroupDepth = 4;   // depths per 32-bit lane of a panel
+constexpr int64_t kDepthBlock = 16;  // the left operand's rows are padded to a multiple
 constexpr int64_t kMaxTileRows = 8;
 constexpr int64_t kMaxTilePanels = 4;
 constexpr int64_t kMaxTileColumns = kMaxTilePanels * kPanelColumns;
-constexpr int64_t kMaxDepth = 65536;      // D stays exact in int32
+constexpr int64_t kMaxDepth = 65536;       // D stays exact in int32
 constexpr int64_t kMaxInt32Depth = 33025;  // 33025 · 255² < 2^31: S fits in int32
 // Multiply-adds below which a product runs on the calling thread: waking the pool costs
 // more than a few microseconds of sums.
 constexpr int64_t kParallelMultiplyAdds = int64_t{1} << 20;
 
-inline int64_t padded_depth(int64_t depth) { return (depth + kDepthBlock - 1) / kDepthBlock * kDepthBlock; }
-inline int64_t panel_count(int64_t columns) { return (columns + kPanelColumns - 1) / kPanelColumns; }
-inline int64_t panel_bytes(int64_t padded) { return padded * kPanelColumns; }
+inline int64_t padded_depth(int64_t depth) {
+  return (depth + kDepthBlock - 1) / kDepthBlock * kDepthBlock;
+}
+inline int64_t panel_count(int64_t columns) {
+  return (columns + kPanelColumns - 1) / kPanelColumns;
+}
+inline int64_t panel_bytes(int64_t padded) {
+  return padded * kPanelColumns;
+}
 
 enum class LeftType { Int8, Int16 };
 
@@ -147,8 +153,8 @@ struct Product {
 
 // Rows [row_begin, row_end) × panels [panel_begin, panel_end) of `product`, on this thread:
 // tiles of the micro-kernel's size, each summed and then requantized.
-void multiply(const Int8Gemm& gemm, const Product& product, int64_t row_begin, int64_t row_end,
-              int64_t panel_begin, int64_t panel_end);
+void multiply(const Int8Gemm& gemm, const Product& product, int64_t row_begin, int64_t row_end, int64_t panel_begin,
+              int64_t panel_end);
 
 // All of `product` on the thread pool, split by column tiles and row tiles (each output is
 // computed by one thread).
@@ -156,8 +162,7 @@ void multiply_parallel(const Int8Gemm& gemm, const Product& product);
 
 // Packs rows [0, count) of a row-major int8 matrix [count, depth] (a linear weight, one row
 // per output column) as the right operand's panels; sums[j] = Σ_k source[j][k].
-void pack_right(const int8_t* source, int64_t count, int64_t depth, uint8_t bias, uint8_t* panels,
-                int64_t* sums);
+void pack_right(const int8_t* source, int64_t count, int64_t depth, uint8_t bias, uint8_t* panels, int64_t* sums);
 
 // Interleaves a row-major block of bytes rows[k][j] (k < padded depth, j < 64, row stride 64)
 // into 4 panels of the right operand.
@@ -165,8 +170,7 @@ void interleave_block(const uint8_t* rows, int64_t depth, uint8_t* panels, int64
 
 // The left operand from a row-major int8 matrix [count, depth]: rows padded to
 // padded_depth(depth), of the left type; sums[i] = Σ_k source[i][k].
-void pack_left(const Int8Gemm& gemm, const int8_t* source, int64_t count, int64_t depth, void* left,
-               int32_t* sums);
+void pack_left(const Int8Gemm& gemm, const int8_t* source, int64_t count, int64_t depth, void* left, int32_t* sums);
 
 // The portable kernels (also the parts other levels share).
 Int8Gemm portable_gemm();
@@ -175,8 +179,7 @@ void requantize_portable(const Epilogue& epilogue, const int32_t* tile, int64_t 
 bool range_portable(const float* x, int64_t count, float& low, float& high);
 int32_t quantize_left_int8_portable(const float* x, int64_t count, float scale, int32_t zero, void* out);
 int32_t quantize_left_int16_portable(const float* x, int64_t count, float scale, int32_t zero, void* out);
-void quantize_bytes_portable(const float* x, int64_t count, float scale, int32_t zero, uint8_t bias,
-                             uint8_t* out);
+void quantize_bytes_portable(const float* x, int64_t count, float scale, int32_t zero, uint8_t bias, uint8_t* out);
 
 #if defined(__x86_64__)
 Int8Gemm avx2_gemm();

@@ -32,8 +32,8 @@ constexpr int64_t kGroupBytes = kPanelColumns * kGroupDepth;
 // One group of depths: lane `Lane` of each left register against the group's 4 panel registers.
 template <int Lane, int Rows>
 EDGERT_TARGET_DOTPROD inline __attribute__((always_inline)) void dot_group(int32x4_t (&sums)[Rows][4],
-                                                                         const int8x16_t (&x)[Rows],
-                                                                         const int8_t* group) {
+                                                                           const int8x16_t (&x)[Rows],
+                                                                           const int8_t* group) {
   int8x16_t columns[4];
 #pragma GCC unroll 4
   for (int s = 0; s < 4; ++s) columns[s] = vld1q_s8(group + 16 * s);
@@ -168,8 +168,8 @@ void quantize_bytes_neon(const float* x, int64_t count, float scale, int32_t zer
 }  // namespace
 
 Int8Gemm dotprod_gemm() {
-  return Int8Gemm{IntegerIsa::Dotprod, LeftType::Int8, 0, 4, 1, tile_dotprod, requantize_neon,
-                  range_neon, quantize_left_neon, quantize_bytes_neon};
+  return Int8Gemm{IntegerIsa::Dotprod, LeftType::Int8,     0, 4, 1, tile_dotprod, requantize_neon, range_neon,
+                  quantize_left_neon,  quantize_bytes_neon};
 }
 
 }  // namespace edgert_quantized

@@ -78,8 +78,8 @@ EDGERT_TARGET_VNNI void tile_vnni_fixed(const int8_t* left, int64_t stride, cons
 }
 
 template <int Rows>
-void tile_vnni_rows(int panels, const int8_t* left, int64_t stride, const uint8_t* right, int64_t bytes,
-                    int64_t groups, int32_t* tile) {
+void tile_vnni_rows(int panels, const int8_t* left, int64_t stride, const uint8_t* right, int64_t bytes, int64_t groups,
+                    int32_t* tile) {
   switch (panels) {
     case 1: return tile_vnni_fixed<Rows, 1>(left, stride, right, bytes, groups, tile);
     case 2: return tile_vnni_fixed<Rows, 2>(left, stride, right, bytes, groups, tile);
@@ -140,7 +140,8 @@ EDGERT_TARGET_AVX512 void tile_avx512_fixed(const int16_t* left, int64_t stride,
   for (int i = 0; i < Rows; ++i) {
 #pragma GCC unroll 4
     for (int q = 0; q < Panels; ++q) {
-      _mm512_storeu_si512(tile + i * kMaxTileColumns + q * kPanelColumns, join_pairs(sums[i][2 * q], sums[i][2 * q + 1]));
+      _mm512_storeu_si512(tile + i * kMaxTileColumns + q * kPanelColumns,
+                          join_pairs(sums[i][2 * q], sums[i][2 * q + 1]));
     }
   }
 }
@@ -408,18 +409,20 @@ EDGERT_TARGET_AVX2 void quantize_bytes_avx2(const float* x, int64_t count, float
 }  // namespace
 
 Int8Gemm avx512_vnni_gemm() {
-  return Int8Gemm{IntegerIsa::Avx512Vnni, LeftType::Int8, 0x80, 6, 4, tile_vnni, requantize_avx512,
-                  range_avx512, quantize_left_int8_avx512, quantize_bytes_avx512};
+  return Int8Gemm{
+      IntegerIsa::Avx512Vnni,    LeftType::Int8,       0x80, 6, 4, tile_vnni, requantize_avx512, range_avx512,
+      quantize_left_int8_avx512, quantize_bytes_avx512};
 }
 
 Int8Gemm avx512_gemm() {
-  return Int8Gemm{IntegerIsa::Avx512, LeftType::Int16, 0x80, 6, 2, tile_avx512, requantize_avx512,
-                  range_avx512, quantize_left_int16_avx512, quantize_bytes_avx512};
+  return Int8Gemm{
+      IntegerIsa::Avx512,         LeftType::Int16,      0x80, 6, 2, tile_avx512, requantize_avx512, range_avx512,
+      quantize_left_int16_avx512, quantize_bytes_avx512};
 }
 
 Int8Gemm avx2_gemm() {
-  return Int8Gemm{IntegerIsa::Avx2, LeftType::Int16, 0x80, 3, 1, tile_avx2, requantize_avx2,
-                  range_avx2, quantize_left_int16_avx2, quantize_bytes_avx2};
+  return Int8Gemm{IntegerIsa::Avx2,         LeftType::Int16,    0x80, 3, 1, tile_avx2, requantize_avx2, range_avx2,
+                  quantize_left_int16_avx2, quantize_bytes_avx2};
 }
 
 }  // namespace edgert_quantized

@@ -11,8 +11,7 @@
 namespace edgert_quantized {
 namespace {
 
-void dot_rows_portable(const int16_t* x, const int16_t* w, int64_t length, int64_t rows,
-                       int32_t* out) {
+void dot_rows_portable(const int16_t* x, const int16_t* w, int64_t length, int64_t rows, int32_t* out) {
   for (int64_t n = 0; n < rows; ++n) {
     const int16_t* row = w + n * length;
     int32_t sum = 0;
@@ -29,8 +28,8 @@ __attribute__((target("avx2"))) int32_t horizontal_sum(__m256i lanes) {
   return _mm_cvtsi128_si32(sum);
 }
 
-__attribute__((target("avx2"))) void dot_rows_avx2(const int16_t* x, const int16_t* w,
-                                                   int64_t length, int64_t rows, int32_t* out) {
+__attribute__((target("avx2"))) void dot_rows_avx2(const int16_t* x, const int16_t* w, int64_t length, int64_t rows,
+                                                   int32_t* out) {
   int64_t n = 0;
   for (; n + 2 <= rows; n += 2) {
     const int16_t* row0 = w + n * length;
@@ -38,8 +37,10 @@ __attribute__((target("avx2"))) void dot_rows_avx2(const int16_t* x, const int16
     __m256i sum0 = _mm256_setzero_si256(), sum1 = _mm256_setzero_si256();
     for (int64_t k = 0; k < length; k += kDotBlock) {
       const __m256i left = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + k));
-      sum0 = _mm256_add_epi32(sum0, _mm256_madd_epi16(left, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row0 + k))));
-      sum1 = _mm256_add_epi32(sum1, _mm256_madd_epi16(left, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row1 + k))));
+      sum0 = _mm256_add_epi32(sum0,
+                              _mm256_madd_epi16(left, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row0 + k))));
+      sum1 = _mm256_add_epi32(sum1,
+                              _mm256_madd_epi16(left, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row1 + k))));
     }
     out[n] = horizontal_sum(sum0);
     out[n + 1] = horizontal_sum(sum1);

@@ -114,7 +114,9 @@ QuantizedRows quantize_rows(const Int8Gemm& gemm, const LinearOperands& op, int6
   return rows;
 }
 
-bool in_int8(int64_t value) { return value >= kInt8.min && value <= kInt8.max; }
+bool in_int8(int64_t value) {
+  return value >= kInt8.min && value <= kInt8.max;
+}
 
 // The per-column terms of the epilogue: offsets bias + wz[n], sums Σ_k (wq - wz[n]) (modulo
 // 2^64, and in int32 when every sum fits there).
@@ -248,8 +250,8 @@ Status linear_kernel(KernelContext& context) {
   }
   const int64_t features_in = weight.shape()[1], features_out = weight.shape()[0];
   Tensor scales, zero_points, bias_data;
-  EDGERT_RETURN_IF_ERROR(read_channel_qparams(context, context.inputs[2], context.inputs[3], features_out,
-                                              scales, zero_points));
+  EDGERT_RETURN_IF_ERROR(
+      read_channel_qparams(context, context.inputs[2], context.inputs[3], features_out, scales, zero_points));
   if (bias) {
     if (bias->dtype() != DType::Float32 || bias->dim() != 1 || bias->shape()[0] != features_out) {
       return invalid(context, "bias must be float32 [" + std::to_string(features_out) + "]");
@@ -261,13 +263,22 @@ Status linear_kernel(KernelContext& context) {
   std::vector<int64_t> shape = x.shape();
   shape.back() = features_out;
   Tensor out(DType::Float32, shape);
-  LinearOperands operands{cx.data_as<float>(), cw.data_as<int8_t>(), scales.data_as<float>(),
-                          zero_points.data_as<int32_t>(), bias ? bias_data.data_as<float>() : nullptr,
-                          out.data_as<float>(), rows, features_in, features_out, false, false, 1.0f, 0};
+  LinearOperands operands{cx.data_as<float>(),
+                          cw.data_as<int8_t>(),
+                          scales.data_as<float>(),
+                          zero_points.data_as<int32_t>(),
+                          bias ? bias_data.data_as<float>() : nullptr,
+                          out.data_as<float>(),
+                          rows,
+                          features_in,
+                          features_out,
+                          false,
+                          false,
+                          1.0f,
+                          0};
   EDGERT_RETURN_IF_ERROR(read_linear_options(context, operands));
   if (rows > 0) {  // with no output column the rows are still checked
-    EDGERT_RETURN_IF_ERROR(features_in <= kMaxDepth ? linear_gemm(context, operands)
-                                                    : linear_int64(context, operands));
+    EDGERT_RETURN_IF_ERROR(features_in <= kMaxDepth ? linear_gemm(context, operands) : linear_int64(context, operands));
   }
   (*context.outputs)[0] = std::move(out);
   return Status::success();

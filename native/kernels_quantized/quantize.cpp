@@ -16,8 +16,8 @@ using edgert::kernels::product;
 struct Qparams {
   const float* scales;
   const int32_t* zero_points;
-  int64_t inner = 1;      // elements per channel step (product of dims after the axis)
-  int64_t channels = 1;   // 1 for per tensor
+  int64_t inner = 1;     // elements per channel step (product of dims after the axis)
+  int64_t channels = 1;  // 1 for per tensor
 
   int64_t channel(int64_t i) const { return channels == 1 ? 0 : (i / inner) % channels; }
 };
@@ -89,11 +89,10 @@ Status channel_qparams(const KernelContext& context, const Tensor& tensor, Chann
     return invalid(context, "axis is out of range for a tensor of rank " + std::to_string(tensor.dim()));
   }
   const int64_t channels = tensor.shape()[static_cast<size_t>(axis)];
-  EDGERT_RETURN_IF_ERROR(read_channel_qparams(context, context.inputs[1], context.inputs[2], channels,
-                                              result.scales, result.zero_points));
+  EDGERT_RETURN_IF_ERROR(
+      read_channel_qparams(context, context.inputs[1], context.inputs[2], channels, result.scales, result.zero_points));
   result.qparams = Qparams{result.scales.data_as<float>(), result.zero_points.data_as<int32_t>(),
-                           product(tensor.shape(), static_cast<size_t>(axis) + 1, tensor.shape().size()),
-                           channels};
+                           product(tensor.shape(), static_cast<size_t>(axis) + 1, tensor.shape().size()), channels};
   if (channels == 1) result.qparams.inner = 1;
   return Status::success();
 }

@@ -26,7 +26,9 @@ struct QuantRange {
   int32_t max;
 };
 
-inline bool is_quantized(DType dtype) { return dtype == DType::Int8 || dtype == DType::UInt8; }
+inline bool is_quantized(DType dtype) {
+  return dtype == DType::Int8 || dtype == DType::UInt8;
+}
 
 inline QuantRange range_of(DType dtype) {
   return dtype == DType::UInt8 ? QuantRange{0, 255} : QuantRange{-128, 127};
@@ -35,9 +37,12 @@ inline QuantRange range_of(DType dtype) {
 // Attribute `dtype`: "int8" (default) or "uint8".
 inline Status quantized_dtype(const KernelContext& context, DType& dtype) {
   const std::string name = context.attributes ? context.attributes->get_string("dtype", "int8") : "int8";
-  if (name == "int8") dtype = DType::Int8;
-  else if (name == "uint8") dtype = DType::UInt8;
-  else return invalid(context, "attribute dtype must be \"int8\" or \"uint8\", got \"" + name + "\"");
+  if (name == "int8")
+    dtype = DType::Int8;
+  else if (name == "uint8")
+    dtype = DType::UInt8;
+  else
+    return invalid(context, "attribute dtype must be \"int8\" or \"uint8\", got \"" + name + "\"");
   return Status::success();
 }
 
@@ -61,8 +66,10 @@ inline int32_t load_quantized(const void* data, DType dtype, int64_t i) {
 }
 
 inline void store_quantized(void* data, DType dtype, int64_t i, int32_t value) {
-  if (dtype == DType::UInt8) static_cast<uint8_t*>(data)[i] = static_cast<uint8_t>(value);
-  else static_cast<int8_t*>(data)[i] = static_cast<int8_t>(value);
+  if (dtype == DType::UInt8)
+    static_cast<uint8_t*>(data)[i] = static_cast<uint8_t>(value);
+  else
+    static_cast<int8_t*>(data)[i] = static_cast<int8_t>(value);
 }
 
 // Per-tensor qparams: a float32 scale (one element, finite, > 0) and an int32 zero point
@@ -71,8 +78,9 @@ inline Status read_qparams(const KernelContext& context, const Tensor* scale, co
                            const char* what, float& scale_value, int32_t& zero_point_value) {
   if (!scale || !zero_point || scale->dtype() != DType::Float32 || scale->numel() != 1 ||
       zero_point->dtype() != DType::Int32 || zero_point->numel() != 1) {
-    return invalid(context, std::string(what) + " qparams must be a one-element float32 scale and a "
-                                                "one-element int32 zero point");
+    return invalid(context, std::string(what) +
+                                " qparams must be a one-element float32 scale and a "
+                                "one-element int32 zero point");
   }
   scale_value = *scale->contiguous().data_as<float>();
   zero_point_value = *zero_point->contiguous().data_as<int32_t>();
@@ -117,8 +125,7 @@ inline void qparams_of_range(float low, float high, QuantRange range, float& sca
 
 // Asymmetric qparams covering [min(0, min x), max(0, max x)] of `count` finite values
 // (qparams_of_range).
-inline void choose_qparams(const float* data, int64_t count, QuantRange range, float& scale,
-                           int32_t& zero_point) {
+inline void choose_qparams(const float* data, int64_t count, QuantRange range, float& scale, int32_t& zero_point) {
   float low = 0.0f, high = 0.0f;
   for (int64_t i = 0; i < count; ++i) {
     low = std::fmin(low, data[i]);

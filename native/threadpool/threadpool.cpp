@@ -73,8 +73,7 @@ size_t resolve_size(size_t requested) {
 // and at most one per pool thread. It lives on its caller's stack; the pool's mutex guards
 // `helpers` and the list links.
 struct Region {
-  Region(int64_t begin, int64_t end, int64_t grain, edgert_range_fn fn, void* context,
-         size_t threads)
+  Region(int64_t begin, int64_t end, int64_t grain, edgert_range_fn fn, void* context, size_t threads)
       : fn(fn), context(context), begin(begin) {
     const int64_t range = end - begin;
     const int64_t by_grain = std::max<int64_t>(1, range / std::max<int64_t>(grain, 1));
@@ -105,9 +104,9 @@ struct Region {
   int64_t length = 0;
   int64_t longer = 0;
   std::atomic<int64_t> next{0};
-  int helpers = 0;                        // workers inside the region
-  std::condition_variable helpers_left;   // signalled when helpers drops to 0
-  Region* earlier = nullptr;              // the pool's open regions, oldest first
+  int helpers = 0;                       // workers inside the region
+  std::condition_variable helpers_left;  // signalled when helpers drops to 0
+  Region* earlier = nullptr;             // the pool's open regions, oldest first
   Region* later = nullptr;
 };
 
@@ -257,14 +256,14 @@ class Pool {
 
   std::mutex resize_mutex_;  // one resize at a time; guards workers_
   std::vector<std::thread> workers_;
-  std::mutex mutex_;         // guards everything below but size_
+  std::mutex mutex_;                        // guards everything below but size_
   std::condition_variable work_available_;  // idle workers wait here
   std::condition_variable regions_closed_;  // a resize waits here for open_regions_ == 0
-  Region* oldest_ = nullptr;  // the open regions, a doubly linked list
+  Region* oldest_ = nullptr;                // the open regions, a doubly linked list
   Region* newest_ = nullptr;
-  size_t open_regions_ = 0;   // regions between open() and the end of close()
-  size_t computing_ = 0;      // callers taking chunks of their open regions, and helpers
-  size_t idle_workers_ = 0;   // workers waiting on work_available_
+  size_t open_regions_ = 0;  // regions between open() and the end of close()
+  size_t computing_ = 0;     // callers taking chunks of their open regions, and helpers
+  size_t idle_workers_ = 0;  // workers waiting on work_available_
   bool resizing_ = false;
   bool stopping_ = false;
   std::atomic<size_t> size_{1};  // written under mutex_ while no region is open
@@ -276,9 +275,13 @@ class Pool {
 std::mutex creation;
 std::atomic<Pool*> instance{nullptr};
 
-void before_fork() { creation.lock(); }
+void before_fork() {
+  creation.lock();
+}
 
-void after_fork_in_parent() { creation.unlock(); }
+void after_fork_in_parent() {
+  creation.unlock();
+}
 
 void after_fork_in_child() {
   instance.store(nullptr);  // its worker threads exist only in the parent
@@ -291,8 +294,7 @@ Pool& pool() {
   std::lock_guard<std::mutex> hold(creation);
   if (instance.load() == nullptr) {
 #if !defined(_WIN32)
-    static const bool registered =
-        pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child) == 0;
+    static const bool registered = pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child) == 0;
     (void)registered;
 #endif
     instance.store(new Pool(), std::memory_order_release);
@@ -304,16 +306,23 @@ Pool& pool() {
 
 extern "C" {
 
-EDGERT_THREADPOOL_API const char* edgert_threadpool_component(void) { return "threadpool"; }
+EDGERT_THREADPOOL_API const char* edgert_threadpool_component(void) {
+  return "threadpool";
+}
 
-const void* edgert_threadpool_instance(void) { return &pool(); }
+const void* edgert_threadpool_instance(void) {
+  return &pool();
+}
 
-size_t edgert_threadpool_size(void) { return pool().size(); }
+size_t edgert_threadpool_size(void) {
+  return pool().size();
+}
 
-void edgert_threadpool_set_size(size_t threads) { pool().resize(threads); }
+void edgert_threadpool_set_size(size_t threads) {
+  pool().resize(threads);
+}
 
-void edgert_threadpool_parallel_for(int64_t begin, int64_t end, int64_t grain, edgert_range_fn fn,
-                                    void* context) {
+void edgert_threadpool_parallel_for(int64_t begin, int64_t end, int64_t grain, edgert_range_fn fn, void* context) {
   pool().parallel_for(begin, end, grain, fn, context);
 }
 

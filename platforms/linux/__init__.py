@@ -18,15 +18,12 @@ from release import _cmd
 from release.binary import read_binary
 from release.binary.elf import ElfReader
 from release.errors import ToolError
-from release.loader import Runner
+from release.loader import Host, Runner
 from release.manifest import Target
 from release.platform import BuildRoute, RepairRequest, Route, SearchPath
 from release.sbom import Tool
 
 __all__ = ["PLATFORM", "LinuxPlatform", "origin_relative"]
-
-_HOST_ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
-
 
 class LinuxPlatform:
     name = "linux"
@@ -34,7 +31,7 @@ class LinuxPlatform:
     reader = ElfReader()
 
     def host_arch(self) -> str:
-        return _HOST_ARCH.get(host_platform.machine().lower(), host_platform.machine())
+        return Host.current().arch(self.name)
 
     def check_host(self, target: Target) -> None:
         if os.name != "posix" or host_platform.system() != "Linux":
@@ -42,9 +39,8 @@ class LinuxPlatform:
                             fix="run on Linux, or in CI through cibuildwheel")
         if target.arch != self.host_arch():
             cross.check_compilers(cross.cross_target(target.arch, self.host_arch()))
-            return
-        for compiler in ("cc", "c++"):
-            _cmd.find_tool(compiler, fix="install gcc and g++ (apt-get install build-essential)")
+        # a native build's cc and c++ are looked up by the configure stage (cmake_arguments):
+        # planning one needs no compiler on PATH
 
     def build_route(self, target: Target) -> BuildRoute:
         try:
@@ -64,6 +60,10 @@ class LinuxPlatform:
 
     def cmake_arguments(self, target: Target, *, ccache: bool, cache: Path,
                         build_dir: Path) -> list[str]:
+        if target.arch == self.host_arch():
+            for compiler in ("cc", "c++"):
+                _cmd.find_tool(compiler,
+                               fix="install gcc and g++ (apt-get install build-essential)")
         arguments = [] if target.arch == self.host_arch() else \
             cross.cmake_arguments(cross.cross_target(target.arch, self.host_arch()))
         launcher = shutil.which("ccache")

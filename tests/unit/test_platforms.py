@@ -79,7 +79,21 @@ def test_cross_build_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "CMAKE_SYSTEM_PROCESSOR aarch64" in toolchain.read_text()
     assert arguments[1] == f"-DPython_INCLUDE_DIR={sysconfig.get_paths()['include']}"
     native = Target(name="linux-x86_64", platform="linux", arch="x86_64")
+    monkeypatch.setattr(shutil, "which", lambda name: f"/usr/bin/{name}")
     assert LINUX.cmake_arguments(native, ccache=False, cache=Path('/c'), build_dir=Path('/b')) == []
+
+
+def test_a_native_build_looks_up_its_compilers_when_it_configures(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Planning and routing a native build need no compiler; the configure stage (the
+    platform's cmake_arguments) refuses one without cc, saying what to install."""
+    monkeypatch.setattr(LINUX, "host_arch", lambda: "x86_64")
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    native = Target(name="linux-x86_64", platform="linux", arch="x86_64")
+    assert LINUX.build_route(native).route is Route.NATIVE
+    with pytest.raises(ToolError, match="cc") as error:
+        LINUX.cmake_arguments(native, ccache=False, cache=Path('/c'), build_dir=Path('/b'))
+    assert error.value.fix == "install gcc and g++ (apt-get install build-essential)"
 
 
 def test_cross_table_is_validated(tmp_path: Path) -> None:

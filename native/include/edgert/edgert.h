@@ -20,7 +20,7 @@ typedef enum edgert_status {
   EDGERT_ERROR_NOT_FOUND = 3,        /* unknown operator or backend, missing file */
   EDGERT_ERROR_UNSUPPORTED = 4,
   EDGERT_ERROR_INTERNAL = 5,
-  EDGERT_ERROR_UNAVAILABLE = 6,      /* a backend cannot run here (no GPU, no driver) */
+  EDGERT_ERROR_UNAVAILABLE = 6, /* a backend cannot run here (no GPU, no driver) */
   EDGERT_ERROR_OUT_OF_MEMORY = 7
 } edgert_status;
 
@@ -66,15 +66,13 @@ EDGERT_API size_t edgert_dtype_size(edgert_dtype dtype);
  * truncated mapped file cannot be read (SIGBUS), docs/program-format.md "Loading". */
 EDGERT_API edgert_status edgert_program_load_file(const char* path, edgert_program** program);
 /* Copies the bytes once; the caller may free them when the call returns. */
-EDGERT_API edgert_status edgert_program_load_bytes(const void* data, size_t size,
-                                                   edgert_program** program);
+EDGERT_API edgert_status edgert_program_load_bytes(const void* data, size_t size, edgert_program** program);
 /* Reads the constants in place from the caller's bytes, which must stay valid and unchanged
  * until release(context) is called: once, from whichever thread drops the last constant (at
  * the latest in edgert_program_free), and also when loading fails (then before this call
  * returns). With release NULL the caller keeps the bytes valid until edgert_program_free
  * returns. Bytes not aligned to 16 are copied (and release is called before returning). */
-EDGERT_API edgert_status edgert_program_load_borrowed(const void* data, size_t size,
-                                                      void (*release)(void* context),
+EDGERT_API edgert_status edgert_program_load_borrowed(const void* data, size_t size, void (*release)(void* context),
                                                       void* context, edgert_program** program);
 EDGERT_API void edgert_program_free(edgert_program* program);
 /* The program format version the program was read from (1: no checksum, 2: checksummed); 0
@@ -86,21 +84,18 @@ EDGERT_API uint32_t edgert_program_format_version(const edgert_program* program)
  * on the next run. An unknown name is EDGERT_ERROR_NOT_FOUND. */
 EDGERT_API edgert_status edgert_program_set_backends(edgert_program* program, const char* names);
 /* Number of nodes the named backend ran in the last run (0 when none). */
-EDGERT_API size_t edgert_program_delegated_nodes(const edgert_program* program,
-                                                 const char* backend);
+EDGERT_API size_t edgert_program_delegated_nodes(const edgert_program* program, const char* backend);
 
 EDGERT_API size_t edgert_program_input_count(const edgert_program* program);
 EDGERT_API size_t edgert_program_output_count(const edgert_program* program);
 /* Declared dtype and shape of an input; *ndim is set, shape receives min(*ndim, capacity)
  * entries (-1 for a dimension known only at run time). */
-EDGERT_API edgert_status edgert_program_input_info(const edgert_program* program, size_t index,
-                                                   edgert_dtype* dtype, int64_t* shape,
-                                                   size_t capacity, size_t* ndim);
+EDGERT_API edgert_status edgert_program_input_info(const edgert_program* program, size_t index, edgert_dtype* dtype,
+                                                   int64_t* shape, size_t capacity, size_t* ndim);
 
 /* Copies a contiguous, row-major input. */
-EDGERT_API edgert_status edgert_program_set_input(edgert_program* program, size_t index,
-                                                  edgert_dtype dtype, const int64_t* shape,
-                                                  size_t ndim, const void* data, size_t nbytes);
+EDGERT_API edgert_status edgert_program_set_input(edgert_program* program, size_t index, edgert_dtype dtype,
+                                                  const int64_t* shape, size_t ndim, const void* data, size_t nbytes);
 EDGERT_API edgert_status edgert_program_run(edgert_program* program);
 /* A tensor's description: contiguous, row-major, little-endian data. */
 typedef struct edgert_tensor_view {
@@ -121,24 +116,21 @@ typedef struct edgert_tensor edgert_tensor;
  * program keeps nothing of the call: an output that would share memory with an input is
  * copied, and edgert_program_output reports no output afterwards. On failure no tensor is
  * made (every outputs[i] is NULL). */
-EDGERT_API edgert_status edgert_program_run_with(edgert_program* program,
-                                                 const edgert_tensor_view* inputs,
-                                                 size_t input_count, edgert_tensor** outputs,
-                                                 size_t output_capacity);
+EDGERT_API edgert_status edgert_program_run_with(edgert_program* program, const edgert_tensor_view* inputs,
+                                                 size_t input_count, edgert_tensor** outputs, size_t output_capacity);
 /* Describes a kept output: its view is valid until edgert_tensor_free. *exclusive is 1 when
  * nothing else (no other output, input or constant) shares its memory, so the holder may
  * write it; 0 when it must be treated as read-only (an output that is a constant, or a view
  * of another output). */
-EDGERT_API edgert_status edgert_tensor_info(const edgert_tensor* tensor, edgert_tensor_view* view,
-                                            int* exclusive);
+EDGERT_API edgert_status edgert_tensor_info(const edgert_tensor* tensor, edgert_tensor_view* view, int* exclusive);
 /* Any thread; NULL is ignored. */
 EDGERT_API void edgert_tensor_free(edgert_tensor* tensor);
 
 /* Where a program's constants live. */
 typedef enum edgert_constant_storage {
-  EDGERT_CONSTANTS_COPIED = 0,   /* one copy owned by the program */
-  EDGERT_CONSTANTS_MAPPED = 1,   /* read in place from a mapping of the file */
-  EDGERT_CONSTANTS_BORROWED = 2  /* read in place from the caller's bytes */
+  EDGERT_CONSTANTS_COPIED = 0,  /* one copy owned by the program */
+  EDGERT_CONSTANTS_MAPPED = 1,  /* read in place from a mapping of the file */
+  EDGERT_CONSTANTS_BORROWED = 2 /* read in place from the caller's bytes */
 } edgert_constant_storage;
 
 /* What the executor's memory plan did in the last run (docs/operators.md, "Memory"). */
@@ -151,15 +143,13 @@ typedef struct edgert_memory_plan {
   uint32_t constants;       /* an edgert_constant_storage */
 } edgert_memory_plan;
 
-EDGERT_API edgert_status edgert_program_memory_plan(const edgert_program* program,
-                                                    edgert_memory_plan* plan);
+EDGERT_API edgert_status edgert_program_memory_plan(const edgert_program* program, edgert_memory_plan* plan);
 
 /* Borrowed views of an output, valid until the next set_input, run, run_with or free of the
  * program. Data is contiguous. After a failed run no output is available (the error says
  * so). */
-EDGERT_API edgert_status edgert_program_output(const edgert_program* program, size_t index,
-                                               edgert_dtype* dtype, const int64_t** shape,
-                                               size_t* ndim, const void** data, size_t* nbytes);
+EDGERT_API edgert_status edgert_program_output(const edgert_program* program, size_t index, edgert_dtype* dtype,
+                                               const int64_t** shape, size_t* ndim, const void** data, size_t* nbytes);
 
 /* The registries, sorted by name; owner is the path of the registering library or "".
  * edgert_backend_* lists every backend installed and loaded (registered), whether or not it
@@ -182,7 +172,7 @@ EDGERT_API const char* edgert_available_backend_name(size_t index);
 EDGERT_API edgert_status edgert_backend_available(const char* name);
 
 #ifdef __cplusplus
-}  /* extern "C" */
+} /* extern "C" */
 #endif
 
 #endif

@@ -13,8 +13,7 @@
 
 namespace edgert {
 
-using AttributeValue =
-    std::variant<int64_t, double, std::string, std::vector<int64_t>, std::vector<double>>;
+using AttributeValue = std::variant<int64_t, double, std::string, std::vector<int64_t>, std::vector<double>>;
 
 class EDGERT_API Attributes {
  public:
@@ -36,11 +35,11 @@ struct ValueInfo {
   DType dtype = DType::Float32;
   std::vector<int64_t> shape;  // declared shape; -1 marks a dimension known only at run time
   bool is_constant = false;
-  Tensor constant;             // the data when is_constant
+  Tensor constant;  // the data when is_constant
 };
 
 struct Node {
-  std::string op;              // namespaced operator name, e.g. "edgert::linear"
+  std::string op;                // namespaced operator name, e.g. "edgert::linear"
   std::vector<int32_t> inputs;   // value indices; -1 marks an absent optional input
   std::vector<int32_t> outputs;  // value indices
   Attributes attributes;

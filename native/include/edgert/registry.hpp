@@ -21,10 +21,10 @@
 namespace edgert {
 
 struct KernelContext {
-  const char* op = nullptr;                 // the operator being run
-  std::vector<const Tensor*> inputs;        // null for an absent optional input
+  const char* op = nullptr;           // the operator being run
+  std::vector<const Tensor*> inputs;  // null for an absent optional input
   const Attributes* attributes = nullptr;
-  std::vector<Tensor>* outputs = nullptr;   // sized to the node's outputs; the kernel fills them
+  std::vector<Tensor>* outputs = nullptr;  // sized to the node's outputs; the kernel fills them
   // What the operator's prepare function made for this node (null when it has none or it
   // kept nothing). Immutable: several runs, of several programs, may read it at once.
   const void* prepared = nullptr;
@@ -55,9 +55,9 @@ struct OperatorEntry {
 // Aborts the process on a duplicate name. Returns true so it can initialize a static.
 EDGERT_API bool register_operator(const char* name, KernelFn kernel);
 EDGERT_API bool register_operator(const char* name, KernelFn kernel, PrepareFn prepare);
-EDGERT_API KernelFn find_operator(const std::string& name);  // null when not registered
+EDGERT_API KernelFn find_operator(const std::string& name);           // null when not registered
 EDGERT_API PrepareFn find_operator_prepare(const std::string& name);  // null: none
-EDGERT_API std::vector<OperatorEntry> list_operators();     // sorted by name
+EDGERT_API std::vector<OperatorEntry> list_operators();               // sorted by name
 
 // What a backend keeps for one claimed run of nodes of one program: made once, on the first
 // run after the program is planned (fusion decisions, constants moved to a device, buffers,
@@ -88,11 +88,9 @@ class EDGERT_API Backend {
   virtual size_t claim(const Graph& graph, size_t first) const = 0;
   // Prepares graph.nodes[first, first + count) for repeated runs. The default prepares
   // nothing and calls run() each time, for backends with no per-program state.
-  virtual Status prepare(const Graph& graph, size_t first, size_t count,
-                         std::unique_ptr<Prepared>& prepared);
+  virtual Status prepare(const Graph& graph, size_t first, size_t count, std::unique_ptr<Prepared>& prepared);
   // Runs graph.nodes[first, first + count) without preparation; reads and writes `values`.
-  virtual Status run(const Graph& graph, size_t first, size_t count,
-                     std::vector<Tensor>& values) = 0;
+  virtual Status run(const Graph& graph, size_t first, size_t count, std::vector<Tensor>& values) = 0;
 };
 
 // The backend object must live for the rest of the process. Aborts on a duplicate name.
@@ -114,21 +112,19 @@ EDGERT_API std::vector<OperatorEntry> list_backends();  // name + owning library
 #define EDGERT_CONCAT_INNER(a, b) a##b
 #define EDGERT_CONCAT(a, b) EDGERT_CONCAT_INNER(a, b)
 
-#define EDGERT_REGISTER_OPERATOR(name_literal, kernel)                                   \
-  __attribute__((used, section(EDGERT_REGISTRATION_SECTION))) static const char          \
-      EDGERT_CONCAT(edgert_registration_record_, __LINE__)[] = "op:" name_literal;        \
-  static const bool EDGERT_CONCAT(edgert_registered_, __LINE__) =                         \
-      ::edgert::register_operator(name_literal, kernel)
+#define EDGERT_REGISTER_OPERATOR(name_literal, kernel)                                         \
+  __attribute__((used, section(EDGERT_REGISTRATION_SECTION))) static const char EDGERT_CONCAT( \
+      edgert_registration_record_, __LINE__)[] = "op:" name_literal;                           \
+  static const bool EDGERT_CONCAT(edgert_registered_, __LINE__) = ::edgert::register_operator(name_literal, kernel)
 
 // An operator with a prepare function (PrepareFn above).
-#define EDGERT_REGISTER_PREPARED_OPERATOR(name_literal, kernel, prepare)                 \
-  __attribute__((used, section(EDGERT_REGISTRATION_SECTION))) static const char          \
-      EDGERT_CONCAT(edgert_registration_record_, __LINE__)[] = "op:" name_literal;        \
-  static const bool EDGERT_CONCAT(edgert_registered_, __LINE__) =                         \
+#define EDGERT_REGISTER_PREPARED_OPERATOR(name_literal, kernel, prepare)                       \
+  __attribute__((used, section(EDGERT_REGISTRATION_SECTION))) static const char EDGERT_CONCAT( \
+      edgert_registration_record_, __LINE__)[] = "op:" name_literal;                           \
+  static const bool EDGERT_CONCAT(edgert_registered_, __LINE__) =                              \
       ::edgert::register_operator(name_literal, kernel, prepare)
 
-#define EDGERT_REGISTER_BACKEND(name_literal, backend_object)                            \
-  __attribute__((used, section(EDGERT_REGISTRATION_SECTION))) static const char          \
-      EDGERT_CONCAT(edgert_registration_record_, __LINE__)[] = "backend:" name_literal;   \
-  static const bool EDGERT_CONCAT(edgert_registered_, __LINE__) =                         \
-      ::edgert::register_backend(&(backend_object))
+#define EDGERT_REGISTER_BACKEND(name_literal, backend_object)                                  \
+  __attribute__((used, section(EDGERT_REGISTRATION_SECTION))) static const char EDGERT_CONCAT( \
+      edgert_registration_record_, __LINE__)[] = "backend:" name_literal;                      \
+  static const bool EDGERT_CONCAT(edgert_registered_, __LINE__) = ::edgert::register_backend(&(backend_object))

@@ -45,10 +45,10 @@ struct MemoryPlan {
   // was the last reader of are released. Kernels' scratch memory inside a step and freed
   // blocks kept for reuse by the allocator are not counted.
   size_t peak_bytes = 0;
-  size_t input_bytes = 0;     // the inputs bound for the last run
-  size_t output_bytes = 0;    // the last run's outputs
-  size_t constant_bytes = 0;  // the program's constants (however they are stored)
-  size_t released_values = 0; // values each run releases as soon as their last reader ran
+  size_t input_bytes = 0;      // the inputs bound for the last run
+  size_t output_bytes = 0;     // the last run's outputs
+  size_t constant_bytes = 0;   // the program's constants (however they are stored)
+  size_t released_values = 0;  // values each run releases as soon as their last reader ran
   ConstantStorage constants = ConstantStorage::Copied;
 };
 
@@ -130,10 +130,10 @@ class EDGERT_API Program {
     size_t first = 0;
     size_t count = 1;
     KernelFn kernel = nullptr;
-    PrepareFn prepare_kernel = nullptr;         // the kernel's prepare function, or null
-    bool kernel_prepared = false;               // prepare_kernel ran (on the first run)
-    std::shared_ptr<const void> kernel_state;   // what it made (may be null)
-    std::shared_ptr<Prepared> prepared;  // the backend's state for these nodes
+    PrepareFn prepare_kernel = nullptr;        // the kernel's prepare function, or null
+    bool kernel_prepared = false;              // prepare_kernel ran (on the first run)
+    std::shared_ptr<const void> kernel_state;  // what it made (may be null)
+    std::shared_ptr<Prepared> prepared;        // the backend's state for these nodes
     // A kernel step's context, made when planned (its inputs point into values_) and its
     // outputs, so a run allocates nothing of its own around the kernel.
     KernelContext context;
@@ -149,14 +149,14 @@ class EDGERT_API Program {
   std::vector<std::string> backend_names_;
   bool default_backends_ = true;
   bool planned_ = false;
-  std::vector<std::pair<std::string, size_t>> delegated_;  // per backend of the plan
-  std::vector<int32_t> computed_;          // every value some node produces
-  std::vector<int32_t> computed_outputs_;  // the graph outputs among them
-  std::vector<int32_t> live_;              // computed values held now (during a run)
+  std::vector<std::pair<std::string, size_t>> delegated_;       // per backend of the plan
+  std::vector<int32_t> computed_;                               // every value some node produces
+  std::vector<int32_t> computed_outputs_;                       // the graph outputs among them
+  std::vector<int32_t> live_;                                   // computed values held now (during a run)
   using Ranges = std::vector<std::pair<uintptr_t, uintptr_t>>;  // [begin, end) of memory
-  Ranges ranges_;           // scratch of live_bytes()
-  Ranges constant_ranges_;  // the constants' memory, merged
-  Ranges input_ranges_;     // the bound inputs' memory, merged (each run)
+  Ranges ranges_;                                               // scratch of live_bytes()
+  Ranges constant_ranges_;                                      // the constants' memory, merged
+  Ranges input_ranges_;                                         // the bound inputs' memory, merged (each run)
   MemoryPlan memory_;
 };
 

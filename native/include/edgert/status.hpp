@@ -34,8 +34,8 @@ class Status {
 
 }  // namespace edgert
 
-#define EDGERT_RETURN_IF_ERROR(expr)           \
-  do {                                         \
-    ::edgert::Status edgert_status_ = (expr);  \
+#define EDGERT_RETURN_IF_ERROR(expr)                 \
+  do {                                               \
+    ::edgert::Status edgert_status_ = (expr);        \
     if (!edgert_status_.ok()) return edgert_status_; \
   } while (0)

@@ -24,8 +24,7 @@ EDGERT_API bool dtype_is_valid(uint32_t raw);
 constexpr int64_t kMaxTensorBytes = int64_t{1} << 48;
 // The element count of `shape` (negative dimensions count as 0) when it and its size in
 // bytes (`element_size` each) stay within kMaxTensorBytes; false otherwise.
-EDGERT_API bool checked_element_count(const std::vector<int64_t>& shape, size_t element_size,
-                                      int64_t* count);
+EDGERT_API bool checked_element_count(const std::vector<int64_t>& shape, size_t element_size, int64_t* count);
 
 class EDGERT_API Tensor {
  public:
@@ -37,8 +36,8 @@ class EDGERT_API Tensor {
   // over the memory). Same exceptions.
   static Tensor uninitialized(DType dtype, std::vector<int64_t> shape);
   // A view over memory owned by `keep_alive` (may be null for memory the caller keeps alive).
-  static Tensor view(DType dtype, std::vector<int64_t> shape, std::vector<int64_t> strides,
-                     void* data, std::shared_ptr<void> keep_alive);
+  static Tensor view(DType dtype, std::vector<int64_t> shape, std::vector<int64_t> strides, void* data,
+                     std::shared_ptr<void> keep_alive);
 
   DType dtype() const { return dtype_; }
   const std::vector<int64_t>& shape() const { return shape_; }
@@ -52,8 +51,14 @@ class EDGERT_API Tensor {
 
   void* data() { return data_; }
   const void* data() const { return data_; }
-  template <class T> T* data_as() { return static_cast<T*>(data_); }
-  template <class T> const T* data_as() const { return static_cast<const T*>(data_); }
+  template <class T>
+  T* data_as() {
+    return static_cast<T*>(data_);
+  }
+  template <class T>
+  const T* data_as() const {
+    return static_cast<const T*>(data_);
+  }
 
   // A contiguous copy (or this tensor itself when it already is contiguous).
   Tensor contiguous() const;

@@ -33,12 +33,11 @@ EDGERT_THREADPOOL_API void edgert_threadpool_set_size(size_t threads);
  * workers; returns when every chunk is done. The chunks depend only on the range, the grain
  * and the pool size. Callable from several threads at once: their regions run concurrently,
  * each caller working on its own. Nested calls run inline. */
-EDGERT_THREADPOOL_API void edgert_threadpool_parallel_for(int64_t begin, int64_t end,
-                                                          int64_t grain, edgert_range_fn fn,
+EDGERT_THREADPOOL_API void edgert_threadpool_parallel_for(int64_t begin, int64_t end, int64_t grain, edgert_range_fn fn,
                                                           void* context);
 
 #ifdef __cplusplus
-}  /* extern "C" */
+} /* extern "C" */
 
 #include <type_traits>
 
@@ -53,8 +52,7 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, Fn&& fn) {
   // Fn is deduced as a reference type for lvalue callables: strip it before forming a pointer.
   using Callable = typename std::remove_reference<Fn>::type;
   edgert_threadpool_parallel_for(
-      begin, end, grain,
-      [](void* context, int64_t b, int64_t e) { (*static_cast<Callable*>(context))(b, e); },
+      begin, end, grain, [](void* context, int64_t b, int64_t e) { (*static_cast<Callable*>(context))(b, e); },
       const_cast<void*>(static_cast<const void*>(&fn)));
 }
 }  // namespace edgert

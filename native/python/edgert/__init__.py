@@ -18,17 +18,19 @@ import functools
 import operator
 import os
 import re
+import sys
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-if os.name == "nt":
+if sys.platform == "win32":  # os.name == "nt" (mypy narrows on sys.platform)
     # Windows finds the components' DLLs (edgert/lib) only in folders the process adds, before
     # the extension is imported (Python >= 3.8 searches neither PATH nor the package folder).
     _dll_directory = os.add_dll_directory(os.path.join(os.path.dirname(__file__), "lib"))
 
 import numpy as np
+import numpy.typing as npt
 
 from edgert import _arrays
 from edgert._errors import (
@@ -101,7 +103,7 @@ class Registration(NamedTuple):
 class TensorInfo(NamedTuple):
     """Declared dtype and shape of a program input (-1: known only at run time)."""
 
-    dtype: np.dtype  # type: ignore[type-arg]
+    dtype: np.dtype[Any]
     shape: tuple[int, ...]
 
 
@@ -180,8 +182,10 @@ class Program:
     @property
     def memory_plan(self) -> MemoryPlan:
         """What the memory plan did in the last run (all zero but the constants before one)."""
-        *sizes, storage = call(extension().memory_plan, self._handle)
-        return MemoryPlan(*(int(size) for size in sizes), _CONSTANT_STORAGE[storage])
+        peak, inputs, outputs, constants, released, storage = call(extension().memory_plan,
+                                                                   self._handle)
+        return MemoryPlan(int(peak), int(inputs), int(outputs), int(constants), int(released),
+                          _CONSTANT_STORAGE[storage])
 
     def set_backends(self, names: Sequence[str]) -> None:
         """Backends tried in order before the plain kernels; [] runs only the kernels.
@@ -208,7 +212,7 @@ class Program:
         """Nodes the named backend ran in the last run."""
         return int(extension().delegated_nodes(self._handle, backend))
 
-    def run(self, inputs: Sequence[object]) -> list[np.ndarray]:  # type: ignore[type-arg]
+    def run(self, inputs: Sequence[object]) -> list[npt.NDArray[Any]]:
         """Runs the program on ``inputs`` (one per input, in order) and returns its outputs
         as new numpy arrays.
 

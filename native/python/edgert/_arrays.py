@@ -4,8 +4,10 @@ it cannot read in place (``edgert._C.configure``)."""
 from __future__ import annotations
 
 from types import ModuleType
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from edgert._errors import InvalidArgumentError
 from edgert.export import DTYPE_CODES, DTYPE_NAMES, dtype_name
@@ -14,7 +16,7 @@ from edgert.export import DTYPE_CODES, DTYPE_NAMES, dtype_name
 DTYPES = tuple(np.dtype(DTYPE_NAMES[code]).newbyteorder("<") for code in sorted(DTYPE_NAMES))
 
 
-def input_array(array: object) -> np.ndarray:  # type: ignore[type-arg]
+def input_array(array: object) -> npt.NDArray[Any]:
     """``array`` as the runtime reads an input: C-contiguous, little-endian, of an edgert
     dtype (a copy only when it is not already); an unsupported dtype is InvalidArgumentError."""
     value = np.asarray(array)
@@ -37,8 +39,8 @@ def configure(module: ModuleType, buffer_protocol: bool = True) -> bool:
 # "same_kind" casting). Lossless: integers must keep their values (no wrap-around, no float
 # rounding), finite floats must stay finite; floats to float32 round to nearest, the one
 # documented loss (a Python float is a float64).
-def _python_input(value: object, expected: np.dtype, where: str  # type: ignore[type-arg]
-                  ) -> np.ndarray:  # type: ignore[type-arg]
+def _python_input(value: object, expected: np.dtype[Any], where: str
+                  ) -> npt.NDArray[Any]:
     try:
         natural = np.asarray(value)
     except (ValueError, TypeError) as error:   # ragged nesting, ...
@@ -81,19 +83,19 @@ def _a(words: str) -> str:
     return f"{'an' if words[:1] in 'aeiou' else 'a'} {words}"
 
 
-def _loss(given: np.dtype, expected: np.dtype) -> str:  # type: ignore[type-arg]
+def _loss(given: np.dtype[Any], expected: np.dtype[Any]) -> str:
     if expected.kind != "f":
         return "wrap around"
     return "overflow to infinity" if given.kind == "f" else "round"
 
 
-def _kind_words(dtype: np.dtype) -> str:  # type: ignore[type-arg]
+def _kind_words(dtype: np.dtype[Any]) -> str:
     return {"b": "booleans", "i": "integers", "u": "integers", "f": "floats"}.get(
         dtype.kind, f"{dtype} values")
 
 
 def conform(inputs: list[object] | tuple[object, ...],
-            expected: list[np.dtype]) -> list[object] | None:  # type: ignore[type-arg]
+            expected: list[np.dtype[Any]]) -> list[object] | None:
     """``inputs`` made to match the program's declared input dtypes ``expected``, or None
     when there is nothing to change. A Python list, tuple or scalar becomes an array of its
     input's declared dtype when that keeps what kind of number it holds (``_python_input``);

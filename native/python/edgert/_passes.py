@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from edgert.export import NodeDef, ProgramDef, ValueDef
 
@@ -34,13 +36,13 @@ def producers(program: ProgramDef) -> dict[int, int]:
     }
 
 
-def _constant(program: ProgramDef, index: int) -> np.ndarray | None:  # type: ignore[type-arg]
+def _constant(program: ProgramDef, index: int) -> npt.NDArray[Any] | None:
     if index < 0:
         return None
     return program.values[index].data
 
 
-def _add_constant(program: ProgramDef, array: np.ndarray) -> int:  # type: ignore[type-arg]
+def _add_constant(program: ProgramDef, array: npt.NDArray[Any]) -> int:
     program.values.append(
         ValueDef(array.dtype.name, tuple(array.shape), np.ascontiguousarray(array))
     )
@@ -49,7 +51,7 @@ def _add_constant(program: ProgramDef, array: np.ndarray) -> int:  # type: ignor
 
 def _folded_convolution(
     program: ProgramDef, conv: NodeDef, norm: NodeDef
-) -> tuple[np.ndarray, np.ndarray] | None:  # type: ignore[type-arg]
+) -> tuple[npt.NDArray[Any], npt.NDArray[Any]] | None:
     """The conv2d weight and bias that compute conv2d followed by batch_norm, in float64
     rounded once to float32; None when an operand is not a float32 constant."""
     weight = _constant(program, conv.inputs[1])

@@ -16,7 +16,7 @@ import tempfile
 import zlib
 from dataclasses import dataclass, field
 from os import PathLike
-from typing import Union
+from typing import Literal, Union, overload
 
 import numpy as np
 
@@ -82,7 +82,7 @@ class ProgramDef:
 
 def dtype_name(dtype: object) -> str:
     """The edgert dtype name of a numpy dtype or a name ("float32", np.int8, ...)."""
-    name = np.dtype(dtype).name  # type: ignore[call-overload]
+    name = str(np.dtype(dtype).name)  # type: ignore[call-overload]
     if name not in DTYPE_CODES:
         raise ValueError(f"edgert has no dtype {name!r}; supported: {', '.join(DTYPE_CODES)}")
     return name
@@ -134,6 +134,28 @@ class ProgramBuilder:
         """Adds a constant holding ``array`` (made C-contiguous); returns its value."""
         array = np.ascontiguousarray(array)
         return self._add_value(ValueDef(dtype_name(array.dtype), tuple(array.shape), array))
+
+    @overload
+    def op(
+        self,
+        name: str,
+        inputs: list[int | None],
+        attributes: dict[str, AttributeValue] | None = None,
+        outputs: Literal[1] = 1,
+        *,
+        dtype: object = "float32",
+    ) -> int: ...
+
+    @overload
+    def op(
+        self,
+        name: str,
+        inputs: list[int | None],
+        attributes: dict[str, AttributeValue] | None = None,
+        outputs: int = 1,
+        *,
+        dtype: object = "float32",
+    ) -> int | list[int]: ...
 
     def op(
         self,

@@ -25,8 +25,10 @@ import ctypes
 import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from edgert._errors import EdgertError, InvalidArgumentError, error_for
 from edgert._native import load_library
@@ -73,11 +75,13 @@ def _check(code: int) -> None:
         raise error_for(code, f"export plugin: {message}")
 
 
-def _pointer(array: np.ndarray | None, kind: type) -> object:  # type: ignore[type-arg]
+def _pointer(array: npt.NDArray[Any] | None, kind: type) -> object:
     return None if array is None else array.ctypes.data_as(kind)
 
 
-def quantize_weights_per_channel(weight: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # type: ignore[type-arg]
+def quantize_weights_per_channel(
+    weight: npt.NDArray[Any],
+) -> tuple[npt.NDArray[Any], npt.NDArray[Any], npt.NDArray[Any]]:
     """Symmetric per-row int8 quantization of a float32 [rows, cols] weight.
 
     Returns (int8 weight, float32 scales [rows], int32 zero points [rows])."""
@@ -106,10 +110,10 @@ def quantize_weights_per_channel(weight: np.ndarray) -> tuple[np.ndarray, np.nda
 def reference_linear(
     x: np.ndarray,
     weight: np.ndarray,
-    scales: np.ndarray,  # type: ignore[type-arg]
+    scales: npt.NDArray[Any],
     zero_points: np.ndarray,
     bias: np.ndarray | None = None,
-) -> np.ndarray:  # type: ignore[type-arg]
+) -> npt.NDArray[Any]:
     """What ``edgert_quantized::linear`` computes for a float32 [rows, in] input, run at
     export time through the plugin."""
     x = np.ascontiguousarray(x, dtype=np.float32)
@@ -152,7 +156,7 @@ def _quantizable_weight(program: ProgramDef, node: NodeDef) -> bool:
     return weight.is_constant and weight.dtype == "float32" and len(weight.shape) == 2
 
 
-def _add_constant(program: ProgramDef, array: np.ndarray) -> int:  # type: ignore[type-arg]
+def _add_constant(program: ProgramDef, array: npt.NDArray[Any]) -> int:
     program.values.append(ValueDef(array.dtype.name, tuple(array.shape), array))
     return len(program.values) - 1
 
@@ -236,7 +240,7 @@ def _candidates(program: ProgramDef) -> list[int]:
     return found
 
 
-def _as_arrays(sample: object, count: int) -> list[np.ndarray]:  # type: ignore[type-arg]
+def _as_arrays(sample: object, count: int) -> list[npt.NDArray[Any]]:
     if hasattr(sample, "detach") or isinstance(sample, np.ndarray):
         sample = [sample]
     if not isinstance(sample, (Sequence, tuple)) or len(sample) != count:
@@ -281,7 +285,7 @@ def _observed_ranges(program: ProgramDef, watched: list[int],
     return ranges
 
 
-def activation_qparams(low: float, high: float) -> tuple[np.ndarray, np.ndarray]:  # type: ignore[type-arg]
+def activation_qparams(low: float, high: float) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
     """int8 qparams covering [min(0, low), max(0, high)], chosen as choose_qparams does."""
     low, high = min(0.0, low), max(0.0, high)
     scale = np.float32((high - low) / (_INT8[1] - _INT8[0]))
@@ -293,7 +297,7 @@ def activation_qparams(low: float, high: float) -> tuple[np.ndarray, np.ndarray]
 
 
 def _quantized_node(program: ProgramDef, node: NodeDef,
-                    qparams: tuple[np.ndarray, np.ndarray] | None) -> NodeDef:  # type: ignore[type-arg]
+                    qparams: tuple[npt.NDArray[Any], npt.NDArray[Any]] | None) -> NodeDef:
     op, _ = _QUANTIZED[node.op]
     weight = program.values[node.inputs[1]].data
     assert weight is not None

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 import edgert
 from edgert.export import dtype_name
 
 
-def pattern(input_index: int, count: int, dtype: np.dtype) -> np.ndarray:  # type: ignore[type-arg]
+def pattern(input_index: int, count: int, dtype: np.dtype[Any]) -> npt.NDArray[Any]:
     """Element k of input i, exactly as the C++ example computes it."""
     k = np.arange(count, dtype=np.int64)
     value = ((k * 7 + input_index * 3) % 17) / 8.0 - 1.0
@@ -28,7 +30,7 @@ def pattern(input_index: int, count: int, dtype: np.dtype) -> np.ndarray:  # typ
     return (value * 8).astype(dtype)
 
 
-def make_inputs(program: edgert.Program, files: list[str]) -> list[np.ndarray]:  # type: ignore[type-arg]
+def make_inputs(program: edgert.Program, files: list[str]) -> list[npt.NDArray[Any]]:
     inputs = []
     for index, info in enumerate(program.input_info):
         shape = tuple(1 if dim < 0 else dim for dim in info.shape)
@@ -46,7 +48,7 @@ def make_inputs(program: edgert.Program, files: list[str]) -> list[np.ndarray]: 
     return inputs
 
 
-def format_output(index: int, array: np.ndarray) -> str:  # type: ignore[type-arg]
+def format_output(index: int, array: npt.NDArray[Any]) -> str:
     lines = [f"output {index} {dtype_name(array.dtype)} [{','.join(map(str, array.shape))}]"]
     if array.dtype == np.float32:
         lines += [f"{float(value):.9g}" for value in array.reshape(-1)]

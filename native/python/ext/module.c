@@ -53,8 +53,7 @@ static int host_little_endian;
 static void find_buffer_functions(void) {
   HMODULE python = NULL;
   /* The module that defines PyLong_FromLong is the interpreter's versioned DLL. */
-  if (!GetModuleHandleExW(GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS |
-                              GET_MODULE_HANDLE_EX_FLAG_UNCHANGED_REFCOUNT,
+  if (!GetModuleHandleExW(GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS | GET_MODULE_HANDLE_EX_FLAG_UNCHANGED_REFCOUNT,
                           (LPCWSTR)(void*)&PyLong_FromLong, &python)) {
     return;
   }
@@ -130,9 +129,9 @@ static PyObject* registry_list(count_fn count, text_fn name, text_fn owner) {
   for (size_t i = 0; list != NULL && i < total; ++i) {
     const char* op = name(i);
     const char* by = owner(i);
-    PyObject* item = Py_BuildValue("(NN)",
-                                   PyUnicode_DecodeUTF8(op ? op : "", (Py_ssize_t)strlen(op ? op : ""), "replace"),
-                                   PyUnicode_DecodeUTF8(by ? by : "", (Py_ssize_t)strlen(by ? by : ""), "replace"));
+    PyObject* item =
+        Py_BuildValue("(NN)", PyUnicode_DecodeUTF8(op ? op : "", (Py_ssize_t)strlen(op ? op : ""), "replace"),
+                      PyUnicode_DecodeUTF8(by ? by : "", (Py_ssize_t)strlen(by ? by : ""), "replace"));
     if (item == NULL || PyList_Append(list, item) != 0) {
       Py_XDECREF(item);
       Py_DECREF(list);
@@ -194,10 +193,8 @@ static PyObject* py_load(PyObject* Py_UNUSED(self), PyObject* args) {
   edgert_program* program = NULL;
   Py_INCREF(bytes); /* the program's: released through release_reference */
   edgert_status status;
-  Py_BEGIN_ALLOW_THREADS
-  status = edgert_program_load_borrowed(data, (size_t)size, release_reference, bytes, &program);
-  Py_END_ALLOW_THREADS
-  if (status != EDGERT_OK) return raise_status(status);
+  Py_BEGIN_ALLOW_THREADS status = edgert_program_load_borrowed(data, (size_t)size, release_reference, bytes, &program);
+  Py_END_ALLOW_THREADS if (status != EDGERT_OK) return raise_status(status);
   return new_handle(program);
 }
 
@@ -206,10 +203,8 @@ static PyObject* py_load_file(PyObject* Py_UNUSED(self), PyObject* args) {
   if (!PyArg_ParseTuple(args, "y", &path)) return NULL;
   edgert_program* program = NULL;
   edgert_status status;
-  Py_BEGIN_ALLOW_THREADS
-  status = edgert_program_load_file(path, &program);
-  Py_END_ALLOW_THREADS
-  if (status != EDGERT_OK) return raise_status(status);
+  Py_BEGIN_ALLOW_THREADS status = edgert_program_load_file(path, &program);
+  Py_END_ALLOW_THREADS if (status != EDGERT_OK) return raise_status(status);
   return new_handle(program);
 }
 
@@ -221,12 +216,10 @@ static PyObject* py_memory_plan(PyObject* Py_UNUSED(self), PyObject* args) {
   edgert_memory_plan plan;
   edgert_status status;
   Py_BEGIN_ALLOW_THREADS /* takes the program's lock: never while holding the GIL */
-  status = edgert_program_memory_plan(program, &plan);
-  Py_END_ALLOW_THREADS
-  if (status != EDGERT_OK) return raise_status(status);
-  return Py_BuildValue("(KKKKKI)", (unsigned long long)plan.peak_bytes,
-                       (unsigned long long)plan.input_bytes, (unsigned long long)plan.output_bytes,
-                       (unsigned long long)plan.constant_bytes,
+      status = edgert_program_memory_plan(program, &plan);
+  Py_END_ALLOW_THREADS if (status != EDGERT_OK) return raise_status(status);
+  return Py_BuildValue("(KKKKKI)", (unsigned long long)plan.peak_bytes, (unsigned long long)plan.input_bytes,
+                       (unsigned long long)plan.output_bytes, (unsigned long long)plan.constant_bytes,
                        (unsigned long long)plan.released_values, (unsigned int)plan.constants);
 }
 
@@ -241,8 +234,7 @@ static void replace_reference(PyObject** slot, PyObject* value) {
 static PyObject* py_configure(PyObject* Py_UNUSED(self), PyObject* args) {
   PyObject *ndarray, *empty, *frombuffer, *dtypes, *convert;
   int buffers = 1;
-  if (!PyArg_ParseTuple(args, "OOOO!O|p", &ndarray, &empty, &frombuffer, &PyTuple_Type, &dtypes,
-                        &convert, &buffers)) {
+  if (!PyArg_ParseTuple(args, "OOOO!O|p", &ndarray, &empty, &frombuffer, &PyTuple_Type, &dtypes, &convert, &buffers)) {
     return NULL;
   }
   if (PyTuple_Size(dtypes) != EDGERT_BOOL + 1) {
@@ -277,8 +269,7 @@ static PyObject* py_format_version(PyObject* Py_UNUSED(self), PyObject* args) {
 }
 
 static PyObject* py_last_warning(PyObject* Py_UNUSED(self), PyObject* Py_UNUSED(unused)) {
-  return PyUnicode_DecodeUTF8(edgert_last_warning(), (Py_ssize_t)strlen(edgert_last_warning()),
-                              "replace");
+  return PyUnicode_DecodeUTF8(edgert_last_warning(), (Py_ssize_t)strlen(edgert_last_warning()), "replace");
 }
 
 static PyObject* py_input_info(PyObject* Py_UNUSED(self), PyObject* args) {
@@ -290,8 +281,7 @@ static PyObject* py_input_info(PyObject* Py_UNUSED(self), PyObject* args) {
   edgert_dtype dtype = EDGERT_FLOAT32;
   int64_t shape[MAX_DIMS];
   size_t ndim = 0;
-  edgert_status status =
-      edgert_program_input_info(program, (size_t)index, &dtype, shape, MAX_DIMS, &ndim);
+  edgert_status status = edgert_program_input_info(program, (size_t)index, &dtype, shape, MAX_DIMS, &ndim);
   if (status != EDGERT_OK) return raise_status(status);
   PyObject* dims = shape_tuple(shape, ndim < MAX_DIMS ? ndim : MAX_DIMS);
   return dims == NULL ? NULL : Py_BuildValue("(iN)", (int)dtype, dims);
@@ -305,9 +295,8 @@ static PyObject* py_set_backends(PyObject* Py_UNUSED(self), PyObject* args) {
   if (program == NULL) return NULL;
   edgert_status status;
   Py_BEGIN_ALLOW_THREADS /* takes the program's lock: never while holding the GIL */
-  status = edgert_program_set_backends(program, names);
-  Py_END_ALLOW_THREADS
-  if (status != EDGERT_OK) return raise_status(status);
+      status = edgert_program_set_backends(program, names);
+  Py_END_ALLOW_THREADS if (status != EDGERT_OK) return raise_status(status);
   Py_RETURN_NONE;
 }
 
@@ -319,9 +308,8 @@ static PyObject* py_delegated_nodes(PyObject* Py_UNUSED(self), PyObject* args) {
   if (program == NULL) return NULL;
   size_t count;
   Py_BEGIN_ALLOW_THREADS /* takes the program's lock: never while holding the GIL */
-  count = edgert_program_delegated_nodes(program, name);
-  Py_END_ALLOW_THREADS
-  return PyLong_FromSize_t(count);
+      count = edgert_program_delegated_nodes(program, name);
+  Py_END_ALLOW_THREADS return PyLong_FromSize_t(count);
 }
 
 #define INPUTS_ON_STACK 8 /* inputs and outputs described on the stack; more on the heap */
@@ -336,11 +324,11 @@ static PyObject* py_delegated_nodes(PyObject* Py_UNUSED(self), PyObject* args) {
  * which raise the package's errors for what cannot be an input). */
 
 typedef struct {
-  PyObject* owner;     /* the object whose buffer is held (a new reference) */
-  buffer_view buffer;  /* valid when held */
+  PyObject* owner;    /* the object whose buffer is held (a new reference) */
+  buffer_view buffer; /* valid when held */
   int held;
   int64_t shape[EDGERT_MAX_DIMS];
-  PyObject* bytes;     /* without the buffer protocol: the input's bytes */
+  PyObject* bytes; /* without the buffer protocol: the input's bytes */
 } input_slot;
 
 /* The edgert dtype of a buffer's format ("f", "<f", "=i", ...), or -1 when the format is not
@@ -358,8 +346,9 @@ static int dtype_of_format(const char* format, Py_ssize_t itemsize) {
     case 'b': return itemsize == 1 ? EDGERT_INT8 : -1;
     case 'B': return itemsize == 1 ? EDGERT_UINT8 : -1;
     case '?': return itemsize == 1 ? EDGERT_BOOL : -1;
-    case 'i': case 'l': case 'q':
-      return itemsize == 4 ? EDGERT_INT32 : itemsize == 8 ? EDGERT_INT64 : -1;
+    case 'i':
+    case 'l':
+    case 'q': return itemsize == 4 ? EDGERT_INT32 : itemsize == 8 ? EDGERT_INT64 : -1;
     default: return -1;
   }
 }
@@ -457,8 +446,7 @@ static void release_input(input_slot* slot) {
  * every array run returns is independent and writable. */
 
 typedef struct {
-  PyObject_HEAD
-  edgert_tensor* tensor;
+  PyObject_HEAD edgert_tensor* tensor;
   void* data;
   Py_ssize_t size;
 } tensor_memory;
@@ -477,7 +465,7 @@ static int tensor_memory_getbuffer(PyObject* self, buffer_view* view, int flags)
   view->readonly = 0;
   view->ndim = 1;
   view->format = (flags & BUFFER_FORMAT) ? byte_format : NULL;
-  view->shape = (flags & 0x0008) ? &memory->size : NULL; /* PyBUF_ND */
+  view->shape = (flags & 0x0008) ? &memory->size : NULL;     /* PyBUF_ND */
   view->strides = (flags & 0x0010) ? &view->itemsize : NULL; /* PyBUF_STRIDES */
   view->suboffsets = NULL;
   view->internal = NULL;
@@ -502,12 +490,11 @@ static PyType_Slot tensor_memory_slots[] = {
     {Py_bf_getbuffer, (void*)tensor_memory_getbuffer},
     {0, NULL}};
 
-static PyType_Spec tensor_memory_spec = {"edgert._C.TensorMemory", sizeof(tensor_memory), 0,
-                                         Py_TPFLAGS_DEFAULT, tensor_memory_slots};
+static PyType_Spec tensor_memory_spec = {"edgert._C.TensorMemory", sizeof(tensor_memory), 0, Py_TPFLAGS_DEFAULT,
+                                         tensor_memory_slots};
 
 /* A numpy array over `tensor`'s memory (taking the tensor: freed with the array). */
-static PyObject* array_over(edgert_tensor* tensor, const edgert_tensor_view* info,
-                            PyObject* shape, PyObject* dtype) {
+static PyObject* array_over(edgert_tensor* tensor, const edgert_tensor_view* info, PyObject* shape, PyObject* dtype) {
   tensor_memory* memory = PyObject_New(tensor_memory, (PyTypeObject*)tensor_memory_type);
   if (memory == NULL) {
     edgert_tensor_free(tensor);
@@ -589,8 +576,7 @@ static PyObject* wrong_input_count(size_t expected, Py_ssize_t given) {
 
 /* Runs with the prepared inputs, with the GIL released (the runtime holds the program's lock
    meanwhile); the list of output arrays, or NULL with an error set. */
-static PyObject* run_prepared(edgert_program* program, const edgert_tensor_view* views,
-                              size_t count) {
+static PyObject* run_prepared(edgert_program* program, const edgert_tensor_view* views, size_t count) {
   size_t output_count = edgert_program_output_count(program);
   edgert_tensor* stack_tensors[INPUTS_ON_STACK];
   edgert_tensor** tensors = stack_tensors;
@@ -599,10 +585,9 @@ static PyObject* run_prepared(edgert_program* program, const edgert_tensor_view*
     if (tensors == NULL) return PyErr_NoMemory();
   }
   edgert_status status;
-  Py_BEGIN_ALLOW_THREADS
-  status = edgert_program_run_with(program, views, count, tensors, output_count);
-  Py_END_ALLOW_THREADS
-  PyObject* result = status == EDGERT_OK ? output_list(tensors, output_count) : raise_status(status);
+  Py_BEGIN_ALLOW_THREADS status = edgert_program_run_with(program, views, count, tensors, output_count);
+  Py_END_ALLOW_THREADS PyObject* result =
+      status == EDGERT_OK ? output_list(tensors, output_count) : raise_status(status);
   if (tensors != stack_tensors) PyMem_Free(tensors);
   return result;
 }
@@ -644,8 +629,7 @@ static PyObject* py_run(PyObject* Py_UNUSED(self), PyObject* args) {
   }
   PyObject* result = NULL;
   Py_ssize_t prepared = 0;
-  while (prepared < count && prepare_input(PyTuple_GetItem(items, prepared), &slots[prepared],
-                                           &views[prepared]) == 0) {
+  while (prepared < count && prepare_input(PyTuple_GetItem(items, prepared), &slots[prepared], &views[prepared]) == 0) {
     ++prepared;
   }
   if (prepared == count) result = run_prepared(program, views, (size_t)count);
@@ -688,9 +672,8 @@ static PyMethodDef methods[] = {
      "safe to call on one handle from several threads"},
     {NULL, NULL, 0, NULL}};
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_C",
-                                    "the native layer under the edgert package", -1, methods,
-                                    NULL, NULL, NULL, NULL};
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_C", "the native layer under the edgert package", -1, methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__C(void) {
   const uint16_t probe = 1;
@@ -698,9 +681,8 @@ PyMODINIT_FUNC PyInit__C(void) {
   find_buffer_functions();
   PyObject* created = PyModule_Create(&module);
   if (created == NULL) return NULL;
-  native_error = PyErr_NewExceptionWithDoc(
-      "edgert._C.NativeError", "a C API call failed: args are (edgert_status code, message)",
-      NULL, NULL);
+  native_error = PyErr_NewExceptionWithDoc("edgert._C.NativeError",
+                                           "a C API call failed: args are (edgert_status code, message)", NULL, NULL);
   if (native_error == NULL || PyModule_AddObject(created, "NativeError", native_error) != 0) {
     Py_XDECREF(native_error);
     Py_DECREF(created);

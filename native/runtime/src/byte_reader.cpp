@@ -40,7 +40,9 @@ bool ByteReader::read_i32(int32_t& value) {
   return true;
 }
 
-bool ByteReader::read_u64(uint64_t& value) { return read_little_endian(value, 8); }
+bool ByteReader::read_u64(uint64_t& value) {
+  return read_little_endian(value, 8);
+}
 
 bool ByteReader::read_i64(int64_t& value) {
   uint64_t raw = 0;

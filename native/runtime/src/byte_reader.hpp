@@ -9,8 +9,7 @@ namespace edgert {
 
 class ByteReader {
  public:
-  ByteReader(const void* data, size_t size)
-      : data_(static_cast<const uint8_t*>(data)), size_(size) {}
+  ByteReader(const void* data, size_t size) : data_(static_cast<const uint8_t*>(data)), size_(size) {}
 
   size_t offset() const { return offset_; }
   size_t remaining() const { return size_ - offset_; }

@@ -139,8 +139,7 @@ edgert_status require_program(const edgert_program* program) {
   return EDGERT_OK;
 }
 
-edgert_status adopt(const edgert::Status& status, std::unique_ptr<edgert::Program> loaded,
-                    edgert_program** program) {
+edgert_status adopt(const edgert::Status& status, std::unique_ptr<edgert::Program> loaded, edgert_program** program) {
   if (!status.ok()) return report(status);
   const std::string note = edgert::format_note(loaded->graph().format_version);
   auto* made = new edgert_program();
@@ -165,17 +164,16 @@ uint32_t dtype_code(const edgert_dtype& dtype) {
 // Checks a caller's tensor description and makes it a tensor: a copy (copy = true) or a view
 // read in place. Errors name the input. `code` is the caller's edgert_dtype as a number
 // (dtype_code), never an enum value here.
-edgert_status make_input(size_t index, uint32_t code, const int64_t* shape, size_t ndim,
-                         const void* data, size_t nbytes, bool copy, edgert::Tensor& tensor) {
+edgert_status make_input(size_t index, uint32_t code, const int64_t* shape, size_t ndim, const void* data,
+                         size_t nbytes, bool copy, edgert::Tensor& tensor) {
   if (!edgert::dtype_is_valid(code)) {
-    return fail(EDGERT_ERROR_INVALID_ARGUMENT, "input " + std::to_string(index) +
-                                                   ": unknown dtype code " + std::to_string(code) +
-                                                   " (see edgert_dtype in edgert.h)");
+    return fail(EDGERT_ERROR_INVALID_ARGUMENT, "input " + std::to_string(index) + ": unknown dtype code " +
+                                                   std::to_string(code) + " (see edgert_dtype in edgert.h)");
   }
   if (ndim > 0 && shape == nullptr) return fail(EDGERT_ERROR_INVALID_ARGUMENT, "null shape");
   if (ndim > kMaxDims) {
-    return fail(EDGERT_ERROR_INVALID_ARGUMENT, std::to_string(ndim) + " dimensions: at most " +
-                                                   std::to_string(kMaxDims) + " are supported");
+    return fail(EDGERT_ERROR_INVALID_ARGUMENT,
+                std::to_string(ndim) + " dimensions: at most " + std::to_string(kMaxDims) + " are supported");
   }
   const auto type = static_cast<edgert::DType>(code);
   std::vector<int64_t> dims(shape, shape + ndim);
@@ -187,9 +185,8 @@ edgert_status make_input(size_t index, uint32_t code, const int64_t* shape, size
     expected *= static_cast<size_t>(dim);
   }
   if (nbytes != expected) {
-    return fail(EDGERT_ERROR_INVALID_ARGUMENT, "input " + std::to_string(index) + ": " +
-                                                   std::to_string(nbytes) + " bytes given, shape and dtype need " +
-                                                   std::to_string(expected));
+    return fail(EDGERT_ERROR_INVALID_ARGUMENT, "input " + std::to_string(index) + ": " + std::to_string(nbytes) +
+                                                   " bytes given, shape and dtype need " + std::to_string(expected));
   }
   if (expected > 0 && data == nullptr) return fail(EDGERT_ERROR_INVALID_ARGUMENT, "null input data");
   if (copy) {
@@ -223,19 +220,17 @@ std::shared_ptr<const void> release_guard(void (*function)(void*), void* context
 }
 
 // Binds the caller's inputs in place (views, not copies) and runs.
-edgert_status bind_and_run(edgert::Program& program, const edgert_tensor_view* inputs,
-                           size_t count) {
+edgert_status bind_and_run(edgert::Program& program, const edgert_tensor_view* inputs, size_t count) {
   if (count != program.input_count()) {
-    return fail(EDGERT_ERROR_INVALID_ARGUMENT,
-                "the program takes " + std::to_string(program.input_count()) + " inputs, " +
-                    std::to_string(count) + " given");
+    return fail(EDGERT_ERROR_INVALID_ARGUMENT, "the program takes " + std::to_string(program.input_count()) +
+                                                   " inputs, " + std::to_string(count) + " given");
   }
   if (count > 0 && inputs == nullptr) return fail(EDGERT_ERROR_INVALID_ARGUMENT, "null inputs");
   for (size_t i = 0; i < count; ++i) {
     const edgert_tensor_view& input = inputs[i];
     edgert::Tensor tensor;
-    if (edgert_status code = make_input(i, dtype_code(input.dtype), input.shape, input.ndim,
-                                        input.data, input.nbytes, /*copy=*/false, tensor)) {
+    if (edgert_status code = make_input(i, dtype_code(input.dtype), input.shape, input.ndim, input.data, input.nbytes,
+                                        /*copy=*/false, tensor)) {
       return code;
     }
     if (edgert_status code = report(program.set_input(i, std::move(tensor)))) return code;
@@ -245,8 +240,8 @@ edgert_status bind_and_run(edgert::Program& program, const edgert_tensor_view* i
 
 // edgert_program_run_with's unit under the program's lock: bind, run, take the outputs, and
 // drop whatever the program still holds of the call, whatever happens.
-edgert_status run_and_take(edgert_program& program, const edgert_tensor_view* inputs,
-                           size_t count, std::vector<edgert::Program::Output>& taken) {
+edgert_status run_and_take(edgert_program& program, const edgert_tensor_view* inputs, size_t count,
+                           std::vector<edgert::Program::Output>& taken) {
   std::lock_guard<std::mutex> hold(program.lock);
   edgert::Program& held = *program.program;
   edgert_status status = EDGERT_ERROR_INTERNAL;
@@ -289,16 +284,26 @@ std::vector<std::string> split_names(const char* names) {
 }  // namespace
 
 namespace edgert {
-const char* version() { return EDGERT_VERSION_STRING; }
+const char* version() {
+  return EDGERT_VERSION_STRING;
+}
 }  // namespace edgert
 
 extern "C" {
 
-EDGERT_API const char* edgert_runtime_component(void) { return "runtime"; }
+EDGERT_API const char* edgert_runtime_component(void) {
+  return "runtime";
+}
 
-const char* edgert_version(void) { return EDGERT_VERSION_STRING; }
-const char* edgert_last_error(void) { return last_error.c_str(); }
-const char* edgert_last_warning(void) { return last_warning.c_str(); }
+const char* edgert_version(void) {
+  return EDGERT_VERSION_STRING;
+}
+const char* edgert_last_error(void) {
+  return last_error.c_str();
+}
+const char* edgert_last_warning(void) {
+  return last_warning.c_str();
+}
 
 uint32_t edgert_program_format_version(const edgert_program* program) {
   if (require_program(program) != EDGERT_OK) return 0;
@@ -332,8 +337,7 @@ edgert_status edgert_program_load_bytes(const void* data, size_t size, edgert_pr
   });
 }
 
-edgert_status edgert_program_load_borrowed(const void* data, size_t size,
-                                           void (*release)(void* context), void* context,
+edgert_status edgert_program_load_borrowed(const void* data, size_t size, void (*release)(void* context), void* context,
                                            edgert_program** program) {
   last_warning.clear();
   if (program == nullptr) {
@@ -379,9 +383,8 @@ size_t edgert_program_output_count(const edgert_program* program) {
   return require_program(program) == EDGERT_OK ? program->program->output_count() : 0;
 }
 
-edgert_status edgert_program_input_info(const edgert_program* program, size_t index,
-                                        edgert_dtype* dtype, int64_t* shape, size_t capacity,
-                                        size_t* ndim) {
+edgert_status edgert_program_input_info(const edgert_program* program, size_t index, edgert_dtype* dtype,
+                                        int64_t* shape, size_t capacity, size_t* ndim) {
   if (edgert_status code = require_program(program)) return code;
   const edgert::Graph& graph = program->program->graph();
   if (index >= graph.inputs.size()) return fail(EDGERT_ERROR_INVALID_ARGUMENT, "input index out of range");
@@ -392,9 +395,8 @@ edgert_status edgert_program_input_info(const edgert_program* program, size_t in
   return EDGERT_OK;
 }
 
-edgert_status edgert_program_set_input(edgert_program* program, size_t index, edgert_dtype dtype,
-                                       const int64_t* shape, size_t ndim, const void* data,
-                                       size_t nbytes) {
+edgert_status edgert_program_set_input(edgert_program* program, size_t index, edgert_dtype dtype, const int64_t* shape,
+                                       size_t ndim, const void* data, size_t nbytes) {
   if (edgert_status code = require_program(program)) return code;
   const uint32_t code = dtype_code(dtype);  // before anything reads `dtype` as an enum
   return guarded([&] {
@@ -415,16 +417,14 @@ edgert_status edgert_program_run(edgert_program* program) {
   });
 }
 
-edgert_status edgert_program_run_with(edgert_program* program, const edgert_tensor_view* inputs,
-                                      size_t input_count, edgert_tensor** outputs,
-                                      size_t output_capacity) {
+edgert_status edgert_program_run_with(edgert_program* program, const edgert_tensor_view* inputs, size_t input_count,
+                                      edgert_tensor** outputs, size_t output_capacity) {
   if (edgert_status code = require_program(program)) return code;
   const size_t output_count = program->program->output_count();
   if (output_count > 0 && (outputs == nullptr || output_capacity < output_count)) {
-    return fail(EDGERT_ERROR_INVALID_ARGUMENT,
-                "room for " + std::to_string(output_capacity) + " outputs given, the program has " +
-                    std::to_string(output_count) +
-                    " (pass an array of edgert_program_output_count() pointers)");
+    return fail(EDGERT_ERROR_INVALID_ARGUMENT, "room for " + std::to_string(output_capacity) +
+                                                   " outputs given, the program has " + std::to_string(output_count) +
+                                                   " (pass an array of edgert_program_output_count() pointers)");
   }
   for (size_t i = 0; i < output_count; ++i) outputs[i] = nullptr;
   return guarded([&] {
@@ -435,8 +435,7 @@ edgert_status edgert_program_run_with(edgert_program* program, const edgert_tens
   });
 }
 
-edgert_status edgert_tensor_info(const edgert_tensor* tensor, edgert_tensor_view* view,
-                                 int* exclusive) {
+edgert_status edgert_tensor_info(const edgert_tensor* tensor, edgert_tensor_view* view, int* exclusive) {
   if (tensor == nullptr) return fail(EDGERT_ERROR_INVALID_ARGUMENT, "null tensor");
   if (view != nullptr) {
     view->dtype = static_cast<edgert_dtype>(tensor->tensor.dtype());
@@ -449,7 +448,9 @@ edgert_status edgert_tensor_info(const edgert_tensor* tensor, edgert_tensor_view
   return EDGERT_OK;
 }
 
-void edgert_tensor_free(edgert_tensor* tensor) { delete tensor; }
+void edgert_tensor_free(edgert_tensor* tensor) {
+  delete tensor;
+}
 
 edgert_status edgert_program_memory_plan(const edgert_program* program, edgert_memory_plan* plan) {
   if (edgert_status code = require_program(program)) return code;
@@ -465,11 +466,11 @@ edgert_status edgert_program_memory_plan(const edgert_program* program, edgert_m
   return EDGERT_OK;
 }
 
-edgert_status edgert_program_output(const edgert_program* program, size_t index,
-                                    edgert_dtype* dtype, const int64_t** shape, size_t* ndim,
-                                    const void** data, size_t* nbytes) {
+edgert_status edgert_program_output(const edgert_program* program, size_t index, edgert_dtype* dtype,
+                                    const int64_t** shape, size_t* ndim, const void** data, size_t* nbytes) {
   if (edgert_status code = require_program(program)) return code;
-  if (index >= program->program->output_count()) return fail(EDGERT_ERROR_INVALID_ARGUMENT, "output index out of range");
+  if (index >= program->program->output_count())
+    return fail(EDGERT_ERROR_INVALID_ARGUMENT, "output index out of range");
   std::lock_guard<std::mutex> hold(program->lock);
   const edgert::Tensor& tensor = program->program->output(index);
   if (!tensor.defined()) return fail(EDGERT_ERROR_INVALID_ARGUMENT, "output not computed yet: run the program first");
@@ -509,8 +510,7 @@ edgert_status edgert_backend_available(const char* name) {
     }
     const edgert::Status available = backend->available();
     if (available.ok()) return EDGERT_OK;
-    return fail(EDGERT_ERROR_UNAVAILABLE,
-                "backend '" + std::string(name) + "' is unavailable: " + available.message());
+    return fail(EDGERT_ERROR_UNAVAILABLE, "backend '" + std::string(name) + "' is unavailable: " + available.message());
   });
 }
 

@@ -42,8 +42,7 @@ inline Status caught_exception_status(Code too_large, const std::string& during)
     return Status(Code::OutOfMemory, "out of memory" + suffix);
   }
   if (type == "St12length_error") return Status(too_large, "a tensor size is too large" + suffix);
-  return Status(Code::Internal,
-                "unexpected C++ exception" + (type.empty() ? "" : " " + type) + suffix);
+  return Status(Code::Internal, "unexpected C++ exception" + (type.empty() ? "" : " " + type) + suffix);
 }
 
 }  // namespace edgert

@@ -36,10 +36,8 @@ struct Digest {
 const Digest& seeds() {
   static const Digest seeded = [] {
     std::random_device device;
-    const uint64_t clock = static_cast<uint64_t>(
-        std::chrono::steady_clock::now().time_since_epoch().count());
-    return Digest{(uint64_t{device()} << 32 | device()) ^ clock,
-                  (uint64_t{device()} << 32 | device()) ^ mix(clock)};
+    const uint64_t clock = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+    return Digest{(uint64_t{device()} << 32 | device()) ^ clock, (uint64_t{device()} << 32 | device()) ^ mix(clock)};
   }();
   return seeded;
 }
@@ -70,16 +68,18 @@ void append_attributes(std::string& key, const Attributes& attributes) {
     key += name;
     key += '\0';
     key += static_cast<char>(value.index());
-    std::visit([&key](const auto& item) {
-      using Item = std::decay_t<decltype(item)>;
-      if constexpr (std::is_same_v<Item, std::string>) {
-        key += item;
-      } else if constexpr (std::is_arithmetic_v<Item>) {
-        append(key, &item, sizeof(item));
-      } else {
-        append(key, item.data(), item.size() * sizeof(item[0]));
-      }
-    }, value);
+    std::visit(
+        [&key](const auto& item) {
+          using Item = std::decay_t<decltype(item)>;
+          if constexpr (std::is_same_v<Item, std::string>) {
+            key += item;
+          } else if constexpr (std::is_arithmetic_v<Item>) {
+            append(key, &item, sizeof(item));
+          } else {
+            append(key, item.data(), item.size() * sizeof(item[0]));
+          }
+        },
+        value);
     key += '\0';
   }
 }
@@ -111,8 +111,7 @@ Table& table() {
   static Table* made = [] {
     auto* created = new Table();
 #if !defined(_WIN32)
-    pthread_atfork([] { table().mutex.lock(); }, [] { table().mutex.unlock(); },
-                   [] { table().mutex.unlock(); });
+    pthread_atfork([] { table().mutex.lock(); }, [] { table().mutex.unlock(); }, [] { table().mutex.unlock(); });
 #endif
     return created;
   }();
@@ -121,8 +120,7 @@ Table& table() {
 
 }  // namespace
 
-Status prepare_shared(const PrepareContext& context, PrepareFn prepare,
-                      std::shared_ptr<const void>& state) {
+Status prepare_shared(const PrepareContext& context, PrepareFn prepare, std::shared_ptr<const void>& state) {
   const std::string key = key_of(context);
   Table& shared = table();
   {

@@ -12,7 +12,6 @@ namespace edgert {
 // The state `prepare` makes for `context`, made once while any program still holds it. The
 // key is the operator, its attributes and each input's constant (dtype, shape and a 128-bit
 // digest of its bytes, seeded per process) or its absence.
-Status prepare_shared(const PrepareContext& context, PrepareFn prepare,
-                      std::shared_ptr<const void>& state);
+Status prepare_shared(const PrepareContext& context, PrepareFn prepare, std::shared_ptr<const void>& state);
 
 }  // namespace edgert

@@ -40,17 +40,20 @@ std::string unknown_backend_message(const std::string& name) {
   if (name == "cuda") {
     const std::string variant = EDGERT_CUDA_VARIANT;
     if (variant.empty()) {
-      return message + ": this is the CPU build of edgert, which has no CUDA delegate; install "
-                       "edgert-cu12 or edgert-cu13 for backend_cuda (pip uninstall -y edgert && "
-                       "pip install edgert-cu12, for a CUDA 12 driver; edgert-cu13 for CUDA 13)";
+      return message +
+             ": this is the CPU build of edgert, which has no CUDA delegate; install "
+             "edgert-cu12 or edgert-cu13 for backend_cuda (pip uninstall -y edgert && "
+             "pip install edgert-cu12, for a CUDA 12 driver; edgert-cu13 for CUDA 13)";
     }
-    return message + ": this " + variant + " build of edgert has the CUDA delegate, but "
-                     "libedgert_backend_cuda is not loaded: link edgert::backend_cuda "
-                     "(EDGERT_CUDA_BACKEND_LIBRARY) or load the library before choosing backends";
+    return message + ": this " + variant +
+           " build of edgert has the CUDA delegate, but "
+           "libedgert_backend_cuda is not loaded: link edgert::backend_cuda "
+           "(EDGERT_CUDA_BACKEND_LIBRARY) or load the library before choosing backends";
   }
   if (name == "cpu") {
-    return message + ": libedgert_backend_cpu is not loaded: link edgert::backend_cpu (it is in "
-                     "EDGERT_LIBRARIES) or load the library before choosing backends";
+    return message +
+           ": libedgert_backend_cpu is not loaded: link edgert::backend_cpu (it is in "
+           "EDGERT_LIBRARIES) or load the library before choosing backends";
   }
   return message;
 }
@@ -68,18 +71,16 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 Status check_against_declaration(const ValueInfo& declared, const Tensor& tensor, size_t index) {
   const std::string where = "input " + std::to_string(index);
   if (tensor.dtype() != declared.dtype) {
-    return Status(Code::InvalidArgument, where + ": expected dtype " + dtype_name(declared.dtype) +
-                                             ", got " + dtype_name(tensor.dtype()));
+    return Status(Code::InvalidArgument,
+                  where + ": expected dtype " + dtype_name(declared.dtype) + ", got " + dtype_name(tensor.dtype()));
   }
   bool matches = tensor.shape().size() == declared.shape.size();
   for (size_t i = 0; matches && i < declared.shape.size(); ++i) {
-    matches = declared.shape[i] == -1 ? tensor.shape()[i] >= 0
-                                      : tensor.shape()[i] == declared.shape[i];
+    matches = declared.shape[i] == -1 ? tensor.shape()[i] >= 0 : tensor.shape()[i] == declared.shape[i];
   }
   if (!matches) {
-    return Status(Code::InvalidArgument, where + ": expected shape " +
-                                             shape_text(declared.shape) + ", got " +
-                                             shape_text(tensor.shape()));
+    return Status(Code::InvalidArgument,
+                  where + ": expected shape " + shape_text(declared.shape) + ", got " + shape_text(tensor.shape()));
   }
   return Status::success();
 }
@@ -186,9 +187,8 @@ std::vector<Backend*> backends_to_try(bool default_backends, const std::vector<s
     Backend* backend = find_backend(entry.name);
     if (backend != nullptr && backend->available().ok()) chosen.push_back(backend);
   }
-  std::stable_sort(chosen.begin(), chosen.end(), [](const Backend* a, const Backend* b) {
-    return a->priority() > b->priority();
-  });
+  std::stable_sort(chosen.begin(), chosen.end(),
+                   [](const Backend* a, const Backend* b) { return a->priority() > b->priority(); });
   return chosen;
 }
 
@@ -215,8 +215,8 @@ Status Program::plan() {
       step.kernel = find_operator(op);
       step.prepare_kernel = find_operator_prepare(op);
       if (step.kernel == nullptr) {
-        return Status(Code::NotFound, "unknown operator '" + op + "' (node " +
-                                          std::to_string(first) + ")" + provider_hint(op));
+        return Status(Code::NotFound,
+                      "unknown operator '" + op + "' (node " + std::to_string(first) + ")" + provider_hint(op));
       }
     }
     first += step.count;
@@ -292,8 +292,7 @@ void Program::plan_releases() {
 
 Status Program::set_input(size_t index, Tensor tensor) {
   if (index >= graph_.inputs.size()) {
-    return Status(Code::InvalidArgument, "input index " + std::to_string(index) +
-                                             " out of range (program has " +
+    return Status(Code::InvalidArgument, "input index " + std::to_string(index) + " out of range (program has " +
                                              std::to_string(graph_.inputs.size()) + " inputs)");
   }
   if (!tensor.defined()) return Status(Code::InvalidArgument, "input " + std::to_string(index) + " has no data");

@@ -46,8 +46,8 @@ void adopt_copy(const std::vector<char>& bytes, ProgramFile& file) {
 
 std::string system_message(DWORD code) {
   char buffer[256] = {};
-  DWORD length = FormatMessageA(FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS, nullptr,
-                                code, 0, buffer, sizeof buffer, nullptr);
+  DWORD length = FormatMessageA(FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS, nullptr, code, 0, buffer,
+                                sizeof buffer, nullptr);
   while (length > 0 && (buffer[length - 1] == '\n' || buffer[length - 1] == '\r')) --length;
   return length ? std::string(buffer, length) : "system error " + std::to_string(code);
 }
@@ -55,12 +55,11 @@ std::string system_message(DWORD code) {
 // Paths are UTF-8 (the C API's convention); Windows opens them as UTF-16.
 bool wide_path(const std::string& path, std::wstring& wide) {
   if (path.empty()) return false;
-  const int length = MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, path.data(),
-                                         static_cast<int>(path.size()), nullptr, 0);
+  const int length =
+      MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, path.data(), static_cast<int>(path.size()), nullptr, 0);
   if (length <= 0) return false;
   wide.assign(static_cast<size_t>(length), L'\0');
-  MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, path.data(), static_cast<int>(path.size()),
-                      &wide[0], length);
+  MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, path.data(), static_cast<int>(path.size()), &wide[0], length);
   return true;
 }
 
@@ -109,11 +108,10 @@ Status open_program_file(const std::string& path, size_t copy_below, ProgramFile
   Handle handle;
   // No FILE_SHARE_WRITE: nobody may write the file while it is being opened; and once it is
   // mapped, Windows refuses to truncate it.
-  handle.value = CreateFileW(wide.c_str(), GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_DELETE,
-                             nullptr, OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, nullptr);
+  handle.value = CreateFileW(wide.c_str(), GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_DELETE, nullptr, OPEN_EXISTING,
+                             FILE_ATTRIBUTE_NORMAL, nullptr);
   if (handle.value == INVALID_HANDLE_VALUE) {
-    return Status(Code::NotFound, "cannot open program file '" + path + "': " +
-                                      system_message(GetLastError()));
+    return Status(Code::NotFound, "cannot open program file '" + path + "': " + system_message(GetLastError()));
   }
   LARGE_INTEGER size{};
   if (GetFileType(handle.value) != FILE_TYPE_DISK || !GetFileSizeEx(handle.value, &size)) {
@@ -151,9 +149,8 @@ Status read_all(const std::string& path, int descriptor, ProgramFile& file) {
 Status map_all(const std::string& path, int descriptor, size_t size, ProgramFile& file) {
   void* address = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, descriptor, 0);
   if (address == MAP_FAILED) return unreadable(path, std::string("cannot map it: ") + std::strerror(errno));
-  file.owner = std::shared_ptr<const void>(address, [size](const void* pointer) {
-    munmap(const_cast<void*>(pointer), size);
-  });
+  file.owner =
+      std::shared_ptr<const void>(address, [size](const void* pointer) { munmap(const_cast<void*>(pointer), size); });
   file.data = address;
   file.size = size;
   file.storage = ConstantStorage::Mapped;
@@ -170,7 +167,7 @@ Status open_program_file(const std::string& path, size_t copy_below, ProgramFile
   if (descriptor.value < 0) {
     return Status(Code::NotFound, "cannot open program file '" + path + "': " + std::strerror(errno));
   }
-  struct stat info {};
+  struct stat info{};
   if (fstat(descriptor.value, &info) != 0) return unreadable(path, std::strerror(errno));
   if (S_ISDIR(info.st_mode)) return unreadable(path, "it is a directory");
   if (!S_ISREG(info.st_mode)) return read_all(path, descriptor.value, file);  // a pipe, a device

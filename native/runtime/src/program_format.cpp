@@ -25,15 +25,13 @@ struct ConstantSource {
 
 Status invalid(const ByteReader& reader, const std::string& what) {
   return Status(Code::InvalidProgram,
-                "invalid program: " + what + " (at byte offset " + std::to_string(reader.offset()) +
-                    ")");
+                "invalid program: " + what + " (at byte offset " + std::to_string(reader.offset()) + ")");
 }
 
 Status read_count(ByteReader& reader, size_t record_size, const char* what, uint32_t& count) {
   if (!reader.read_u32(count)) return invalid(reader, std::string("truncated ") + what + " count");
   if (static_cast<uint64_t>(count) * record_size > reader.remaining()) {
-    return invalid(reader, std::string(what) + " count " + std::to_string(count) +
-                               " exceeds the remaining bytes");
+    return invalid(reader, std::string(what) + " count " + std::to_string(count) + " exceeds the remaining bytes");
   }
   return Status::success();
 }
@@ -58,13 +56,12 @@ Status check_checksum(const uint8_t* data, size_t size) {
   if (stored == computed) return Status::success();
   std::string why = "(file corrupted";
   if (declared_size != size) {
-    why += ", or truncated or padded: the header declares " + std::to_string(declared_size) +
-           " bytes, the file has " + std::to_string(size);
+    why += ", or truncated or padded: the header declares " + std::to_string(declared_size) + " bytes, the file has " +
+           std::to_string(size);
   }
-  return Status(Code::InvalidProgram,
-                "invalid program: program bytes 0.." + std::to_string(size) +
-                    ": checksum mismatch " + why + "; stored " + hex32(stored) + ", computed " +
-                    hex32(computed) + "; write the program again from its source)");
+  return Status(Code::InvalidProgram, "invalid program: program bytes 0.." + std::to_string(size) +
+                                          ": checksum mismatch " + why + "; stored " + hex32(stored) + ", computed " +
+                                          hex32(computed) + "; write the program again from its source)");
 }
 
 Status read_header(ByteReader& reader, const void* data, size_t size, uint32_t& version) {
@@ -75,10 +72,9 @@ Status read_header(ByteReader& reader, const void* data, size_t size, uint32_t& 
   reader.skip(sizeof format::kMagic);
   reader.read_u32(version);
   if (version < format::kOldestVersion || version > format::kVersion) {
-    return invalid(reader, "unsupported format version " + std::to_string(version) +
-                               " (this runtime reads versions " +
-                               std::to_string(format::kOldestVersion) + " to " +
-                               std::to_string(format::kVersion) + ")");
+    return invalid(reader, "unsupported format version " + std::to_string(version) + " (this runtime reads versions " +
+                               std::to_string(format::kOldestVersion) + " to " + std::to_string(format::kVersion) +
+                               ")");
   }
   const size_t header_size = version >= 2 ? format::kHeaderSize : format::kHeaderSizeV1;
   if (size < header_size) return invalid(reader, "truncated header");
@@ -89,9 +85,8 @@ Status read_header(ByteReader& reader, const void* data, size_t size, uint32_t& 
   reader.read_u64(declared_size);
   if (flags != 0) return invalid(reader, "unknown header flags " + std::to_string(flags));
   if (declared_size != size) {
-    return invalid(reader, "declared size " + std::to_string(declared_size) +
-                               " differs from the actual size " + std::to_string(size) +
-                               " (truncated or padded file)");
+    return invalid(reader, "declared size " + std::to_string(declared_size) + " differs from the actual size " +
+                               std::to_string(size) + " (truncated or padded file)");
   }
   if (version >= 2) {
     uint32_t checksum = 0, reserved = 0;
@@ -103,8 +98,8 @@ Status read_header(ByteReader& reader, const void* data, size_t size, uint32_t& 
 }
 
 // Checked element count: every dim >= 0 (or -1 where allowed) and no overflow.
-Status checked_numel(ByteReader& reader, const std::vector<int64_t>& shape, bool allow_unknown,
-                     DType dtype, int64_t& numel) {
+Status checked_numel(ByteReader& reader, const std::vector<int64_t>& shape, bool allow_unknown, DType dtype,
+                     int64_t& numel) {
   numel = 1;
   const int64_t limit = (int64_t{1} << 62) / static_cast<int64_t>(dtype_size(dtype));
   for (int64_t dim : shape) {
@@ -123,16 +118,16 @@ Status read_constant(ByteReader& reader, const ConstantSource& source, ValueInfo
   if (!reader.read_u64(byte_length)) return invalid(reader, "truncated constant length");
   const uint64_t expected = static_cast<uint64_t>(numel) * dtype_size(value.dtype);
   if (byte_length != expected) {
-    return invalid(reader, "constant holds " + std::to_string(byte_length) +
-                               " bytes but its dtype and shape need " + std::to_string(expected));
+    return invalid(reader, "constant holds " + std::to_string(byte_length) + " bytes but its dtype and shape need " +
+                               std::to_string(expected));
   }
   if (!reader.align_to(format::kConstantAlignment)) {
     return invalid(reader, "truncated or non-zero constant padding");
   }
   if (byte_length > reader.remaining()) return invalid(reader, "truncated constant data");
   if (source.in_place) {
-    value.constant = Tensor::view(value.dtype, value.shape, {},
-                                  const_cast<uint8_t*>(reader.cursor()), source.keep_alive);
+    value.constant =
+        Tensor::view(value.dtype, value.shape, {}, const_cast<uint8_t*>(reader.cursor()), source.keep_alive);
   } else {
     value.constant = Tensor::uninitialized(value.dtype, value.shape);  // every byte is written
     if (byte_length) std::memcpy(value.constant.data(), reader.cursor(), byte_length);
@@ -145,8 +140,7 @@ Status read_value(ByteReader& reader, const ConstantSource& source, ValueInfo& v
   uint8_t dtype = 0, kind = 0;
   uint16_t reserved = 0;
   uint32_t ndim = 0;
-  if (!reader.read_u8(dtype) || !reader.read_u8(kind) || !reader.read_u16(reserved) ||
-      !reader.read_u32(ndim)) {
+  if (!reader.read_u8(dtype) || !reader.read_u8(kind) || !reader.read_u16(reserved) || !reader.read_u32(ndim)) {
     return invalid(reader, "truncated value record");
   }
   if (!dtype_is_valid(dtype)) return invalid(reader, "unknown dtype code " + std::to_string(dtype));
@@ -210,10 +204,8 @@ Status read_attribute_value(ByteReader& reader, uint8_t kind, AttributeValue& va
       return Status::success();
     }
     case format::kInts:
-    case format::kFloats:
-      return read_list_attribute(reader, kind, value);
-    default:
-      return invalid(reader, "unknown attribute kind " + std::to_string(kind));
+    case format::kFloats: return read_list_attribute(reader, kind, value);
+    default: return invalid(reader, "unknown attribute kind " + std::to_string(kind));
   }
 }
 
@@ -285,10 +277,9 @@ Status parse_program(const void* data, size_t size, Graph& graph) {
   return parse_with(data, size, ConstantSource{}, graph);
 }
 
-Status parse_program_in_place(const void* data, size_t size,
-                              const std::shared_ptr<const void>& keep_alive, Graph& graph) {
-  return parse_with(data, size, ConstantSource{true, std::const_pointer_cast<void>(keep_alive)},
-                    graph);
+Status parse_program_in_place(const void* data, size_t size, const std::shared_ptr<const void>& keep_alive,
+                              Graph& graph) {
+  return parse_with(data, size, ConstantSource{true, std::const_pointer_cast<void>(keep_alive)}, graph);
 }
 
 }  // namespace edgert

@@ -40,7 +40,7 @@ uint32_t crc32_update(uint32_t crc, const void* data, size_t size);
 // parse_program with the constants left in place: each is a view into `data` (which must be
 // aligned to format::kConstantAlignment) holding `keep_alive`; with a null keep_alive the
 // caller keeps the bytes alive as long as any constant.
-Status parse_program_in_place(const void* data, size_t size,
-                              const std::shared_ptr<const void>& keep_alive, Graph& graph);
+Status parse_program_in_place(const void* data, size_t size, const std::shared_ptr<const void>& keep_alive,
+                              Graph& graph);
 
 }  // namespace edgert

@@ -14,8 +14,7 @@ namespace {
 
 // The kernel's own state for a node (packed weights), made on its first run from the node's
 // constant inputs and attributes.
-Status prepare_kernel(const Graph& graph, const Node& node, PrepareFn prepare,
-                      std::shared_ptr<const void>& state) {
+Status prepare_kernel(const Graph& graph, const Node& node, PrepareFn prepare, std::shared_ptr<const void>& state) {
   PrepareContext context;
   context.op = node.op.c_str();
   context.attributes = &node.attributes;
@@ -35,8 +34,8 @@ Status prepare_step(const Graph& graph, Backend& backend, size_t first, size_t c
   Status status = backend.prepare(graph, first, count, made);
   if (status.ok() && made == nullptr) status = Status(Code::Internal, "prepared nothing");
   if (!status.ok()) {
-    return Status(status.code(), std::string(backend.name()) + ": preparing nodes " +
-                                     std::to_string(first) + "..: " + status.message());
+    return Status(status.code(), std::string(backend.name()) + ": preparing nodes " + std::to_string(first) +
+                                     "..: " + status.message());
   }
   prepared = std::move(made);
   return Status::success();
@@ -142,8 +141,7 @@ Status Program::run_step(size_t index) {
   Step& step = steps_[index];
   if (step.backend != nullptr) {
     if (step.prepared == nullptr) {
-      EDGERT_RETURN_IF_ERROR(prepare_step(graph_, *step.backend, step.first, step.count,
-                                          step.prepared));
+      EDGERT_RETURN_IF_ERROR(prepare_step(graph_, *step.backend, step.first, step.count, step.prepared));
     }
     Status status = step.prepared->run(values_);
     if (!status.ok()) {
@@ -251,8 +249,7 @@ Tensor Program::take_output_value(size_t index, const std::vector<Output>& outpu
   for (size_t earlier = 0; earlier < index; ++earlier) {
     if (graph_.outputs[earlier] == value) return outputs[earlier].tensor;
   }
-  const bool computed = std::find(computed_outputs_.begin(), computed_outputs_.end(), value) !=
-                        computed_outputs_.end();
+  const bool computed = std::find(computed_outputs_.begin(), computed_outputs_.end(), value) != computed_outputs_.end();
   Tensor& held = values_[static_cast<size_t>(value)];
   if (!computed) return held;
   Tensor taken = std::move(held);

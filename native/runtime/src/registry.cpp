@@ -69,8 +69,7 @@ class Table {
     HMODULE module = nullptr;
     char name[1024];
     if (address != nullptr &&
-        GetModuleHandleExA(GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS |
-                               GET_MODULE_HANDLE_EX_FLAG_UNCHANGED_REFCOUNT,
+        GetModuleHandleExA(GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS | GET_MODULE_HANDLE_EX_FLAG_UNCHANGED_REFCOUNT,
                            static_cast<LPCSTR>(address), &module) != 0) {
       DWORD length = GetModuleFileNameA(module, name, sizeof(name));
       if (length > 0 && length < sizeof(name)) return std::string(name, length);
@@ -85,8 +84,8 @@ class Table {
 #endif
   }
 
-  [[noreturn]] static void abort_duplicate(const char* kind, const std::string& name,
-                                           const std::string& first, const std::string& second) {
+  [[noreturn]] static void abort_duplicate(const char* kind, const std::string& name, const std::string& first,
+                                           const std::string& second) {
     std::fprintf(stderr,
                  "Re-registering %s (%s): first registered by %s, registered again by %s. "
                  "Two copies of one edgert component are loaded in this process; link the "
@@ -130,9 +129,7 @@ class Unprepared final : public Prepared {
  public:
   Unprepared(Backend& backend, const Graph& graph, size_t first, size_t count)
       : backend_(backend), graph_(graph), first_(first), count_(count) {}
-  Status run(std::vector<Tensor>& values) override {
-    return backend_.run(graph_, first_, count_, values);
-  }
+  Status run(std::vector<Tensor>& values) override { return backend_.run(graph_, first_, count_, values); }
 
  private:
   Backend& backend_;
@@ -143,8 +140,7 @@ class Unprepared final : public Prepared {
 
 }  // namespace
 
-Status Backend::prepare(const Graph& graph, size_t first, size_t count,
-                        std::unique_ptr<Prepared>& prepared) {
+Status Backend::prepare(const Graph& graph, size_t first, size_t count, std::unique_ptr<Prepared>& prepared) {
   prepared = std::make_unique<Unprepared>(*this, graph, first, count);
   return Status::success();
 }
@@ -159,11 +155,17 @@ bool register_operator(const char* name, KernelFn kernel, PrepareFn prepare) {
   return true;
 }
 
-KernelFn find_operator(const std::string& name) { return operators().find(name).kernel; }
+KernelFn find_operator(const std::string& name) {
+  return operators().find(name).kernel;
+}
 
-PrepareFn find_operator_prepare(const std::string& name) { return operators().find(name).prepare; }
+PrepareFn find_operator_prepare(const std::string& name) {
+  return operators().find(name).prepare;
+}
 
-std::vector<OperatorEntry> list_operators() { return operators().list(); }
+std::vector<OperatorEntry> list_operators() {
+  return operators().list();
+}
 
 bool register_backend(Backend* backend) {
   if (backend == nullptr) return false;
@@ -171,13 +173,19 @@ bool register_backend(Backend* backend) {
   return true;
 }
 
-Backend* find_backend(const std::string& name) { return backends().find(name); }
+Backend* find_backend(const std::string& name) {
+  return backends().find(name);
+}
 
-std::vector<OperatorEntry> list_backends() { return backends().list(); }
+std::vector<OperatorEntry> list_backends() {
+  return backends().list();
+}
 
 namespace registry {
 
-size_t operator_count() { return operators().size(); }
+size_t operator_count() {
+  return operators().size();
+}
 const char* operator_name(size_t index) {
   auto* entry = operators().at(index);
   return entry ? entry->first.c_str() : nullptr;
@@ -186,7 +194,9 @@ const char* operator_owner(size_t index) {
   auto* entry = operators().at(index);
   return entry ? entry->second.owner.c_str() : nullptr;
 }
-size_t backend_count() { return backends().size(); }
+size_t backend_count() {
+  return backends().size();
+}
 const char* backend_name(size_t index) {
   auto* entry = backends().at(index);
   return entry ? entry->first.c_str() : nullptr;

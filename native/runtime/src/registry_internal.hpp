@@ -9,7 +9,7 @@ namespace registry {
 
 // Entries are never removed, so the returned strings live as long as the process.
 size_t operator_count();
-const char* operator_name(size_t index);   // null when out of range
+const char* operator_name(size_t index);  // null when out of range
 const char* operator_owner(size_t index);
 size_t backend_count();
 const char* backend_name(size_t index);

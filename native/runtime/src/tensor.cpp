@@ -83,8 +83,7 @@ std::shared_ptr<void> allocate(size_t nbytes, bool zeroed) {
   if (nbytes < kCacheMinimum) {
     void* memory = ::operator new(nbytes == 0 ? 1 : nbytes, std::align_val_t(kAlignment));
     if (zeroed) std::memset(memory, 0, nbytes);
-    return std::shared_ptr<void>(
-        memory, [](void* p) { ::operator delete(p, std::align_val_t(kAlignment)); });
+    return std::shared_ptr<void>(memory, [](void* p) { ::operator delete(p, std::align_val_t(kAlignment)); });
   }
   void* memory = block_cache().take(nbytes);
   if (memory == nullptr) memory = ::operator new(nbytes, std::align_val_t(kAlignment));
@@ -101,31 +100,27 @@ int64_t product(const std::vector<int64_t>& shape) {
 }
 
 // Copies `element` bytes per item of a strided source into a contiguous destination.
-void copy_strided(const char* source, const std::vector<int64_t>& shape,
-                  const std::vector<int64_t>& strides, size_t element, size_t axis,
-                  char*& cursor) {
+void copy_strided(const char* source, const std::vector<int64_t>& shape, const std::vector<int64_t>& strides,
+                  size_t element, size_t axis, char*& cursor) {
   if (axis == shape.size()) {
     std::memcpy(cursor, source, element);
     cursor += element;
     return;
   }
   for (int64_t i = 0; i < shape[axis]; ++i) {
-    copy_strided(source + i * strides[axis] * static_cast<int64_t>(element), shape, strides,
-                 element, axis + 1, cursor);
+    copy_strided(source + i * strides[axis] * static_cast<int64_t>(element), shape, strides, element, axis + 1, cursor);
   }
 }
 
 }  // namespace
 
-bool checked_element_count(const std::vector<int64_t>& shape, size_t element_size,
-                           int64_t* count) {
+bool checked_element_count(const std::vector<int64_t>& shape, size_t element_size, int64_t* count) {
   int64_t total = 1;
   for (int64_t dim : shape) {
     if (__builtin_mul_overflow(total, dim < 0 ? 0 : dim, &total)) return false;
   }
   int64_t bytes = 0;
-  if (__builtin_mul_overflow(total, static_cast<int64_t>(element_size), &bytes) ||
-      bytes > kMaxTensorBytes) {
+  if (__builtin_mul_overflow(total, static_cast<int64_t>(element_size), &bytes) || bytes > kMaxTensorBytes) {
     return false;
   }
   *count = total;
@@ -156,10 +151,11 @@ const char* dtype_name(DType dtype) {
   return "unknown";
 }
 
-bool dtype_is_valid(uint32_t raw) { return raw <= static_cast<uint32_t>(DType::Bool); }
+bool dtype_is_valid(uint32_t raw) {
+  return raw <= static_cast<uint32_t>(DType::Bool);
+}
 
-Tensor::Tensor(DType dtype, std::vector<int64_t> shape)
-    : dtype_(dtype), shape_(std::move(shape)) {
+Tensor::Tensor(DType dtype, std::vector<int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {
   strides_ = contiguous_strides(shape_);
   int64_t count = 0;
   if (!checked_element_count(shape_, dtype_size(dtype_), &count)) {
@@ -183,8 +179,8 @@ Tensor Tensor::uninitialized(DType dtype, std::vector<int64_t> shape) {
   return tensor;
 }
 
-Tensor Tensor::view(DType dtype, std::vector<int64_t> shape, std::vector<int64_t> strides,
-                    void* data, std::shared_ptr<void> keep_alive) {
+Tensor Tensor::view(DType dtype, std::vector<int64_t> shape, std::vector<int64_t> strides, void* data,
+                    std::shared_ptr<void> keep_alive) {
   Tensor tensor;
   tensor.dtype_ = dtype;
   tensor.strides_ = strides.size() == shape.size() ? std::move(strides) : contiguous_strides(shape);
@@ -199,7 +195,9 @@ int64_t Tensor::size(int64_t axis) const {
   return axis >= 0 && axis < dim() ? shape_[static_cast<size_t>(axis)] : 0;
 }
 
-int64_t Tensor::numel() const { return product(shape_); }
+int64_t Tensor::numel() const {
+  return product(shape_);
+}
 
 bool Tensor::is_contiguous() const {
   int64_t expected = 1;

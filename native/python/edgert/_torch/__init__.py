@@ -18,6 +18,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import torch
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, OutputKind
@@ -64,7 +65,7 @@ def from_torch(
         exported, example = _export(model, args, dynamic_shapes)
         table = torch.export.default_decompositions()
         for kept in PRESERVED:
-            table.pop(kept, None)
+            table.pop(kept, None)  # type: ignore[no-untyped-call]  # torch leaves it untyped
         try:
             decomposed = exported.run_decompositions(table)
         except Exception as error:  # torch's own failure to decompose, with its message
@@ -313,7 +314,7 @@ def _check_against_eager(
         _compare(position, want.detach().numpy(), got)
 
 
-def _compare(position: int, want: np.ndarray, got: np.ndarray) -> None:  # type: ignore[type-arg]
+def _compare(position: int, want: npt.NDArray[Any], got: npt.NDArray[Any]) -> None:
     problem = ""
     if want.shape != got.shape:
         problem = f"shape {list(got.shape)} instead of {list(want.shape)}"

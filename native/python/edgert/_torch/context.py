@@ -202,11 +202,11 @@ class Lowering:
     def result_type(self, first: object, second: object) -> torch.dtype:
         """torch's type promotion of two operands (values, constants or scalars)."""
         return torch.result_type(
-            self._promotion_operand(first),  # type: ignore[arg-type]
+            self._promotion_operand(first),
             self._promotion_operand(second),
         )
 
-    def _promotion_operand(self, item: object) -> object:
+    def _promotion_operand(self, item: object) -> torch.Tensor | bool | int | float:
         # A stand-in with the item's dtype and rank: promotion depends on both.
         if isinstance(item, Value):
             return torch.empty([1] * item.rank, dtype=item.dtype)

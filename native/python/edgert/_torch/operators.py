@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
@@ -30,12 +30,14 @@ Lower = Callable[[Lowering, torch.fx.Node, Args], Any]
 LOWERINGS: dict[object, Lower] = {}
 # edgert operator(s) each ATen operator lowers to, for the generated operator table.
 TARGETS: dict[object, str] = {}
+_Lowering = TypeVar("_Lowering", bound=Lower)
 
 
-def lowers(*targets: object, to: str) -> Callable[[Lower], Lower]:
-    """Registers a lowering for the given ATen overloads (``to``: the edgert operators)."""
+def lowers(*targets: object, to: str) -> Callable[[_Lowering], _Lowering]:
+    """Registers a lowering for the given ATen overloads (``to``: the edgert operators); the
+    function keeps its own signature."""
 
-    def register(function: Lower) -> Lower:
+    def register(function: _Lowering) -> _Lowering:
         for target in targets:
             LOWERINGS[target] = function
             TARGETS[target] = to
@@ -1014,11 +1016,10 @@ def _upsample_nearest(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
     size = ints(ctx, shape[2:], "output size")
     if args.get("scales_h") or args.get("scale_factors"):
         factors = args.get("scale_factors") or [args.get("scales_h"), args.get("scales_w")]
+        pairs = [(factors[d], source.shape[2 + d]) for d in range(2)]
         exact = all(
-            source.shape[2 + d] is not None
-            and factors[d] is not None
-            and float(factors[d]) * source.shape[2 + d] == size[d]
-            for d in range(2)
+            extent is not None and factor is not None and float(factor) * extent == size[d]
+            for d, (factor, extent) in enumerate(pairs)
         )
         if not exact:
             raise ctx.refuse(
