@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 import zipfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -117,48 +118,86 @@ def test_a_folder_with_the_wheel_name_is_one_line(tmp_path: Path) -> None:
     assert "is a folder" in completed.stderr and "Traceback" not in completed.stderr
 
 
+# Runs a command with a 64 KiB tmpfs mounted on a folder, in a user and mount namespace of its
+# own: no root needed (an unprivileged user may mount a tmpfs there), nothing to unmount (the
+# mount ends with the namespace), and the folder's contents listed, before it goes, into a
+# file outside it.
+_ON_SMALL_DISK = """
+options=$1 folder=$2 listing=$3
+shift 3
+mount -t tmpfs -o "$options" tmpfs "$folder" || exit 97
+"$@"
+status=$?
+find "$folder" -mindepth 1 -printf '%P\\n' > "$listing"
+exit $status
+"""
+_NAMESPACE = ["unshare", "--user", "--map-root-user", "--mount", "--propagation", "private"]
+
+
+@dataclass
+class SmallDisk:
+    """A 64 KiB disk at ``folder`` for one command (``run``): full once 64 KiB are written, or
+    read-only; ``left`` is what the command left on it."""
+
+    folder: Path
+    listing: Path
+    left: list[str] = field(default_factory=list)
+
+    def run(self, *args: str, options: tuple[str, ...] = (), env: dict[str, str] | None = None
+            ) -> subprocess.CompletedProcess[str]:
+        command = [*_NAMESPACE, "sh", "-c", _ON_SMALL_DISK, "sh",
+                   ",".join(["size=64k", *options]), str(self.folder), str(self.listing),
+                   sys.executable, "-m", "release", *args]
+        completed = subprocess.run(command, cwd=ROOT, env={**os.environ, **(env or {})},
+                                   capture_output=True, text=True, check=False)
+        assert completed.returncode != 97, f"cannot mount the tmpfs: {completed.stderr}"
+        self.left = self.listing.read_text().splitlines()
+        return completed
+
+
 @pytest.fixture()
-def small_mount(tmp_path: Path):  # type: ignore[no-untyped-def]
-    """A 64 KiB tmpfs (root only): a disk that fills up, or a read-only one."""
+def small_disk(tmp_path: Path) -> SmallDisk:
+    """Needs unshare(1) and user namespaces (or root), not root itself; a machine that allows
+    neither cannot give an unprivileged process a full disk, and skips saying so."""
     folder = tmp_path / "mount"
     folder.mkdir()
-
-    def mount(*options: str) -> Path:
-        completed = subprocess.run(["mount", "-t", "tmpfs", "-o", ",".join(["size=64k", *options]),
-                                    "tmpfs", str(folder)], capture_output=True, text=True)
-        if completed.returncode != 0:
-            pytest.skip(f"cannot mount a tmpfs here: {completed.stderr.strip()}")
-        return folder
-    yield mount
-    subprocess.run(["umount", str(folder)], capture_output=True)
+    probe = subprocess.run([*_NAMESPACE, "mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs",
+                            str(folder)], capture_output=True, text=True, check=False)
+    if probe.returncode != 0:
+        pytest.skip("no user and mount namespace for a small tmpfs here (unshare --user "
+                    f"--mount): {probe.stderr.strip()}")
+    return SmallDisk(folder, tmp_path / "left-on-the-disk.txt")
 
 
-def test_a_full_disk_while_publishing_is_one_line(small_mount, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    out = small_mount()
-    completed = run_release("build", "--platform", "linux", "--out", str(out), "--verify", "none")
+def test_a_full_disk_while_publishing_is_one_line(small_disk: SmallDisk) -> None:
+    out = small_disk.folder
+    completed = small_disk.run("build", "--platform", "linux", "--out", str(out),
+                               "--verify", "none")
     assert completed.returncode == EnvironmentFailure.exit_code, completed.stderr[-2000:]
     lines = [line for line in completed.stderr.splitlines() if line.startswith("error:")]
     assert len(lines) == 1 and "No space left on device" in lines[0], completed.stderr[-2000:]
     assert "free disk space" in lines[0] and "Traceback" not in completed.stderr
-    assert list(out.iterdir()) == []
+    assert small_disk.left == []
 
 
-def test_a_read_only_output_folder_is_one_line(small_mount, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    out = small_mount("ro") / "dist"
-    completed = run_release("build", "--platform", "linux", "--out", str(out), "--verify", "none")
+def test_a_read_only_output_folder_is_one_line(small_disk: SmallDisk) -> None:
+    out = small_disk.folder / "dist"
+    completed = small_disk.run("build", "--platform", "linux", "--out", str(out),
+                               "--verify", "none", options=("ro",))
     assert completed.returncode == EnvironmentFailure.exit_code, completed.stderr[-2000:]
     assert "Read-only file system" in completed.stderr and "Traceback" not in completed.stderr
+    assert small_disk.left == []
 
 
-def test_auditwheel_on_a_full_disk_is_told_as_a_full_disk(small_mount, tmp_path: Path  # type: ignore[no-untyped-def]
-                                                          ) -> None:
+def test_auditwheel_on_a_full_disk_is_told_as_a_full_disk(small_disk: SmallDisk,
+                                                          tmp_path: Path) -> None:
     built = run_release("build", "--platform", "linux", "--out", str(tmp_path / "raw"),
                         "--until", "fixup")
     assert built.returncode == 0, built.stderr
     (wheel,) = (tmp_path / "raw").glob("*.whl")
     out = tmp_path / "dist"
-    completed = run_release("repair", str(wheel), "-w", str(out),
-                            env={"TMPDIR": str(small_mount())})
+    completed = small_disk.run("repair", str(wheel), "-w", str(out),
+                               env={"TMPDIR": str(small_disk.folder)})
     assert completed.returncode != 0
     lines = [line for line in completed.stderr.splitlines() if line.startswith("error:")]
     assert len(lines) == 1 and "disk is full" in lines[0], completed.stderr[-2000:]
@@ -225,11 +264,10 @@ def test_the_next_build_stops_what_a_killed_one_left_running(tmp_path: Path) -> 
     assert not list(build_dir.glob(buildfolder.SCRATCH_PREFIX + "*"))
 
 
-
-def test_a_full_build_disk_is_the_environment_whatever_cmake_says(small_mount,  # type: ignore[no-untyped-def]
+def test_a_full_build_disk_is_the_environment_whatever_cmake_says(small_disk: SmallDisk,
                                                                   tmp_path: Path) -> None:
     out = tmp_path / "dist"
-    completed = run_release("build", "--platform", "linux", "--out", str(out),
-                            "--build-dir", str(small_mount() / "build"), "-j", "1")
+    completed = small_disk.run("build", "--platform", "linux", "--out", str(out),
+                               "--build-dir", str(small_disk.folder / "build"), "-j", "1")
     assert_clean_failure(completed, out, code=EnvironmentFailure.exit_code,
                          words="is full")

@@ -16,6 +16,7 @@ from elftools.elf.elffile import ELFFile
 
 from release import wheel as wheel_module
 from tests.conftest import PRINT_OWN_PEAK, ROOT, BuiltWheel, Venv, run_release
+from tests.record_spec import assert_record_matches
 
 pytestmark = pytest.mark.integration
 
@@ -61,13 +62,7 @@ def test_wheel_name_and_tags(cpu_wheel: BuiltWheel) -> None:
 def test_record_matches_every_entry(cpu_wheel: BuiltWheel) -> None:
     entries = _entries(cpu_wheel.path)
     dist_info = wheel_module.dist_info_of(entries)
-    lines = entries[f"{dist_info}/RECORD"].decode().splitlines()
-    recorded = {line.rsplit(",", 2)[0]: line.rsplit(",", 2)[1:] for line in lines}
-    assert set(recorded) == set(entries)
-    for name, data in entries.items():
-        if name.endswith("RECORD"):
-            continue
-        assert recorded[name] == [wheel_module.record_hash(data), str(len(data))], name
+    assert_record_matches(entries, f"{dist_info}/RECORD")   # tests/record_spec.py
 
 
 def test_layout_ships_each_component_once(cpu_wheel: BuiltWheel) -> None:

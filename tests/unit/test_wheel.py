@@ -9,6 +9,7 @@ import pytest
 
 from release import wheel
 from release.errors import WheelError
+from tests.record_spec import assert_record_matches
 
 
 def test_wheel_name_round_trip() -> None:
@@ -46,8 +47,11 @@ def test_writer_is_reproducible_and_sorted(tmp_path: Path) -> None:
         assert names[:2] == ["pkg/a.py", "pkg/lib/libb.so"]
         assert {info.date_time for info in archive.infolist()} == {(1980, 1, 1, 0, 0, 0)}
         assert (archive.getinfo("pkg/lib/libb.so").external_attr >> 16) & 0o777 == 0o755
-        record = archive.read("pkg-1.0.dist-info/RECORD").decode()
-    assert f"pkg/a.py,{wheel.record_hash(b'print(1)' + bytes([10]))},9" in record
+        entries = {name: archive.read(name) for name in names}
+    record = entries["pkg-1.0.dist-info/RECORD"].decode()
+    assert_record_matches(entries, "pkg-1.0.dist-info/RECORD")
+    # b"print(1)\n" digested outside Python: openssl dgst -sha256 -binary, base64, urlsafe, unpadded
+    assert "pkg/a.py,sha256=zEIVUIj8pXMHWNtysqW8ozESqUHfqi1DCY7EIs5OohM,9\n" in record
     assert record.endswith("pkg-1.0.dist-info/RECORD,,\n")
 
 

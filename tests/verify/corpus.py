@@ -5,14 +5,20 @@ Windows and macOS corpora (test_corpus.py, test_corpus_windows.py, test_corpus_m
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
+import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+from packaging.tags import sys_tags
+from packaging.utils import parse_wheel_filename
 
 from release import tools
 from release.findings import Finding
@@ -40,26 +46,67 @@ def expected(corpus: str, case: str) -> dict[str, Any]:
 def wheel(corpus: str, case: str) -> Path:
     """The reviewed wheel, downloaded once into the tool cache: for the expectation's
     ``platform`` and ``python_version`` when it names them (any host gets the same file), else
-    for this interpreter (skipped when that is another file than the reviewed one)."""
+    for this interpreter. The file must be the reviewed one, byte for byte: the expectation's
+    ``sha256``. A changed corpus is a finding, so the test fails, naming the reviewed and the
+    served file and digest, when the index serves another file (under the same name, or under
+    another name to an interpreter that can install the reviewed one). Only an interpreter
+    that cannot install the reviewed file (another Python for a cp311 wheel) skips: the
+    index rightly serves it another wheel, which nobody has reviewed."""
     wanted = expected(corpus, case)
     folder = tools.cache_dir() / "wheels" / corpus
-    path = folder / wanted["wheel"]
+    path = folder / str(wanted["wheel"])
     if not path.exists():
-        folder.mkdir(parents=True, exist_ok=True)
-        target = (["--platform", str(wanted["platform"]), "--python-version",
-                   str(wanted["python_version"])] if "platform" in wanted else [])
+        _download(wanted, folder)
+    served = _digest(path)
+    assert served == wanted["sha256"], (
+        f"{corpus}/{case}: the index served {path.name} with sha256 {served}, not the "
+        f"reviewed file's {wanted['sha256']}: review the new file's findings in "
+        f"tests/fixtures/{corpus}/{case}.json (delete {path} if the cached copy is damaged)")
+    return path
+
+
+def _download(wanted: dict[str, Any], folder: Path) -> None:
+    """``pip download`` of the expectation's requirement into ``folder``, by way of a fresh
+    folder so that what pip chose is known; fails or skips (as ``wheel`` says) when it chose
+    another file than the reviewed one."""
+    folder.mkdir(parents=True, exist_ok=True)
+    target = (["--platform", str(wanted["platform"]), "--python-version",
+               str(wanted["python_version"])] if "platform" in wanted else [])
+    with tempfile.TemporaryDirectory(dir=folder, prefix=".download-") as fresh:
         completed = subprocess.run(
             [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-             "--only-binary=:all:", *target, "--dest", str(folder), wanted["requirement"]],
+             "--only-binary=:all:", *target, "--dest", fresh, wanted["requirement"]],
             capture_output=True, text=True, check=False)
         assert completed.returncode == 0, f"cannot download {wanted['requirement']}: " \
             f"{completed.stderr.strip()[-500:]}"
-    assert path.exists() or "platform" not in wanted, \
-        f"pip downloaded another file than {path.name}"
-    if not path.exists():
-        pytest.skip(f"this interpreter ({sys.version_info[:2]}, {sys.platform}) gets another "
-                    f"wheel of {wanted['requirement']} than the reviewed {wanted['wheel']}")
-    return path
+        (got,) = Path(fresh).glob("*.whl")
+        if got.name != wanted["wheel"]:
+            installable = "platform" in wanted or bool(
+                parse_wheel_filename(wanted["wheel"])[3] & set(sys_tags()))
+            message = (f"the index served {got.name} (sha256 {_digest(got)}) for "
+                       f"{wanted['requirement']}, not the reviewed {wanted['wheel']} (sha256 "
+                       f"{wanted['sha256']})")
+            if installable:
+                pytest.fail(f"{message}: review the new file, or pin the expectation's "
+                            "'platform' and 'python_version'", pytrace=False)
+            pytest.skip(f"this interpreter ({sys.version_info[:2]}, {sys.platform}) cannot "
+                        f"install the reviewed file: {message}")
+        os.replace(got, folder / got.name)
+
+
+def _digest(path: Path) -> str:
+    status = path.stat()
+    return _digest_of(str(path), status.st_size, status.st_mtime_ns)
+
+
+@functools.cache
+def _digest_of(path: str, _size: int, _mtime: int) -> str:
+    """The file's sha256, once per file and version (the corpus tests ask several times)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def key(row: dict[str, str]) -> tuple[str, str, str, str]:

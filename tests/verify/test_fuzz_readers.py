@@ -26,13 +26,21 @@ _BUDGET = settings(max_examples=300, deadline=None, derandomize=True, database=N
 
 
 def _read_or_refuse(data: bytes) -> None:
-    """The property: a parsed model, or a BinaryFormatError naming where it failed."""
+    """The property: a BinaryFormatError naming where it failed, or a model consistent with
+    the bytes: reading again gives the same model, its size is the file's, every section lies
+    inside the file, and every library name it reports is spelled in the file (the pieces
+    between replacement characters, where the bytes were not UTF-8)."""
     try:
         info = read_binary_data(data, where="fuzz")
     except BinaryFormatError as error:
         assert error.what.startswith("fuzz") and "\n" not in error.what, error.what
-    else:
-        assert isinstance(info, BinaryInfo) and len(info.needed) <= len(data)
+        return
+    assert isinstance(info, BinaryInfo) and info.size == len(data)
+    assert read_binary_data(data, where="fuzz") == info
+    for section in info.sections:
+        assert 0 <= section.offset and section.offset + section.size <= len(data), section
+    for name in (*info.needed, *info.delay_needed, info.soname, *info.rpath, *info.runpath):
+        assert all(piece.encode() in data for piece in name.split("\ufffd")), name
 
 
 @_BUDGET

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from release.findings import Severity
 from release.verify import VerifyOptions, verify_wheel
+from tests.verify.corpus import resolutions
 from tests.verify.test_wheel_safety import make_wheel
 
 TAG = "cp311-abi3-manylinux_2_17_x86_64"
@@ -112,10 +113,9 @@ def test_a_cuda_library_torch_preloads_is_provided_by_the_declared_torch(tmp_pat
     assert note.severity is Severity.INFO and "after `import torch`" in note.what, note.what
 
 
-def test_a_folder_of_another_distribution_does_not_claim_every_name(tmp_path: Path) -> None:
-    """RUNPATH $ORIGIN/../torch/lib:$ORIGIN and the wheel ships libfoo.so beside the
-    extension: torch/lib is only known to be torch's folder ("*"), so the wheel's own copy
-    further along is what loads, not an undeclared torch library."""
+def _torch_folder_wheel(tmp_path: Path, *, ship_copy: bool) -> Path:
+    """An extension needing libfoo.so with RUNPATH $ORIGIN/../torch/lib:$ORIGIN, shipping
+    libfoo.so beside it when ``ship_copy``."""
     foo = _library(tmp_path, "libfoo.so", "int foo(void) { return 1; }\n")
     source = tmp_path / "ext.c"
     source.write_text("int foo(void);\nint ext(void) { return foo(); }\n")
@@ -123,10 +123,32 @@ def test_a_folder_of_another_distribution_does_not_claim_every_name(tmp_path: Pa
     subprocess.run(["cc", "-shared", "-fPIC", "-o", str(extension), str(source), f"-L{tmp_path}",
                     "-Wl,--no-as-needed", "-lfoo", "-Wl,--enable-new-dtags",
                     "-Wl,-rpath,$ORIGIN/../torch/lib:$ORIGIN"], check=True, capture_output=True)
-    files = {"gpu_demo/_ext.so": extension.read_bytes(), "gpu_demo/libfoo.so": foo.read_bytes()}
-    wheel = _platform_wheel(tmp_path, files)
+    files = {"gpu_demo/_ext.so": extension.read_bytes()}
+    if ship_copy:
+        files["gpu_demo/libfoo.so"] = foo.read_bytes()
+    return _platform_wheel(tmp_path, files)
+
+
+def test_a_folder_of_another_distribution_does_not_claim_every_name(tmp_path: Path) -> None:
+    """RUNPATH $ORIGIN/../torch/lib:$ORIGIN and the wheel ships libfoo.so beside the
+    extension: torch/lib is only known to be torch's folder ("*"), so the wheel's own copy
+    further along is what loads, not an undeclared torch library."""
+    wheel = _torch_folder_wheel(tmp_path, ship_copy=True)
     report = verify_wheel(wheel, static=True)
     assert not [f for f in report.findings if f.check == "linkage"], report.render_text()
+    (found,) = [r for r in resolutions(wheel) if r.needed == "libfoo.so"]
+    assert (found.kind, found.target, found.via) == ("wheel", "gpu_demo/libfoo.so", "DT_RUNPATH")
+
+
+def test_without_the_wheels_copy_torchs_folder_is_what_would_provide_it(tmp_path: Path) -> None:
+    """The same extension without libfoo.so in the wheel: only torch/lib can provide it, and
+    torch is not declared, so that is the linkage warning."""
+    wheel = _torch_folder_wheel(tmp_path, ship_copy=False)
+    (warning,) = [f for f in verify_wheel(wheel, static=True).findings if f.check == "linkage"]
+    assert warning.severity is Severity.WARNING and warning.file == "gpu_demo/_ext.so"
+    assert "needs libfoo.so, found only in torch/lib/ of distribution 'torch'" in warning.what
+    (found,) = [r for r in resolutions(wheel) if r.needed == "libfoo.so"]
+    assert (found.kind, found.target, found.distribution) == ("undeclared", "torch/lib", "torch")
 
 
 def _runpath_wheel(tmp_path: Path, requires: str) -> Path:

@@ -4,11 +4,14 @@ writes outside its folder, never trusts declared sizes and never raises anything
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import resource
 import stat
+import tempfile
+import types
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -51,13 +54,51 @@ def test_clean_wheel_has_no_errors(tmp_path: Path) -> None:
     assert report.ok, report.render_text()
 
 
-@pytest.mark.parametrize("name", ["../evil.py", "/abs/evil.py", "C:/evil.py", "a/../../evil.py",
-                                  "demo\\..\\evil.py"])
-def test_escaping_entries_are_refused(tmp_path: Path, name: str) -> None:
-    wheel = make_wheel(tmp_path / "demo.whl", {name: b"boom"})
-    with pytest.raises(WheelError, match="unsafe to unpack"):
-        verify_wheel(wheel, static=True)
-    assert not (tmp_path / "evil.py").exists()
+@pytest.fixture
+def kept_scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """verify's scratch folders made under ``<tmp_path>/scratch`` and kept after the run, so
+    that whatever an extraction wrote, inside its scratch folder or beside it, can be seen."""
+    from release.verify import run
+    parent = tmp_path / "scratch"
+    parent.mkdir()
+
+    @contextlib.contextmanager
+    def kept(prefix: str = "") -> Iterator[str]:
+        yield tempfile.mkdtemp(prefix=prefix, dir=parent)
+
+    monkeypatch.setattr(run, "tempfile", types.SimpleNamespace(TemporaryDirectory=kept))
+    return parent
+
+
+def _written(folder: Path, word: str) -> list[Path]:
+    return sorted(path for path in folder.rglob(f"*{word}*") if not path.suffix == ".whl")
+
+
+def test_the_kept_scratch_shows_what_extraction_writes(tmp_path: Path,
+                                                       kept_scratch: Path) -> None:
+    """The observation the escape tests rely on: a full run's extraction is seen there."""
+    wheel = make_wheel(tmp_path / "demo-1.0-py3-none-any.whl", {"demo/evil_twin.py": b"x = 1\n"})
+    verify_wheel(wheel, static=False)
+    (written,) = _written(tmp_path, "evil")
+    assert written.relative_to(kept_scratch).parts[1:] == ("site-packages", "demo",
+                                                          "evil_twin.py")
+
+
+@pytest.mark.parametrize("name", ["../evil.py", "../../evil.py", "{outside}/evil.py",
+                                  "C:/evil.py", "a/../../evil.py", "demo\\..\\evil.py"])
+def test_escaping_entries_are_refused(tmp_path: Path, kept_scratch: Path, name: str) -> None:
+    """Refused before anything is written: no file of the name is left in the (kept) scratch
+    folder, beside it, or at the absolute path the entry names."""
+    name = name.replace("{outside}", str(tmp_path / "outside"))
+    wheel = make_wheel(tmp_path / "demo-1.0-py3-none-any.whl", {name: b"boom = 1\n"})
+    try:
+        verify_wheel(wheel, static=False)
+    except WheelError as error:
+        refused: WheelError | None = error
+    else:
+        refused = None
+    assert _written(tmp_path, "evil") == []
+    assert refused is not None and "unsafe to unpack" in refused.message
 
 
 def test_symlink_entry_is_refused(tmp_path: Path) -> None:
@@ -233,7 +274,18 @@ def test_what_pip_refuses_to_unpack_is_refused(tmp_path: Path, write: Callable[[
     with pytest.raises(WheelError, match=words):
         verify_wheel(wheel, static=True)
     assert main([str(wheel), "--static"]) == 5
-    assert not (tmp_path.parent / "evil.py").exists()
+    assert not _written(tmp_path, "evil")   # nothing extracted, under either name
+
+
+@pytest.mark.parametrize("write", [crafted.local_name_differs, crafted.invalid_utf8_name])
+def test_a_refused_member_is_not_extracted_by_a_full_run(
+        tmp_path: Path, kept_scratch: Path, write: Callable[[Path], Path]) -> None:
+    """A full run (which extracts every member) refuses these wheels on their names, before
+    extracting anything: the kept scratch holds no file."""
+    wheel = write(tmp_path)
+    with pytest.raises(WheelError):
+        verify_wheel(wheel, static=False)
+    assert not [path for path in kept_scratch.rglob("*") if path.is_file()]
 
 
 def test_a_local_header_zip_slip_is_refused_by_check_set_too(tmp_path: Path) -> None:
