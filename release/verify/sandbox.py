@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -36,7 +37,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from release import _cmd
-from release.errors import EnvironmentFailure
+from release.errors import CommandError, EnvironmentCommandError, EnvironmentFailure
 
 log = logging.getLogger("release")
 
@@ -139,7 +140,21 @@ class Sandbox:
             at = len(command) - len(argv) - 1   # before bubblewrap's "--"
             command[at:at] = [word for name, value in seeded.items()
                               for word in ("--setenv", name, value)]
-        return _cmd.run(command, cwd=cwd, env=dict(env or {}), **options)
+        try:
+            return _cmd.run(command, cwd=cwd, env=dict(env or {}), **options)
+        except EnvironmentCommandError as error:
+            if not _READ_ONLY.search(error.output):
+                raise
+            # everything outside the scratch is read-only on purpose: a program of the wheel
+            # that writes there is the wheel's doing, not the machine's
+            raise CommandError(
+                f"{error.what} (it wrote outside verify's scratch folder, which the sandbox "
+                "keeps read-only)", command=error.command, returncode=error.returncode,
+                output=error.output, fix="write only into the build folder the consumer "
+                "is configured in") from None
+
+
+_READ_ONLY = re.compile(r"Read-only file system", re.IGNORECASE)
 
 
 def bubblewrap_command(bwrap: str, scratch: Path, argv: Sequence[str], *,

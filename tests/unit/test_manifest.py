@@ -188,7 +188,9 @@ def test_the_extension_must_be_a_module_of_the_package(extension: str) -> None:
 
 @pytest.mark.parametrize(("key", "value"), [("native-source", "../elsewhere"),
                                             ("python-source", "/usr/lib"),
-                                            ("native-source", "native/../../x")])
+                                            # (a name no checkout folder has: ../x is the
+                                            # project itself when it is checked out as x)
+                                            ("native-source", "native/../../no-such-checkout")])
 def test_source_folders_stay_inside_the_project(key: str, value: str) -> None:
     data = _project()
     data["tool"]["release"][key] = value

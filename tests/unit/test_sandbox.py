@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from release import _cmd, wheel
-from release.errors import EnvironmentFailure
+from release.errors import CommandError, EnvironmentCommandError, EnvironmentFailure
 from release.verify.cli import main
 from release.verify.sandbox import Listing, Sandbox, dead_mounts, make_sandbox, root_views
 
@@ -135,3 +135,31 @@ def test_verify_refuses_in_one_line_before_reading_the_wheel(
     assert main([str(path), "--trust-wheel"], stdout=io.StringIO(), stderr=err) == 0, \
         err.getvalue()
     assert main([str(path), "--static"], stdout=io.StringIO(), stderr=io.StringIO()) == 0
+
+
+def test_a_write_the_sandbox_refused_is_the_wheel_s_failure_not_the_machine_s(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Outside the scratch everything is read-only on purpose: a shipped CMake config's
+    file(WRITE) there fails with "Read-only file system", which for a compile of our own
+    would be the machine's fault (exit 8); inside the sandbox it counts against the wheel."""
+    def refused(command: list[object], **_: object) -> str:
+        raise EnvironmentCommandError(
+            "configure the consumer failed with exit status 1: file failed to open for "
+            "writing (Read-only file system)", command=[str(word) for word in command],
+            returncode=1, output="CMake Error: file failed to open for writing (Read-only "
+            "file system): /work/elsewhere", fix="a folder it writes to is read-only")
+
+    monkeypatch.setattr(_cmd, "run", refused)
+    with pytest.raises(CommandError) as caught:
+        Sandbox(tmp_path / "scratch", "/usr/bin/bwrap").run(["cmake", "-S", "x"],
+                                                            machine_faults=True)
+    assert not isinstance(caught.value, EnvironmentFailure)
+    assert "outside verify's scratch folder" in caught.value.what
+
+    def full(command: list[object], **_: object) -> str:
+        raise EnvironmentCommandError("build failed", command=["cmake"], returncode=1,
+                                      output="No space left on device", fix="free space")
+
+    monkeypatch.setattr(_cmd, "run", full)
+    with pytest.raises(EnvironmentCommandError):   # a full disk stays the machine's
+        Sandbox(tmp_path / "scratch2", "/usr/bin/bwrap").run(["cmake"], machine_faults=True)
