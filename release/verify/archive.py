@@ -551,24 +551,7 @@ def _create(target: Path) -> BinaryIO:
 
 def read_member(archive: Path, member: Member, limits: Limits) -> bytes:
     """The whole content of one member, with the same checks as ``stream_member``."""
-    descriptor = os.open(archive, os.O_RDONLY)
-    try:
-        parts, produced, crc = [], 0, 0
-        for chunk in _chunks(archive, descriptor, member, _data_offset(archive, descriptor,
-                                                                       member)):
-            produced += len(chunk)
-            if produced > member.declared_size:
-                raise WheelError(f"{archive.name}: '{member.name}' expands past its declared "
-                                 f"{member.declared_size} bytes", fix="rebuild the wheel")
-            crc = zlib.crc32(chunk, crc)
-            parts.append(chunk)
-        if produced != member.declared_size:
-            raise WheelError(f"{archive.name}: '{member.name}' holds {produced} bytes but its "
-                             f"header says {member.declared_size}", fix="rebuild the wheel")
-        _check_crc(archive, member, crc)
-        return b"".join(parts)
-    finally:
-        os.close(descriptor)
+    return read_member_range(archive, member, 0, member.declared_size)
 
 
 def read_member_range(archive: Path, member: Member, start: int, size: int) -> bytes:
