@@ -15,7 +15,6 @@ script runs itself again without them); ONNX Runtime and torch use their own ker
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import time
@@ -24,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_PREFIX = ROOT / "build" / "linux-x86_64-cpu" / "install"
-OPENBLAS_OVERRIDES = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from kernels import DEFAULT_PREFIX, rerun_without_openblas_overrides  # noqa: E402
+
 TARGET = 1.5
 
 
@@ -216,9 +215,7 @@ def measure(threads: int) -> list[str]:
 
 
 def main() -> int:
-    if any(name in os.environ for name in OPENBLAS_OVERRIDES):
-        environment = {k: v for k, v in os.environ.items() if k not in OPENBLAS_OVERRIDES}
-        os.execve(sys.executable, [sys.executable, *sys.argv], environment)
+    rerun_without_openblas_overrides()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--prefix", type=Path, default=DEFAULT_PREFIX)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
