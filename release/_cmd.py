@@ -146,10 +146,13 @@ def first_error(output: str) -> str:
     return meaningful[-1] if meaningful else "no output"
 
 
+# what a program prints when it writes where it may not: a machine cause for our own
+# programs, the wheel's doing inside verify's sandbox (release/verify/sandbox.py)
+READ_ONLY = re.compile(r"Read-only file system", re.IGNORECASE)
 _KNOWN_CAUSES = (
     (re.compile(r"No space left on device|Disk quota exceeded", re.IGNORECASE),
      "the disk is full: free space (or point TMPDIR / --out elsewhere) and run again"),
-    (re.compile(r"Read-only file system", re.IGNORECASE),
+    (READ_ONLY,
      "a folder it writes to is read-only: choose a writable --out / --build-dir"),
     (re.compile(r"Cannot allocate memory|virtual memory exhausted|out of memory|Killed signal",
                 re.IGNORECASE),

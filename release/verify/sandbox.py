@@ -25,7 +25,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import re
 import shutil
 import stat
 import subprocess
@@ -143,7 +142,7 @@ class Sandbox:
         try:
             return _cmd.run(command, cwd=cwd, env=dict(env or {}), **options)
         except EnvironmentCommandError as error:
-            if not _READ_ONLY.search(error.output):
+            if not _cmd.READ_ONLY.search(error.output):
                 raise
             # everything outside the scratch is read-only on purpose: a program of the wheel
             # that writes there is the wheel's doing, not the machine's
@@ -152,9 +151,6 @@ class Sandbox:
                 "keeps read-only)", command=error.command, returncode=error.returncode,
                 output=error.output, fix="write only into the build folder the consumer "
                 "is configured in") from None
-
-
-_READ_ONLY = re.compile(r"Read-only file system", re.IGNORECASE)
 
 
 def bubblewrap_command(bwrap: str, scratch: Path, argv: Sequence[str], *,
