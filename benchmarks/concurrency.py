@@ -13,6 +13,9 @@ and counts the runs all threads completed in that time; the median of ``--repeti
 measurements is printed. ``_C.run`` releases the GIL while a program runs, so two threads'
 programs run at once when the pool lets their parallel regions proceed together.
 Target: two threads reach at least 1.6x one thread's runs per second at each pool size.
+The process's CPU time per run is printed beside the rates: on a machine shared with other
+work the rates follow the load, but CPU time per run shows what the pool itself costs (two
+threads on a 2-thread pool should cost per run what they cost on a pool of 1).
 
 Then the cost of an empty parallel region (parallel_for over [0, 2) with grain 1: two chunks
 that do nothing) is measured by a small C++ program built against the same install with g++:
@@ -23,6 +26,7 @@ at once (the median of --repetitions loops of 20000 regions).
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import subprocess
 import sys
@@ -85,7 +89,21 @@ def export(network: object, x: object) -> bytes:
         return from_torch(network, (x,))
 
 
-def runs_per_second(edgert: ModuleType, model: Model, threads: int, seconds: float) -> float:
+@dataclass(frozen=True)
+class Rate:
+    """One measurement: runs per second, and the process's CPU time (user + system) per run,
+    which a loaded machine changes much less than the rate: it shows what the pool wastes."""
+
+    runs_per_second: float
+    cpu_per_run: float
+
+
+def cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def runs_per_second(edgert: ModuleType, model: Model, threads: int, seconds: float) -> Rate:
     """Runs per second of ``threads`` threads, each running its own copy of the program."""
     programs = [edgert.load(model.program) for _ in range(threads)]
     for program in programs:
@@ -104,34 +122,39 @@ def runs_per_second(edgert: ModuleType, model: Model, threads: int, seconds: flo
     workers = [threading.Thread(target=loop, args=(index,)) for index in range(threads)]
     for worker in workers:
         worker.start()
+    cpu = cpu_seconds()
     began = time.perf_counter()
     deadline[0] = began + seconds
     start.wait()
     for worker in workers:
         worker.join()
-    return sum(counts) / (time.perf_counter() - began)
+    runs = max(sum(counts), 1)
+    return Rate(runs / (time.perf_counter() - began), (cpu_seconds() - cpu) / runs)
 
 
-def median_runs_per_second(
+def median_rate(
     edgert: ModuleType, model: Model, threads: int, seconds: float, repetitions: int
-) -> float:
-    return statistics.median(
-        runs_per_second(edgert, model, threads, seconds) for _ in range(repetitions)
-    )
+) -> Rate:
+    rates = [runs_per_second(edgert, model, threads, seconds) for _ in range(repetitions)]
+    return Rate(statistics.median(rate.runs_per_second for rate in rates),
+                statistics.median(rate.cpu_per_run for rate in rates))
 
 
 def measure(edgert: ModuleType, seconds: float, repetitions: int) -> bool:
-    print(f"{'model':<26} {'pool':>4} {'1 thread/s':>11} {'2 threads/s':>12} {'ratio':>6}")
+    print(f"{'model':<26} {'pool':>4} {'1 thread/s':>11} {'2 threads/s':>12} {'ratio':>6}"
+          f" {'cpu us/run 1':>13} {'2':>6}")
     met = True
     for model in (mlp(), cnn()):
         for pool in POOL_SIZES:
             edgert.set_threadpool_size(pool)
-            one = median_runs_per_second(edgert, model, 1, seconds, repetitions)
-            two = median_runs_per_second(edgert, model, 2, seconds, repetitions)
-            ratio = two / one
+            one = median_rate(edgert, model, 1, seconds, repetitions)
+            two = median_rate(edgert, model, 2, seconds, repetitions)
+            ratio = two.runs_per_second / one.runs_per_second
             met = met and ratio >= TARGET
             flag = "" if ratio >= TARGET else f"  (target >= {TARGET})"
-            print(f"{model.name:<26} {pool:>4} {one:>11.1f} {two:>12.1f} {ratio:>6.2f}{flag}")
+            print(f"{model.name:<26} {pool:>4} {one.runs_per_second:>11.1f} "
+                  f"{two.runs_per_second:>12.1f} {ratio:>6.2f} {one.cpu_per_run * 1e6:>13.0f} "
+                  f"{two.cpu_per_run * 1e6:>6.0f}{flag}")
     edgert.set_threadpool_size(0)
     return met
 
