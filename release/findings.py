@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 from release._compat import StrEnum
 from release.errors import one_line
@@ -45,7 +44,7 @@ class Finding:
     what: str            # what was found
     why: str = ""        # why it matters
     fix: str = ""        # how to fix it
-    details: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, object] = field(default_factory=dict)
     # set on the finding that says its check did not run (NOT_RUN, ENVIRONMENT)
     status: CheckStatus | None = None
 
@@ -57,7 +56,7 @@ class Finding:
             raise TypeError("a finding's status is its `status` field (a CheckStatus), not a "
                             "details key")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """The JSON form (docs/verify.md): the status, when set, is ``details["status"]``,
         its string value, as it always was."""
         data = asdict(self)

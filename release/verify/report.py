@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
 from release.findings import CheckStatus, Finding, Severity
 
@@ -35,7 +34,7 @@ class Report:
     def count(self, severity: Severity) -> int:
         return sum(1 for f in self.findings if f.severity is severity)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         counts = Counter(f.severity.value for f in self.findings)
         return {"version": SCHEMA_VERSION, "wheel": self.wheel, "static": self.static,
                 "ok": self.ok,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TypedDict
 
 from packaging.utils import canonicalize_name
 
@@ -315,6 +315,14 @@ def _files(files: list[str]) -> str:
     return "needs" if count == 1 else f"{count} files need"
 
 
+class _Shared(TypedDict):
+    """The details every grouped linkage finding carries."""
+
+    files: list[str]
+    count: int
+    needed: list[str]
+
+
 def _group_finding(kind: str, key: str, items: list[Resolution],
                    words: LoaderWords) -> Finding:
     """One finding for the files that need libraries of one driver (SYSTEM), one package's
@@ -326,7 +334,7 @@ def _group_finding(kind: str, key: str, items: list[Resolution],
     first = files[0] if len(files) == 1 else ""
     many = f"{len(files)} files need" if len(files) > 1 else "needs"
     shown = _names(names)
-    common: dict[str, Any] = {"files": files[:20], "count": len(files), "needed": names}
+    common = _Shared(files=files[:20], count=len(files), needed=names)
     if kind == UNDECLARED:
         where = sorted({f"loaded by `{item.via}`" if item.via.startswith("import ") else
                         f"found only in {item.target}/" for item in items})
