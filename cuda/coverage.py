@@ -19,7 +19,7 @@ from pathlib import Path
 
 from cuda.fatbin import DeviceCode, EntryKind, FatbinContainer, FatbinEntry, read_device_code
 from cuda.variant import ComputeCapability
-from release._compat import tomllib
+from release._toml import read_toml
 from release.errors import BinaryFormatError, ConfigurationError
 from release.findings import Finding, Severity
 from release.variant import DeviceCodeRecord
@@ -33,12 +33,12 @@ _RANK = {SASS: 0, PTX_JIT: 1, MISSING: 2}
 def ptx_driver_table(path: Path | None = None) -> dict[tuple[int, int], str]:
     """PTX ISA (major, minor) -> the oldest CUDA driver version that JIT-compiles it."""
     source = path or Path(__file__).resolve().parent / "ptx_drivers.toml"
+    data = read_toml(source, what="the PTX driver table", fix="restore cuda/ptx_drivers.toml")
     try:
-        data = tomllib.loads(source.read_text(encoding="utf-8"))
         table = data["isa"]
         return {(int(key.split(".")[0]), int(key.split(".")[1])): str(value)
                 for key, value in table.items()}
-    except (OSError, KeyError, ValueError, IndexError, tomllib.TOMLDecodeError) as error:
+    except (KeyError, ValueError, IndexError) as error:
         raise ConfigurationError(f"cannot read the PTX driver table {source}: {error}",
                                  fix="restore cuda/ptx_drivers.toml") from None
 

@@ -13,12 +13,12 @@ from packaging.requirements import Requirement
 from packaging.tags import Tag
 
 from platforms.linux.loader import LOADER, origin_relative
+from release.archive import Member
 from release.binary import BinaryInfo, VersionRequirement
 from release.findings import Severity
 from release.loader import EntryKind, Host, LoadItem, Runner
 from release.verify import VerifyOptions
 from release.verify.analyses import Analyses
-from release.verify.archive import Member
 from release.verify.checks import linkage, metadata_tags, search_path
 from release.verify.context import VerifyContext
 from release.verify.data import (
