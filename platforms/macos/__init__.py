@@ -35,9 +35,9 @@ from release.binary import read_binary, read_binary_data
 from release.binary.macho import MachOReader, is_macho
 from release.binary.model import BinaryInfo
 from release.errors import ConfigurationError, ToolError, WheelError
-from release.loader import Runner
+from release.loader import Host, Runner
 from release.manifest import Target
-from release.platform import BuildRoute, RepairRequest, Route, SearchPath
+from release.platform import BuildRoute, Platform, RepairRequest, Route, SearchPath
 from release.sbom import Tool
 from release.verify.archive import list_members, member_head, read_member
 from release.verify.options import Limits
@@ -84,10 +84,10 @@ def zig_target(arch: str) -> zig.ZigTarget:
                    for kind in ("SHARED", "MODULE", "EXE")}}
     # install() rewrites LC_RPATH with it; install(RUNTIME_DEPENDENCY_SET) (edgert_install)
     # reads load commands with otool, which CMake looks for only on a Mac host.
-    name_tool = _find_tool("install-name-tool")
+    name_tool = _find_tool("install-name-tool", mac=False)
     if name_tool is not None:
         settings["CMAKE_INSTALL_NAME_TOOL"] = f'"{name_tool}"'
-    otool = _find_tool("otool")
+    otool = _find_tool("otool", mac=False)
     if otool is not None:
         settings.update({"CMAKE_GET_RUNTIME_DEPENDENCIES_PLATFORM": "macos+macho",
                          "CMAKE_GET_RUNTIME_DEPENDENCIES_TOOL": "otool",
@@ -97,27 +97,34 @@ def zig_target(arch: str) -> zig.ZigTarget:
 
 
 def _on_a_mac() -> bool:
+    """Whether the fix-up and merge stages run on a Mac (they are handed no Host; every
+    decision of the plan's route and configure is made from the plan's Host)."""
     return host_platform.system() == "Darwin"
 
 
-def _find_tool(tool: str) -> str | None:
+def _is_mac(host: Host) -> bool:
+    return host.system == "darwin"
+
+
+def _find_tool(tool: str, *, mac: bool) -> str | None:
     """An LLVM binutil ("install-name-tool", "lipo"): LLVM's (which re-signs what it edits)
     wherever found, else on a Mac the system's."""
     names = [f"llvm-{tool}-{_LLVM}", f"llvm-{tool}"]
-    if _on_a_mac():
+    if mac:
         names.append(tool.replace("-", "_"))
     return next((found for name in names if (found := shutil.which(name)) is not None), None)
 
 
 def _require_tool(tool: str) -> str:
-    found = _find_tool(tool)
+    mac = _on_a_mac()
+    found = _find_tool(tool, mac=mac)
     if found is None:
         raise ToolError(f"llvm-{tool} was not found on PATH",
-                        fix="xcode-select --install" if _on_a_mac() else _LLVM_FIX)
+                        fix="xcode-select --install" if mac else _LLVM_FIX)
     return found
 
 
-class MacOSPlatform:
+class MacOSPlatform(Platform):
     name = "macos"
     # What the pipeline says before a first configure (release/pipeline.py)
     first_configure_note = ("a cross build's compiler checks run zig, which first builds its "
@@ -126,20 +133,15 @@ class MacOSPlatform:
     loader = LOADER
     reader = MachOReader()
 
-    def check_host(self, target: Target) -> None:
-        route = self.build_route(target)
-        if not route.reachable:
-            raise ToolError(f"cannot build {target.name} on this host: {route.detail}",
-                            fix=route.fix)
-
-    def build_route(self, target: Target) -> BuildRoute:
+    def build_route(self, target: Target, host: Host) -> BuildRoute:
         try:
             arches = thin_arches(target.arch)
         except ConfigurationError as error:
             return BuildRoute(Route.ELSEWHERE, error.what, fix=error.fix)
         wanted = ["install-name-tool", *(("lipo",) if len(arches) > 1 else ())]
-        missing = [f"llvm-{tool}" for tool in wanted if _find_tool(tool) is None]
-        if _on_a_mac():
+        mac = _is_mac(host)
+        missing = [f"llvm-{tool}" for tool in wanted if _find_tool(tool, mac=mac) is None]
+        if mac:
             if shutil.which("clang") is None:
                 return BuildRoute(Route.NATIVE, "this Mac's clang was not found",
                                   fix="xcode-select --install")
@@ -171,7 +173,7 @@ class MacOSPlatform:
         Returns the merged files (relative, "/"-separated)."""
         return merge_trees(installs, into)
 
-    def cmake_arguments(self, target: Target, *, ccache: bool, cache: Path,
+    def cmake_arguments(self, target: Target, *, host: Host, ccache: bool, cache: Path,
                         build_dir: Path) -> list[str]:
         arches = thin_arches(target.arch)
         if len(arches) != 1:
@@ -180,7 +182,7 @@ class MacOSPlatform:
                                      fix="configure each part (MacOSPlatform.parts)")
         arch = arches[0]
         version = DEPLOYMENT_TARGETS[arch]
-        if _on_a_mac():
+        if _is_mac(host):
             arguments = [f"-DCMAKE_OSX_ARCHITECTURES={arch}",
                          f"-DCMAKE_OSX_DEPLOYMENT_TARGET={version}"]
             launcher = shutil.which("ccache")
@@ -202,8 +204,8 @@ class MacOSPlatform:
                              f"-DCMAKE_CXX_COMPILER_LAUNCHER={launcher}"]
         return arguments
 
-    def toolchain_tools(self, target: Target) -> tuple[Tool, ...]:
-        return () if _on_a_mac() else (zig.tool(),)
+    def toolchain_tools(self, target: Target, host: Host) -> tuple[Tool, ...]:
+        return () if _is_mac(host) else (zig.tool(),)
 
     def library_file(self, library: str) -> str:
         return f"lib{library}.dylib"
@@ -244,7 +246,7 @@ class MacOSPlatform:
         shutil.copyfile(request.wheel, out)
         return out
 
-    def runner(self, target: Target, *, cache: Path) -> Runner | None:
+    def runner(self, target: Target, *, host: Host, cache: Path) -> Runner | None:
         return None   # no Mach-O runs here; on a Mac the release workflow runs the wheel
 
     def emulated(self, *, cache: Path) -> tuple[Runner, ...]:

@@ -34,8 +34,9 @@ from release.binary.macho import is_macho
 from release.buildrecord import RECORD_FILE
 from release.errors import VerificationFailed, WheelError
 from release.manifest import Target
-from release.pipeline import BuildOptions, VerifyMode, build_variant, run, search_paths
+from release.pipeline import BuildOptions, VerifyMode, run
 from release.platform import RepairRequest
+from release.resolved import build_variant, search_paths
 from release.verify import verify_wheel
 from tests.conftest import ROOT, run_release
 
