@@ -198,7 +198,7 @@ def build_reachable(manifest: Manifest, entries: Sequence[MatrixEntry],
         log.info("=== %s (%s): wheel %d of %d ===", entry.name, entry.route.route.value,
                  reachable.index(entry) + 1, len(reachable))
         try:
-            result = run_pipeline(manifest, options_for(entry))
+            result = run_pipeline(manifest, options_for(entry), resolved=entry.release)
         except ReleaseError as error:
             log.error("%s failed: %s", entry.name, error.message)
             outcomes.append(BuildOutcome(entry, error=error))

@@ -118,14 +118,19 @@ class Plan:
 
 
 def make_plan(manifest: Manifest, options: BuildOptions, environ: Mapping[str, str],
-              host: Host | None = None) -> Plan:
-    """The plan of one build on ``host`` (None: this machine). Looks up no native compiler:
-    the configure stage finds cc and c++ (the unit tier plans with none on PATH); a cross
-    build's route still depends on finding its cross compilers."""
-    host = Host.current() if host is None else host
+              host: Host | None = None, *, resolved: ResolvedRelease | None = None) -> Plan:
+    """The plan of one build on ``host`` (None: this machine, or ``resolved``'s host).
+    ``resolved`` is the release already resolved for these options (``plan --build`` hands
+    on its matrix entry's), used when it is the one the options ask for. Looks up no native
+    compiler: the configure stage finds cc and c++ (the unit tier plans with none on PATH);
+    a cross build's route still depends on finding its cross compilers."""
+    host = (Host.current() if resolved is None else resolved.host) if host is None else host
     target = target_of(manifest, options.platform, options.arch, host)
     declared = manifest.variant(options.variant)
-    release = resolve(manifest, target, declared, host=host, form=options.form)
+    release = resolved if resolved is not None and resolved.manifest is manifest \
+        and resolved.host == host and (resolved.target, resolved.declared, resolved.form) \
+        == (target, declared, options.form) \
+        else resolve(manifest, target, declared, host=host, form=options.form)
     check_released(declared, target)
     route = release.route
     if not route.reachable:
@@ -155,9 +160,11 @@ def _stage(stage: Stage, timings: dict[str, float]) -> Iterator[None]:
 
 
 def run(manifest: Manifest, options: BuildOptions,
-        environ: Mapping[str, str] | None = None) -> BuildResult:
+        environ: Mapping[str, str] | None = None, *,
+        resolved: ResolvedRelease | None = None) -> BuildResult:
     """Runs the stages up to ``options.last_stage``; returns where the wheel went."""
-    plan = make_plan(manifest, options, os.environ if environ is None else environ)
+    plan = make_plan(manifest, options, os.environ if environ is None else environ,
+                     resolved=resolved)
     result = BuildResult(wheel=None, target=plan.target.name, variant=plan.variant.name,
                          build_dir=plan.build_dir)
     # the fix-up stage's wheel is packed within it: --until fixup leaves a packed wheel

@@ -22,6 +22,7 @@ from release.loader import Host
 from release.options import BuildOptions
 from release.pipeline import make_plan
 from release.platform import Route
+from release.resolved import ResolvedRelease
 from tests.conftest import ROOT, run_release
 
 X86_64 = Host("linux", "x86_64")
@@ -183,8 +184,11 @@ def test_build_builds_what_this_host_reaches_and_goes_on_after_a_failure(
         def __init__(self, wheel: Path) -> None:
             self.wheel = wheel
 
-    def fake_run(given: manifest.Manifest, options: BuildOptions) -> Result:
+    def fake_run(given: manifest.Manifest, options: BuildOptions, *,
+                 resolved: ResolvedRelease) -> Result:
         asked.append((options.platform, options.arch, options.variant))
+        # the entry's resolved release is handed on, not resolved again
+        assert (resolved.target.arch, resolved.declared.name) == (options.arch, options.variant)
         if options.variant == "cu13":
             raise CommandError("native build failed", command=["ninja"], returncode=1,
                                output="", fix="read the log")
