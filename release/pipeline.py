@@ -388,7 +388,7 @@ def _install(plan: Plan, state: _State) -> None:
                 fix="check the install() rules in native/")
     if len(parts) > 1:
         merged = plan.platform.merge([part.build_dir / "install" for part in parts],
-                                     plan.build_dir / "install")
+                                     plan.build_dir / "install", host=plan.host)
         log.info("merged %d binaries of %s into %s", len(merged),
                  " + ".join(part.target.arch for part in parts), plan.target.arch)
 
@@ -415,7 +415,7 @@ def _lay_out(plan: Plan, state: _State) -> None:
 
 def _fix_up(plan: Plan, state: _State) -> None:
     """The shipped binaries' search paths, as the plan decided them (binaries only)."""
-    changed = plan.platform.fix_up(state.staging, plan.search_paths)
+    changed = plan.platform.fix_up(state.staging, plan.search_paths, host=plan.host)
     log.info("search paths rewritten in %d files", len(changed))
 
 

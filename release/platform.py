@@ -74,7 +74,8 @@ class Platform(Protocol):
     one against it and the optional capabilities come with their defaults: ``parts`` and
     ``merge`` (fat targets merged from thin builds), ``requested_arch`` (a PEP 517 build's
     requested architecture), ``first_configure_note``. Every method that depends on the
-    machine is handed the plan's ``Host``; a platform never reads it itself."""
+    machine is handed the plan's ``Host``; a platform never reads it itself (but in
+    ``emulated``, which verify's edge asks while it makes its Host)."""
 
     name: str
     loader: LoaderModel | None        # None: verify cannot yet read this platform's wheels
@@ -114,8 +115,10 @@ class Platform(Protocol):
         """The run-time search-path entries that make ``binary`` search ``folders`` (all
         relative to the wheel root); empty where the format has no search path."""
 
-    def fix_up(self, root: Path, search_paths: Sequence[SearchPath]) -> list[str]:
-        """Rewrites each binary's run-time search path; returns the files it changed."""
+    def fix_up(self, root: Path, search_paths: Sequence[SearchPath], *,
+               host: Host) -> list[str]:
+        """Rewrites each binary's run-time search path with ``host``'s tools; returns the
+        files it changed."""
 
     def repair(self, request: RepairRequest) -> Path:
         """Runs the platform's repair tool; returns the repaired wheel (in request.out_dir)."""
@@ -137,9 +140,9 @@ class Platform(Protocol):
         to ``merge`` (macOS universal2). Default: ``(target,)``, a thin target."""
         return (target,)
 
-    def merge(self, installs: Sequence[Path], into: Path) -> list[str]:
-        """Merges the parts' install trees into ``into``; returns the files it merged. Asked
-        only of a platform whose ``parts`` are several."""
+    def merge(self, installs: Sequence[Path], into: Path, *, host: Host) -> list[str]:
+        """Merges the parts' install trees into ``into`` with ``host``'s tools; returns the
+        files it merged. Asked only of a platform whose ``parts`` are several."""
         raise ConfigurationError(f"the {self.name} platform builds no target from parts",
                                  fix="declare only thin targets for it")
 

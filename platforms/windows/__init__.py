@@ -133,7 +133,8 @@ class WindowsPlatform(Platform):
     def search_entries(self, binary: str, folders: Sequence[str]) -> tuple[str, ...]:
         return ()  # PE has no run-time search path; the package adds its lib/ at import
 
-    def fix_up(self, root: Path, search_paths: Sequence[SearchPath]) -> list[str]:
+    def fix_up(self, root: Path, search_paths: Sequence[SearchPath], *,
+               host: Host) -> list[str]:
         return []  # PE has no run-time search path; the package adds its lib/ at import
 
     def repair(self, request: RepairRequest) -> Path:

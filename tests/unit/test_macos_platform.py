@@ -28,14 +28,14 @@ SYSTEM = "/usr/lib/libSystem.B.dylib"
 LINUX_HOST, MAC = Host("linux", "x86_64"), Host("darwin", "aarch64")
 
 
-def _host(monkeypatch: pytest.MonkeyPatch, *, mac: bool, tools: set[str]) -> None:
-    monkeypatch.setattr(macos, "_on_a_mac", lambda: mac)
+def _tools(monkeypatch: pytest.MonkeyPatch, tools: set[str]) -> None:
+    """The tools on PATH (the machine itself is the Host each call is handed)."""
     monkeypatch.setattr(shutil, "which", lambda name, *args, **kwargs:
                         f"/usr/bin/{name}" if name in tools else None)
 
 
 def test_linux_cross_builds_with_zig_and_runs_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    _host(monkeypatch, mac=False, tools=LLVM)
+    _tools(monkeypatch, LLVM)
     route = MACOS.build_route(UNIVERSAL, LINUX_HOST)
     assert route.route is Route.CROSS and route.reachable
     assert route.detail == ("zig 0.17.1 from the package index (aarch64-macos.11.0, "
@@ -46,7 +46,7 @@ def test_linux_cross_builds_with_zig_and_runs_nothing(monkeypatch: pytest.Monkey
 
 
 def test_missing_llvm_tools_are_named_with_the_package(monkeypatch: pytest.MonkeyPatch) -> None:
-    _host(monkeypatch, mac=False, tools={"llvm-install-name-tool-14"})
+    _tools(monkeypatch, {"llvm-install-name-tool-14"})
     assert MACOS.build_route(ARM64, LINUX_HOST).reachable   # a thin build needs no lipo
     route = MACOS.build_route(UNIVERSAL, LINUX_HOST)
     assert route.route is Route.CROSS and not route.reachable and route.buildable
@@ -55,7 +55,7 @@ def test_missing_llvm_tools_are_named_with_the_package(monkeypatch: pytest.Monke
 
 
 def test_a_mac_builds_natively_with_its_clang(monkeypatch: pytest.MonkeyPatch) -> None:
-    _host(monkeypatch, mac=True, tools={"clang", "install_name_tool", "lipo", "otool"})
+    _tools(monkeypatch, {"clang", "install_name_tool", "lipo", "otool"})
     route = MACOS.build_route(UNIVERSAL, MAC)
     assert (route.route, route.detail, route.fix) == (
         Route.NATIVE, "this Mac's clang (arm64 + x86_64)", "")
@@ -63,7 +63,7 @@ def test_a_mac_builds_natively_with_its_clang(monkeypatch: pytest.MonkeyPatch) -
     assert MACOS.cmake_arguments(INTEL, host=MAC, ccache=False, cache=Path("unused"),
                                  build_dir=Path("unused")) == [
         "-DCMAKE_OSX_ARCHITECTURES=x86_64", "-DCMAKE_OSX_DEPLOYMENT_TARGET=10.13"]
-    _host(monkeypatch, mac=True, tools=set())
+    _tools(monkeypatch, set())
     assert MACOS.build_route(ARM64, MAC).fix == "xcode-select --install"
 
 
@@ -164,15 +164,16 @@ def test_the_universal_merge_copies_what_is_the_same_and_refuses_the_rest(
     second = _tree(tmp_path / "x86_64", common)
     (first / "pkg/lib/libz.dylib").symlink_to("libz.1.dylib")
     (second / "pkg/lib/libz.dylib").symlink_to("libz.1.dylib")
-    assert MACOS.merge([first, second], tmp_path / "merged") == []   # nothing Mach-O
+    # nothing Mach-O
+    assert MACOS.merge([first, second], tmp_path / "merged", host=LINUX_HOST) == []
     assert (tmp_path / "merged/pkg/__init__.py").read_bytes() == b"x = 1\n"
     assert (tmp_path / "merged/pkg/lib/libz.dylib").readlink() == Path("libz.1.dylib")
     (second / "pkg/__init__.py").write_bytes(b"x = 2\n")
     with pytest.raises(ToolError, match="pkg/__init__.py differs between the thin builds"):
-        MACOS.merge([first, second], tmp_path / "merged")
+        MACOS.merge([first, second], tmp_path / "merged", host=LINUX_HOST)
     (second / "pkg/extra.txt").write_bytes(b"")
     with pytest.raises(ToolError, match=r"installed different files \(pkg/extra.txt in only"):
-        MACOS.merge([first, second], tmp_path / "merged")
+        MACOS.merge([first, second], tmp_path / "merged", host=LINUX_HOST)
 
 
 def test_the_arch_a_mac_build_is_asked_for_comes_from_archflags() -> None:

@@ -121,5 +121,5 @@ def test_optional_capabilities_have_their_defaults() -> None:
     assert platform.first_configure_note == "seconds with the host's compilers"
     with pytest.raises(ConfigurationError, match="the thin platform builds no target from "
                                                  "parts"):
-        platform.merge([Path("a"), Path("b")], Path("c"))
+        platform.merge([Path("a"), Path("b")], Path("c"), host=X86_64)
     assert LINUX.parts(LOADED.target("linux", "x86_64")) == (LOADED.target("linux", "x86_64"),)
