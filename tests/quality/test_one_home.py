@@ -212,3 +212,21 @@ def test_the_capability_scan_sees_a_lookup() -> None:
     tree = ast.parse('def f(platform):\n    return getattr(platform, "parts", None)\n')
     (call, function), = [(c, f) for c, f in _calls(tree) if isinstance(c.func, ast.Name)]
     assert (call.func.id, call.args[1].value, function) == ("getattr", "parts", "f")
+
+
+def test_the_pipeline_is_no_hub() -> None:
+    """Other modules take only the loop from release/pipeline.py; the facts they share come
+    from the modules that own them (resolved, distinfo, repair), not through the pipeline."""
+    imported = {}
+    for path in _sources():
+        if path == ROOT / "release" / "pipeline.py":
+            continue
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == "release.pipeline":
+                imported[str(path.relative_to(ROOT))] = sorted(a.name for a in node.names)
+            if isinstance(node, ast.ImportFrom) and node.module == "release" and any(
+                    alias.name == "pipeline" for alias in node.names):
+                imported[str(path.relative_to(ROOT))] = ["pipeline (the module)"]
+    assert imported == {"release/__main__.py": ["run"], "release/backend.py": ["run"],
+                        "release/matrix.py": ["run"]}
