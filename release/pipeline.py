@@ -127,9 +127,9 @@ def make_plan(manifest: Manifest, options: BuildOptions, environ: Mapping[str, s
     host = (Host.current() if resolved is None else resolved.host) if host is None else host
     target = target_of(manifest, options.platform, options.arch, host)
     declared = manifest.variant(options.variant)
-    release = resolved if resolved is not None and resolved.manifest is manifest \
-        and resolved.host == host and (resolved.target, resolved.declared, resolved.form) \
-        == (target, declared, options.form) \
+    asked = (manifest, host, target, declared, options.form)
+    release = resolved if resolved is not None and asked == (
+        resolved.manifest, resolved.host, resolved.target, resolved.declared, resolved.form) \
         else resolve(manifest, target, declared, host=host, form=options.form)
     check_released(declared, target)
     route = release.route

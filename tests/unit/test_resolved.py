@@ -123,3 +123,19 @@ def test_optional_capabilities_have_their_defaults() -> None:
                                                  "parts"):
         platform.merge([Path("a"), Path("b")], Path("c"), host=X86_64)
     assert LINUX.parts(LOADED.target("linux", "x86_64")) == (LOADED.target("linux", "x86_64"),)
+
+
+def test_a_plan_takes_the_release_it_is_handed_when_it_is_the_one_asked_for(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    entry = {e.name: e for e in matrix.release_matrix(LOADED, X86_64)}["linux-x86_64-cu12"]
+    assert entry.route.reachable                   # plan --build asks this first
+    routes = _count(monkeypatch, LINUX, "build_route")
+    loads = _count(monkeypatch, resolved, "load_variant")
+    options = BuildOptions(platform="linux", arch="x86_64", variant="cu12")
+    assert make_plan(LOADED, options, environ={}, resolved=entry.release).release \
+        is entry.release
+    assert (len(routes), len(loads)) == (0, 0)     # the entry's route was already known
+    other = make_plan(LOADED, BuildOptions(platform="linux", arch="x86_64", variant="cu12",
+                                           form=Form.VARIANT), environ={}, resolved=entry.release)
+    assert other.release is not entry.release and other.distribution == "edgert"
+    assert (len(routes), len(loads)) == (1, 1)
