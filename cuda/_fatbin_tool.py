@@ -6,7 +6,10 @@
 NVRTC compiles the source to PTX once per architecture, ptxas assembles one cubin per SASS
 architecture, nvFatbin packs the cubins and the PTX into one fatbinary. Run by CMake as a
 custom command: standalone (standard library and ctypes only), exits non-zero with one line
-on stderr when a step fails."""
+on stderr when a step fails. It is not one of the release command's edges and raises no
+ReleaseError: CMake runs it with the build's interpreter, outside the release package (which
+it does not import), and shows its line in the build's output, where the native build stage
+reports the failure as any failed build step (exit 4)."""
 
 from __future__ import annotations
 

@@ -302,6 +302,15 @@ def _handle_signals() -> None:
             return
 
 
+def report_error(error: ReleaseError, err: TextIO) -> int:
+    """The one way a ReleaseError leaves the program: one line on ``err``, ``error: what
+    (fix: how)``, and the exit code of its cause (docs/concepts.md). The PEP 517 backend's
+    hooks, which a build frontend calls in its own process, and the maintainers' scripts
+    (platforms/linux/update_policies.py) end through it too."""
+    err.write(f"error: {error.message}\n")
+    return error.exit_code
+
+
 def main(argv: list[str] | None = None, *, stdout: TextIO | None = None,
          stderr: TextIO | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -316,8 +325,7 @@ def main(argv: list[str] | None = None, *, stdout: TextIO | None = None,
         with process_temporary_folder():
             return _COMMANDS[arguments.command](arguments, out)
     except ReleaseError as error:
-        err.write(f"error: {error.message}\n")
-        return error.exit_code
+        return report_error(error, err)
     except KeyboardInterrupt as interrupt:
         signum = interrupt.signum if isinstance(interrupt, Terminated) else signal.SIGINT.value
         err.write(f"error: interrupted ({signal.Signals(signum).name}); "

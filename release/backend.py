@@ -25,24 +25,28 @@ from typing import Any, TypeVar, cast
 from release import manifest as manifest_module
 from release import options as build_options
 from release.errors import ConfigurationError, ReleaseError
+from release.loader import Host
 from release.manifest import PLATFORMS, Manifest
 from release.options import BuildOptions, Form, Stage
 from release.pipeline import run as run_pipeline
-from release.platform import get_platform, requested_arch
+from release.platform import get_platform
+from release.resolved import ResolvedRelease, resolve, target_of
 
 _Hook = TypeVar("_Hook", bound=Callable[..., Any])
 
 
 def _clean_errors(hook: _Hook) -> _Hook:
     """pip, build and cibuildwheel show a backend's stderr: a ReleaseError becomes one line
-    and a non-zero exit, not a traceback."""
+    and a non-zero exit, not a traceback. A frontend calls the hooks in its own process, not
+    through ``release.__main__.main``, so the hook exits with what that edge's
+    ``report_error`` writes and returns (one message, one exit code for both edges)."""
     @functools.wraps(hook)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return hook(*args, **kwargs)
         except ReleaseError as error:
-            sys.stderr.write(f"error: {error.message}\n")
-            raise SystemExit(error.exit_code) from None
+            from release.__main__ import report_error
+            raise SystemExit(report_error(error, sys.stderr)) from None
     return cast(_Hook, wrapper)
 
 
@@ -59,7 +63,7 @@ def _options(manifest: Manifest, config_settings: dict[str, Any] | None, *,
                                 for key in ("variant", "verify")}
     given = {key: value for key, value in given.items() if value}
     if platform in PLATFORMS and "RELEASE_ARCH" not in os.environ:
-        arch = requested_arch(get_platform(platform), os.environ)   # macOS: ARCHFLAGS
+        arch = get_platform(platform).requested_arch(os.environ)   # macOS: ARCHFLAGS
         if arch is not None:
             given["arch"] = arch
     if out_dir is not None:
@@ -114,12 +118,21 @@ def get_requires_for_build_sdist(config_settings: dict[str, Any] | None = None) 
 @_clean_errors
 def prepare_metadata_for_build_wheel(metadata_directory: str,
                                      config_settings: dict[str, Any] | None = None) -> str:
-    """Writes the .dist-info without compiling anything (pip asks for it before building)."""
-    from release.pipeline import dist_info_files, write_files
+    """Writes the .dist-info without compiling anything (pip asks for it before building):
+    the files the lay-out stage writes but WHEEL, from the same resolved release."""
+    from release import distinfo
     manifest = manifest_module.load(Path.cwd())
-    name, files = dist_info_files(manifest, _options(manifest, config_settings).variant)
-    write_files(Path(metadata_directory) / name, files)
+    release = _release(manifest, _options(manifest, config_settings))
+    name = distinfo.folder_name(release)
+    distinfo.write_files(Path(metadata_directory) / name, distinfo.metadata_files(release))
     return name
+
+
+def _release(manifest: Manifest, options: BuildOptions) -> ResolvedRelease:
+    """The release ``options`` ask for on this machine (the build's own, release/resolved.py)."""
+    host = Host.current()
+    return resolve(manifest, target_of(manifest, options.platform, options.arch, host),
+                   manifest.variant(options.variant), host=host, form=options.form)
 
 
 @_clean_errors

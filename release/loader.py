@@ -9,7 +9,7 @@ is loaded in a load check, and how this host runs those binaries (a ``Runner``: 
 through an emulator for another machine). The checks in ``release/verify/checks/`` consume
 this model plus the format-neutral ``BinaryInfo``; a new binary format is a reader plus a
 platform module. A model whose search depends on the wheel's layout rather than on each
-file (Windows) may also offer ``for_wheel`` (see ``bind_to_wheel``)."""
+file (Windows) overrides ``for_wheel``, whose default is the model itself."""
 
 from __future__ import annotations
 
@@ -261,20 +261,21 @@ class LoaderModel(Protocol):
         fresh process started by ``runner``, and exits 0; a ToolError when ``runner`` cannot
         import modules."""
 
+    def for_wheel(self, folders: Collection[str],
+                  init_modules: Mapping[str, str]) -> LoaderModel:
+        """The model for one wheel whose installed folders (site-packages relative) are
+        ``folders`` and whose top-level packages run ``init_modules`` ("<pkg>/__init__.py"
+        -> source) when imported. A platform whose search depends on the wheel rather than
+        on a search path in each binary (Windows: the folders a package adds with
+        os.add_dll_directory) overrides it; the default (Linux, macOS: the search path is
+        in each file) is the model as it is."""
+        return self
+
 
 def bind_to_wheel(loader: LoaderModel, folders: Collection[str],
                   init_modules: Mapping[str, str]) -> LoaderModel:
-    """The model for one wheel whose installed folders (site-packages relative) are
-    ``folders`` and whose top-level packages run ``init_modules`` ("<pkg>/__init__.py" ->
-    source) when imported. A platform whose search depends on the wheel rather than on a
-    search path in each binary (Windows: the folders a package adds with
-    os.add_dll_directory) provides ``for_wheel(folders, init_modules) -> LoaderModel``; a
-    model without it (Linux: the search path is in each file) is used as it is."""
-    bind = getattr(loader, "for_wheel", None)
-    if bind is None:
-        return loader
-    bound: LoaderModel = bind(folders, init_modules)
-    return bound
+    """``loader.for_wheel(folders, init_modules)``: the model for one wheel."""
+    return loader.for_wheel(folders, init_modules)
 
 
 class HasLoader(Protocol):

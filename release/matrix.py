@@ -17,11 +17,12 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from release.errors import ConfigurationError, ReleaseError
+from release.loader import Host
 from release.manifest import Manifest, Target, Variant
 from release.options import BuildOptions
-from release.pipeline import build_variant, variant_route
 from release.pipeline import run as run_pipeline
-from release.platform import BuildRoute, get_platform
+from release.platform import BuildRoute
+from release.resolved import ResolvedRelease, load_variants, resolve
 
 log = logging.getLogger("release")
 
@@ -30,16 +31,32 @@ JSON_VERSION = 1
 
 @dataclass(frozen=True)
 class MatrixEntry:
-    """One wheel of the release: a target, a variant, and how it is built."""
+    """One wheel of the release: a target, a variant, and how it is built (the resolved
+    release's facts, release/resolved.py)."""
 
-    target: Target
-    variant: Variant
-    distribution: str
-    route: BuildRoute             # on this host; route.buildable holds on its runner
+    release: ResolvedRelease
+
+    @property
+    def target(self) -> Target:
+        return self.release.target
+
+    @property
+    def variant(self) -> Variant:
+        """The manifest's variant (``release.variant`` is it as its provider builds it)."""
+        return self.release.declared
+
+    @property
+    def distribution(self) -> str:
+        return self.release.distribution
+
+    @property
+    def route(self) -> BuildRoute:
+        """On this host; ``route.buildable`` holds on the target's runner."""
+        return self.release.route
 
     @property
     def name(self) -> str:
-        return f"{self.target.name}-{self.variant.name}"
+        return self.release.name
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "target": self.target.name,
@@ -50,19 +67,14 @@ class MatrixEntry:
                          "fix": self.route.fix}}
 
 
-def release_matrix(manifest: Manifest) -> tuple[MatrixEntry, ...]:
-    """Every (target, variant) the manifest releases, in manifest order (targets outer)."""
-    entries = []
-    for target in manifest.targets:
-        platform = get_platform(target.platform)
-        for declared in manifest.variants:
-            if not declared.ships_on(target.platform):
-                continue
-            route = variant_route(platform, target, build_variant(declared))
-            entries.append(MatrixEntry(
-                target=target, variant=declared, route=route,
-                distribution=declared.distribution or manifest.distribution))
-    return tuple(entries)
+def release_matrix(manifest: Manifest, host: Host | None = None) -> tuple[MatrixEntry, ...]:
+    """Every (target, variant) the manifest releases, in manifest order (targets outer), as
+    ``host`` (None: this machine) builds it; each variant is loaded from its provider once."""
+    host = Host.current() if host is None else host
+    variants = load_variants(manifest)
+    return tuple(MatrixEntry(resolve(manifest, target, declared, host=host, variants=variants))
+                 for target in manifest.targets for declared in manifest.variants
+                 if declared.ships_on(target.platform))
 
 
 def cibuildwheel_archs(target: Target) -> str:
@@ -186,7 +198,7 @@ def build_reachable(manifest: Manifest, entries: Sequence[MatrixEntry],
         log.info("=== %s (%s): wheel %d of %d ===", entry.name, entry.route.route.value,
                  reachable.index(entry) + 1, len(reachable))
         try:
-            result = run_pipeline(manifest, options_for(entry))
+            result = run_pipeline(manifest, options_for(entry), resolved=entry.release)
         except ReleaseError as error:
             log.error("%s failed: %s", entry.name, error.message)
             outcomes.append(BuildOutcome(entry, error=error))

@@ -23,38 +23,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from release import _cmd, buildfolder, pins, sbom, tools, wheel, wheel_variant
-from release.buildrecord import (
-    RECORD_FILE,
-    BuildRecord,
-    ComponentRecord,
-    ExampleRecord,
-    ExtensionRecord,
-)
+from release import _cmd, buildfolder, distinfo, pins, sbom, tools, wheel, wheel_variant
+from release.buildrecord import RECORD_FILE, BuildRecord
 from release.errors import (
     CommandError,
     ConfigurationError,
     EnvironmentCommandError,
     EnvironmentFailure,
-    ReleaseError,
     ToolError,
     VerificationFailed,
 )
 from release.loader import Host
 from release.manifest import Component, Manifest, Target, Variant
-from release.metadata import core_metadata
 from release.options import BuildOptions, Form, Stage, VerifyMode, default_cache_dir
-from release.platform import (
-    BuildRoute,
-    Platform,
-    RepairRequest,
-    Route,
-    SearchPath,
-    build_parts,
-    get_platform,
-    merge_parts,
-)
-from release.variant import BuildVariant, load_variant
+from release.platform import Platform, SearchPath
+from release.repair import repair_request
+from release.resolved import ResolvedRelease, resolve, target_of
+from release.variant import BuildVariant
 from release.verify.api import verify_wheel
 from release.verify.options import VerifyOptions
 from release.verify.report import Report
@@ -84,58 +69,76 @@ class BuildResult:
 @dataclass(frozen=True)
 class Plan:
     """Everything a run needs, resolved up front so a mistake fails before any work (and
-    without doing any: no tool is installed and nothing is compiled here)."""
+    without doing any: no tool is installed and nothing is compiled here). The facts about
+    the release itself (variant, distribution, search paths, build record, route, metadata)
+    are the one ``ResolvedRelease``; the plan adds where and how this run does the work."""
 
-    manifest: Manifest
-    host: Host                # the machine the build runs on (architecture, system)
-    target: Target
-    platform: Platform
-    variant: BuildVariant
-    distribution: str
-    components: tuple[Component, ...]
+    release: ResolvedRelease
     build_dir: Path
     options: BuildOptions
     environ: Mapping[str, str]
     cache: Path
-    search_paths: tuple[SearchPath, ...]
-    record: BuildRecord
 
+    @property
+    def manifest(self) -> Manifest:
+        return self.release.manifest
 
-def build_variant(declared: Variant) -> BuildVariant:
-    """A manifest variant as its provider builds it."""
-    return load_variant(declared.name, provider=declared.provider, config=declared.config)
+    @property
+    def host(self) -> Host:
+        """The machine the build runs on (architecture, system)."""
+        return self.release.host
+
+    @property
+    def target(self) -> Target:
+        return self.release.target
+
+    @property
+    def platform(self) -> Platform:
+        return self.release.platform
+
+    @property
+    def variant(self) -> BuildVariant:
+        return self.release.variant
+
+    @property
+    def distribution(self) -> str:
+        return self.release.distribution
+
+    @property
+    def components(self) -> tuple[Component, ...]:
+        return self.release.components
+
+    @property
+    def search_paths(self) -> tuple[SearchPath, ...]:
+        return self.release.search_paths
+
+    @property
+    def record(self) -> BuildRecord:
+        return self.release.record
 
 
 def make_plan(manifest: Manifest, options: BuildOptions, environ: Mapping[str, str],
-              host: Host | None = None) -> Plan:
-    """The plan of one build on ``host`` (None: this machine). Looks up no native compiler:
-    the configure stage finds cc and c++ (the unit tier plans with none on PATH); a cross
-    build's route still depends on finding its cross compilers."""
-    host = Host.current() if host is None else host
-    arch = options.arch or default_arch(manifest, options.platform, host)
-    target = manifest.target(options.platform, arch)
+              host: Host | None = None, *, resolved: ResolvedRelease | None = None) -> Plan:
+    """The plan of one build on ``host`` (None: this machine, or ``resolved``'s host).
+    ``resolved`` is the release already resolved for these options (``plan --build`` hands
+    on its matrix entry's), used when it is the one the options ask for. Looks up no native
+    compiler: the configure stage finds cc and c++ (the unit tier plans with none on PATH);
+    a cross build's route still depends on finding its cross compilers."""
+    host = (Host.current() if resolved is None else resolved.host) if host is None else host
+    target = target_of(manifest, options.platform, options.arch, host)
     declared = manifest.variant(options.variant)
-    variant = build_variant(declared)
-    platform = get_platform(target.platform)
+    asked = (manifest, host, target, declared, options.form)
+    release = resolved if resolved is not None and asked == (
+        resolved.manifest, resolved.host, resolved.target, resolved.declared, resolved.form) \
+        else resolve(manifest, target, declared, host=host, form=options.form)
     check_released(declared, target)
-    platform.check_host(target)
-    route = variant_route(platform, target, variant)
+    route = release.route
     if not route.reachable:
         raise ToolError(route.detail, fix=route.fix)
     wheel.source_date_epoch(environ)   # a bad SOURCE_DATE_EPOCH is refused before any work
-    build_dir = options.build_dir or manifest.root / "build" / f"{target.name}-{variant.name}"
-    components = manifest.components_for(variant.name)
-    # a variant wheel belongs to the project's one distribution (PEP 825)
-    distribution = manifest.distribution if options.form is Form.VARIANT else \
-        declared.distribution or manifest.distribution
-    return Plan(manifest=manifest, host=host, target=target, platform=platform, variant=variant,
-                distribution=distribution, components=components,
-                build_dir=build_dir.resolve(), options=options, environ=environ,
-                cache=(options.cache_dir or default_cache_dir()).resolve(),
-                search_paths=search_paths(manifest, platform, variant, components),
-                record=build_record(manifest, platform, variant, target=target,
-                                    distribution=distribution, components=components,
-                                    providers=(declared.provider,) if declared.provider else ()))
+    build_dir = options.build_dir or manifest.root / "build" / f"{target.name}-{declared.name}"
+    return Plan(release=release, build_dir=build_dir.resolve(), options=options,
+                environ=environ, cache=(options.cache_dir or default_cache_dir()).resolve())
 
 
 def check_released(variant: Variant, target: Target) -> None:
@@ -145,27 +148,6 @@ def check_released(variant: Variant, target: Target) -> None:
             f"variant '{variant.name}' is not released for {target.platform} targets",
             fix=f"build it for one of: {', '.join(variant.platforms)} (the platforms of "
                 f"[tool.release.variants.{variant.name}])")
-
-
-def variant_route(platform: Platform, target: Target, variant: BuildVariant) -> BuildRoute:
-    """How this host builds ``variant`` for ``target``: the platform's route, unless the
-    variant cannot be cross-built and the route is a cross build."""
-    route = platform.build_route(target)
-    reason = variant.native_only
-    if route.route is not Route.CROSS or not reason:
-        return route
-    return BuildRoute(Route.ELSEWHERE, f"variant {variant.name} is not cross-built: {reason}",
-                      fix=f"build it natively, on {target.arch} hardware (the release "
-                          "workflow does, on the target's runner)")
-
-
-def default_arch(manifest: Manifest, platform: str, host: Host) -> str:
-    """The host's own architecture when the manifest has a target for it, else the first."""
-    arches = [t.arch for t in manifest.targets if t.platform == platform]
-    if not arches:
-        manifest.target(platform, "")  # raises the unknown-platform error
-    own = host.arch(platform)
-    return own if own in arches else arches[0]
 
 
 @contextmanager
@@ -178,23 +160,27 @@ def _stage(stage: Stage, timings: dict[str, float]) -> Iterator[None]:
 
 
 def run(manifest: Manifest, options: BuildOptions,
-        environ: Mapping[str, str] | None = None) -> BuildResult:
+        environ: Mapping[str, str] | None = None, *,
+        resolved: ResolvedRelease | None = None) -> BuildResult:
     """Runs the stages up to ``options.last_stage``; returns where the wheel went."""
-    plan = make_plan(manifest, options, os.environ if environ is None else environ)
+    plan = make_plan(manifest, options, os.environ if environ is None else environ,
+                     resolved=resolved)
     result = BuildResult(wheel=None, target=plan.target.name, variant=plan.variant.name,
                          build_dir=plan.build_dir)
-    steps: list[tuple[Stage, Callable[[Plan, _State], None]]] = [
-        (Stage.CONFIGURE, _configure), (Stage.BUILD, _build), (Stage.INSTALL, _install),
-        (Stage.LAYOUT, _lay_out), (Stage.FIXUP, _fix_up), (Stage.REPAIR, _repair_and_label),
-        (Stage.VERIFY, _verify)]
+    # the fix-up stage's wheel is packed within it: --until fixup leaves a packed wheel
+    steps: list[tuple[Stage, tuple[Callable[[Plan, _State], None], ...]]] = [
+        (Stage.CONFIGURE, (_configure,)), (Stage.BUILD, (_build,)), (Stage.INSTALL, (_install,)),
+        (Stage.LAYOUT, (_lay_out,)), (Stage.FIXUP, (_fix_up, _pack)),
+        (Stage.REPAIR, (_repair, _label)), (Stage.VERIFY, (_verify,))]
     buildfolder.check_writable(options.out_dir)   # before any work, not after the build
     with buildfolder.locked(plan.build_dir), buildfolder.scratch(plan.build_dir) as scratch:
         state = _State(scratch=scratch)
-        for stage, step in steps:
+        for stage, stage_steps in steps:
             if stage > options.last_stage:
                 break
             with _stage(stage, result.stages):
-                step(plan, state)
+                for step in stage_steps:
+                    step(plan, state)
         result.verify = state.verify_report
         if state.wheel is not None:
             # the index is merged before the wheel is published: a bad index stops both
@@ -222,9 +208,8 @@ class _State:
 
 def _search_path_arguments(plan: Plan) -> list[str]:
     """The decided search paths, handed to CMake (EDGERT_SEARCH_PATH_<component>)."""
-    names = {extension_file(plan.manifest, plan.platform): "EXTENSION",
-             **{component_file(plan.manifest, plan.platform, c): c.name
-                for c in plan.components}}
+    names = {plan.release.extension_file: "EXTENSION",
+             **{plan.release.component_file(c): c.name for c in plan.components}}
     return [f"-DEDGERT_SEARCH_PATH_{names[entry.binary]}={';'.join(entry.entries)}"
             for entry in plan.search_paths]
 
@@ -239,7 +224,7 @@ class _Part:
 
 
 def _parts(plan: Plan) -> list[_Part]:
-    parts = build_parts(plan.platform, plan.target)
+    parts = plan.platform.parts(plan.target)
     if parts == (plan.target,):
         return [_Part(plan.target, plan.build_dir)]
     return [_Part(part, plan.build_dir / part.arch) for part in parts]
@@ -257,8 +242,9 @@ def _configure_arguments(plan: Plan, part: _Part, toolchain_arguments: list[str]
         f"-DEDGERT_OPT_IN_COMPONENTS={';'.join(opt_in)}",
         f"-DEDGERT_REGISTRATION_ONLY_COMPONENTS={';'.join(registering)}",
         f"-DPython_EXECUTABLE={sys.executable}",
-        *plan.platform.cmake_arguments(part.target, ccache=plan.options.ccache,
-                                        cache=plan.cache, build_dir=part.build_dir),
+        *plan.platform.cmake_arguments(part.target, host=plan.host,
+                                        ccache=plan.options.ccache, cache=plan.cache,
+                                        build_dir=part.build_dir),
         *_search_path_arguments(plan),
         *toolchain_arguments,
     ]
@@ -331,8 +317,7 @@ def _configure_part(plan: Plan, part: _Part, toolchain_arguments: list[str]) -> 
     if not (build_dir / "CMakeCache.txt").exists():
         log.info("first configure of %s: CMake detects the compilers and the platform before "
                  "it prints anything (%s)", build_dir,
-                 getattr(plan.platform, "first_configure_note",
-                         "seconds with the host's compilers"))
+                 plan.platform.first_configure_note)
     _native([tools.cmake(cache=plan.cache), "-S", source, "-B", build_dir,
              *wanted["arguments"]], build_dir, what="CMake configure",
              fix=f"read the CMake error above; delete {build_dir} to start clean",
@@ -402,67 +387,21 @@ def _install(plan: Plan, state: _State) -> None:
                  "--prefix", prefix], part.build_dir, what="CMake install",
                 fix="check the install() rules in native/")
     if len(parts) > 1:
-        merged = merge_parts(plan.platform, [part.build_dir / "install" for part in parts],
-                             plan.build_dir / "install")
+        merged = plan.platform.merge([part.build_dir / "install" for part in parts],
+                                     plan.build_dir / "install", host=plan.host)
         log.info("merged %d binaries of %s into %s", len(merged),
                  " + ".join(part.target.arch for part in parts), plan.target.arch)
 
 
-def component_file(manifest: Manifest, platform: Platform, component: Component) -> str:
-    return f"{manifest.package}/lib/{platform.library_file(component.library)}"
-
-
-def extension_file(manifest: Manifest, platform: Platform) -> str:
-    package, _, module = manifest.extension.rpartition(".")
-    return f"{package.replace('.', '/')}/{platform.extension_file(module)}"
-
-
-def search_paths(manifest: Manifest, platform: Platform, variant: BuildVariant,
-                 components: tuple[Component, ...]) -> tuple[SearchPath, ...]:
-    """The one decision of where each shipped binary finds its dependencies: the package's
-    lib/ folder, plus the variant's runtime folder for components that link it, written by
-    the platform's rule. CMake links with these; the fix-up stage checks and applies them."""
-    lib = f"{manifest.package}/lib"
-    runtime = variant.runtime
-    wanted = [(extension_file(manifest, platform), (lib,))]
-    for component in components:
-        extra = (runtime.dir,) if component.variant_runtime and runtime is not None else ()
-        wanted.append((component_file(manifest, platform, component), (lib, *extra)))
-    return tuple(SearchPath(binary=binary, folders=folders,
-                            entries=platform.search_entries(binary, folders))
-                 for binary, folders in wanted)
-
-
-def build_record(manifest: Manifest, platform: Platform, variant: BuildVariant, *,
-                 target: Target, distribution: str, components: tuple[Component, ...],
-                 providers: tuple[str, ...] = ()) -> BuildRecord:
-    """The facts verify reads from the wheel (docs/build-record.md)."""
-    package = manifest.package
-    return BuildRecord(
-        package=package, distribution=distribution, version=manifest.version,
-        target=target.name, variant=variant.name,
-        extension=ExtensionRecord(module=manifest.extension,
-                                  file=extension_file(manifest, platform),
-                                  depends=manifest.extension_depends),
-        components=tuple(ComponentRecord(
-            name=c.name, kind=c.kind, file=component_file(manifest, platform, c),
-            cmake_component=c.cmake_component, cmake_variable=c.cmake_variable,
-            opt_in=c.opt_in, depends=c.depends, registers=c.registers, markers=c.markers)
-            for c in components),
-        cmake_package=f"{package}/lib/cmake/{package}",
-        example=ExampleRecord(consumer=f"{package}/examples/consumer",
-                              program=f"{package}/models/mlp.edgert",
-                              python_module=f"{package}.run_program"),
-        cuda=variant.record(), providers=providers)
-
-
 def _lay_out(plan: Plan, state: _State) -> None:
+    """The staging folder as the wheel holds it: the installed package, the build record and
+    the .dist-info files that depend on the project alone (the SBOM is the pack stage's)."""
     package = plan.manifest.package
     installed = plan.build_dir / "install" / package
     shutil.copytree(installed, state.staging / package, symlinks=True)
     missing = [f"{c.name} ({c.file})" for c in plan.record.components
                if not (state.staging / c.file).is_file()]
-    extension = extension_file(plan.manifest, plan.platform)
+    extension = plan.release.extension_file
     if not (state.staging / extension).is_file():
         missing.append(f"extension ({extension})")
     if missing:
@@ -470,45 +409,27 @@ def _lay_out(plan: Plan, state: _State) -> None:
                                  fix="every manifest component needs its edgert_add_component() "
                                      "in native/ and an install rule")
     (state.staging / package / RECORD_FILE).write_text(plan.record.to_text())
+    distinfo.write_files(state.staging / distinfo.folder_name(plan.release),
+                         distinfo.layout_files(plan.release))
 
 
 def _fix_up(plan: Plan, state: _State) -> None:
-    changed = plan.platform.fix_up(state.staging, plan.search_paths)
+    """The shipped binaries' search paths, as the plan decided them (binaries only)."""
+    changed = plan.platform.fix_up(state.staging, plan.search_paths, host=plan.host)
     log.info("search paths rewritten in %d files", len(changed))
-    _write_dist_info(plan, state.staging, plan.platform.wheel_platform_tag(plan.target),
-                     toolchain=_toolchain(plan, state))
-    python, abi = plan.platform.python_tag().split("-")
-    name = wheel.WheelName(wheel.normalize_distribution(plan.distribution), plan.manifest.version,
-                           python, abi, plan.platform.wheel_platform_tag(plan.target))
-    state.wheel = state.scratch / name.filename
-    files = wheel.collect_tree(state.staging)
-    wheel.write_wheel(state.wheel, files, dist_info=name.dist_info,
-                      epoch=wheel.source_date_epoch(plan.environ))
 
 
-def _requirements(manifest: Manifest, variant: str) -> list[str]:
-    """Requires-Dist beyond [project].dependencies: a variant's run-time dependency."""
-    runtime = build_variant(manifest.variant(variant)).runtime
-    return [] if runtime is None else [runtime.requirement]
-
-
-def dist_info_files(manifest: Manifest, variant: str, *, distribution: str | None = None
-                    ) -> tuple[str, dict[str, bytes]]:
-    """The .dist-info folder name and its files but WHEEL and RECORD: METADATA,
-    top_level.txt, entry_points.txt when [project] declares any, and licenses/ (PEP 639).
-    ``distribution`` defaults to the variant's own (the separate form)."""
-    distribution = distribution or manifest.variant(variant).distribution or \
-        manifest.distribution
-    metadata = core_metadata(manifest.project, manifest.root, name=distribution,
-                             extra_requires=_requirements(manifest, variant))
-    files = {"METADATA": metadata.text.encode("utf-8"),
-             "top_level.txt": (manifest.package + "\n").encode("utf-8")}
-    if metadata.entry_points is not None:
-        files["entry_points.txt"] = metadata.entry_points.encode("utf-8")
-    for license_file in metadata.license_files:
-        files[f"licenses/{license_file}"] = (manifest.root / license_file).read_bytes()
-    name = f"{wheel.normalize_distribution(distribution)}-{manifest.version}.dist-info"
-    return name, files
+def _pack(plan: Plan, state: _State) -> None:
+    """The SBOM of the fixed-up files, then the reproducible wheel (RECORD added)."""
+    epoch = wheel.source_date_epoch(plan.environ)
+    name, data = distinfo.sbom_file(plan.release, state.staging,
+                                    toolchain=_toolchain(plan, state), epoch=epoch)
+    folder = distinfo.folder_name(plan.release)
+    distinfo.write_files(state.staging / folder, {name: data})
+    wheel_name = distinfo.wheel_name(plan.release)
+    state.wheel = state.scratch / wheel_name.filename
+    wheel.write_wheel(state.wheel, wheel.collect_tree(state.staging),
+                      dist_info=wheel_name.dist_info, epoch=epoch)
 
 
 def _toolchain(plan: Plan, state: _State) -> tuple[sbom.Tool, ...]:
@@ -518,39 +439,8 @@ def _toolchain(plan: Plan, state: _State) -> tuple[sbom.Tool, ...]:
     ninja = _cmd.run([tools.ninja(cache=plan.cache), "--version"], what="ninja --version")
     found.add(sbom.Tool("ninja", ninja.strip(), f"pkg:generic/ninja@{ninja.strip()}"))
     found.add(sbom.Tool(f"{sys.implementation.name} headers", platform_module.python_version()))
-    return tuple(sorted({*found, *state.toolchain, *plan.platform.toolchain_tools(plan.target)}))
-
-
-def _write_dist_info(plan: Plan, root: Path, platform_tag: str, *,
-                     toolchain: tuple[sbom.Tool, ...]) -> None:
-    name, files = dist_info_files(plan.manifest, plan.variant.name,
-                                  distribution=plan.distribution)
-    files["WHEEL"] = wheel.wheel_text([f"{plan.platform.python_tag()}-{platform_tag}"]).encode()
-    document = sbom.document(plan.record, files={path: (root / path).read_bytes()
-                                                 for path in sbom.shipped_files(plan.record)},
-                             toolchain=toolchain,
-                             license_expression=plan.manifest.project.get("license")
-                             if isinstance(plan.manifest.project.get("license"), str) else None,
-                             epoch=wheel.source_date_epoch(plan.environ),
-                             generator=wheel.GENERATOR)
-    files[sbom.file_name(plan.manifest.package)] = sbom.to_bytes(document)
-    write_files(root / name, files)
-
-
-def write_files(folder: Path, files: Mapping[str, bytes]) -> None:
-    """Writes ``files`` (relative '/'-separated name -> bytes) under ``folder``."""
-    for file_name, data in files.items():
-        path = folder / file_name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-
-
-def repair_request(record: BuildRecord, wheel_path: Path, out_dir: Path) -> RepairRequest:
-    """What the repair tool must leave alone, from a wheel's build record: our own libraries
-    (never renamed, copied or patched) and declared run-time dependencies (never grafted)."""
-    keep = tuple(sorted({Path(c.file).name for c in record.components}))
-    exclude = tuple(runtime.library for runtime in record.runtime_dependencies)
-    return RepairRequest(wheel=wheel_path, out_dir=out_dir, keep=keep, exclude=exclude)
+    platform_tools = plan.platform.toolchain_tools(plan.target, plan.host)
+    return tuple(sorted({*found, *state.toolchain, *platform_tools}))
 
 
 def _repair(plan: Plan, state: _State) -> None:
@@ -562,14 +452,13 @@ def _repair(plan: Plan, state: _State) -> None:
     state.wheel = repaired
 
 
-def _repair_and_label(plan: Plan, state: _State) -> None:
-    """The repair stage; in the variant form the repaired wheel then becomes the variant
-    wheel: ``.dist-info/variant.json`` added, the label appended to its file name."""
-    _repair(plan, state)
+def _label(plan: Plan, state: _State) -> None:
+    """The end of the repair stage in the variant form: the repaired wheel becomes the
+    variant wheel, ``.dist-info/variant.json`` added, the label appended to its file name."""
     if plan.options.form is not Form.VARIANT:
         return
     assert state.wheel is not None
-    declared = plan.manifest.variant(plan.variant.name)
+    declared = plan.release.declared
     out_dir = state.scratch / "variant"
     out_dir.mkdir()
     state.wheel, state.variant_json = wheel_variant.make_variant_wheel(
@@ -584,7 +473,7 @@ def _verify(plan: Plan, state: _State) -> None:
         log.info("verify skipped (--verify none)")
         return
     runner = None if plan.options.verify is VerifyMode.STATIC else \
-        plan.platform.runner(plan.target, cache=plan.cache)
+        plan.platform.runner(plan.target, host=plan.host, cache=plan.cache)
     static = runner is None
     if static and plan.options.verify is not VerifyMode.STATIC:
         log.info("verify reads files only: this host cannot run %s binaries", plan.target.arch)
@@ -643,10 +532,6 @@ def _dependency_sites(plan: Plan) -> tuple[Path, ...]:
     relative = f"{runtime.dir}/{runtime.library}"
     library = tools.pip_tool(runtime.requirement, relative, cache=plan.cache)
     return (library.parents[len(Path(relative).parts) - 1],)
-
-
-def describe_failure(error: ReleaseError) -> str:
-    return error.message
 
 
 __all__ = ["BuildOptions", "BuildResult", "Plan", "Stage", "VerifyMode", "make_plan", "run"]

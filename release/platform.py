@@ -11,12 +11,12 @@ import importlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, cast
+from typing import Protocol
 
 from release._compat import StrEnum
 from release.binary.model import BinaryReader
 from release.errors import ConfigurationError
-from release.loader import LoaderModel, Runner
+from release.loader import Host, LoaderModel, Runner
 from release.manifest import PLATFORMS, Target
 from release.sbom import Tool
 
@@ -70,25 +70,32 @@ class BuildRoute:
 
 
 class Platform(Protocol):
+    """What a platform module's ``PLATFORM`` is. Platforms subclass it, so mypy checks each
+    one against it and the optional capabilities come with their defaults: ``parts`` and
+    ``merge`` (fat targets merged from thin builds), ``requested_arch`` (a PEP 517 build's
+    requested architecture), ``first_configure_note``. Every method that depends on the
+    machine is handed the plan's ``Host``; a platform never reads it itself (but in
+    ``emulated``, which verify's edge asks while it makes its Host)."""
+
     name: str
     loader: LoaderModel | None        # None: verify cannot yet read this platform's wheels
     reader: BinaryReader | None
+    # What the pipeline says before a first configure, whose compiler checks print nothing
+    first_configure_note: str = "seconds with the host's compilers"
 
-    def check_host(self, target: Target) -> None:
-        """Raises ToolError when this host cannot build ``target`` (with how to fix it)."""
+    def build_route(self, target: Target, host: Host) -> BuildRoute:
+        """How ``host`` builds ``target`` (natively, cross-built and run emulated, not
+        there, or not at all yet), and what it lacks for it; never raises for a missing
+        tool, never installs anything. The one answer the plan, ``plan`` and ``check-set``
+        read (release/resolved.py)."""
 
-    def build_route(self, target: Target) -> BuildRoute:
-        """How this host builds ``target`` (natively, cross-built and run emulated, not
-        here, or not at all yet), from the same facts as ``check_host``; never raises for
-        a missing tool, never installs anything."""
-
-    def cmake_arguments(self, target: Target, *, ccache: bool, cache: Path,
+    def cmake_arguments(self, target: Target, *, host: Host, ccache: bool, cache: Path,
                         build_dir: Path) -> list[str]:
-        """Compiler/toolchain arguments for configuring native/ for ``target``. Called in the
-        configure stage: it may provision a toolchain into the tool ``cache`` and write
-        toolchain files into ``build_dir``."""
+        """Compiler/toolchain arguments for configuring native/ for ``target`` on ``host``.
+        Called in the configure stage: it may provision a toolchain into the tool ``cache``
+        and write toolchain files into ``build_dir``."""
 
-    def toolchain_tools(self, target: Target) -> tuple[Tool, ...]:
+    def toolchain_tools(self, target: Target, host: Host) -> tuple[Tool, ...]:
         """What builds ``target`` besides the compilers CMake reports (the SBOM's toolchain):
         a compiler fetched from the package index (zig), by name and version; never fetches."""
 
@@ -108,14 +115,16 @@ class Platform(Protocol):
         """The run-time search-path entries that make ``binary`` search ``folders`` (all
         relative to the wheel root); empty where the format has no search path."""
 
-    def fix_up(self, root: Path, search_paths: Sequence[SearchPath]) -> list[str]:
-        """Rewrites each binary's run-time search path; returns the files it changed."""
+    def fix_up(self, root: Path, search_paths: Sequence[SearchPath], *,
+               host: Host) -> list[str]:
+        """Rewrites each binary's run-time search path with ``host``'s tools; returns the
+        files it changed."""
 
     def repair(self, request: RepairRequest) -> Path:
         """Runs the platform's repair tool; returns the repaired wheel (in request.out_dir)."""
 
-    def runner(self, target: Target, *, cache: Path) -> Runner | None:
-        """How this host runs binaries built for ``target`` (load checks, SDK probes):
+    def runner(self, target: Target, *, host: Host, cache: Path) -> Runner | None:
+        """How ``host`` runs binaries built for ``target`` (load checks, SDK probes):
         natively, or through an emulator whose root folder it provisions into ``cache``;
         None when it cannot (verify then reads files only)."""
 
@@ -125,37 +134,22 @@ class Platform(Protocol):
         when already in the tool ``cache`` (``runner`` provisions it); what is made locally
         (a wine prefix and its helpers) is made on first use."""
 
-
-class MergedBuild(Protocol):
-    """Optional, for a platform whose fat targets are merged from thin builds (macOS
-    universal2): the pipeline configures, builds and installs each part in a folder of the
-    target's build folder, then hands the install trees to ``merge``."""
-
     def parts(self, target: Target) -> tuple[Target, ...]:
-        """The thin targets ``target`` is merged from; ``(target,)`` when it is thin."""
+        """The thin targets ``target`` is built as: the pipeline configures, builds and
+        installs each in a folder of the target's build folder, then hands the install trees
+        to ``merge`` (macOS universal2). Default: ``(target,)``, a thin target."""
+        return (target,)
 
-    def merge(self, installs: Sequence[Path], into: Path) -> list[str]:
-        """Merges the parts' install trees into ``into``; returns the files it merged."""
+    def merge(self, installs: Sequence[Path], into: Path, *, host: Host) -> list[str]:
+        """Merges the parts' install trees into ``into`` with ``host``'s tools; returns the
+        files it merged. Asked only of a platform whose ``parts`` are several."""
+        raise ConfigurationError(f"the {self.name} platform builds no target from parts",
+                                 fix="declare only thin targets for it")
 
-
-def build_parts(platform: Platform, target: Target) -> tuple[Target, ...]:
-    """The targets the pipeline builds for ``target``: its parts where the platform merges
-    fat targets from thin builds, else the target itself."""
-    parts = getattr(platform, "parts", None)
-    return (target,) if parts is None else tuple(parts(target))
-
-
-def merge_parts(platform: Platform, installs: Sequence[Path], into: Path) -> list[str]:
-    """``MergedBuild.merge`` of a platform that declares parts."""
-    merged: list[str] = getattr(platform, "merge")(installs, into)  # noqa: B009
-    return merged
-
-
-def requested_arch(platform: Platform, environ: Mapping[str, str]) -> str | None:
-    """The architecture a PEP 517 build was asked for in the environment, where the platform
-    reads one (macOS: cibuildwheel's ARCHFLAGS, ``requested_arch``); None otherwise."""
-    read = getattr(platform, "requested_arch", None)
-    return None if read is None else cast("str | None", read(environ))
+    def requested_arch(self, environ: Mapping[str, str]) -> str | None:
+        """The architecture a PEP 517 build was asked for in ``environ``, where the platform
+        reads one (macOS: cibuildwheel's ARCHFLAGS); None (the default) otherwise."""
+        return None
 
 
 def get_platform(name: str) -> Platform:

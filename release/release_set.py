@@ -45,10 +45,9 @@ from release._toml import read_toml
 from release.archive import Member, StreamRequest, list_members, read_member, stream_member
 from release.buildrecord import RECORD_FILE, BuildRecord
 from release.errors import ConfigurationError, ReleaseError, WheelError
-from release.findings import Finding, Severity
-from release.manifest import Manifest, Variant
+from release.findings import CheckStatus, Finding, Severity
+from release.manifest import Manifest
 from release.matrix import MatrixEntry, release_matrix
-from release.pipeline import build_variant
 from release.variant import load_provider
 from release.verify.api import verify_wheel
 from release.verify.options import Limits, VerifyOptions
@@ -263,8 +262,9 @@ def _tags(facts: WheelFacts, entry: MatrixEntry, images: Mapping[str, str]) -> l
     return findings
 
 
-def _requirements(facts: WheelFacts, variant: Variant) -> list[Finding]:
-    runtime = build_variant(variant).runtime
+def _requirements(facts: WheelFacts, entry: MatrixEntry) -> list[Finding]:
+    variant = entry.variant
+    runtime = entry.release.variant.runtime
     if runtime is None:
         return []
     wanted = Requirement(runtime.requirement)
@@ -281,8 +281,9 @@ def _requirements(facts: WheelFacts, variant: Variant) -> list[Finding]:
                    fix="build the wheel through the pipeline (it appends the requirement)")]
 
 
-def _claims(facts: WheelFacts, variant: Variant, report: Report) -> list[Finding]:
-    declared = build_variant(variant).record()
+def _claims(facts: WheelFacts, entry: MatrixEntry, report: Report) -> list[Finding]:
+    variant = entry.variant
+    declared = entry.release.record.cuda
     if declared is None:
         return []
     recorded = None if facts.record is None else facts.record.cuda
@@ -297,7 +298,7 @@ def _claims(facts: WheelFacts, variant: Variant, report: Report) -> list[Finding
         return findings
     for check in load_provider(variant.provider).CHECKS:
         name = str(getattr(check, "NAME", check))
-        if report.checks.get(name) != "ran":
+        if report.checks.get(name) != CheckStatus.RAN:
             findings.append(_error("claims", facts.path.name, f"verify's {name} check did not "
                                    f"run ({report.checks.get(name, 'absent')})",
                                    fix="verify the wheel with this project's providers"))
@@ -410,10 +411,10 @@ def _wheel_findings(facts: WheelFacts, entry: MatrixEntry, *, version: str,
                     images: Mapping[str, str], verify: Verifier) -> list[Finding]:
     report, findings = _verified(facts, verify)
     findings += _versions(facts, version) + _tags(facts, entry, images)
-    findings += _requirements(facts, entry.variant) + _sbom(facts)
+    findings += _requirements(facts, entry) + _sbom(facts)
     findings += _variant_findings(facts, entry, record_distribution(facts))
     if report is not None:
-        findings += _claims(facts, entry.variant, report)
+        findings += _claims(facts, entry, report)
     return findings
 
 

@@ -21,14 +21,21 @@ from release.archive import list_members, read_member
 from release.binary import READERS
 from release.buildrecord import RECORD_FILE, BuildRecord
 from release.errors import WheelError
-from release.pipeline import repair_request
-from release.platform import Platform, all_platforms
+from release.platform import Platform, RepairRequest, all_platforms
 from release.verify.checks import identity
 from release.verify.options import Limits, VerifyOptions
 from release.verify.wheel import WheelModel, open_wheel
 
 _RECORD_LIMIT = 16 << 20   # a build record is a few KiB
 _REFUSED = ("record", "archive", "binary", identity.NAME)   # the checks whose errors refuse
+
+
+def repair_request(record: BuildRecord, wheel_path: Path, out_dir: Path) -> RepairRequest:
+    """What the repair tool must leave alone, from a wheel's build record: our own libraries
+    (never renamed, copied or patched) and declared run-time dependencies (never grafted)."""
+    keep = tuple(sorted({Path(c.file).name for c in record.components}))
+    exclude = tuple(runtime.library for runtime in record.runtime_dependencies)
+    return RepairRequest(wheel=wheel_path, out_dir=out_dir, keep=keep, exclude=exclude)
 
 
 def read_record(path: Path) -> BuildRecord:

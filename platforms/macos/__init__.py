@@ -20,7 +20,6 @@ Naming, tags and search-path rules are here; verify's dyld loader model is ``loa
 from __future__ import annotations
 
 import os
-import platform as host_platform
 import posixpath
 import shutil
 import stat
@@ -36,9 +35,9 @@ from release.binary import read_binary, read_binary_data
 from release.binary.macho import MachOReader, is_macho
 from release.binary.model import BinaryInfo
 from release.errors import ConfigurationError, ToolError, WheelError
-from release.loader import Runner
+from release.loader import Host, Runner
 from release.manifest import Target
-from release.platform import BuildRoute, RepairRequest, Route, SearchPath
+from release.platform import BuildRoute, Platform, RepairRequest, Route, SearchPath
 from release.sbom import Tool
 from release.verify.options import Limits
 
@@ -84,10 +83,10 @@ def zig_target(arch: str) -> zig.ZigTarget:
                    for kind in ("SHARED", "MODULE", "EXE")}}
     # install() rewrites LC_RPATH with it; install(RUNTIME_DEPENDENCY_SET) (edgert_install)
     # reads load commands with otool, which CMake looks for only on a Mac host.
-    name_tool = _find_tool("install-name-tool")
+    name_tool = _find_tool("install-name-tool", mac=False)
     if name_tool is not None:
         settings["CMAKE_INSTALL_NAME_TOOL"] = f'"{name_tool}"'
-    otool = _find_tool("otool")
+    otool = _find_tool("otool", mac=False)
     if otool is not None:
         settings.update({"CMAKE_GET_RUNTIME_DEPENDENCIES_PLATFORM": "macos+macho",
                          "CMAKE_GET_RUNTIME_DEPENDENCIES_TOOL": "otool",
@@ -96,28 +95,28 @@ def zig_target(arch: str) -> zig.ZigTarget:
                          processor=arch, settings=settings)
 
 
-def _on_a_mac() -> bool:
-    return host_platform.system() == "Darwin"
+def _is_mac(host: Host) -> bool:
+    return host.system == "darwin"
 
 
-def _find_tool(tool: str) -> str | None:
+def _find_tool(tool: str, *, mac: bool) -> str | None:
     """An LLVM binutil ("install-name-tool", "lipo"): LLVM's (which re-signs what it edits)
     wherever found, else on a Mac the system's."""
     names = [f"llvm-{tool}-{_LLVM}", f"llvm-{tool}"]
-    if _on_a_mac():
+    if mac:
         names.append(tool.replace("-", "_"))
     return next((found for name in names if (found := shutil.which(name)) is not None), None)
 
 
-def _require_tool(tool: str) -> str:
-    found = _find_tool(tool)
+def _require_tool(tool: str, *, mac: bool) -> str:
+    found = _find_tool(tool, mac=mac)
     if found is None:
         raise ToolError(f"llvm-{tool} was not found on PATH",
-                        fix="xcode-select --install" if _on_a_mac() else _LLVM_FIX)
+                        fix="xcode-select --install" if mac else _LLVM_FIX)
     return found
 
 
-class MacOSPlatform:
+class MacOSPlatform(Platform):
     name = "macos"
     # What the pipeline says before a first configure (release/pipeline.py)
     first_configure_note = ("a cross build's compiler checks run zig, which first builds its "
@@ -126,20 +125,15 @@ class MacOSPlatform:
     loader = LOADER
     reader = MachOReader()
 
-    def check_host(self, target: Target) -> None:
-        route = self.build_route(target)
-        if not route.reachable:
-            raise ToolError(f"cannot build {target.name} on this host: {route.detail}",
-                            fix=route.fix)
-
-    def build_route(self, target: Target) -> BuildRoute:
+    def build_route(self, target: Target, host: Host) -> BuildRoute:
         try:
             arches = thin_arches(target.arch)
         except ConfigurationError as error:
             return BuildRoute(Route.ELSEWHERE, error.what, fix=error.fix)
         wanted = ["install-name-tool", *(("lipo",) if len(arches) > 1 else ())]
-        missing = [f"llvm-{tool}" for tool in wanted if _find_tool(tool) is None]
-        if _on_a_mac():
+        mac = _is_mac(host)
+        missing = [f"llvm-{tool}" for tool in wanted if _find_tool(tool, mac=mac) is None]
+        if mac:
             if shutil.which("clang") is None:
                 return BuildRoute(Route.NATIVE, "this Mac's clang was not found",
                                   fix="xcode-select --install")
@@ -165,13 +159,13 @@ class MacOSPlatform:
         """The target a PEP 517 build on a Mac was asked for (``requested_arch``)."""
         return requested_arch(environ)
 
-    def merge(self, installs: Sequence[Path], into: Path) -> list[str]:
+    def merge(self, installs: Sequence[Path], into: Path, *, host: Host) -> list[str]:
         """Merges the parts' install trees into ``into``: every file that is Mach-O in each
         tree becomes one fat file (lipo); any other file must be identical in every tree.
         Returns the merged files (relative, "/"-separated)."""
-        return merge_trees(installs, into)
+        return merge_trees(installs, into, mac=_is_mac(host))
 
-    def cmake_arguments(self, target: Target, *, ccache: bool, cache: Path,
+    def cmake_arguments(self, target: Target, *, host: Host, ccache: bool, cache: Path,
                         build_dir: Path) -> list[str]:
         arches = thin_arches(target.arch)
         if len(arches) != 1:
@@ -180,7 +174,7 @@ class MacOSPlatform:
                                      fix="configure each part (MacOSPlatform.parts)")
         arch = arches[0]
         version = DEPLOYMENT_TARGETS[arch]
-        if _on_a_mac():
+        if _is_mac(host):
             arguments = [f"-DCMAKE_OSX_ARCHITECTURES={arch}",
                          f"-DCMAKE_OSX_DEPLOYMENT_TARGET={version}"]
             launcher = shutil.which("ccache")
@@ -202,8 +196,8 @@ class MacOSPlatform:
                              f"-DCMAKE_CXX_COMPILER_LAUNCHER={launcher}"]
         return arguments
 
-    def toolchain_tools(self, target: Target) -> tuple[Tool, ...]:
-        return () if _on_a_mac() else (zig.tool(),)
+    def toolchain_tools(self, target: Target, host: Host) -> tuple[Tool, ...]:
+        return () if _is_mac(host) else (zig.tool(),)
 
     def library_file(self, library: str) -> str:
         return f"lib{library}.dylib"
@@ -221,20 +215,22 @@ class MacOSPlatform:
     def search_entries(self, binary: str, folders: Sequence[str]) -> tuple[str, ...]:
         return tuple(loader_relative(binary, folder) for folder in folders)
 
-    def fix_up(self, root: Path, search_paths: Sequence[SearchPath]) -> list[str]:
+    def fix_up(self, root: Path, search_paths: Sequence[SearchPath], *,
+               host: Host) -> list[str]:
         tool: str | None = None
+        mac = _is_mac(host)
         changed = []
         for entry in search_paths:
             path = root / entry.binary
             info = read_binary(path)
             edits = name_edits(info, entry)
             if edits:
-                tool = tool or _require_tool("install-name-tool")
+                tool = tool or _require_tool("install-name-tool", mac=mac)
                 _cmd.run([tool, *edits, path], what=f"install_name_tool on {entry.binary}",
                          fix="read the tool's message above")
                 changed.append(entry.binary)
                 info = read_binary(path)
-                info = _sign_again(path, info)
+                info = _sign_again(path, info, mac=mac)
             check_fixed(info, entry)
         return changed
 
@@ -244,17 +240,17 @@ class MacOSPlatform:
         shutil.copyfile(request.wheel, out)
         return out
 
-    def runner(self, target: Target, *, cache: Path) -> Runner | None:
+    def runner(self, target: Target, *, host: Host, cache: Path) -> Runner | None:
         return None   # no Mach-O runs here; on a Mac the release workflow runs the wheel
 
     def emulated(self, *, cache: Path) -> tuple[Runner, ...]:
         return ()
 
 
-def _sign_again(path: Path, info: BinaryInfo) -> BinaryInfo:
+def _sign_again(path: Path, info: BinaryInfo, *, mac: bool) -> BinaryInfo:
     """On a Mac, signs ad hoc an arm64 slice an edit left unsigned or invalid (LLVM's
     install-name-tool signs again by itself; Apple's older ones do not)."""
-    codesign = shutil.which("codesign") if _on_a_mac() else None
+    codesign = shutil.which("codesign") if mac else None
     if codesign is None or not ("arm64" in info.unsigned or "arm64" in info.bad_signatures):
         return info
     _cmd.run([codesign, "--force", "--sign", "-", path], what=f"codesign {path.name}",
@@ -353,7 +349,7 @@ def check_self_contained(wheel_path: Path) -> None:
                     "delocate-wheel (docs/macos.md, Repair)")
 
 
-def merge_trees(installs: Sequence[Path], into: Path) -> list[str]:
+def merge_trees(installs: Sequence[Path], into: Path, *, mac: bool = False) -> list[str]:
     """See ``MacOSPlatform.merge``."""
     if len(installs) < 2:
         raise ConfigurationError("a universal merge needs two install trees or more",
@@ -383,7 +379,7 @@ def merge_trees(installs: Sequence[Path], into: Path) -> list[str]:
                                 fix="make the install rules the same for every architecture")
             os.symlink(kind[len("link:"):], target)
         elif all(_is_macho_file(source) for source in sources):
-            lipo = lipo or _require_tool("lipo")
+            lipo = lipo or _require_tool("lipo", mac=mac)
             _cmd.run([lipo, "-create", *sources, "-output", target],
                      what=f"lipo -create {relative}", fix="read lipo's message above")
             shutil.copymode(sources[0], target)

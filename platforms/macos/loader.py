@@ -31,6 +31,7 @@ from release.loader import (
     Entry,
     EntryKind,
     Host,
+    LoaderModel,
     LoaderWords,
     LoadItem,
     Problem,
@@ -106,7 +107,7 @@ def _allowed(limit: tuple[int, int]) -> frozenset[str]:
 _POLICY_MACHINES = {"arm64": "arm64", "x86_64": "x86_64", "universal2": "universal2"}
 
 
-class MacOSLoader:
+class MacOSLoader(LoaderModel):
     words = LoaderWords(search_path="LC_RPATH", relative_entry="@loader_path-relative",
                         how_to_set="install_name_tool -add_rpath @loader_path/...; CMake: "
                                    "INSTALL_RPATH \"@loader_path/...\"")

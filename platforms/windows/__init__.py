@@ -30,9 +30,9 @@ from release.archive import list_members, read_member
 from release.binary import read_binary_data
 from release.binary.pe import PeReader
 from release.errors import BinaryFormatError, ReleaseError, ToolError
-from release.loader import Runner
+from release.loader import Host, Runner
 from release.manifest import Target
-from release.platform import BuildRoute, RepairRequest, Route, SearchPath
+from release.platform import BuildRoute, Platform, RepairRequest, Route, SearchPath
 from release.sbom import Tool
 from release.verify.options import Limits
 
@@ -72,7 +72,7 @@ def python_folder(build_dir: Path, cache: Path) -> tuple[Path, Path]:
     return include, library
 
 
-class WindowsPlatform:
+class WindowsPlatform(Platform):
     name = "windows"
     loader = LOADER
     reader = PeReader()
@@ -83,31 +83,24 @@ class WindowsPlatform:
                             "cache: 2 to 4 minutes the first time (docs/windows.md), "
                             "seconds afterwards")
 
-    def check_host(self, target: Target) -> None:
+    def build_route(self, target: Target, host: Host) -> BuildRoute:
         if target.arch not in _ARCHES:
-            raise ToolError(f"building {target.name} is not supported: only amd64 Windows "
-                            "wheels are built", fix="declare arch = \"amd64\"")
-        if os.name == "nt" or host_platform.system() in ("Linux", "Darwin"):
-            return
-        raise ToolError(f"building {target.name} needs Windows, Linux or macOS",
-                        fix="build on one of those")
-
-    def build_route(self, target: Target) -> BuildRoute:
-        try:
-            self.check_host(target)
-        except ToolError as refusal:
-            return BuildRoute(Route.NOT_BUILDABLE if target.arch not in _ARCHES
-                              else Route.ELSEWHERE, refusal.what, fix=refusal.fix)
-        if os.name == "nt":
+            return BuildRoute(Route.NOT_BUILDABLE, f"building {target.name} is not supported: "
+                              "only amd64 Windows wheels are built",
+                              fix="declare arch = \"amd64\"")
+        if host.system == "windows":
             return BuildRoute(Route.NATIVE, f"zig {TARGET.triple} ({zig.requirement()}, from the "
                               "package index: MSVC cannot compile the kernels' vector code)")
-        found = wine.find_wine() if host_platform.system() == "Linux" else None
+        if host.system not in ("linux", "darwin"):
+            return BuildRoute(Route.ELSEWHERE, f"building {target.name} needs Windows, Linux or "
+                              "macOS", fix="build on one of those")
+        found = wine.find_wine() if host.system == "linux" else None
         runs = f"run under {os.path.basename(found)}" if found else \
             f"not run (verify reads files only: apt-get install {wine.WINE_PACKAGE})"
         return BuildRoute(Route.CROSS, f"zig {TARGET.triple} ({zig.requirement()}, from the "
                           f"package index); programs {runs}")
 
-    def cmake_arguments(self, target: Target, *, ccache: bool, cache: Path,
+    def cmake_arguments(self, target: Target, *, host: Host, ccache: bool, cache: Path,
                         build_dir: Path) -> list[str]:
         toolchain = zig.write_toolchain(TARGET, toolchain_folder(cache), cache=cache)
         include, library = python_folder(build_dir, cache)
@@ -122,7 +115,7 @@ class WindowsPlatform:
                              f"-DCMAKE_CXX_COMPILER_LAUNCHER={launcher}"]
         return arguments
 
-    def toolchain_tools(self, target: Target) -> tuple[Tool, ...]:
+    def toolchain_tools(self, target: Target, host: Host) -> tuple[Tool, ...]:
         return (zig.tool(),)
 
     def library_file(self, library: str) -> str:
@@ -140,7 +133,8 @@ class WindowsPlatform:
     def search_entries(self, binary: str, folders: Sequence[str]) -> tuple[str, ...]:
         return ()  # PE has no run-time search path; the package adds its lib/ at import
 
-    def fix_up(self, root: Path, search_paths: Sequence[SearchPath]) -> list[str]:
+    def fix_up(self, root: Path, search_paths: Sequence[SearchPath], *,
+               host: Host) -> list[str]:
         return []  # PE has no run-time search path; the package adds its lib/ at import
 
     def repair(self, request: RepairRequest) -> Path:
@@ -171,11 +165,14 @@ class WindowsPlatform:
         shutil.copyfile(request.wheel, out)
         return out
 
-    def runner(self, target: Target, *, cache: Path) -> Runner | None:
-        if os.name == "nt":
+    def runner(self, target: Target, *, host: Host, cache: Path) -> Runner | None:
+        if host.system == "windows":
             return Runner(_ARCHES.get(target.arch, target.arch))
-        if host_platform.system() != "Linux" or target.arch not in _ARCHES:
+        if host.system != "linux" or target.arch not in _ARCHES:
             return None
+        return self._wine_runner(cache)
+
+    def _wine_runner(self, cache: Path) -> Runner | None:
         toolchain = zig.write_toolchain(TARGET, toolchain_folder(cache), cache=cache)
         return wine.provision_runner(toolchain, cache)
 
@@ -187,7 +184,7 @@ class WindowsPlatform:
         found = wine.existing_runner(toolchain_folder(cache) / "toolchain.cmake", cache)
         if found is None:
             try:
-                found = self.runner(Target("windows-amd64", "windows", "amd64"), cache=cache)
+                found = self._wine_runner(cache)
             except ReleaseError as error:
                 log.warning("Windows programs are not run: %s", error.message)
         return () if found is None else (found,)

@@ -35,6 +35,7 @@ from release.loader import (
     Entry,
     EntryKind,
     Host,
+    LoaderModel,
     LoaderWords,
     LoadItem,
     Problem,
@@ -182,7 +183,7 @@ def dll_directories(init_modules: Mapping[str, str]) -> DllDirectories:
     return DllDirectories(tuple(folders), tuple(unknown))
 
 
-class WindowsLoader:
+class WindowsLoader(LoaderModel):
     words = LoaderWords(search_path="os.add_dll_directory",
                         relative_entry="<package>.libs",
                         how_to_set="ship the DLL in <package>.libs (or <package>/lib) and add "

@@ -29,7 +29,7 @@ from platforms.linux import cross, emulation
 from release import tools
 from release import wheel as wheel_module
 from release.errors import EnvironmentFailure
-from release.loader import Runner
+from release.loader import Host, Runner
 from release.manifest import Target
 from tests.conftest import ROOT, BuiltWheel, run_release
 from tests.integration.conftest import MODELS, build_verified, run_checked, unpack
@@ -50,7 +50,7 @@ class Aarch64Wheel:
 def aarch64_runner() -> Runner:
     """qemu-user with the provisioned arm64 root folder (skips, saying why, only when the
     cross compiler or qemu is missing, or the root folder cannot be downloaded)."""
-    if LINUX.host_arch() == "aarch64":
+    if Host.current().arch("linux") == "aarch64":
         pytest.skip("this machine is aarch64: the native tests cover it")
     target = cross.cross_targets()["aarch64"]
     if not cross.has_compilers(target):
@@ -60,7 +60,7 @@ def aarch64_runner() -> Runner:
         pytest.skip(f"no {' or '.join(target.emulators)}: apt-get install "
                     f"{target.emulator_package} (.ci/run installs it)")
     try:
-        runner = LINUX.runner(TARGET, cache=tools.cache_dir())
+        runner = LINUX.runner(TARGET, host=Host.current(), cache=tools.cache_dir())
     except EnvironmentFailure as error:
         pytest.skip(f"the arm64 root folder cannot be provisioned: {error.message}")
     assert runner is not None and runner.prefix and runner.cmake_arguments

@@ -10,6 +10,7 @@ import pytest
 
 from platforms.linux import PLATFORM
 from release.binary import read_binary
+from release.loader import Host
 from release.platform import SearchPath
 
 pytestmark = pytest.mark.integration
@@ -34,7 +35,7 @@ def test_absolute_rpath_becomes_relative_runpath(tmp_path: Path) -> None:
     library = _library(tmp_path, "-Wl,--disable-new-dtags,-rpath,/opt/build/lib")
     assert read_binary(library).rpath == ("/opt/build/lib",)
     layout = [_layout("pkg/lib/libprobe.so", ("pkg/lib", "nvidia/cu13/lib"))]
-    assert PLATFORM.fix_up(tmp_path, layout) == ["pkg/lib/libprobe.so"]
+    assert PLATFORM.fix_up(tmp_path, layout, host=Host.current()) == ["pkg/lib/libprobe.so"]
     fixed = read_binary(library)
     assert fixed.rpath == ()
     assert fixed.runpath == ("$ORIGIN", "$ORIGIN/../../nvidia/cu13/lib")
@@ -44,5 +45,5 @@ def test_a_correct_file_is_not_rewritten(tmp_path: Path) -> None:
     library = _library(tmp_path, "-Wl,--enable-new-dtags,-rpath,$ORIGIN")
     before = library.read_bytes()
     layout = [_layout("pkg/lib/libprobe.so", ("pkg/lib",))]
-    assert PLATFORM.fix_up(tmp_path, layout) == []
+    assert PLATFORM.fix_up(tmp_path, layout, host=Host.current()) == []
     assert library.read_bytes() == before

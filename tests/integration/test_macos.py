@@ -33,9 +33,11 @@ from release.binary import BinaryInfo, read_binary, read_binary_data
 from release.binary.macho import is_macho
 from release.buildrecord import RECORD_FILE
 from release.errors import VerificationFailed, WheelError
+from release.loader import Host
 from release.manifest import Target
-from release.pipeline import BuildOptions, VerifyMode, build_variant, run, search_paths
+from release.pipeline import BuildOptions, VerifyMode, run
 from release.platform import RepairRequest
+from release.resolved import build_variant, search_paths
 from release.verify import verify_wheel
 from tests.conftest import ROOT, run_release
 
@@ -171,12 +173,13 @@ def test_the_fix_up_rewrites_what_differs_and_keeps_arm64_signed(mac_wheels: Mac
                            loaded.components_for("cpu"))
     with zipfile.ZipFile(mac_wheels.paths[arch]) as archive:
         archive.extractall(tmp_path)
-    assert MACOS.fix_up(tmp_path, decided) == []          # the build already has them
+    # the build already has them
+    assert MACOS.fix_up(tmp_path, decided, host=Host.current()) == []
     edit = _name_tool("-delete_rpath", "@loader_path", "-add_rpath", "/Users/runner/build/lib",
                       "-id", "libedgert_kernels.dylib")
     edit(tmp_path / KERNELS)
     _name_tool("-delete_rpath", "@loader_path/lib")(tmp_path / EXTENSION)
-    assert MACOS.fix_up(tmp_path, decided) == [EXTENSION, KERNELS]
+    assert MACOS.fix_up(tmp_path, decided, host=Host.current()) == [EXTENSION, KERNELS]
     kernels, extension = read_binary(tmp_path / KERNELS), read_binary(tmp_path / EXTENSION)
     assert (kernels.soname, kernels.runpath) == ("@rpath/libedgert_kernels.dylib",
                                                  ("@loader_path",))

@@ -219,8 +219,12 @@ def test_the_backend_hooks_run_on_python_3_9_or_3_10(clone: Path, sdist: Path,
                           env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
     assert completed.returncode == 0, completed.stderr
     dist_info = tmp_path / "metadata" / completed.stdout.strip()
-    from release.pipeline import dist_info_files
-    _, expected = dist_info_files(manifest.load(clone), "cpu")
+    from release import distinfo
+    from release.loader import Host
+    from release.resolved import resolve
+    loaded = manifest.load(clone)
+    expected = distinfo.metadata_files(resolve(loaded, loaded.target("linux", "x86_64"),
+                                               loaded.variant("cpu"), host=Host.current()))
     assert (dist_info / "METADATA").read_bytes() == expected["METADATA"]
     assert (dist_info / "licenses" / "LICENSE").is_file()
     again, _ = _sdist(clone, tmp_path / "sdist", python=str(older.python))

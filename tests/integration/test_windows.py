@@ -27,7 +27,7 @@ from release import tools, zig
 from release import wheel as wheel_module
 from release.binary.pe import PeReader
 from release.errors import ToolError
-from release.loader import Runner
+from release.loader import Host, Runner
 from release.manifest import Target
 from release.platform import RepairRequest
 from release.verify import VerifyOptions
@@ -55,7 +55,7 @@ class WindowsWheel:
 def windows_runner() -> Runner:
     if wine.find_wine() is None:
         pytest.skip(f"no wine: apt-get install {wine.WINE_PACKAGE} (.ci/run installs it)")
-    runner = WINDOWS.runner(TARGET, cache=tools.cache_dir())
+    runner = WINDOWS.runner(TARGET, host=Host.current(), cache=tools.cache_dir())
     assert runner is not None and runner.system == "windows" and runner.cmake_arguments
     return runner
 

@@ -218,7 +218,7 @@ def test_writability_is_checked_before_the_build_folder_is_touched(
     (tmp_path / "dist").write_text("a file")
     plan = SimpleNamespace(target=SimpleNamespace(name="t"), variant=SimpleNamespace(name="v"),
                            build_dir=tmp_path / "build")
-    monkeypatch.setattr(pipeline, "make_plan", lambda *args: plan)
+    monkeypatch.setattr(pipeline, "make_plan", lambda *args, **kwargs: plan)
     with pytest.raises(EnvironmentFailure) as raised:
         pipeline.run(manifest.load(ROOT), pipeline.BuildOptions(platform="linux",
                                                                  out_dir=tmp_path / "dist"))

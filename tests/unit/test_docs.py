@@ -115,19 +115,32 @@ def test_the_documented_build_record_has_the_records_keys() -> None:
         assert f"`{key}`" in text or f'"{key}"' in text
 
 
-def test_the_stages_documentation_matches_the_pipeline() -> None:
-    """concepts.md: lay out writes the build record, fix up the .dist-info (as the code)."""
+def _stage_calls() -> dict[str, set[str]]:
+    """Each function of pipeline.py -> the functions it calls (``f``, ``module.f``,
+    ``object.f``: the name after the last dot)."""
     tree = ast.parse((ROOT / "release" / "pipeline.py").read_text(encoding="utf-8"))
-    calls = {node.name: {call.func.id for call in ast.walk(node) if isinstance(call, ast.Call)
-                         and isinstance(call.func, ast.Name)}
-             for node in tree.body if isinstance(node, ast.FunctionDef)}
-    assert "_write_dist_info" in calls["_fix_up"]
-    assert "_write_dist_info" not in calls["_lay_out"]
+    return {node.name: {call.func.id if isinstance(call.func, ast.Name) else call.func.attr
+                        for call in ast.walk(node) if isinstance(call, ast.Call)
+                        and isinstance(call.func, (ast.Name, ast.Attribute))}
+            for node in tree.body if isinstance(node, ast.FunctionDef)}
+
+
+def test_the_stages_documentation_matches_the_pipeline() -> None:
+    """concepts.md and the code: lay out writes the build record and the .dist-info, fix up
+    touches only the binaries, pack writes the SBOM and the wheel."""
+    calls = _stage_calls()
+    assert {"layout_files", "write_files"} <= calls["_lay_out"]
+    assert calls["_fix_up"] == {"fix_up", "info", "len"}            # the binaries, logged
+    assert {"sbom_file", "write_wheel"} <= calls["_pack"]
+    assert not {"write_wheel", "sbom_file"} & (calls["_lay_out"] | calls["_fix_up"])
+    assert "layout_files" not in calls["_pack"] | calls["_fix_up"]
     concepts = (ROOT / "docs" / "concepts.md").read_text(encoding="utf-8")
     lay_out = concepts[concepts.index("2. **lay out**"):concepts.index("3. **fix up**")]
-    fix_up = concepts[concepts.index("3. **fix up**"):concepts.index("4. **repair**")]
-    assert "_release.json" in lay_out and ".dist-info" not in lay_out
-    assert ".dist-info" in fix_up
+    fix_up = concepts[concepts.index("3. **fix up**"):concepts.index("4. **pack**")]
+    pack = concepts[concepts.index("4. **pack**"):concepts.index("5. **repair**")]
+    assert "_release.json" in lay_out and ".dist-info" in lay_out
+    assert ".dist-info" not in fix_up and "SBOM" not in fix_up
+    assert "SBOM" in pack and "RECORD" in pack
 
 
 def test_windows_is_not_said_to_be_unbuildable() -> None:

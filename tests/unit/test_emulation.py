@@ -103,7 +103,6 @@ def test_a_package_is_held_to_its_pin(tmp_path: Path) -> None:
 
 def test_the_platform_offers_only_what_is_in_place(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(LINUX, "host_arch", lambda: "x86_64")
     fake_path(monkeypatch, "qemu-aarch64")
     assert LINUX.emulated(cache=tmp_path) == ()
     complete_root(tmp_path)

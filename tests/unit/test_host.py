@@ -15,7 +15,8 @@ import pytest
 from release import manifest
 from release.loader import Host
 from release.options import BuildOptions
-from release.pipeline import default_arch, make_plan
+from release.pipeline import make_plan
+from release.resolved import default_arch
 from tests.conftest import ROOT
 
 

@@ -15,6 +15,7 @@ from packaging.tags import Tag
 from platforms.linux.loader import LOADER, origin_relative
 from release.archive import Member
 from release.binary import BinaryInfo, VersionRequirement
+from release.errors import ConfigurationError
 from release.findings import Severity
 from release.loader import EntryKind, Host, LoadItem, Runner
 from release.verify import VerifyOptions
@@ -309,8 +310,9 @@ def test_the_update_script_copies_and_records_the_source(tmp_path: Path) -> None
     assert sorted(p.name for p in out.iterdir()) == sorted([*update_policies.FILES,
                                                             "policy-source.json"])
     (source / "musllinux-policy.json").write_text("{broken")
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigurationError, match="musllinux-policy.json is not JSON"):
         update_policies.update(source, out)
+    assert update_policies.main([str(tmp_path / "nowhere")]) == ConfigurationError.exit_code
 
 
 def test_the_search_path_s_folder_wins_over_an_extra_s_import() -> None:

@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from release import manifest, metadata
+from release import distinfo, manifest, metadata
 from release.errors import ConfigurationError
-from release.pipeline import dist_info_files
+from release.loader import Host
+from release.resolved import resolve
 from release.wheel import parse_metadata
 from tests.conftest import ROOT
 
@@ -112,6 +113,13 @@ def test_a_misspelled_key_in_pyproject_fails_the_manifest() -> None:
         manifest.parse(data, ROOT)
     assert caught.value.message.startswith("unknown key project.licence (fix: did you mean "
                                            "'license'?")
+
+
+def dist_info_files(loaded: manifest.Manifest, variant: str) -> tuple[str, dict[str, bytes]]:
+    """The .dist-info the lay-out stage writes for ``variant`` (but WHEEL)."""
+    release = resolve(loaded, loaded.target("linux", "x86_64"), loaded.variant(variant),
+                      host=Host("linux", "x86_64"))
+    return distinfo.folder_name(release), distinfo.metadata_files(release)
 
 
 def test_the_wheel_ships_the_license_it_names() -> None:

@@ -16,15 +16,16 @@ from typing import Any
 
 import pytest
 
-import platforms.macos
-from platforms.linux import PLATFORM as LINUX
 from release import manifest, matrix
 from release.errors import CommandError, ConfigurationError, ToolError
+from release.loader import Host
 from release.options import BuildOptions
 from release.pipeline import make_plan
 from release.platform import Route
+from release.resolved import ResolvedRelease
 from tests.conftest import ROOT, run_release
 
+X86_64 = Host("linux", "x86_64")
 CROSS_TOOLS = {"aarch64-linux-gnu-gcc", "aarch64-linux-gnu-g++", "qemu-aarch64", "cc", "c++",
                "llvm-install-name-tool-14", "llvm-lipo-14", "llvm-otool-14"}
 
@@ -33,8 +34,7 @@ CROSS_TOOLS = {"aarch64-linux-gnu-gcc", "aarch64-linux-gnu-g++", "qemu-aarch64",
 def x86_64_host_with_cross_tools(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """This host as an x86_64 Linux machine with the aarch64 cross compilers and qemu, and
     LLVM's Mach-O tools (macOS is cross-built with zig, which comes from the index)."""
-    monkeypatch.setattr(LINUX, "host_arch", lambda: "x86_64")
-    monkeypatch.setattr(platforms.macos, "_on_a_mac", lambda: False)
+    monkeypatch.setattr(Host, "current", classmethod(lambda cls, **_: X86_64))
     monkeypatch.setattr(shutil, "which",
                         lambda name, *args, **kwargs: f"/usr/bin/{name}"
                         if name in CROSS_TOOLS else None)
@@ -88,9 +88,9 @@ def test_how_this_host_builds_each_entry(x86_64_host_with_cross_tools: None) -> 
 
 def test_a_cross_build_without_compilers_says_what_to_install(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(LINUX, "host_arch", lambda: "x86_64")
     monkeypatch.setattr(shutil, "which", lambda name, *args, **kwargs: None)
-    route = entries_by_name(manifest.load(ROOT))["linux-aarch64-cpu"].route
+    route = {entry.name: entry for entry in matrix.release_matrix(
+        manifest.load(ROOT), X86_64)}["linux-aarch64-cpu"].route
     assert route.route is Route.CROSS and not route.reachable
     assert route.fix == "apt-get install g++-aarch64-linux-gnu"
 
@@ -184,8 +184,11 @@ def test_build_builds_what_this_host_reaches_and_goes_on_after_a_failure(
         def __init__(self, wheel: Path) -> None:
             self.wheel = wheel
 
-    def fake_run(given: manifest.Manifest, options: BuildOptions) -> Result:
+    def fake_run(given: manifest.Manifest, options: BuildOptions, *,
+                 resolved: ResolvedRelease) -> Result:
         asked.append((options.platform, options.arch, options.variant))
+        # the entry's resolved release is handed on, not resolved again
+        assert (resolved.target.arch, resolved.declared.name) == (options.arch, options.variant)
         if options.variant == "cu13":
             raise CommandError("native build failed", command=["ninja"], returncode=1,
                                output="", fix="read the log")

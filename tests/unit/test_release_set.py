@@ -13,13 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from release import manifest, pipeline, release_set, sbom
+from release import distinfo, manifest, release_set, sbom
 from release.__main__ import main as release_main
 from release.buildrecord import RECORD_FILE
 from release.errors import WheelError
 from release.findings import Finding, Severity
 from release.matrix import MatrixEntry, release_matrix
-from release.platform import get_platform
+from release.options import Form
+from release.resolved import resolve
 from release.verify.options import VerifyOptions
 from release.verify.report import Report
 from release.wheel import normalize_distribution, read_entries, wheel_text, write_wheel
@@ -40,13 +41,10 @@ def write_synthetic_wheel(folder: Path, entry: MatrixEntry, *, version: str = "0
     """A wheel as the pipeline lays it out for ``entry``, with stand-ins for the binaries."""
     loaded = dataclasses.replace(MANIFEST, version=version,
                                  project={**MANIFEST.project, "version": version})
-    platform = get_platform(entry.target.platform)
-    variant = pipeline.build_variant(entry.variant)
-    record = pipeline.build_record(
-        loaded, platform, variant, target=entry.target, distribution=entry.distribution,
-        components=loaded.components_for(entry.variant.name))
-    dist_info, files = pipeline.dist_info_files(loaded, entry.variant.name,
-                                                distribution=entry.distribution)
+    release = resolve(loaded, entry.target, entry.variant, host=entry.release.host,
+                      form=entry.release.form)
+    platform, record = release.platform, release.record
+    dist_info, files = distinfo.folder_name(release), distinfo.metadata_files(release)
     tag = platform_tag or (f"manylinux_2_28_{entry.target.arch}"
                            if entry.target.platform == "linux"
                            else platform.wheel_platform_tag(entry.target))
@@ -210,8 +208,9 @@ def test_verify_errors_are_the_set_s(complete_set: Path) -> None:
 
 def test_stray_files_and_undeclared_wheels_are_errors(complete_set: Path) -> None:
     (complete_set / "notes.txt").write_text("x")
-    riscv = dataclasses.replace(entry("linux-x86_64-cpu"), target=manifest.Target(
-        "linux-riscv64", "linux", "riscv64"))
+    known = entry("linux-x86_64-cpu")
+    riscv = MatrixEntry(resolve(MANIFEST, manifest.Target("linux-riscv64", "linux", "riscv64"),
+                                known.variant, host=known.release.host))
     write_synthetic_wheel(complete_set, riscv)
     found = {f.file: f for f in errors(complete_set)}
     assert "neither a wheel nor the sdist" in found["notes.txt"].what
@@ -305,7 +304,8 @@ def _variant_set(folder: Path, *, null_only: bool = False) -> dict[str, Path]:
             write_synthetic_wheel(folder, item)
             continue
         plain = write_synthetic_wheel(
-            scratch, dataclasses.replace(item, distribution=MANIFEST.distribution))
+            scratch, MatrixEntry(resolve(MANIFEST, item.target, item.variant,
+                                         host=item.release.host, form=Form.VARIANT)))
         path, _ = make_variant_wheel(plain, folder, item.variant.wheel_variant,
                                      MANIFEST.variant_providers, epoch=315532800)
         plain.unlink()

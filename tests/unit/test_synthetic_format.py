@@ -23,6 +23,7 @@ from release.loader import (
     Entry,
     EntryKind,
     Host,
+    LoaderModel,
     LoaderWords,
     LoadItem,
     Problem,
@@ -57,7 +58,7 @@ class ToyReader:
                           runpath=tuple(body["search"]), dynamic_symbols=exports)
 
 
-class ToyLoader:
+class ToyLoader(LoaderModel):
     words = LoaderWords(search_path="TOY_SEARCH", relative_entry="@here-relative",
                         how_to_set="toy-link --search @here/...")
 
@@ -115,7 +116,7 @@ class ToyLoader:
         raise AssertionError("toy binaries are never loaded here")
 
 
-class ToyPlatform:
+class ToyPlatform:   # only what verify asks of a platform (release.loader.HasLoader)
     name = "toyos"
     loader = ToyLoader()
     reader = ToyReader()

@@ -129,9 +129,12 @@ def test_search_folders_own_folder_first_then_added_ones() -> None:
     assert bound.passes_down(pe(), "numpy/_core", "numpy/_core/x.pyd") == []
 
 
-def test_a_model_without_for_wheel_is_used_as_it_is() -> None:
+def test_a_model_that_keeps_the_default_for_wheel_is_used_as_it_is() -> None:
     from platforms.linux.loader import LOADER as LINUX
+    from platforms.macos.loader import LOADER as MACOS
     assert bind_to_wheel(LINUX, {"", "pkg"}, {}) is LINUX
+    assert MACOS.for_wheel({"", "pkg"}, {}) is MACOS
+    assert bind_to_wheel(LOADER, {"", "pkg"}, {}) is not LOADER   # Windows overrides it
 
 
 def test_entries_classify_and_loading() -> None:
