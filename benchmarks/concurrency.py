@@ -13,6 +13,9 @@ and counts the runs all threads completed in that time; the median of ``--repeti
 measurements is printed. ``_C.run`` releases the GIL while a program runs, so two threads'
 programs run at once when the pool lets their parallel regions proceed together.
 Target: two threads reach at least 1.6x one thread's runs per second at each pool size.
+The process's CPU time per run is printed beside the rates: on a machine shared with other
+work the rates follow the load, but CPU time per run shows what the pool itself costs (two
+threads on a 2-thread pool should cost per run what they cost on a pool of 1).
 
 Then the cost of an empty parallel region (parallel_for over [0, 2) with grain 1: two chunks
 that do nothing) is measured by a small C++ program built against the same install with g++:
@@ -23,6 +26,7 @@ at once (the median of --repetitions loops of 20000 regions).
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import subprocess
 import sys
@@ -85,7 +89,21 @@ def export(network: object, x: object) -> bytes:
         return from_torch(network, (x,))
 
 
-def runs_per_second(edgert: ModuleType, model: Model, threads: int, seconds: float) -> float:
+@dataclass(frozen=True)
+class Rate:
+    """One measurement: runs per second, and the process's CPU time (user + system) per run,
+    which a loaded machine changes much less than the rate: it shows what the pool wastes."""
+
+    runs_per_second: float
+    cpu_per_run: float
+
+
+def cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def runs_per_second(edgert: ModuleType, model: Model, threads: int, seconds: float) -> Rate:
     """Runs per second of ``threads`` threads, each running its own copy of the program."""
     programs = [edgert.load(model.program) for _ in range(threads)]
     for program in programs:
@@ -104,34 +122,53 @@ def runs_per_second(edgert: ModuleType, model: Model, threads: int, seconds: flo
     workers = [threading.Thread(target=loop, args=(index,)) for index in range(threads)]
     for worker in workers:
         worker.start()
+    cpu = cpu_seconds()
     began = time.perf_counter()
     deadline[0] = began + seconds
     start.wait()
     for worker in workers:
         worker.join()
-    return sum(counts) / (time.perf_counter() - began)
+    runs = max(sum(counts), 1)
+    return Rate(runs / (time.perf_counter() - began), (cpu_seconds() - cpu) / runs)
 
 
-def median_runs_per_second(
-    edgert: ModuleType, model: Model, threads: int, seconds: float, repetitions: int
-) -> float:
-    return statistics.median(
-        runs_per_second(edgert, model, threads, seconds) for _ in range(repetitions)
-    )
+def median(rates: list[Rate]) -> Rate:
+    return Rate(statistics.median(rate.runs_per_second for rate in rates),
+                statistics.median(rate.cpu_per_run for rate in rates))
 
 
 def measure(edgert: ModuleType, seconds: float, repetitions: int) -> bool:
-    print(f"{'model':<26} {'pool':>4} {'1 thread/s':>11} {'2 threads/s':>12} {'ratio':>6}")
+    """Every (pool size, threads) case of a model sampled in turn, ``repetitions`` rounds, so
+    a change of the machine's load falls on all of them alike.
+
+    Besides the ratio two threads / one thread, ``of pool 1`` is two threads' rate at this
+    pool size over two threads' rate at pool 1 (each running its regions alone: what the
+    cores can do), and ``bound`` the highest ratio this machine allows at this pool size:
+    two threads cannot beat the cores, so when one program alone already gains from a
+    second pool thread, the ratio is at most pool-1 pair / one thread here."""
+    print(f"{'model':<26} {'pool':>4} {'1 thread/s':>11} {'2 threads/s':>12} {'ratio':>6}"
+          f" {'bound':>6} {'of pool 1':>9} {'cpu us/run 1':>13} {'2':>6}")
     met = True
     for model in (mlp(), cnn()):
+        samples: dict[tuple[int, int], list[Rate]] = {}
+        for _ in range(repetitions):
+            for pool in POOL_SIZES:
+                edgert.set_threadpool_size(pool)
+                for threads in (1, 2):
+                    rate = runs_per_second(edgert, model, threads, seconds)
+                    samples.setdefault((pool, threads), []).append(rate)
+        rates = {case: median(found) for case, found in samples.items()}
+        pair_at_one = rates[(1, 2)].runs_per_second
         for pool in POOL_SIZES:
-            edgert.set_threadpool_size(pool)
-            one = median_runs_per_second(edgert, model, 1, seconds, repetitions)
-            two = median_runs_per_second(edgert, model, 2, seconds, repetitions)
-            ratio = two / one
+            one, two = rates[(pool, 1)], rates[(pool, 2)]
+            ratio = two.runs_per_second / one.runs_per_second
             met = met and ratio >= TARGET
             flag = "" if ratio >= TARGET else f"  (target >= {TARGET})"
-            print(f"{model.name:<26} {pool:>4} {one:>11.1f} {two:>12.1f} {ratio:>6.2f}{flag}")
+            print(f"{model.name:<26} {pool:>4} {one.runs_per_second:>11.1f} "
+                  f"{two.runs_per_second:>12.1f} {ratio:>6.2f} "
+                  f"{pair_at_one / one.runs_per_second:>6.2f} "
+                  f"{two.runs_per_second / pair_at_one:>9.2f} {one.cpu_per_run * 1e6:>13.0f} "
+                  f"{two.cpu_per_run * 1e6:>6.0f}{flag}")
     edgert.set_threadpool_size(0)
     return met
 

@@ -19,7 +19,8 @@ FATBIN_LIMIT = 192 << 20
 RUNS_PROGRAMS = False
 
 
-def _device_code(binary: BinaryFile) -> DeviceCode:
+def device_code(binary: BinaryFile) -> DeviceCode:
+    """The device code of one shipped binary (none: no fatbinary section)."""
     for section in SECTIONS:
         if binary.info.section(section) is not None:
             # one section read whole, within verify's memory bound: far above the device
@@ -35,7 +36,7 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
     codes, findings = [], []
     for binary in wheel.binaries:
         try:
-            codes.append(_device_code(binary))
+            codes.append(device_code(binary))
         except BinaryFormatError as error:
             findings.append(finding(NAME, Severity.ERROR, binary.path,
                                     f"unreadable fatbinary: {error.what}",
@@ -46,6 +47,4 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
             NAME, Severity.INFO, code.file, f"carries {len(code.entries)} device-code entries "
             f"for {', '.join(sorted({e.name for e in code.entries}))}; not judged: the wheel "
             "declares no claimed compute capabilities") for code in codes if code.containers]
-    device = wheel.build_record.cuda
-    return findings + coverage.check_device_code(
-        codes, None if device is None else device.to_json())
+    return findings + coverage.check_device_code(codes, wheel.build_record.cuda)

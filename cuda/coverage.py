@@ -12,17 +12,17 @@ Unclaimed architectures in a library are errors too: the build and the claims di
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 from cuda.fatbin import DeviceCode, EntryKind, FatbinContainer, FatbinEntry, read_device_code
 from cuda.variant import ComputeCapability
-from release._compat import tomllib
+from release._toml import read_toml
 from release.errors import BinaryFormatError, ConfigurationError
 from release.findings import Finding, Severity
+from release.variant import DeviceCodeRecord
 
 CHECK = "coverage"
 SASS, PTX_JIT, MISSING = "sass", "ptx-jit", "missing"
@@ -33,12 +33,12 @@ _RANK = {SASS: 0, PTX_JIT: 1, MISSING: 2}
 def ptx_driver_table(path: Path | None = None) -> dict[tuple[int, int], str]:
     """PTX ISA (major, minor) -> the oldest CUDA driver version that JIT-compiles it."""
     source = path or Path(__file__).resolve().parent / "ptx_drivers.toml"
+    data = read_toml(source, what="the PTX driver table", fix="restore cuda/ptx_drivers.toml")
     try:
-        data = tomllib.loads(source.read_text(encoding="utf-8"))
         table = data["isa"]
         return {(int(key.split(".")[0]), int(key.split(".")[1])): str(value)
                 for key, value in table.items()}
-    except (OSError, KeyError, ValueError, IndexError, tomllib.TOMLDecodeError) as error:
+    except (KeyError, ValueError, IndexError) as error:
         raise ConfigurationError(f"cannot read the PTX driver table {source}: {error}",
                                  fix="restore cuda/ptx_drivers.toml") from None
 
@@ -214,21 +214,22 @@ def _read_all(files: Iterable[tuple[str, Path]]) -> tuple[list[DeviceCode], list
 
 
 def check_wheel(files: Iterable[tuple[str, Path]],
-                cuda_record: Mapping[str, Any] | None) -> list[Finding]:
+                device: DeviceCodeRecord | None) -> list[Finding]:
     """Coverage findings for one wheel (what ``verify`` reports; never raises on bad input).
 
     ``files``: the wheel's shared libraries as (path inside the wheel, path on disk).
-    ``cuda_record``: the build record's ``cuda`` object (docs/build-record.md); None for a
-    CPU wheel, where any device code is an error, since nothing claims it."""
+    ``device``: the build record's device-code section (``BuildRecord.cuda``, the typed
+    ``cuda`` object of docs/build-record.md); None for a CPU wheel, where any device code is
+    an error, since nothing claims it."""
     codes, findings = _read_all(files)
-    return findings + check_device_code(codes, cuda_record)
+    return findings + check_device_code(codes, device)
 
 
 def check_device_code(codes: Iterable[DeviceCode],
-                      cuda_record: Mapping[str, Any] | None) -> list[Finding]:
+                      device: DeviceCodeRecord | None) -> list[Finding]:
     """Coverage findings for device code already read (see ``check_wheel``)."""
     carrying = [code for code in codes if code.containers]
-    if cuda_record is None:
+    if device is None:
         return [Finding(
             check=CHECK, severity=Severity.ERROR, file=code.file,
             what=f"carries device code ({len(code.entries)} fatbinary entries) but the wheel "
@@ -236,10 +237,9 @@ def check_device_code(codes: Iterable[DeviceCode],
             why="a CPU wheel should not ship GPU code; the build record and the build disagree",
             fix="build this library only for a GPU variant") for code in carrying]
     try:
-        claims = tuple(ComputeCapability.parse(str(text), key="cuda.claims")
-                       for text in cuda_record.get("claims", ()))
-        ptx = tuple(ComputeCapability.parse(str(text), key="cuda.ptx")
-                    for text in cuda_record.get("ptx", ()))
+        claims = tuple(ComputeCapability.parse(text, key="cuda.claims")
+                       for text in device.claims)
+        ptx = tuple(ComputeCapability.parse(text, key="cuda.ptx") for text in device.ptx)
     except ConfigurationError as error:
         return [Finding(check=CHECK, severity=Severity.ERROR, file="",
                         what=f"build record: {error.what}", fix=error.fix)]

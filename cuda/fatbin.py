@@ -20,9 +20,9 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from cuda import _elf
 from release._compat import StrEnum
-from release.errors import BinaryFormatError
+from release.binary import elf
+from release.errors import BinaryFormatError, LimitExceeded
 
 CONTAINER_MAGIC = 0xBA55ED50
 CONTAINER_HEADER = struct.Struct("<IHHQ")
@@ -125,11 +125,17 @@ def _fail(where: str, offset: int, what: str) -> BinaryFormatError:
 
 def _cubin_has_kernels(data: bytes | mmap.mmap | memoryview,
                        start: int, size: int) -> bool | None:
-    """Whether an uncompressed cubin (an ELF) has a ``.text.<kernel>`` section."""
-    names = _elf.section_names_in(data, start, size)
-    if names is None:
-        return None
-    return any(name.startswith(".text.") for name in names)
+    """Whether an uncompressed cubin (an ELF) has a ``.text.<kernel>`` section; None when
+    the payload is no readable ELF (not knowable). Read in place through the project's ELF
+    reader: only the cubin's section table and names are copied."""
+    with memoryview(data) as whole, whole[start:start + size] as image:
+        try:
+            sections = elf.read_sections(image, where="cubin")
+        except LimitExceeded:
+            raise
+        except BinaryFormatError:
+            return None
+    return any(section.name.startswith(".text.") for section in sections)
 
 
 def _read_entry(data: bytes | mmap.mmap | memoryview, offset: int, end: int, *, base: int,
@@ -208,15 +214,22 @@ def read_device_code(path: Path | str, *, name: str | None = None) -> DeviceCode
     path = Path(path)
     label = name if name is not None else str(path)
     with path.open("rb") as stream:
-        sections = _elf.read_sections(stream, where=str(path))
-        found = next(((candidate, sections[candidate]) for candidate in SECTIONS
-                      if candidate in sections), None)
-        if found is None:
-            return DeviceCode(file=label, section="", containers=())
-        section, (offset, size) = found
-        if size == 0:
-            return DeviceCode(file=label, section=section, containers=())
+        if path.stat().st_size == 0:   # no memory map of an empty file
+            return _device_code(b"", where=str(path), label=label)
         with mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as view:
-            containers = read_containers(view, start=offset, size=size,
-                                         where=f"{label} section {section}")
-    return DeviceCode(file=label, section=section, containers=containers)
+            return _device_code(view, where=str(path), label=label)
+
+
+def _device_code(data: bytes | mmap.mmap, *, where: str, label: str) -> DeviceCode:
+    """The containers of the first fatbinary section of the ELF file in ``data``, read in
+    place (the section table is the ELF reader's; the section's bytes are never copied)."""
+    sections = elf.read_sections(data, where=where)
+    found = next((section for section in (elf.section_named(sections, candidate)
+                                          for candidate in SECTIONS) if section), None)
+    if found is None:
+        return DeviceCode(file=label, section="", containers=())
+    if found.size == 0:
+        return DeviceCode(file=label, section=found.name, containers=())
+    containers = read_containers(data, start=found.offset, size=found.size,
+                                 where=f"{label} section {found.name}")
+    return DeviceCode(file=label, section=found.name, containers=containers)

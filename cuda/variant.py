@@ -13,7 +13,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from release import pins
-from release._compat import tomllib
+from release._toml import read_toml
 from release.errors import ConfigurationError
 from release.pins import PythonPin
 from release.variant import DeviceCodeRecord, RuntimeDependency
@@ -181,14 +181,8 @@ def parse(data: dict[str, Any], *, source: str) -> CudaVariant:
 
 def load(path: Path) -> CudaVariant:
     """Reads and validates ``cuda/variants/<name>.toml``."""
-    try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as error:
-        raise ConfigurationError(f"cannot read CUDA variant file {path}: {error.strerror}",
-                                 fix="check the variant's `cuda` path in [tool.release]") from None
-    except tomllib.TOMLDecodeError as error:
-        raise ConfigurationError(f"{path} is not valid TOML: {error}",
-                                 fix="correct the file's syntax") from None
+    data = read_toml(Path(path), what="CUDA variant file", fix="correct the file's syntax",
+                     unreadable_fix="check the variant's `cuda` path in [tool.release]")
     variant = parse(data, source=Path(path).name)
     return dataclasses.replace(variant, source=Path(path))
 

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
-from cuda.check import _device_code
+from cuda.check import device_code
 from cuda.fatbin import EntryKind
 from release.errors import BinaryFormatError, WheelError
 from release.findings import Finding, Severity
@@ -124,7 +124,7 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
     ptx: set[str] = set()
     for binary in wheel.binaries:
         try:
-            code = _device_code(binary)
+            code = device_code(binary)
         except BinaryFormatError:
             continue       # the coverage check reports it
         for entry in code.entries:

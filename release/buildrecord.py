@@ -73,7 +73,7 @@ class BuildRecord:
     def component_for_file(self, path: str) -> ComponentRecord | None:
         return next((c for c in self.components if c.file == path), None)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         extension = self.extension
         example = self.example
         return {
@@ -118,17 +118,17 @@ class BuildRecord:
                                  "pipeline") from None
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     if not isinstance(value, str):
         raise TypeError(f"expected a string, found {type(value).__name__} ({value!r})")
     return value
 
 
-def _optional_text(value: Any) -> str | None:
+def _optional_text(value: object) -> str | None:
     return None if value is None else _text(value)
 
 
-def _texts(value: Any) -> tuple[str, ...]:
+def _texts(value: object) -> tuple[str, ...]:
     if value is None:
         return ()
     if not isinstance(value, list):

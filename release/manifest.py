@@ -14,7 +14,7 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
-from release._compat import tomllib
+from release._toml import read_toml
 from release.errors import ConfigurationError
 from release.metadata import core_metadata
 from release.options import KEYS as OPTION_KEYS
@@ -518,20 +518,9 @@ def _target(name: str, table: _Table) -> Target:
 def load(root: Path) -> Manifest:
     """Reads and validates ``root/pyproject.toml``."""
     path = root / "pyproject.toml"
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigurationError(f"{path} does not exist",
-                                 fix="run from the project folder or pass --project") from None
-    except UnicodeDecodeError as error:
-        raise ConfigurationError(f"{path} is not UTF-8 ({error.reason} at byte {error.start})",
-                                 fix="save the file as UTF-8") from None
-    except OSError as error:
-        raise ConfigurationError(f"cannot read {path}: {error.strerror}",
-                                 fix="check the path and its permissions") from None
-    except tomllib.TOMLDecodeError as error:
-        raise ConfigurationError(f"{path} is not valid TOML: {error}",
-                                 fix="correct the syntax at the position shown") from None
+    data = read_toml(path, fix="correct the syntax at the position shown",
+                     unreadable_fix="check the path and its permissions",
+                     missing_fix="run from the project folder or pass --project")
     tool = data.get("tool", {})
     if not isinstance(tool, dict):
         raise ConfigurationError(f"{path}: tool must be a table, not {type(tool).__name__}",

@@ -18,7 +18,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from release._compat import tomllib
+from release._toml import read_toml
 from release.errors import ConfigurationError
 
 DATA = Path(__file__).with_name("pinned-tools.toml")
@@ -267,11 +267,5 @@ def parse(data: dict[str, Any], *, where: str = "release/pinned-tools.toml") -> 
 @cache
 def load(path: Path = DATA) -> Pins:
     """The pinned tools; read and validated once per process, on first use."""
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise ConfigurationError(f"cannot read {path}: {error.strerror}",
-                                 fix="restore release/pinned-tools.toml") from None
-    except tomllib.TOMLDecodeError as error:
-        raise ConfigurationError(f"{path} is not valid TOML: {error}", fix=_FIX) from None
+    data = read_toml(path, fix=_FIX, unreadable_fix="restore release/pinned-tools.toml")
     return parse(data, where=str(path))

@@ -57,7 +57,7 @@ from release.platform import (
 from release.variant import BuildVariant, load_variant
 from release.verify.api import verify_wheel
 from release.verify.options import VerifyOptions
-from release.verify.report import ENVIRONMENT, Report
+from release.verify.report import Report
 
 log = logging.getLogger("release")
 
@@ -607,12 +607,9 @@ def _verify(plan: Plan, state: _State) -> None:
 
 
 def unchecked(report: Report) -> dict[str, str]:
-    """The checks verify could not run on this machine ('not run (environment)'): check ->
-    why (its finding's text)."""
-    reasons = {f.check: f.what for f in report.findings
-               if f.details.get("status") == ENVIRONMENT}
-    return {name: reasons.get(name, ENVIRONMENT) for name, status in report.checks.items()
-            if status == ENVIRONMENT}
+    """The checks verify could not run on this machine (``CheckStatus.ENVIRONMENT``): check
+    -> why (its finding's text)."""
+    return report.unchecked()
 
 
 def _check_unchecked(plan: Plan, wheel_name: str, report: Report) -> None:

@@ -41,7 +41,8 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 
 from release import sbom
-from release._compat import tomllib
+from release._toml import read_toml
+from release.archive import Member, StreamRequest, list_members, read_member, stream_member
 from release.buildrecord import RECORD_FILE, BuildRecord
 from release.errors import ConfigurationError, ReleaseError, WheelError
 from release.findings import Finding, Severity
@@ -50,7 +51,6 @@ from release.matrix import MatrixEntry, release_matrix
 from release.pipeline import build_variant
 from release.variant import load_provider
 from release.verify.api import verify_wheel
-from release.verify.archive import Member, StreamRequest, list_members, read_member, stream_member
 from release.verify.options import Limits, VerifyOptions
 from release.verify.report import Report
 from release.wheel import WheelName, normalize_distribution, parse_metadata
@@ -182,7 +182,7 @@ def _sbom(facts: WheelFacts) -> list[Finding]:
 
 def manylinux_images(pyproject: Path) -> dict[str, str]:
     """Architecture -> the manylinux image ``[tool.cibuildwheel]`` builds it in."""
-    data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    data = read_toml(pyproject, fix="correct the syntax at the position shown")
     table = data.get("tool", {}).get("cibuildwheel", {})
     prefix, suffix = "manylinux-", "-image"
     return {key[len(prefix):-len(suffix)]: str(value) for key, value in table.items()

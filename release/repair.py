@@ -17,12 +17,12 @@ import tempfile
 from pathlib import Path
 
 from release import wheel
+from release.archive import list_members, read_member
 from release.binary import READERS
 from release.buildrecord import RECORD_FILE, BuildRecord
 from release.errors import WheelError
 from release.pipeline import repair_request
 from release.platform import Platform, all_platforms
-from release.verify.archive import list_members, read_member
 from release.verify.checks import identity
 from release.verify.options import Limits, VerifyOptions
 from release.verify.wheel import WheelModel, open_wheel

@@ -20,7 +20,9 @@ from email.message import Message
 from email.parser import Parser
 from pathlib import Path
 
+from release import archive
 from release.errors import WheelError
+from release.verify.options import Limits
 
 # 1980-01-01, the oldest time a zip entry can carry.
 _ZIP_EPOCH = 315532800
@@ -161,13 +163,14 @@ def collect_tree(root: Path) -> dict[str, tuple[bytes, int]]:
 
 
 def read_entries(path: Path) -> dict[str, tuple[bytes, int]]:
-    """All entries of a wheel (name -> (data, mode)); raises WheelError when unreadable."""
+    """All entries of a wheel (name -> (data, mode)), read through the one wheel reader
+    (release/archive.py: what verify refuses is refused here); WheelError when unreadable."""
     try:
-        with zipfile.ZipFile(path) as archive:
-            return {info.filename: (archive.read(info), (info.external_attr >> 16) & 0o777)
-                    for info in archive.infolist() if not info.is_dir()}
-    except (zipfile.BadZipFile, OSError) as error:
-        raise WheelError(f"cannot read wheel {path}: {error}",
+        members = archive.list_members(path, Limits())
+        return {member.name: (archive.read_member(path, member, Limits()), member.mode)
+                for member in members}
+    except OSError as error:
+        raise WheelError(f"cannot read wheel {path}: {error.strerror or error}",
                          fix="rebuild it; the file is damaged or not a wheel") from None
 
 
@@ -183,36 +186,35 @@ def dist_info_of(entries: Mapping[str, object]) -> str:
     return names.pop()
 
 
-_CHUNK = 1 << 20
-
-
-def _copy_entry(source: zipfile.ZipFile, info: zipfile.ZipInfo, out: zipfile.ZipFile,
+def _copy_entry(source: Path, member: archive.Member, out: zipfile.ZipFile,
                 epoch: int) -> str:
     """Streams one entry into ``out`` in the reproducible form; its RECORD row."""
-    target = _zip_info(info.filename, mode=(info.external_attr >> 16) & 0o777, epoch=epoch)
+    target = _zip_info(member.name, mode=member.mode, epoch=epoch)
     digest, size = hashlib.sha256(), 0
-    with source.open(info) as reader, \
-            out.open(target, "w", force_zip64=info.file_size >= zipfile.ZIP64_LIMIT) as writer:
-        for chunk in iter(lambda: reader.read(_CHUNK), b""):
+    with out.open(target, "w", force_zip64=member.declared_size >= zipfile.ZIP64_LIMIT) \
+            as writer:
+        for chunk in archive.member_chunks(source, member):
             digest.update(chunk)
             size += len(chunk)
             writer.write(chunk)
-    return f"{info.filename},{digest_text(digest)},{size}\n"
+    return f"{member.name},{digest_text(digest)},{size}\n"
 
 
 def normalize(path: Path, *, epoch: int) -> None:
-    """Rewrites a wheel in the reproducible form, with RECORD recomputed, atomically. Entries
+    """Rewrites a wheel in the reproducible form, with RECORD recomputed, atomically. The
+    wheel is read through the one wheel reader (release/archive.py: unsafe names, sizes past
+    their headers and failed CRC-32s are refused, and nothing replaces the wheel); entries
     are streamed one chunk at a time, so memory stays bounded whatever their sizes (the
     bytes equal those of write_wheel: zlib's output does not depend on how input is split)."""
+    members = {member.name: member for member in archive.list_members(path, Limits())}
+    record_name = f"{dist_info_of(members)}/RECORD"
+    names = sorted((name for name in members if name != record_name), key=_sort_key)
+    _check_names(names)
     try:
-        with zipfile.ZipFile(path) as source, _replaced(path) as out:
-            infos = {info.filename: info for info in source.infolist() if not info.is_dir()}
-            record_name = f"{dist_info_of(infos)}/RECORD"
-            names = sorted((name for name in infos if name != record_name), key=_sort_key)
-            _check_names(names)
-            record = "".join(_copy_entry(source, infos[name], out, epoch) for name in names)
+        with _replaced(path) as out:
+            record = "".join(_copy_entry(path, members[name], out, epoch) for name in names)
             out.writestr(_zip_info(record_name, mode=0o644, epoch=epoch),
                          record + f"{record_name},,\n", compresslevel=_COMPRESSION_LEVEL)
-    except (zipfile.BadZipFile, OSError) as error:
-        raise WheelError(f"cannot rewrite wheel {path}: {error}",
-                         fix="rebuild it; the file is damaged or not a wheel") from None
+    except OSError as error:
+        raise WheelError(f"cannot rewrite wheel {path}: {error.strerror or error}",
+                         fix="check the free space and permissions of its folder") from None

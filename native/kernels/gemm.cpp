@@ -32,6 +32,15 @@ constexpr int64_t kPackedRightLimit = int64_t{64} << 20;
 // or shares its core with other work takes fewer.
 constexpr int64_t kBlocksPerThread = 4;
 
+// Threads worth giving a product of `products` multiply-adds, of those a region begun now
+// gets (edgert_threadpool_available: fewer than the pool's size while other programs'
+// regions run). The result does not depend on it: each output is one thread's, its products
+// added in increasing k whatever the blocks.
+int64_t threads_for(int64_t products) {
+  return std::min(static_cast<int64_t>(edgert_threadpool_available()),
+                  std::max<int64_t>(1, products / kParallelProducts));
+}
+
 int64_t round_up(int64_t value, int64_t multiple) {
   return (value + multiple - 1) / multiple * multiple;
 }
@@ -153,6 +162,9 @@ struct Problem {
   const RightPacker* packer = nullptr;  // when set, b comes from it
   bool left_packed = false;             // the entries carry packed_a
   bool right_packed = false;            // the entries carry packed_b
+  // Threads the blocks are cut for (choose_blocks): the pool's threads free when the product
+  // begins, since a caller sharing the pool with other programs gets only those.
+  int64_t threads = 1;
   // Blocks of work: row_block × column_block outputs of one entry.
   int64_t row_block = 0, column_block = 0;
   int64_t row_blocks = 0, column_blocks = 0;
@@ -294,8 +306,7 @@ void run_block(const Problem& problem, int64_t index, Buffers& buffers) {
 // counter until none are left. A block, and so each output, is computed by one thread.
 void run_blocks(const Problem& problem) {
   const int64_t blocks = problem.blocks();
-  const int64_t threads = std::min({static_cast<int64_t>(edgert_threadpool_size()), blocks,
-                                    std::max<int64_t>(1, problem.products() / kParallelProducts)});
+  const int64_t threads = std::min(problem.threads, blocks);
   const int64_t depth = std::min(problem.k, slice_depth(problem.kernel, problem.k));
   std::atomic<int64_t> next{0};
   parallel_for(0, threads, 1, [&](int64_t, int64_t) {
@@ -323,9 +334,8 @@ void choose_blocks(Problem& problem) {
       problem.left_packed ? std::min(round_up(problem.m, kernel.rows), 4 * kernel.row_block) : kernel.row_block;
   problem.column_block = problem.right_packed ? round_up(problem.n, kernel.columns) : kernel.column_block;
   const int64_t entries = static_cast<int64_t>(problem.batch.size());
-  const int64_t threads = std::min(static_cast<int64_t>(edgert_threadpool_size()),
-                                   std::max<int64_t>(1, problem.products() / kParallelProducts));
-  const int64_t wanted = threads > 1 ? threads * kBlocksPerThread : 1;
+  problem.threads = threads_for(problem.products());
+  const int64_t wanted = problem.threads > 1 ? problem.threads * kBlocksPerThread : 1;
   const auto blocks = [&] {
     return entries * ceil_div(problem.m, problem.row_block) * ceil_div(problem.n, problem.column_block);
   };
@@ -400,8 +410,7 @@ void gemm_rows(const RowsProblem& problem) {
   const int64_t units = ceil_div(panels, unit);
   const int64_t total = static_cast<int64_t>(problem.batch.size()) * units;
   const int64_t products = total * unit * kernel.columns * problem.m * problem.k;
-  const int64_t threads = std::min(
-      {static_cast<int64_t>(edgert_threadpool_size()), total, std::max<int64_t>(1, products / kParallelProducts)});
+  const int64_t threads = std::min(threads_for(products), total);
   // Each thread takes units from a counter (about 8 per thread): one that starts late or
   // shares its core takes fewer.
   const int64_t grab = std::max<int64_t>(1, total / (8 * threads));

@@ -5,10 +5,13 @@
 // chunks from it too. A region therefore never waits for a worker that is busy elsewhere,
 // and none starves: its caller alone finishes it if no worker comes.
 //
-// The pool's size is the number of threads that compute at once: the callers inside pooled
-// regions count, so a worker is woken only while fewer than `size` threads are computing
-// (two callers on a 2-thread pool each run their regions alone, without a third thread
-// taking turns with them on two cores).
+// The pool's size is the number of threads that compute at once: the callers inside
+// regions count, so a worker is woken only while fewer than `size` threads are computing.
+// A region begun while every slot is taken (two callers on a 2-thread pool) runs inline on
+// its caller without being published, as on a pool of one: no lock, no wake-up, no third
+// thread taking turns with them on two cores. available() tells a kernel how many threads a
+// region begun now would get, so work whose result does not depend on its split (the float
+// matrix products) can cut itself for the threads it will really have.
 //
 // Chunk boundaries depend only on the range, the grain and the pool size, never on which
 // thread takes a chunk, so results are reproducible run to run.
@@ -95,6 +98,10 @@ struct Region {
     }
   }
 
+  void run_all() const {
+    for (int64_t index = 0; index < chunks; ++index) run_chunk(index);
+  }
+
   bool has_untaken_chunks() const { return next.load(std::memory_order_relaxed) < chunks; }
 
   edgert_range_fn fn;
@@ -116,6 +123,14 @@ class Pool {
 
   size_t size() const { return size_.load(std::memory_order_relaxed); }
 
+  // Threads a region begun now on this thread would get: the caller and the slots no other
+  // caller or worker computes in (1 inside a region). A snapshot without the lock: a hint.
+  size_t available() const {
+    if (inside_parallel_region) return 1;
+    const size_t busy = computing_.load(std::memory_order_relaxed);
+    return size() > busy ? size() - busy : 1;
+  }
+
   void resize(size_t requested) {
     std::lock_guard<std::mutex> one_resize_at_a_time(resize_mutex_);
     stop_workers();
@@ -125,8 +140,13 @@ class Pool {
   void parallel_for(int64_t begin, int64_t end, int64_t grain, edgert_range_fn fn, void* context) {
     if (end <= begin || fn == nullptr) return;
     Region region(begin, end, grain, fn, context, size());
-    if (inside_parallel_region || region.chunks == 1 || !open(region)) {
-      for (int64_t index = 0; index < region.chunks; ++index) region.run_chunk(index);
+    if (inside_parallel_region || region.chunks == 1) {
+      region.run_all();
+      return;
+    }
+    if (available() < 2 || !open(region)) {
+      InlineRegion counted_while_it_runs{*this};
+      region.run_all();
       return;
     }
     OpenRegion closing_at_scope_end{*this, region};
@@ -135,6 +155,27 @@ class Pool {
   }
 
  private:
+  // A region its caller runs inline because every slot is taken: the caller still counts as
+  // computing, so no worker is woken into its slot meanwhile. When it leaves, the slot may go
+  // to an idle worker if a published region still has chunks to take.
+  struct InlineRegion {
+    explicit InlineRegion(Pool& pool) : pool(pool) {
+      inside_parallel_region = true;
+      ++pool.computing_;
+    }
+    ~InlineRegion() {
+      inside_parallel_region = false;
+      // seq_cst with open()'s increments: either this sees the region just opened, or that
+      // open() saw this slot free and woke a worker itself.
+      --pool.computing_;
+      if (pool.open_regions_.load() > 0) {
+        std::lock_guard<std::mutex> lock(pool.mutex_);
+        if (pool.idle_workers_ > 0 && pool.claimable() != nullptr) pool.work_available_.notify_one();
+      }
+    }
+    Pool& pool;
+  };
+
   // Closes a published region when its caller leaves parallel_for, also when a chunk throws
   // there: the list must never keep a pointer into a finished caller's stack.
   struct OpenRegion {
@@ -261,9 +302,11 @@ class Pool {
   std::condition_variable regions_closed_;  // a resize waits here for open_regions_ == 0
   Region* oldest_ = nullptr;                // the open regions, a doubly linked list
   Region* newest_ = nullptr;
-  size_t open_regions_ = 0;  // regions between open() and the end of close()
-  size_t computing_ = 0;     // callers taking chunks of their open regions, and helpers
-  size_t idle_workers_ = 0;  // workers waiting on work_available_
+  // Written under mutex_ but for computing_'s inline-region updates; atomic so that
+  // available() and an inline region's end can read them without the lock.
+  std::atomic<size_t> open_regions_{0};  // regions between open() and the end of close()
+  std::atomic<size_t> computing_{0};     // callers inside regions (published or inline), helpers
+  size_t idle_workers_ = 0;              // workers waiting on work_available_
   bool resizing_ = false;
   bool stopping_ = false;
   std::atomic<size_t> size_{1};  // written under mutex_ while no region is open
@@ -316,6 +359,10 @@ const void* edgert_threadpool_instance(void) {
 
 size_t edgert_threadpool_size(void) {
   return pool().size();
+}
+
+size_t edgert_threadpool_available(void) {
+  return pool().available();
 }
 
 void edgert_threadpool_set_size(size_t threads) {

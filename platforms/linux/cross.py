@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from release import pins
-from release._compat import tomllib
+from release._toml import read_toml
 from release.errors import ConfigurationError, ToolError
 from release.pins import DebianPin, PythonPin
 
@@ -90,11 +90,7 @@ def _target(source: str, arch: str, table: dict[str, Any]) -> CrossTarget:
 @cache
 def cross_targets(path: Path = _DATA) -> dict[str, CrossTarget]:
     """Architecture -> how it is cross-built; read once."""
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as error:
-        raise ConfigurationError(f"cannot read {path}: {error}",
-                                 fix="restore platforms/linux/cross.toml") from None
+    data = read_toml(path, fix="restore platforms/linux/cross.toml")
     if data.get("schema") != 1 or not isinstance(data.get("targets"), dict):
         raise ConfigurationError(f"{path}: expected schema = 1 and a [targets] table",
                                  fix="restore platforms/linux/cross.toml")

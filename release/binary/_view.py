@@ -22,6 +22,9 @@ from typing import Union
 from release.errors import BinaryFormatError, LimitExceeded
 
 Buffer = Union[bytes, mmap.mmap]  # a runtime alias: no '|' between types before 3.10
+# what a view reads: a file's bytes, or an image inside them (a cubin in a fatbinary section,
+# read in place through a memoryview)
+Image = Union[bytes, mmap.mmap, memoryview]
 
 _ROWS_AT_ONCE = 4096
 _FIX = "the file is truncated or corrupt; rebuild it or re-download the wheel"
@@ -104,7 +107,7 @@ def current_budget() -> Budget:
 class ByteView:
     """A read-only view of ``data`` that names ``where`` in every error."""
 
-    def __init__(self, data: Buffer, *, where: str, byte_order: str = "<") -> None:
+    def __init__(self, data: Image, *, where: str, byte_order: str = "<") -> None:
         self.data = data
         self.size = len(data)
         self.where = where

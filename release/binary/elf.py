@@ -1,5 +1,7 @@
 """A small, strict ELF reader: header, program and section headers, the dynamic section,
-dynamic and static symbols with versions, and the bytes of named sections.
+dynamic and static symbols with versions, and the bytes of named sections; or the section
+table alone (``read_sections``: what cuda/fatbin.py reads to find a library's fatbinary and a
+cubin's section names), the one ELF parser of the project.
 
 Everything is bounded by the file size: counts, offsets and chains are checked before use and
 every failure is a BinaryFormatError naming the file and the structure. Work is bounded by the
@@ -11,11 +13,11 @@ from __future__ import annotations
 
 import array
 import sys
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from release.binary import model
-from release.binary._view import Buffer, ByteView, string_at
+from release.binary._view import Buffer, ByteView, Image, string_at
 
 MAGIC = b"\x7fELF"
 
@@ -92,7 +94,7 @@ class ElfReader:
 
 
 class _Parser:
-    def __init__(self, data: Buffer, where: str) -> None:
+    def __init__(self, data: Image, where: str) -> None:
         view = ByteView(data, where=where)
         ident = view.read(0, 16, "ELF identification")
         if ident[:4] != MAGIC:
@@ -350,6 +352,22 @@ class _Parser:
         if len(indexes) < count:
             indexes.frombytes(bytes(2 * (count - len(indexes))))
         return indexes
+
+
+def read_sections(data: Image, *, where: str) -> tuple[model.Section, ...]:
+    """The section table of the ELF file in ``data`` (the header, the section headers and
+    their names; no dynamic section, no symbols), paid for from the readers' budget in force.
+    ``data`` may be a memory map or a memoryview of an ELF image inside another file (a cubin
+    in a fatbinary): only the tables are copied out of it."""
+    parser = _Parser(data, where)
+    return tuple(model.Section(s.name, s.offset, 0 if s.kind == SHT_NOBITS else s.size,
+                               s.kind, s.address)
+                 for s in parser._sections(parser._header()))
+
+
+def section_named(sections: Iterable[model.Section], name: str) -> model.Section | None:
+    """The first section called ``name`` (as ``BinaryInfo.section`` finds it), or None."""
+    return next((section for section in sections if section.name == name), None)
 
 
 def _search_path(dynamic: list[tuple[int, str]], tag: int) -> tuple[str, ...]:

@@ -62,6 +62,7 @@ class PeReader:
 
 class _Parser:
     def __init__(self, data: Buffer, where: str) -> None:
+        self.data = data   # (a file's bytes: ``find`` without a copy)
         self.view = ByteView(data, where=where)
         self.sections: list[_SectionHeader] = []
         self._last: _SectionHeader | None = None
@@ -160,7 +161,7 @@ class _Parser:
 
     def _string(self, offset: int, what: str) -> str:
         self.view.check(offset, 1, what)
-        data = self.view.data
+        data = self.data
         end = data.find(b"\0", offset, min(offset + _MAX_NAME, self.view.size))
         if end < 0:
             raise self.fail(f"{what}: string at offset {offset} is not NUL-terminated")

@@ -5,7 +5,6 @@ imports a check, a platform or a tool, so bad input is refused in a fraction of 
 from __future__ import annotations
 
 import re
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,6 +12,7 @@ from packaging.tags import Tag
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import InvalidVersion
 
+from release.archive import has_zip_directory
 from release.errors import ConfigurationError, WheelError
 
 
@@ -62,7 +62,7 @@ def classify(path: Path) -> WheelArgument:
         raise ConfigurationError(f"verify: {path} is not a file",
                                  fix="pass the path of a .whl file")
     try:
-        archive = zipfile.is_zipfile(path)
+        archive = has_zip_directory(path)
     except OSError as error:
         raise WheelError(f"{path.name}: cannot be read ({error.strerror or error})",
                          fix="check the file's permissions") from None

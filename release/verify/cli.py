@@ -15,7 +15,6 @@ from typing import TextIO
 from release.errors import ConfigurationError, EnvironmentFailure, VerificationFailed
 from release.verify.argument import classify
 from release.verify.options import VerifyOptions
-from release.verify.report import ENVIRONMENT
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -71,7 +70,7 @@ def run(arguments: argparse.Namespace, out: TextIO) -> int:
               else report.render_text() + "\n")
     if not report.ok:
         return VerificationFailed.exit_code
-    if ENVIRONMENT in report.checks.values():
+    if report.unchecked():
         return EnvironmentFailure.exit_code   # no fault found, but not everything could run
     return 0
 

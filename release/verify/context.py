@@ -1,5 +1,6 @@
-"""Everything a check may consult besides the wheel: options, facts, the host and the loader
-model of the wheel's platform."""
+"""Everything a check may consult besides the wheel: options, facts, the host, the loader
+model of the wheel's platform, and the analyses several checks share (``analyses``, computed
+once per run on first use: release/verify/analyses.py)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,16 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from release.errors import ToolError
 from release.loader import Host, LoaderModel, Runner, SystemPolicy
 from release.verify.data import DistributionDir, ImportedLibrary, ToolkitLibrary
 from release.verify.options import VerifyOptions
 from release.verify.sandbox import Sandbox
+
+if TYPE_CHECKING:   # the analyses read the context that holds them
+    from release.verify.analyses import Analyses
 
 __all__ = ["Host", "VerifyContext"]
 
@@ -27,10 +31,13 @@ class VerifyContext:
     policy: SystemPolicy | None                     # what the wheel's tags promise
     distribution_dirs: tuple[DistributionDir, ...]
     workdir: Path                                   # scratch folder for checks
+    analyses: Analyses = field(repr=False, compare=False)   # shared, of this wheel, lazy
     imported_libraries: tuple[ImportedLibrary, ...] = ()  # loaded by importing a package
     toolkit_libraries: tuple[ToolkitLibrary, ...] = ()    # CUDA toolkit libraries, preloaded
-    cache: dict[str, Any] = field(default_factory=dict)  # results checks share (ownership)
     sandbox: Sandbox | None = None   # where the wheel's code runs (None: nowhere, --static)
+
+    def __post_init__(self) -> None:
+        self.analyses.bind(self)
 
     def run(self, argv: Sequence[str | os.PathLike[str]], *, runner: Runner | None = None,
             **options: Any) -> str:

@@ -19,18 +19,14 @@ from release.verify.context import VerifyContext
 from release.verify.metadata import marker_environment
 from release.verify.wheel import WheelModel
 
-_CACHE_KEY = "dependency-sites"
-
 
 def dependency_sites(wheel: WheelModel, context: VerifyContext,
                      runner: Runner) -> tuple[Path, ...]:
     """The ``--site`` folders plus one provisioned folder per needed dependency they lack.
-    Provisioning installs wheels for this machine, so it happens only for a native runner."""
-    cached = context.cache.get(_CACHE_KEY)
-    if isinstance(cached, tuple):
-        return cached
+    Provisioning installs wheels for this machine, so it happens only for a native runner.
+    The load-matrix check asks once and hands the folders to each load."""
     given = tuple(context.options.sites)
-    needed = sorted({item.distribution for item in linkage.resolve(wheel, context)
+    needed = sorted({item.distribution for item in context.analyses.resolutions
                      if item.kind in (linkage.EXTERNAL, linkage.IMPORTED)})
     environment = marker_environment(wheel.tags)
     provisioned = []
@@ -55,9 +51,7 @@ def dependency_sites(wheel: WheelModel, context: VerifyContext,
                 f"provision for an emulated {runner.machine} machine",
                 fix=f"pass --site DIR holding the {runner.machine} wheel of {wanted}")
         provisioned.append(tools.pip_site(wanted))
-    sites = given + tuple(provisioned)
-    context.cache[_CACHE_KEY] = sites
-    return sites
+    return given + tuple(provisioned)
 
 
 def site_holds(site: Path, distribution: str) -> bool:

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
-from release.findings import Finding, Severity
+from release.findings import CheckStatus, Finding, Severity
 
 SCHEMA_VERSION = 1
-ENVIRONMENT = "not run (environment)"   # a check this machine could not run: not the wheel's fault
 _ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 
 
@@ -19,20 +17,28 @@ class Report:
     wheel: str
     static: bool
     findings: list[Finding] = field(default_factory=list)
-    checks: dict[str, str] = field(default_factory=dict)   # check -> "ran" / "not run" / "failed"
+    checks: dict[str, CheckStatus] = field(default_factory=dict)   # check -> what became of it
     binaries: dict[str, int] = field(default_factory=dict)  # format ("elf") -> files read
 
     @property
     def ok(self) -> bool:
         return not any(f.severity is Severity.ERROR for f in self.findings)
 
+    def unchecked(self) -> dict[str, str]:
+        """The checks this machine could not run (``CheckStatus.ENVIRONMENT``): check -> why
+        (the text of the finding that says so)."""
+        reasons = {f.check: f.what for f in self.findings if f.status is CheckStatus.ENVIRONMENT}
+        return {name: reasons.get(name, CheckStatus.ENVIRONMENT.value)
+                for name, status in self.checks.items() if status is CheckStatus.ENVIRONMENT}
+
     def count(self, severity: Severity) -> int:
         return sum(1 for f in self.findings if f.severity is severity)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         counts = Counter(f.severity.value for f in self.findings)
         return {"version": SCHEMA_VERSION, "wheel": self.wheel, "static": self.static,
-                "ok": self.ok, "checks": dict(self.checks),
+                "ok": self.ok,
+                "checks": {name: status.value for name, status in self.checks.items()},
                 "summary": {s.value: counts.get(s.value, 0) for s in Severity},
                 "binaries": dict(sorted(self.binaries.items())),
                 "findings": [f.to_json() for f in self.findings]}

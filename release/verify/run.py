@@ -15,11 +15,12 @@ from pathlib import Path
 
 from release import tools
 from release.errors import EnvironmentFailure, ReleaseError, ToolError
-from release.findings import Finding, Severity
+from release.findings import CheckStatus, Finding, Severity
 from release.loader import HasLoader, Host, bind_to_wheel, loader_for
+from release.verify.analyses import Analyses
 from release.verify.argument import classify
 from release.verify.checks import CHECKS, Check
-from release.verify.checks._common import not_run
+from release.verify.checks._common import environment, not_run
 from release.verify.context import VerifyContext
 from release.verify.data import (
     load_build_prefixes,
@@ -29,7 +30,7 @@ from release.verify.data import (
 )
 from release.verify.options import VerifyOptions
 from release.verify.providers import provider_checks, wheel_providers
-from release.verify.report import ENVIRONMENT, Report
+from release.verify.report import Report
 from release.verify.sandbox import make_sandbox
 from release.verify.wheel import WheelModel, open_wheel
 
@@ -44,31 +45,26 @@ def leak_prefixes(options: VerifyOptions) -> tuple[str, ...]:
     return tuple(dict.fromkeys(prefixes))
 
 
-
-
 def run_checks(wheel: WheelModel, context: VerifyContext, checks: Sequence[Check] = CHECKS
-               ) -> tuple[list[Finding], dict[str, str]]:
+               ) -> tuple[list[Finding], dict[str, CheckStatus]]:
     findings = list(wheel.findings)
-    status = {}
+    status: dict[str, CheckStatus] = {}
     for module in checks:
         if module.RUNS_PROGRAMS and context.static:
             findings.append(not_run(module.NAME, "--static reads files only"))
-            status[module.NAME] = "not run"
+            status[module.NAME] = CheckStatus.NOT_RUN
             continue
         try:
             found = module.check(wheel, context)
-            said = {f.details.get("status") for f in found}
-            status[module.NAME] = (ENVIRONMENT if ENVIRONMENT in said else
-                                   "not run" if "not run" in said else "ran")
+            said = CheckStatus.of(found)
         except (EnvironmentFailure, ToolError) as error:
-            found = [Finding(check=module.NAME, severity=Severity.INFO, file="",
-                             what=f"not run (environment): {error.what}", fix=error.fix,
-                             details={"status": ENVIRONMENT})]
-            status[module.NAME] = ENVIRONMENT
+            found = [environment(module.NAME, "", error.what, fix=error.fix)]
+            said = CheckStatus.ENVIRONMENT
         except ReleaseError as error:
             found = [Finding(check=module.NAME, severity=Severity.ERROR, file="",
                              what=f"the check could not run: {error.what}", fix=error.fix)]
-            status[module.NAME] = "failed"
+            said = CheckStatus.FAILED
+        status[module.NAME] = said
         findings.extend(found)
     return findings, status
 
@@ -102,7 +98,7 @@ def _unclaimed(wheel: WheelModel, platform: HasLoader | None) -> list[Finding]:
                          "linkage, search paths and tag promises were not checked",
                     why="verify reads only the formats of the platforms it knows",
                     fix="verify on a platform module that reads this format, or check the "
-                        "tag", details={"status": "not run"})]
+                        "tag", status=CheckStatus.NOT_RUN)]
 
 
 def host_for(platform: HasLoader | None, *, static: bool, cache: Path | None) -> Host:
@@ -144,7 +140,8 @@ def run_verify(path: Path, *, static: bool = False, options: VerifyOptions | Non
                                 distribution_dirs=load_distribution_dirs(),
                                 imported_libraries=load_imported_libraries(),
                                 toolkit_libraries=load_toolkit_libraries(),
-                                workdir=Path(scratch) / "work", sandbox=sandbox)
+                                workdir=Path(scratch) / "work", analyses=Analyses(wheel),
+                                sandbox=sandbox)
         context.workdir.mkdir()
         checks = (*CHECKS, *extra_checks,
                   *provider_checks(wheel_providers(wheel, options.providers)))

@@ -15,6 +15,18 @@ from pathlib import Path
 
 from packaging.tags import Tag
 
+from release.archive import (
+    Leak,
+    Member,
+    StreamedMember,
+    StreamRequest,
+    installed_path,
+    list_members,
+    path_problem,
+    read_member,
+    read_member_range,
+    stream_member,
+)
 from release.binary import (
     READERS,
     BinaryInfo,
@@ -29,18 +41,6 @@ from release.binary import (
 from release.buildrecord import RECORD_FILE, BuildRecord
 from release.errors import BinaryFormatError, LimitExceeded, WheelError
 from release.findings import Finding, Severity
-from release.verify.archive import (
-    Leak,
-    Member,
-    StreamedMember,
-    StreamRequest,
-    installed_path,
-    list_members,
-    path_problem,
-    read_member,
-    read_member_range,
-    stream_member,
-)
 from release.verify.argument import file_name_tags
 from release.verify.metadata import (
     Metadata,

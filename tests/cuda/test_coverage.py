@@ -10,6 +10,7 @@ import pytest
 from cuda import coverage, fatbin
 from cuda.variant import ComputeCapability
 from release.findings import Severity
+from release.variant import DeviceCodeRecord, RuntimeDependency
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 CU12_CLAIMS = ("7.5", "8.0", "8.6", "8.9", "9.0")
@@ -23,6 +24,13 @@ def judge(name: str, claimed: tuple[str, ...],
           ptx: tuple[str, ...] = ()) -> coverage.CoverageReport:
     code = fatbin.read_device_code(FIXTURES / name, name=name)
     return coverage.judge([code], claims=claims(*claimed), ptx=claims(*ptx))
+
+
+def device(claimed: tuple[str, ...], ptx: tuple[str, ...] = ()) -> DeviceCodeRecord:
+    """The build record's device-code section, typed as the wheel's record carries it."""
+    return DeviceCodeRecord(major=12, claims=claimed, ptx=ptx, runtime=RuntimeDependency(
+        requirement="nvidia-cuda-runtime-cu12>=12.0,<13", distribution="nvidia-cuda-runtime-cu12",
+        library="libcudart.so.12", dir="nvidia/cuda_runtime/lib"))
 
 
 def errors(report: coverage.CoverageReport) -> list[str]:
@@ -111,8 +119,7 @@ def test_table_text_lists_every_claim() -> None:
 def test_check_wheel_judges_against_the_build_record() -> None:
     files = [("edgert/lib/libedgert_backend_cuda.so", FIXTURES / "complete.elf"),
              ("edgert/lib/libedgert.so", FIXTURES / "no_device_code.elf")]
-    record = {"major": 12, "claims": list(CU12_CLAIMS), "ptx": ["9.0"]}
-    findings = coverage.check_wheel(files, record)
+    findings = coverage.check_wheel(files, device(CU12_CLAIMS, ptx=("9.0",)))
     assert [f.severity for f in findings] == [Severity.INFO]
     assert list(findings[0].details["table"]) == ["edgert/lib/libedgert_backend_cuda.so"]
 
@@ -123,5 +130,5 @@ def test_check_wheel_reports_instead_of_raising() -> None:
     assert [(f.file, f.severity) for f in cpu] == [("a.so", Severity.ERROR),
                                                    ("b.so", Severity.ERROR)]
     assert "unreadable fatbinary" in cpu[0].what and "claims no compute capability" in cpu[1].what
-    broken = coverage.check_wheel(files[1:], {"claims": ["eight"]})
+    broken = coverage.check_wheel(files[1:], device(("eight",)))
     assert broken[0].what.startswith("build record: cuda.claims")

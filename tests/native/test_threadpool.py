@@ -210,6 +210,15 @@ def test_regions_of_two_threads_are_in_progress_at_once(native_install: NativeIn
     assert run_concurrency(concurrency_program(native_install, tmp_path), "overlap") == ["overlap"]
 
 
+def test_a_region_beside_a_busy_pool_runs_on_its_caller(native_install: NativeInstall,
+                                                         tmp_path: Path) -> None:
+    """On a pool of 2, edgert_threadpool_available() is 2 when idle, 1 inside a region and 1
+    while another thread's region computes; a region begun then runs both its chunks on its
+    caller (two programs on a 2-thread pool each run alone, as on a pool of one)."""
+    words = run_concurrency(concurrency_program(native_install, tmp_path), "available")
+    assert words == ["available", "2", "1", "1", "inline"]
+
+
 def test_a_fork_while_another_thread_is_inside_a_region(native_install: NativeInstall,
                                                         tmp_path: Path) -> None:
     """The child gets a working pool: it resizes, runs regions from two threads and runs a

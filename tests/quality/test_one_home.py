@@ -1,11 +1,13 @@
 """Facts the pipeline computes in one place only: the host machine is read by one function
-(release.loader.Host.current; everything else is handed the Host value) and a variant is
-loaded from its provider by one module (release.pipeline.build_variant). An AST scan of
-release/, platforms/ and cuda/ holds both."""
+(release.loader.Host.current; everything else is handed the Host value), a variant is
+loaded from its provider by one module (release.pipeline.build_variant), and each format has
+one reader: TOML tables (release/_toml.py), ELF (release/binary/elf.py) and wheels
+(release/archive.py). An AST scan of release/, platforms/ and cuda/ holds each."""
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -85,3 +87,141 @@ def test_one_module_loads_variants() -> None:
             if name == "load_variant":
                 callers.append(f"{path.relative_to(ROOT)}:{function}")
     assert callers == ["release/pipeline.py:build_variant"]
+
+
+# -- one reader per format: TOML tables, ELF, wheels ---------------------------------------
+
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(), filename=str(path))
+
+
+def _relative(path: Path) -> str:
+    return str(path.relative_to(ROOT))
+
+
+def _toml_imports(tree: ast.Module) -> bool:
+    """Whether a module imports tomllib or tomli (directly, or the _compat shim's name)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(
+                alias.name.split(".")[0] in ("tomllib", "tomli") for alias in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and (
+                (node.module or "").split(".")[0] in ("tomllib", "tomli")
+                or any(alias.name in ("tomllib", "tomli") for alias in node.names)):
+            return True
+        if isinstance(node, ast.Attribute) and node.attr in ("tomllib", "tomli"):
+            return True
+    return False
+
+
+def test_only_the_toml_module_imports_tomllib() -> None:
+    """release/_toml.py read_toml is the one TOML reader; release/_compat.py holds the import
+    for Pythons before 3.11."""
+    importers = [_relative(path) for path in _sources() if _toml_imports(_tree(path))]
+    assert importers == ["release/_compat.py", "release/_toml.py"]
+
+
+def test_the_toml_scan_sees_each_form() -> None:
+    for text in ("import tomllib", "import tomli as t", "from release._compat import tomllib",
+                 "from tomllib import loads", "from release import _compat\n_compat.tomllib"):
+        assert _toml_imports(ast.parse(text)), text
+    assert not _toml_imports(ast.parse("from release._toml import read_toml"))
+
+
+ELF_MAGIC = b"\x7fELF"
+# struct layouts of ELF's file header and section / program headers, 32- and 64-bit
+_ELF_LAYOUT = re.compile(r"HHIQQQIHHHHHH|HHIIIIIHHHHHH|IIQQQQIIQQ|IIIIIIIIII|IIQQQQQQ")
+_STRUCT_CALLS = {"Struct", "unpack", "unpack_from", "iter_unpack", "calcsize"}
+# the ELF magic outside the reader: format detection only (which members are binaries)
+ELF_MAGIC_USERS = ["release/archive.py", "release/binary/elf.py"]
+
+
+def _elf_parsing(tree: ast.Module) -> list[str]:
+    """The ELF table layouts a module unpacks with struct."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else \
+            node.func.id if isinstance(node.func, ast.Name) else ""
+        if name in _STRUCT_CALLS and node.args and isinstance(node.args[0], ast.Constant) \
+                and isinstance(node.args[0].value, str) \
+                and _ELF_LAYOUT.search(node.args[0].value):
+            found.append(node.args[0].value)
+    return found
+
+
+def _names_elf_magic(tree: ast.Module) -> bool:
+    return any(isinstance(node, ast.Constant) and isinstance(node.value, bytes)
+               and node.value.startswith(ELF_MAGIC) for node in ast.walk(tree))
+
+
+def test_only_release_binary_parses_elf() -> None:
+    """release/binary/elf.py is the one ELF reader (cuda/fatbin.py reads a library's section
+    table and a cubin's through it): no struct unpacking of ELF tables anywhere else, no
+    second module named for ELF, and the magic named only where members are classified."""
+    outside = [path for path in _sources() if "release/binary" not in _relative(path)]
+    parsers = {_relative(path): _elf_parsing(_tree(path)) for path in outside}
+    assert {path: layouts for path, layouts in parsers.items() if layouts} == {}
+    assert [_relative(path) for path in outside if "elf" in path.stem.lower()] == []
+    assert [_relative(path) for path in _sources()
+            if _names_elf_magic(_tree(path))] == ELF_MAGIC_USERS
+
+
+def test_the_elf_scan_sees_the_old_second_reader() -> None:
+    """The form cuda/_elf.py had: an ELF64 header and section layout unpacked with struct."""
+    tree = ast.parse('import struct\n_HEADER = struct.Struct("<16sHHIQQQIHHHHHH")\n'
+                     'def f(t):\n    return struct.unpack_from("<IIQQQQIIQQ", t, 0)\n'
+                     'MAGIC = b"\\x7fELF"\n')
+    assert _elf_parsing(tree) == ["<16sHHIQQQIHHHHHH", "<IIQQQQIIQQ"]
+    assert _names_elf_magic(tree)
+
+
+WHEEL_READER = "release/archive.py"
+
+
+def _zip_reads(tree: ast.Module) -> list[str]:
+    """Each place a module opens a zip for reading: ZipFile with no mode or a reading one
+    ('r', 'a'), is_zipfile, zipfile.Path; through the module or names imported from it."""
+    modules = {name for name, module in _module_aliases(tree).items() if module == "zipfile"}
+    imported = {alias.asname or alias.name: alias.name for node in ast.walk(tree)
+                if isinstance(node, ast.ImportFrom) and node.module == "zipfile"
+                for alias in node.names}
+    found = []
+    for call, function in _calls(tree):
+        target = call.func
+        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                and target.value.id in modules:
+            name = target.attr
+        elif isinstance(target, ast.Name) and target.id in imported:
+            name = imported[target.id]
+        else:
+            continue
+        if name == "ZipFile":
+            mode = call.args[1] if len(call.args) > 1 else next(
+                (keyword.value for keyword in call.keywords if keyword.arg == "mode"), None)
+            writing = isinstance(mode, ast.Constant) and mode.value in ("w", "x")
+            if not writing:
+                found.append(f"{function}: ZipFile")
+        elif name in ("is_zipfile", "Path"):
+            found.append(f"{function}: {name}")
+    return found
+
+
+def test_one_module_reads_wheels() -> None:
+    """release/archive.py is the one wheel reader (pip's rules, CRC-32 streaming, budgets):
+    verify, repair, check-set, the platforms and the rewrite paths of release/wheel.py read
+    through it; release/wheel.py opens zips for writing only."""
+    readers = {_relative(path): _zip_reads(_tree(path)) for path in _sources()}
+    assert {path: reads for path, reads in readers.items() if reads and path != WHEEL_READER} \
+        == {}
+    assert readers[WHEEL_READER] == ["list_members: ZipFile", "has_zip_directory: is_zipfile"]
+
+
+def test_the_zip_scan_sees_each_form() -> None:
+    tree = ast.parse('import zipfile as z\nfrom zipfile import ZipFile, is_zipfile as seen\n'
+                     'def a(p):\n    z.ZipFile(p)\n    z.ZipFile(p, "r")\n'
+                     '    ZipFile(p, mode="a")\n    seen(p)\n    z.Path(p)\n'
+                     'def b(p):\n    z.ZipFile(p, "w")\n    ZipFile(p, mode="x")\n')
+    assert _zip_reads(tree) == ["a: ZipFile", "a: ZipFile", "a: ZipFile", "a: is_zipfile",
+                                "a: Path"]

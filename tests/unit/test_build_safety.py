@@ -29,8 +29,8 @@ from release.errors import (
     EnvironmentFailure,
     WheelError,
 )
-from release.findings import Finding, Severity
-from release.verify.report import ENVIRONMENT, Report
+from release.findings import CheckStatus, Finding, Severity
+from release.verify.report import Report
 from tests.conftest import ROOT
 
 WHEEL_NAME = "edgert-0.1.0-cp39-abi3-manylinux_2_35_x86_64.whl"
@@ -293,19 +293,19 @@ def test_temporary_folders_of_dead_runs_are_removed(tmp_path: Path,
 # --- checks that could not run ----------------------------------------------------------
 
 
-def _report(status: str) -> Report:
+def _report(status: CheckStatus) -> Report:
     findings = [Finding(check="sdk-routes", severity=Severity.INFO, file="",
                         what="not run (environment): no package index to provision CMake "
-                             "3.24 from", details={"status": status})]
+                             "3.24 from", status=status)]
     return Report(wheel=WHEEL_NAME, static=False, findings=findings,
-                  checks={"linkage": "ran", "sdk-routes": status})
+                  checks={"linkage": CheckStatus.RAN, "sdk-routes": status})
 
 
 def test_a_check_that_did_not_run_stops_the_publish(caplog: pytest.LogCaptureFixture) -> None:
     plan = SimpleNamespace(options=SimpleNamespace(allow_unchecked=False))
     with caplog.at_level(logging.WARNING, logger="release"), \
             pytest.raises(EnvironmentFailure) as raised:
-        pipeline._check_unchecked(plan, WHEEL_NAME, _report(ENVIRONMENT))  # type: ignore[arg-type]
+        pipeline._check_unchecked(plan, WHEEL_NAME, _report(CheckStatus.ENVIRONMENT))  # type: ignore[arg-type]
     assert raised.value.exit_code == 8
     assert f"{WHEEL_NAME} was not published: verify could not run sdk-routes" in \
         raised.value.message and "--allow-unchecked" in raised.value.message
@@ -316,13 +316,13 @@ def test_a_check_that_did_not_run_stops_the_publish(caplog: pytest.LogCaptureFix
 def test_allow_unchecked_publishes_and_says_so(caplog: pytest.LogCaptureFixture) -> None:
     plan = SimpleNamespace(options=SimpleNamespace(allow_unchecked=True))
     with caplog.at_level(logging.WARNING, logger="release"):
-        pipeline._check_unchecked(plan, WHEEL_NAME, _report(ENVIRONMENT))  # type: ignore[arg-type]
+        pipeline._check_unchecked(plan, WHEEL_NAME, _report(CheckStatus.ENVIRONMENT))  # type: ignore[arg-type]
     assert f"publishing {WHEEL_NAME} although verify could not run: sdk-routes" in caplog.text
 
 
 def test_a_check_left_out_on_purpose_does_not_stop_the_publish() -> None:
     plan = SimpleNamespace(options=SimpleNamespace(allow_unchecked=False))
-    pipeline._check_unchecked(plan, WHEEL_NAME, _report("not run"))  # type: ignore[arg-type]
+    pipeline._check_unchecked(plan, WHEEL_NAME, _report(CheckStatus.NOT_RUN))  # type: ignore[arg-type]
 
 
 def test_the_option_reaches_the_build_options() -> None:
@@ -353,7 +353,7 @@ def test_an_environment_failure_in_a_check_is_not_counted_against_the_wheel() ->
     findings, status = run_checks(SimpleNamespace(findings=[]),  # type: ignore[arg-type]
                                   SimpleNamespace(static=False),  # type: ignore[arg-type]
                                   [module])  # type: ignore[list-item]
-    assert status == {"sdk-routes": ENVIRONMENT}
+    assert status == {"sdk-routes": CheckStatus.ENVIRONMENT}
     assert [f.severity for f in findings] == [Severity.INFO]
 
 

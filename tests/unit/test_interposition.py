@@ -13,11 +13,12 @@ from packaging.tags import Tag
 from platforms.linux.loader import LOADER as LINUX
 from platforms.macos.loader import LOADER as MACOS
 from platforms.windows.loader import LOADER as WINDOWS
+from release.archive import Member
 from release.binary import BinaryInfo
 from release.binary.model import DEFAULT, GLOBAL, Symbol
 from release.loader import Host, LoaderModel
 from release.verify import VerifyOptions
-from release.verify.archive import Member
+from release.verify.analyses import Analyses
 from release.verify.checks import duplicates
 from release.verify.context import VerifyContext
 from release.verify.data import load_distribution_dirs
@@ -47,7 +48,7 @@ def _findings(loader: LoaderModel, tag: str, *binaries: BinaryFile,
     context = VerifyContext(options=VerifyOptions(), static=True, host=Host("linux", "x86_64"),
                             loader=loader, policy=loader.policy([tag]),
                             distribution_dirs=load_distribution_dirs(),
-                            workdir=Path("/nonexistent"))
+                            workdir=Path("/nonexistent"), analyses=Analyses(wheel))
     return [f.what for f in duplicates.check(wheel, context) if f.severity != "info"]
 
 

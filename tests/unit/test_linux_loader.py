@@ -13,11 +13,12 @@ from packaging.requirements import Requirement
 from packaging.tags import Tag
 
 from platforms.linux.loader import LOADER, origin_relative
+from release.archive import Member
 from release.binary import BinaryInfo, VersionRequirement
 from release.findings import Severity
 from release.loader import EntryKind, Host, LoadItem, Runner
 from release.verify import VerifyOptions
-from release.verify.archive import Member
+from release.verify.analyses import Analyses
 from release.verify.checks import linkage, metadata_tags, search_path
 from release.verify.context import VerifyContext
 from release.verify.data import (
@@ -50,17 +51,17 @@ def model(*binaries: BinaryFile, requires: tuple[str, ...] = (),
         build_record=None, leaks={}, findings=())
 
 
-def context(tag: str = TAG) -> VerifyContext:
+def context(wheel: WheelModel, tag: str = TAG) -> VerifyContext:
     return VerifyContext(options=VerifyOptions(), static=True, host=Host("linux", "x86_64"),
                          loader=LOADER, policy=LOADER.policy([tag]),
                          distribution_dirs=load_distribution_dirs(),
                          imported_libraries=load_imported_libraries(),
                          toolkit_libraries=load_toolkit_libraries(),
-                         workdir=Path("/nonexistent"))
+                         workdir=Path("/nonexistent"), analyses=Analyses(wheel))
 
 
 def kinds(wheel: WheelModel) -> dict[tuple[str, str], str]:
-    return {(r.binary, r.needed): r.kind for r in linkage.resolve(wheel, context())}
+    return {(r.binary, r.needed): r.kind for r in context(wheel).analyses.resolutions}
 
 
 def test_runpath_into_the_wheel_and_system_libraries() -> None:
@@ -70,7 +71,7 @@ def test_runpath_into_the_wheel_and_system_libraries() -> None:
     assert kinds(wheel) == {("pkg/_C.so", "libcore.so"): "wheel",
                             ("pkg/_C.so", "libc.so.6"): "system",
                             ("pkg/_C.so", "libfoo.so.1"): "unresolved"}
-    errors = [f for f in linkage.check(wheel, context()) if f.severity is Severity.ERROR]
+    errors = [f for f in linkage.check(wheel, context(wheel)) if f.severity is Severity.ERROR]
     assert [(f.file, f.details["needed"]) for f in errors] == [("pkg/_C.so", "libfoo.so.1")]
     assert "not found after installation" in errors[0].what
 
@@ -80,7 +81,7 @@ def test_rpath_is_inherited_but_runpath_is_not() -> None:
                       elf("pkg/lib/liba.so", needed=("libb.so",)),
                       elf("pkg/lib/libb.so"))
     assert kinds(inherited)[("pkg/lib/liba.so", "libb.so")] == "wheel"
-    (note,) = linkage.check(inherited, context())
+    (note,) = linkage.check(inherited, context(inherited))
     assert note.severity is Severity.INFO and note.details["files"] == ["pkg/lib/liba.so"]
     not_inherited = model(elf("pkg/_C.so", needed=("liba.so",), runpath=("$ORIGIN/lib",)),
                           elf("pkg/lib/liba.so", needed=("libb.so",)),
@@ -97,7 +98,7 @@ def test_rpath_is_inherited_down_the_whole_loading_chain() -> None:
                   elf("pkg.libs/libsqlite3.so", needed=("libz.so",)),
                   elf("pkg.libs/libz.so"))
     assert set(kinds(wheel).values()) == {"wheel"}
-    findings = linkage.check(wheel, context())
+    findings = linkage.check(wheel, context(wheel))
     assert [f.severity for f in findings] == [Severity.INFO], findings
     assert findings[0].details["count"] == 3
 
@@ -121,7 +122,8 @@ def test_a_library_only_some_loaders_serve_is_a_warning() -> None:
                   elf("pkg/_b.so", needed=("libx.so",), runpath=("$ORIGIN/lib",)),
                   elf("pkg/lib/libx.so", needed=("liby.so",)),
                   elf("pkg/lib/liby.so"))
-    (warning,) = [f for f in linkage.check(wheel, context()) if f.severity is Severity.WARNING]
+    (warning,) = [f for f in linkage.check(wheel, context(wheel))
+                  if f.severity is Severity.WARNING]
     assert warning.file == "pkg/lib/libx.so" and warning.details["loaders"] == ["pkg/_b.so"]
     assert "not when loaded by pkg/_b.so" in warning.what
 
@@ -133,7 +135,7 @@ def test_one_error_per_root_cause() -> None:
                   elf("pkg/_x.so", needed=("libgone.so",)),
                   elf("pkg/_y.so", needed=("libgone.so",)),
                   elf("pkg/lib/liba.so"), elf("pkg/lib/libb.so"), elf("pkg/lib/libc.so"))
-    errors = [f for f in linkage.check(wheel, context()) if f.severity is Severity.ERROR]
+    errors = [f for f in linkage.check(wheel, context(wheel)) if f.severity is Severity.ERROR]
     assert [(f.file, f.details["count"]) for f in errors] == [("pkg/bin/tool", 3), ("", 2)]
     assert "liba.so, libb.so, libc.so" in errors[0].what and "libgone.so" in errors[1].what
 
@@ -144,7 +146,7 @@ def test_declared_and_undeclared_foreign_folders() -> None:
     assert kinds(model(binary))[(binary.path, "libcudart.so.12")] == "undeclared"
     declared = model(binary, requires=("nvidia-cuda-runtime-cu12>=12",))
     assert kinds(declared)[(binary.path, "libcudart.so.12")] == "external"
-    assert not [f for f in search_path.check(declared, context())
+    assert not [f for f in search_path.check(declared, context(declared))
                 if f.severity is Severity.ERROR]
 
 
@@ -155,7 +157,7 @@ def test_search_path_hygiene() -> None:
                   elf("pkg/lib/libc.so", runpath=("$ORIGIN/missing", "")),
                   requires=("nvidia-cuda-runtime-cu12",))
     found = {(f.file, f.severity, f.what.split(" ")[0] + " " + f.what.split(" ")[-1])
-             for f in search_path.check(wheel, context())}
+             for f in search_path.check(wheel, context(wheel))}
     assert ("pkg/lib/liba.so", Severity.INFO, "uses DT_RUNPATH") in found     # DT_RPATH: a note
     # no build record: absolute and dangling entries are survivable (warnings), not errors
     assert ("pkg/lib/liba.so", Severity.WARNING, "search absolute") in found
@@ -188,12 +190,12 @@ def test_entries_that_leave_or_ignore_site_packages() -> None:
 
 def test_the_tag_promise_limits_symbol_versions() -> None:
     old = model(elf("pkg/_C.so", needed=("libc.so.6",), versions=("GLIBC_2.17", "GLIBC_2.34")))
-    errors = metadata_tags.check(old, context())
+    errors = metadata_tags.check(old, context(old))
     assert [f.details["versions"] for f in errors] == [["GLIBC_2.34"]]
     assert errors[0].details["policy"] == "manylinux_2_17"
     newer = model(elf("pkg/_C.so", needed=("libc.so.6",), versions=("GLIBC_2.34",)),
                   tag="manylinux_2_35_x86_64")
-    assert metadata_tags.check(newer, context("manylinux_2_35_x86_64")) == []
+    assert metadata_tags.check(newer, context(newer, "manylinux_2_35_x86_64")) == []
 
 
 QEMU = Runner("aarch64", prefix=("/usr/bin/qemu-aarch64", "-L", "/root64"),
@@ -226,10 +228,10 @@ def test_symbol_version_limits_are_per_architecture() -> None:
     glibc starts at 2.17; GLIBCXX_3.4.21 is beyond manylinux2014 on both."""
     tag = "manylinux_2_17_aarch64"
     x86 = model(elf("pkg/_C.so", needed=("libc.so.6",), versions=("GLIBC_2.2.5",)))
-    assert metadata_tags.check(x86, context()) == []
+    assert metadata_tags.check(x86, context(x86)) == []
     arm = model(elf("pkg/_C.so", needed=("libc.so.6",), versions=("GLIBC_2.17", "GLIBC_2.34"),
                     machine="aarch64"), tag=tag)
-    errors = metadata_tags.check(arm, context(tag))
+    errors = metadata_tags.check(arm, context(arm, tag))
     assert [f.details["versions"] for f in errors] == [["GLIBC_2.34"]]
     assert LOADER.policy([tag]).machine == "aarch64"
     assert LOADER.policy([tag]).symbol_versions["GLIBC"] >= {"2.17", "2.18"}
@@ -237,7 +239,7 @@ def test_symbol_version_limits_are_per_architecture() -> None:
     newer = "manylinux_2_35_aarch64"
     arm = model(elf("pkg/_C.so", needed=("libc.so.6",), versions=("GLIBC_2.34",),
                     machine="aarch64"), tag=newer)
-    assert metadata_tags.check(arm, context(newer)) == []
+    assert metadata_tags.check(arm, context(arm, newer)) == []
 
 
 def test_a_policy_applies_only_to_the_architectures_it_lists() -> None:
@@ -249,11 +251,12 @@ def test_a_policy_applies_only_to_the_architectures_it_lists() -> None:
 def test_binaries_for_another_machine_than_the_tag_are_errors() -> None:
     tag = "manylinux_2_35_aarch64"
     wheel = model(elf("pkg/_C.so", needed=("libc.so.6",), versions=("GLIBC_2.17",)), tag=tag)
-    errors = metadata_tags.check(wheel, context(tag))
+    errors = metadata_tags.check(wheel, context(wheel, tag))
     assert [(f.file, f.details["machine"], f.details["promised"]) for f in errors] == \
         [("pkg/_C.so", "x86_64", "aarch64")]
     assert errors[0].severity is Severity.ERROR
-    assert metadata_tags.check(model(elf("pkg/_C.so")), context()) == []
+    plain = model(elf("pkg/_C.so"))
+    assert metadata_tags.check(plain, context(plain)) == []
     assert LOADER.claims_tag("linux_x86_64") and not LOADER.claims_tag("win_amd64")
 
 
@@ -285,7 +288,7 @@ def test_musllinux_tags_promise_musl_and_its_c_library() -> None:
     assert musl.name == "musllinux_1_2" and musl.machine == "x86_64"
     assert "libc.musl-x86_64.so.1" in musl.libraries and "libc.so" not in musl.libraries
     wheel = model(elf("pkg/_C.so", needed=("libc.musl-x86_64.so.1", "libc.so.6")), tag=tag)
-    resolved = {(r.binary, r.needed): r.kind for r in linkage.resolve(wheel, context(tag))}
+    resolved = {(r.binary, r.needed): r.kind for r in context(wheel, tag).analyses.resolutions}
     assert resolved == {("pkg/_C.so", "libc.musl-x86_64.so.1"): "system",
                             ("pkg/_C.so", "libc.so.6"): "unresolved"}
     assert LOADER.policy(["musllinux_1_2_aarch64"]).libraries >= {"libc.musl-aarch64.so.1"}
@@ -317,8 +320,8 @@ def test_the_search_path_s_folder_wins_over_an_extra_s_import() -> None:
     binary = elf("pkg/lib/libgpu.so", needed=("libcudart.so.12",),
                  runpath=("$ORIGIN/../../nvidia/cuda_runtime/lib",))
     wheel = model(binary, requires=('torch; extra == "torch"',))
-    (item,) = linkage.resolve(wheel, context())
+    (item,) = context(wheel).analyses.resolutions
     assert (item.kind, item.distribution) == ("undeclared", "nvidia-cuda-runtime-cu12")
     declared = model(binary, requires=("torch>=2",))
-    (through_torch,) = linkage.resolve(declared, context())
+    (through_torch,) = context(declared).analyses.resolutions
     assert (through_torch.kind, through_torch.module) == ("imported", "torch")

@@ -142,15 +142,15 @@ class _Resolutions:
 
     NAME = "test-resolutions"
     RUNS_PROGRAMS = False
-    found: list[linkage.Resolution] = []
+    found: tuple[linkage.Resolution, ...] = ()
 
     @classmethod
     def check(cls, wheel: WheelModel, context: VerifyContext) -> list[Finding]:
-        cls.found = linkage.resolve(wheel, context)
+        cls.found = context.analyses.resolutions
         return []
 
 
-def resolutions(path: Path) -> list[linkage.Resolution]:
+def resolutions(path: Path) -> tuple[linkage.Resolution, ...]:
     """How linkage resolves every needed library of the wheel at ``path`` (static)."""
     run_verify(path, static=True, platforms=all_platforms(), extra_checks=[_Resolutions])
     return _Resolutions.found

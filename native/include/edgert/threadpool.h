@@ -24,6 +24,12 @@ typedef void (*edgert_range_fn)(void* context, int64_t begin, int64_t end);
 EDGERT_THREADPOOL_API const void* edgert_threadpool_instance(void);
 /* Number of threads that run work, the calling thread included (>= 1). */
 EDGERT_THREADPOOL_API size_t edgert_threadpool_size(void);
+/* Threads a parallel region begun now on the calling thread would get (>= 1, <= size()):
+ * the caller and the pool threads not computing for other callers' regions; 1 inside a
+ * region. A snapshot that changes with what other threads run: for work whose result does
+ * not depend on how it is split (the float matrix products), to cut itself for the threads
+ * it will really have. */
+EDGERT_THREADPOOL_API size_t edgert_threadpool_available(void);
 /* Resizes the pool; 0 means one thread per available core. Waits for the regions open in
  * other threads to finish (regions begun meanwhile run inline on their caller). Not to be
  * called from inside a parallel region. */
@@ -32,7 +38,8 @@ EDGERT_THREADPOOL_API void edgert_threadpool_set_size(size_t threads);
  * the range is shorter) and runs fn once on each, on the calling thread and the pool's idle
  * workers; returns when every chunk is done. The chunks depend only on the range, the grain
  * and the pool size. Callable from several threads at once: their regions run concurrently,
- * each caller working on its own. Nested calls run inline. */
+ * each caller working on its own; a region begun while every pool thread is computing runs
+ * all its chunks inline on its caller. Nested calls run inline. */
 EDGERT_THREADPOOL_API void edgert_threadpool_parallel_for(int64_t begin, int64_t end, int64_t grain, edgert_range_fn fn,
                                                           void* context);
 

@@ -3,7 +3,10 @@
 ``check(wheel: WheelModel, context: VerifyContext) -> list[Finding]``.
 Add a check by writing its module and listing it in CHECKS; a variant provider adds its own
 (release/variant.py, e.g. cuda/check.py). Checks speak through the wheel's loader model
-(``context.loader``, release/loader.py), never a binary format's own terms."""
+(``context.loader``, release/loader.py), never a binary format's own terms; they share the
+analyses of ``context.analyses`` (release/verify/analyses.py), and a check that did not run
+says so with a finding carrying its ``CheckStatus`` (``_common.not_run``,
+``_common.environment``)."""
 
 from __future__ import annotations
 

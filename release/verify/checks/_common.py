@@ -1,8 +1,9 @@
-"""Small helpers the checks share: making findings."""
+"""Small helpers the checks share: making findings, and the findings that say a check did
+not run (their ``status``, a ``CheckStatus``, is what the run reports for the check)."""
 
 from __future__ import annotations
 
-from release.findings import Finding, Severity
+from release.findings import CheckStatus, Finding, Severity
 from release.loader import Problem
 
 
@@ -13,8 +14,17 @@ def finding(check: str, severity: Severity, file: str, what: str, *, why: str = 
 
 
 def not_run(check: str, reason: str) -> Finding:
+    """The check was left out on purpose (--static, nothing to check, no loader model)."""
     return Finding(check=check, severity=Severity.INFO, file="", what=f"not run: {reason}",
-                   details={"status": "not run"})
+                   status=CheckStatus.NOT_RUN)
+
+
+def environment(check: str, file: str, reason: str, *, fix: str = "",
+                **details: object) -> Finding:
+    """This machine could not run the check (or part of it): not the wheel's fault."""
+    return Finding(check=check, severity=Severity.INFO, file=file,
+                   what=f"{CheckStatus.ENVIRONMENT.value}: {reason}", fix=fix,
+                   details=dict(details), status=CheckStatus.ENVIRONMENT)
 
 
 def from_problem(check: str, file: str, problem: Problem) -> Finding:

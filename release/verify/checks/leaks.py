@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import re
 
+from release.archive import SOURCE_FILE, Leak, starts_with_prefix
 from release.findings import Finding, Severity
 from release.loader import EntryKind
-from release.verify.archive import SOURCE_FILE, Leak, starts_with_prefix
 from release.verify.checks._common import finding
 from release.verify.context import VerifyContext
 from release.verify.data import load_build_prefixes

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import TypedDict
 
 from packaging.utils import canonicalize_name
 
@@ -22,7 +22,6 @@ from release.verify.wheel import BinaryFile, WheelModel
 
 NAME = "linkage"
 RUNS_PROGRAMS = False
-CHAINS = "linkage-chains"   # the context's cache key of the loading chains
 
 IN_WHEEL, EXTERNAL, UNDECLARED, SYSTEM, UNRESOLVED, IMPORTED, OPTIONAL, TOOLKIT = (
     "wheel", "external", "undeclared", "system", "unresolved", "imported", "optional", "toolkit")
@@ -213,29 +212,26 @@ def _unique_folders(folders: tuple[SearchFolder, ...]) -> tuple[SearchFolder, ..
     return tuple(kept)
 
 
-def resolve(wheel: WheelModel, context: VerifyContext) -> list[Resolution]:
-    """Every needed library of every binary, resolved (cached in the context); empty when
-    no loader model claims the wheel."""
-    cached = context.cache.get(NAME)
-    if isinstance(cached, list):
-        return cached
+@dataclass(frozen=True)
+class Linkage:
+    """The linkage analysis of one wheel: every needed library of every binary resolved (in
+    the binaries' order), and for each binary (installed path) the chains that load it."""
+
+    resolutions: tuple[Resolution, ...] = ()
+    chains: Mapping[str, tuple[Chain, ...]] = field(default_factory=dict)
+
+
+def analyze(wheel: WheelModel, context: VerifyContext) -> Linkage:
+    """The linkage analysis (empty when no loader model claims the wheel). Checks ask
+    ``context.analyses`` for it (``resolutions``, ``linkage_chains``), which computes it
+    once per run."""
     if context.loader is None or context.policy is None:
-        return []
+        return Linkage()
     resolver = _Resolver(wheel, context, context.loader, context.policy,
                          marker_environment(wheel.tags))
     chains = resolver.chains()
-    context.cache[CHAINS] = chains
-    result = [resolver.resolve(binary, name, chains[binary.installed])
-              for binary in wheel.binaries for name in binary.info.needed]
-    context.cache[NAME] = result
-    return result
-
-
-def loading_chains(wheel: WheelModel, context: VerifyContext) -> dict[str, tuple[Chain, ...]]:
-    """For each binary (installed path), the chains that load it (see _Resolver.chains)."""
-    resolve(wheel, context)
-    cached = context.cache.get(CHAINS)
-    return cached if isinstance(cached, dict) else {}
+    return Linkage(tuple(resolver.resolve(binary, name, chains[binary.installed])
+                         for binary in wheel.binaries for name in binary.info.needed), chains)
 
 
 def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
@@ -246,7 +242,7 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
     dependency, an extra, a driver, or through what every loader passes down, a note."""
     if context.loader is None:
         return [not_run(NAME, "no loader model claims the wheel's platform tag")]
-    resolutions = resolve(wheel, context)
+    resolutions = context.analyses.resolutions
     shipped = {name for binary in wheel.binaries for name in (binary.name, binary.info.soname)
                if name}
     findings = _unresolved(context.loader.words,
@@ -319,6 +315,14 @@ def _files(files: list[str]) -> str:
     return "needs" if count == 1 else f"{count} files need"
 
 
+class _Shared(TypedDict):
+    """The details every grouped linkage finding carries."""
+
+    files: list[str]
+    count: int
+    needed: list[str]
+
+
 def _group_finding(kind: str, key: str, items: list[Resolution],
                    words: LoaderWords) -> Finding:
     """One finding for the files that need libraries of one driver (SYSTEM), one package's
@@ -330,7 +334,7 @@ def _group_finding(kind: str, key: str, items: list[Resolution],
     first = files[0] if len(files) == 1 else ""
     many = f"{len(files)} files need" if len(files) > 1 else "needs"
     shown = _names(names)
-    common: dict[str, Any] = {"files": files[:20], "count": len(files), "needed": names}
+    common = _Shared(files=files[:20], count=len(files), needed=names)
     if kind == UNDECLARED:
         where = sorted({f"loaded by `{item.via}`" if item.via.startswith("import ") else
                         f"found only in {item.target}/" for item in items})

@@ -34,11 +34,10 @@ from pathlib import Path
 from release.errors import CommandError, ToolError
 from release.findings import Finding, Severity
 from release.loader import LoaderModel, LoadItem, Runner
-from release.verify.checks import linkage, ownership
-from release.verify.checks._common import finding, not_run
+from release.verify.checks import linkage
+from release.verify.checks._common import environment, finding, not_run
 from release.verify.context import VerifyContext
 from release.verify.dependencies import dependency_sites, site_holds
-from release.verify.report import ENVIRONMENT
 from release.verify.wheel import BinaryFile, WheelModel
 
 NAME = "load-matrix"
@@ -85,7 +84,7 @@ class _Needs:
 def _needs(wheel: WheelModel, context: VerifyContext) -> dict[str, _Needs]:
     """For each binary (wheel path), what loading it brings in."""
     direct: dict[str, list[linkage.Resolution]] = {}
-    for item in linkage.resolve(wheel, context):
+    for item in context.analyses.resolutions:
         direct.setdefault(item.binary, []).append(item)
     by_installed = {binary.installed: binary.path for binary in wheel.binaries}
     result = {}
@@ -110,7 +109,7 @@ def _loadable(wheel: WheelModel, loader: LoaderModel) -> list[BinaryFile]:
 def _entry_points(wheel: WheelModel, context: VerifyContext,
                   loader: LoaderModel) -> list[BinaryFile]:
     """What a user loads directly: extension modules and libraries no shipped binary needs."""
-    loaded_by_others = {item.target for item in linkage.resolve(wheel, context)
+    loaded_by_others = {item.target for item in context.analyses.resolutions
                         if item.kind == linkage.IN_WHEEL and item.target != item.binary}
     return [binary for binary in _loadable(wheel, loader)
             if binary.is_extension or binary.installed not in loaded_by_others]
@@ -118,7 +117,7 @@ def _entry_points(wheel: WheelModel, context: VerifyContext,
 
 def _candidates(wheel: WheelModel, context: VerifyContext,
                 loader: LoaderModel) -> list[BinaryFile]:
-    registrars = ownership.analyze(wheel, context).registrars
+    registrars = context.analyses.ownership.registrars
     record = wheel.build_record
     plugins = {c.file for c in record.components if c.kind == "plugin"} if record else set()
     return [binary for binary in _loadable(wheel, loader)
@@ -131,7 +130,7 @@ def _with_loaders(wheel: WheelModel, context: VerifyContext, binary: BinaryFile,
     through what its loaders pass down: nothing ever loads it alone."""
     if not needs[binary.path].inherited():
         return [binary]
-    chains = linkage.loading_chains(wheel, context)
+    chains = context.analyses.linkage_chains
     order, current, seen = [binary], binary, {binary.path}
     while True:
         loader = chains.get(current.installed, (linkage.Chain("", ()),))[0].loader
@@ -144,12 +143,12 @@ def _with_loaders(wheel: WheelModel, context: VerifyContext, binary: BinaryFile,
 
 
 def _run(wheel: WheelModel, context: VerifyContext, loader: LoaderModel, runner: Runner,
-         files: Sequence[BinaryFile], imports: Sequence[str]) -> tuple[int, str] | None:
+         sites: Sequence[Path], files: Sequence[BinaryFile], imports: Sequence[str]
+         ) -> tuple[int, str] | None:
     """None when the process loaded everything, else (exit status, output tail)."""
     command = loader.load_command([LoadItem(wheel.root / binary.installed, binary.is_extension,
                                             binary.installed) for binary in files], runner,
                                   imports)
-    sites = dependency_sites(wheel, context, runner)
     path = os.pathsep.join([str(wheel.root), *map(str, sites)])
     try:
         context.run(command, runner=runner, cwd=context.workdir,
@@ -195,11 +194,11 @@ def _job(wheel: WheelModel, context: VerifyContext, files: Sequence[BinaryFile],
 
 
 def _run_all(wheel: WheelModel, context: VerifyContext, loader: LoaderModel, runner: Runner,
-             jobs: Sequence[_Job]) -> list[Finding | None]:
+             sites: Sequence[Path], jobs: Sequence[_Job]) -> list[Finding | None]:
     """One finding per job (None: it loaded), in the jobs' order."""
     def attempt(job: _Job) -> tuple[int, str] | None | ToolError:
         try:
-            return _run(wheel, context, loader, runner, job.files, job.imports)
+            return _run(wheel, context, loader, runner, sites, job.files, job.imports)
         except ToolError as error:   # the runner cannot import the modules first
             return error
     with ThreadPoolExecutor(max(1, context.options.workers)) as pool:
@@ -207,9 +206,8 @@ def _run_all(wheel: WheelModel, context: VerifyContext, loader: LoaderModel, run
     findings: list[Finding | None] = []
     for job, result in zip(jobs, results):
         if isinstance(result, ToolError):
-            findings.append(finding(NAME, Severity.INFO, job.files[-1].path,
-                                    f"not run (environment): {result.what}", fix=result.fix,
-                                    status=ENVIRONMENT))
+            findings.append(environment(NAME, job.files[-1].path, result.what,
+                                        fix=result.fix))
         else:
             findings.append(None if result is None else
                             _failure(job.files, result, job.imports))
@@ -250,18 +248,17 @@ def _held_back(wheel: WheelModel, candidates: list[BinaryFile], entry_points: li
     notes = []
     if absent:
         files = sorted({path for paths in absent.values() for path in paths})
-        notes.append(finding(
-            NAME, Severity.INFO, files[0] if len(files) == 1 else "",
-            f"not run (environment): {len(files)} file(s) need libraries from "
-            f"{', '.join(sorted(absent))}, which are not installed here (optional or "
-            "undeclared providers)", fix="pass --site DIR holding them to load these files",
-            status=ENVIRONMENT, files=files[:20], providers=sorted(absent)))
+        notes.append(environment(
+            NAME, files[0] if len(files) == 1 else "",
+            f"{len(files)} file(s) need libraries from {', '.join(sorted(absent))}, which are "
+            "not installed here (optional or undeclared providers)",
+            fix="pass --site DIR holding them to load these files", files=files[:20],
+            providers=sorted(absent)))
     for reason, files in sorted(limits.items()):
-        notes.append(finding(
-            NAME, Severity.INFO, files[0] if len(files) == 1 else "",
-            f"not run (environment): {len(files)} file(s) cannot be loaded here: {reason}",
-            fix="run verify on a machine of the wheel's platform", status=ENVIRONMENT,
-            files=sorted(files)[:20]))
+        notes.append(environment(
+            NAME, files[0] if len(files) == 1 else "",
+            f"{len(files)} file(s) cannot be loaded here: {reason}",
+            fix="run verify on a machine of the wheel's platform", files=sorted(files)[:20]))
     if unresolved:
         notes.append(finding(
             NAME, Severity.INFO, "", f"{len(unresolved)} file(s) not loaded: they need "
@@ -292,11 +289,11 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
     together = [b for b in entry_points if b.path not in held]
     jobs = ([_job(wheel, context, together, needs)] if together else []) + \
         [_job(wheel, context, [binary], needs) for binary in candidates]
-    results = _run_all(wheel, context, loader, runner, jobs)
+    results = _run_all(wheel, context, loader, runner, sites, jobs)
     alone = results[1:] if together else results
     broken = {binary.path for binary, result in zip(candidates, alone) if result is not None}
     runnable = [pair for pair in pairs if not broken & {pair[0].path, pair[1].path}]
-    results += _run_all(wheel, context, loader, runner,
+    results += _run_all(wheel, context, loader, runner, sites,
                         [_job(wheel, context, pair, needs) for pair in runnable[:cap]])
     findings += [result for result in results if result is not None]
     count = len(jobs) + min(cap, len(runnable))

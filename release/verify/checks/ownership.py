@@ -84,17 +84,13 @@ def _heuristic(wheel: WheelModel) -> Ownership:
 
 
 def analyze(wheel: WheelModel, context: VerifyContext) -> Ownership:
-    cached = context.cache.get(NAME)
-    if isinstance(cached, Ownership):
-        return cached
+    """Who registers what. Checks ask ``context.analyses.ownership``, which computes it once
+    per run."""
     if wheel.build_record is not None and not context.options.heuristic_ownership:
-        result = _exact(wheel)
-    elif context.options.heuristic_ownership:
-        result = _heuristic(wheel)
-    else:
-        result = Ownership("none", {})
-    context.cache[NAME] = result
-    return result
+        return _exact(wheel)
+    if context.options.heuristic_ownership:
+        return _heuristic(wheel)
+    return Ownership("none", {})
 
 
 def _blame(owners: list[str], wheel: WheelModel, kind: str) -> str:
@@ -105,7 +101,7 @@ def _blame(owners: list[str], wheel: WheelModel, kind: str) -> str:
 
 
 def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
-    ownership = analyze(wheel, context)
+    ownership = context.analyses.ownership
     if ownership.mode == "none":
         return [finding(NAME, Severity.INFO, "", "not run: no build record; pass "
                         "--heuristic-ownership to infer ownership from strings")]

@@ -5,6 +5,10 @@
 //   threadpool_concurrency overlap       two threads' regions are inside their chunks at the
 //                                        same time (each waits for the other: a pool that runs
 //                                        one region at a time never returns); prints "overlap"
+//   threadpool_concurrency available     on a pool of 2: available() from an idle pool, inside
+//                                        a region, and while another thread computes in a
+//                                        region; a region begun then runs all its chunks on its
+//                                        caller; prints "available 2 1 1 inline"
 //   threadpool_concurrency fork MODEL    forks while another thread is inside a region; the
 //                                        child resizes, runs regions and MODEL, and must match
 //                                        the parent; prints "child 0"
@@ -165,6 +169,38 @@ int overlap() {
   return 0;
 }
 
+// What a region begun now would get, as the pool's state changes: every thread of an idle
+// pool, one inside a region, one while another thread's region keeps the second slot busy
+// (its chunks wait for `release`); a region begun then runs on its caller alone.
+int available() {
+  edgert_threadpool_set_size(2);
+  const size_t idle = edgert_threadpool_available();
+  std::atomic<size_t> inside{0};
+  edgert::parallel_for(0, 2, 1, [&](int64_t begin, int64_t) {
+    if (begin == 0) inside = edgert_threadpool_available();
+  });
+  std::atomic<bool> entered{false}, release{false};
+  std::thread other([&] {
+    edgert::parallel_for(0, 2, 1, [&](int64_t, int64_t) {
+      entered = true;
+      while (!release) std::this_thread::yield();
+    });
+  });
+  while (!entered) std::this_thread::yield();
+  const size_t beside = edgert_threadpool_available();
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<int> elsewhere{0}, chunks{0};
+  edgert::parallel_for(0, 2, 1, [&](int64_t, int64_t) {
+    ++chunks;
+    if (std::this_thread::get_id() != caller) ++elsewhere;
+  });
+  release = true;
+  other.join();
+  if (chunks != 2) fail("a region beside another ran " + std::to_string(chunks.load()) + " chunks");
+  std::printf("available %zu %zu %zu %s\n", idle, inside.load(), beside, elsewhere == 0 ? "inline" : "split");
+  return 0;
+}
+
 std::vector<float> run_model(edgert_program* program) {
   float input[16];
   int64_t shape[2] = {1, 16};
@@ -226,7 +262,8 @@ int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "regions") return regions();
   if (mode == "overlap") return overlap();
+  if (mode == "available") return available();
   if (mode == "fork" && argc == 3) return fork_inside_region(argv[2]);
-  std::fprintf(stderr, "usage: threadpool_concurrency regions | overlap | fork MODEL\n");
+  std::fprintf(stderr, "usage: threadpool_concurrency regions | overlap | available | fork MODEL\n");
   return 2;
 }

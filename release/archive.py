@@ -1,5 +1,9 @@
-"""Reading a wheel's zip without trusting it: names are checked before anything is written,
-sizes are checked while streaming (not taken from headers), and totals are capped.
+"""The one reader of wheels (zip archives): verify, repair, check-set, the platforms and the
+pipeline's rewrite paths (release/wheel.py: ``read_entries``, ``normalize``) all open wheels
+here, without trusting them: names are checked before anything is written, sizes are checked
+while streaming (not taken from headers), every member's CRC-32 is checked as pip checks it,
+and totals are capped. Writing wheels is release/wheel.py's; tests/quality holds that no other
+module opens a zip for reading.
 
 Bomb limits are absolute sizes (one member, all members), with every member held to its
 declared size while it streams. There is no compression-ratio limit: real libraries that are
@@ -42,6 +46,7 @@ class Member:
     compressed_size: int
     declared_size: int
     crc: int
+    mode: int = 0        # the permission bits the archive records (0o755 for programs)
 
 
 @dataclass(frozen=True)
@@ -122,7 +127,7 @@ def path_problem(name: str) -> str:
 
 def list_members(archive: Path, limits: Limits) -> list[Member]:
     """The wheel's members, after rejecting every entry that is unsafe to unpack (the one
-    reader of wheels: verify, repair and check-set all open them here)."""
+    reader of wheels: verify, repair, check-set and the rewrite paths all open them here)."""
     try:
         with zipfile.ZipFile(archive) as opened:
             infos = opened.infolist()
@@ -145,8 +150,16 @@ def list_members(archive: Path, limits: Limits) -> list[Member]:
         raise WheelError(f"{archive.name}: unsafe to unpack: {shown}",
                          fix="rebuild the wheel with a tool that writes plain file entries")
     return [Member(info.filename, info.compress_type, info.flag_bits, info.header_offset,
-                   info.compress_size, info.file_size, info.CRC)
+                   info.compress_size, info.file_size, info.CRC,
+                   (info.external_attr >> 16) & 0o777)
             for info in infos if not info.is_dir()]
+
+
+def has_zip_directory(path: Path) -> bool:
+    """Whether ``path`` ends with a zip directory (reads only the archive's end; False for
+    a file that cannot be read, as zipfile answers). ``list_members`` then reads the whole
+    directory and checks it."""
+    return zipfile.is_zipfile(path)
 
 
 def _problems(infos: Sequence[zipfile.ZipInfo], limits: Limits) -> list[str]:
@@ -557,23 +570,33 @@ def read_member(archive: Path, member: Member, limits: Limits) -> bytes:
 def read_member_range(archive: Path, member: Member, start: int, size: int) -> bytes:
     """Bytes [start, start + size) of one member, inflating it once and keeping only that
     range (a section of a large library), with the same size and CRC-32 checks."""
+    parts, produced, end = [], 0, start + size
+    for chunk in member_chunks(archive, member):
+        begin, produced = produced, produced + len(chunk)
+        if produced > start and begin < end:
+            parts.append(chunk[max(0, start - begin):end - begin])
+    return b"".join(parts)
+
+
+def member_chunks(archive: Path, member: Member) -> Iterator[bytes]:
+    """One member's bytes, inflated a chunk at a time (memory stays bounded whatever its
+    size), held to its declared size while it streams; its CRC-32 is checked after the last
+    chunk, so a caller that writes the chunks out must discard them on a WheelError."""
     descriptor = os.open(archive, os.O_RDONLY)
     try:
-        parts, produced, crc, end = [], 0, 0, start + size
+        produced, crc = 0, 0
         for chunk in _chunks(archive, descriptor, member, _data_offset(archive, descriptor,
                                                                        member)):
-            begin, produced = produced, produced + len(chunk)
+            produced += len(chunk)
             if produced > member.declared_size:
                 raise WheelError(f"{archive.name}: '{member.name}' expands past its declared "
                                  f"{member.declared_size} bytes", fix="rebuild the wheel")
             crc = zlib.crc32(chunk, crc)
-            if produced > start and begin < end:
-                parts.append(chunk[max(0, start - begin):end - begin])
+            yield chunk
         if produced != member.declared_size:
             raise WheelError(f"{archive.name}: '{member.name}' holds {produced} bytes but its "
                              f"header says {member.declared_size}", fix="rebuild the wheel")
         _check_crc(archive, member, crc)
-        return b"".join(parts)
     finally:
         os.close(descriptor)
 
