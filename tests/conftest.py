@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import logging
 import os
 import signal
 import subprocess
@@ -108,11 +109,13 @@ def release_in_process(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProc
     """``python -m release ARGS`` run by ``release.__main__.main`` in this process, for tests
     that are not about the process boundary: its exit status and what it wrote, in the form
     ``run_release`` returns. What ``main`` changes in the process (the working folder, the
-    SIGTERM and SIGHUP handlers) is put back."""
+    SIGTERM and SIGHUP handlers, the root logger's handlers) is put back."""
     from release.__main__ import main
     handled = (signal.SIGTERM, signal.SIGHUP)
     saved_handlers = {signum: signal.getsignal(signum) for signum in handled}
     saved_cwd = os.getcwd()
+    root = logging.getLogger()
+    saved_logging = (list(root.handlers), root.level)
     out, err = io.StringIO(), io.StringIO()
     try:
         os.chdir(cwd)
@@ -126,4 +129,5 @@ def release_in_process(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProc
         os.chdir(saved_cwd)
         for signum, handler in saved_handlers.items():
             signal.signal(signum, handler)
+        root.handlers[:], root.level = saved_logging[0], saved_logging[1]
     return subprocess.CompletedProcess(["release", *args], code, out.getvalue(), err.getvalue())
