@@ -7,7 +7,11 @@ package index also carry ``index``. ``pytest -m unit`` is the quick loop."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import logging
 import os
+import signal
 import subprocess
 import sys
 import venv
@@ -99,3 +103,31 @@ def run_release(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None
     full_env = {**os.environ, **(env or {})}
     return subprocess.run([sys.executable, "-m", "release", *args], cwd=cwd, env=full_env,
                           capture_output=True, text=True, check=False)
+
+
+def release_in_process(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    """``python -m release ARGS`` run by ``release.__main__.main`` in this process, for tests
+    that are not about the process boundary: its exit status and what it wrote, in the form
+    ``run_release`` returns. What ``main`` changes in the process (the working folder, the
+    SIGTERM and SIGHUP handlers, the root logger's handlers) is put back."""
+    from release.__main__ import main
+    handled = (signal.SIGTERM, signal.SIGHUP)
+    saved_handlers = {signum: signal.getsignal(signum) for signum in handled}
+    saved_cwd = os.getcwd()
+    root = logging.getLogger()
+    saved_logging = (list(root.handlers), root.level)
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args), stdout=out, stderr=err)
+            except SystemExit as exit_:   # what sys.exit(main()) would have exited with
+                code = 0 if exit_.code is None else exit_.code if isinstance(
+                    exit_.code, int) else 1
+    finally:
+        os.chdir(saved_cwd)
+        for signum, handler in saved_handlers.items():
+            signal.signal(signum, handler)
+        root.handlers[:], root.level = saved_logging[0], saved_logging[1]
+    return subprocess.CompletedProcess(["release", *args], code, out.getvalue(), err.getvalue())

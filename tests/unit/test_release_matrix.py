@@ -23,7 +23,7 @@ from release.options import BuildOptions
 from release.pipeline import make_plan
 from release.platform import Route
 from release.resolved import ResolvedRelease
-from tests.conftest import ROOT, run_release
+from tests.conftest import ROOT, release_in_process
 
 X86_64 = Host("linux", "x86_64")
 CROSS_TOOLS = {"aarch64-linux-gnu-gcc", "aarch64-linux-gnu-g++", "qemu-aarch64", "cc", "c++",
@@ -219,7 +219,7 @@ def test_build_builds_what_this_host_reaches_and_goes_on_after_a_failure(
 
 
 def test_plan_cli_prints_the_matrix_and_the_jobs() -> None:
-    completed = run_release("plan", "--json", "--project", str(ROOT))
+    completed = release_in_process("plan", "--json", "--project", str(ROOT))
     assert completed.returncode == 0, completed.stderr
     plan = json.loads(completed.stdout)
     assert plan["version"] == 1 and plan["release_version"] == "0.1.0"
@@ -227,5 +227,5 @@ def test_plan_cli_prints_the_matrix_and_the_jobs() -> None:
     assert plan["not_buildable"] == []
     assert {job["runner"] for job in plan["build"] if job["name"].startswith("macos")} == {
         "macos-15", "macos-15-intel"}
-    text = run_release("plan", "--project", str(ROOT))
+    text = release_in_process("plan", "--project", str(ROOT))
     assert text.returncode == 0 and "windows-amd64" in text.stdout

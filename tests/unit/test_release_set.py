@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 import tarfile
 from collections.abc import Callable
 from pathlib import Path
@@ -77,11 +78,19 @@ def passing_verify(path: Path) -> Report:
                                                         "variant-properties": "ran"})
 
 
-@pytest.fixture
-def complete_set(tmp_path: Path) -> Path:
+@pytest.fixture(scope="module")
+def _complete_set_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("complete-set")
     for entry in BUILDABLE:
-        write_synthetic_wheel(tmp_path, entry)
-    write_sdist(tmp_path)
+        write_synthetic_wheel(folder, entry)
+    write_sdist(folder)
+    return folder
+
+
+@pytest.fixture
+def complete_set(_complete_set_once: Path, tmp_path: Path) -> Path:
+    """A complete release folder of this test's own (written once per module, copied)."""
+    shutil.copytree(_complete_set_once, tmp_path, dirs_exist_ok=True)
     return tmp_path
 
 
@@ -280,14 +289,10 @@ def _no_toolchain(document: dict) -> dict:
     (lambda document: {**document, "bomFormat": "SPDX"}, "is not a CycloneDX document"),
 ])
 def test_each_wheel_carries_an_sbom_naming_its_files_and_toolchain(
-        tmp_path: Path, edit: Callable[[dict], dict | None], words: str) -> None:
-    (tmp_path / "dist").mkdir()
-    for item in BUILDABLE:
-        write_synthetic_wheel(tmp_path / "dist", item,
-                              edit_sbom=edit if item.name == "linux-x86_64-cpu" else
-                              lambda document: document)
-    write_sdist(tmp_path / "dist")
-    found = only_error(tmp_path / "dist")
+        complete_set: Path, edit: Callable[[dict], dict | None], words: str) -> None:
+    next(complete_set.glob("edgert-*manylinux_2_28_x86_64.whl")).unlink()
+    write_synthetic_wheel(complete_set, entry("linux-x86_64-cpu"), edit_sbom=edit)
+    found = only_error(complete_set)
     assert found.check == "sbom" and words in found.what
     assert found.file.startswith("edgert-0.1.0-cp39-abi3-manylinux_2_28_x86_64")
 
@@ -320,8 +325,35 @@ def _variant_set(folder: Path, *, null_only: bool = False) -> dict[str, Path]:
     return made
 
 
-def test_a_set_of_variant_wheels_passes_once_its_index_is_written(tmp_path: Path) -> None:
-    made = _variant_set(tmp_path)
+VariantSet = Callable[..., dict[str, Path]]
+
+
+@pytest.fixture(scope="module")
+def _variant_sets(tmp_path_factory: pytest.TempPathFactory
+                  ) -> dict[bool, tuple[Path, dict[str, str]]]:
+    """_variant_set's folders, each written once per module when first asked for."""
+    return {}
+
+
+@pytest.fixture
+def variant_set(_variant_sets: dict[bool, tuple[Path, dict[str, str]]],
+                tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> VariantSet:
+    """``_variant_set(tmp_path, null_only=...)``, copied into this test's own folder."""
+    def copied(*, null_only: bool = False) -> dict[str, Path]:
+        if null_only not in _variant_sets:
+            template = tmp_path_factory.mktemp("variant-set")
+            _variant_sets[null_only] = (template, {
+                name: path.name for name, path in _variant_set(template,
+                                                               null_only=null_only).items()})
+        template, names = _variant_sets[null_only]
+        shutil.copytree(template, tmp_path, dirs_exist_ok=True)
+        return {name: tmp_path / file for name, file in names.items()}
+    return copied
+
+
+def test_a_set_of_variant_wheels_passes_once_its_index_is_written(
+        tmp_path: Path, variant_set: VariantSet) -> None:
+    made = variant_set()
     assert made["cu12"].name == "edgert-0.1.0-cp39-abi3-manylinux_2_28_x86_64-cu12.whl"
     missing = only_error(tmp_path)
     assert (missing.check, missing.file) == ("variants", "edgert-0.1.0-variants.json")
@@ -334,15 +366,17 @@ def test_a_set_of_variant_wheels_passes_once_its_index_is_written(tmp_path: Path
     assert report.wheels["linux-x86_64-cpu"] == made["plain"].name
 
 
-def test_the_null_variant_covers_the_cpu_entry_without_a_plain_wheel(tmp_path: Path) -> None:
-    made = _variant_set(tmp_path, null_only=True)
+def test_the_null_variant_covers_the_cpu_entry_without_a_plain_wheel(
+        tmp_path: Path, variant_set: VariantSet) -> None:
+    made = variant_set(null_only=True)
     assert errors(tmp_path, write_index=True) == []
     report = release_set.check_release_set(tmp_path, MANIFEST, verify=passing_verify)
     assert report.wheels["linux-x86_64-cpu"] == made["cpu"].name
 
 
-def test_a_stale_index_and_a_missing_variant_wheel_are_errors(tmp_path: Path) -> None:
-    _variant_set(tmp_path)
+def test_a_stale_index_and_a_missing_variant_wheel_are_errors(
+        tmp_path: Path, variant_set: VariantSet) -> None:
+    variant_set()
     assert errors(tmp_path, write_index=True) == []
     for path in tmp_path.glob("*-cu13.whl"):     # every target's cu13 wheel
         path.unlink()
@@ -353,8 +387,9 @@ def test_a_stale_index_and_a_missing_variant_wheel_are_errors(tmp_path: Path) ->
         f"linux-{arch}-cu13: expected one wheel, found 0" for arch in ("x86_64", "aarch64")}
 
 
-def test_a_variant_wheel_must_claim_its_variant_s_properties(tmp_path: Path) -> None:
-    made = _variant_set(tmp_path)
+def test_a_variant_wheel_must_claim_its_variant_s_properties(
+        tmp_path: Path, variant_set: VariantSet) -> None:
+    made = variant_set()
     path = made["cu12"]
     files = read_entries(path)
     name = "edgert-0.1.0.dist-info/variant.json"

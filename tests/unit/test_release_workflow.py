@@ -6,6 +6,8 @@ provenance, and every action is pinned to a full commit SHA."""
 
 from __future__ import annotations
 
+import copy
+import functools
 import re
 from typing import Any
 
@@ -19,9 +21,15 @@ MATRIX = "${{ fromJSON(needs.plan.outputs.build) }}"
 PINNED = re.compile(r"^\s*(?:-\s+)?uses:\s+([\w.-]+/[\w./-]+)@([0-9a-f]{40}) # v\d+\.\d+\.\d+$")
 
 
-def workflow() -> dict[str, Any]:
-    data: dict[str, Any] = yaml.safe_load(WORKFLOW.read_text())
+@functools.cache
+def _parsed(text: str) -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load(text)
     return data
+
+
+def workflow() -> dict[str, Any]:
+    """The workflow file as it is now, parsed once per text (each caller gets its own copy)."""
+    return copy.deepcopy(_parsed(WORKFLOW.read_text()))
 
 
 def jobs() -> dict[str, dict[str, Any]]:

@@ -93,13 +93,17 @@ def test_static_asks_no_platform_for_a_runner(tmp_path: Path) -> None:
 
 def test_only_the_wheels_platform_is_asked_and_only_when_programs_run(tmp_path: Path) -> None:
     linux, windows = _platforms()
+    # the stand-in platforms run nothing: no sandbox (tests/integration/test_verify_sandbox.py
+    # runs the real one)
+    unsandboxed = VerifyOptions(sandbox="off")
     pure = _wheel(tmp_path, "py3-none-win_amd64")
-    verify_wheel(pure, platforms=[linux, windows], cache=tmp_path)
+    verify_wheel(pure, platforms=[linux, windows], cache=tmp_path, options=unsandboxed)
     assert (linux.asked, windows.asked) == (0, 0), "nothing to load: nothing asked for"
     module = pe_image(exports=("PyInit_helper",), name="helper.pyd")
     (tmp_path / "dll").mkdir()
     path = _wheel(tmp_path / "dll", "py3-none-win_amd64", {"demo/helper.pyd": module})
-    report = verify_wheel(path, platforms=[linux, windows], cache=tmp_path)
+    report = verify_wheel(path, platforms=[linux, windows], cache=tmp_path,
+                          options=unsandboxed)
     assert (linux.asked, windows.asked) == (0, 1), report.render_text()
     assert report.checks["load-matrix"] == "not run"
 

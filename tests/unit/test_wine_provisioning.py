@@ -25,7 +25,7 @@ def _fake_tools(calls: list[list[str]]):  # type: ignore[no-untyped-def]
             Path(prefix.split("=", 1)[1]).mkdir(parents=True)
         if "-o" in words:   # a compiler: write its output
             Path(words[words.index("-o") + 1]).write_bytes(b"MZ")
-        time.sleep(0.05)
+        time.sleep(0.01)   # long enough for the other threads to arrive while it works
         return ""
     return run
 

@@ -1,0 +1,57 @@
+"""Two build processes publishing the same wheel into one folder, 100 times over: each
+renames a complete file of its own and no temporary file is left. (Moved from the unit tier,
+tests/unit/test_build_safety.py, which keeps the same race between two threads: this one
+forks 200 processes that each flush 200 kB to disk, seconds on a busy machine.)"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+import zipfile
+from pathlib import Path
+
+from release import buildfolder
+
+WHEEL_NAME = "edgert-0.1.0-cp39-abi3-manylinux_2_35_x86_64.whl"
+
+
+def _zip(path: Path, payload: bytes) -> Path:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("edgert/data.bin", payload)
+    return path
+
+
+def _complete(path: Path) -> bool:
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return archive.testzip() is None
+    except zipfile.BadZipFile:
+        return False
+
+
+def _publish_in_child(source: str, out: str) -> None:
+    # the window in which a second build sharing the temporary name truncated the first
+    # one's file: a pause between writing the temporary file and renaming it
+    buildfolder._pause_before_rename = lambda: time.sleep(0.002)  # type: ignore[assignment]
+    buildfolder.publish(Path(source), Path(out))
+
+
+def test_two_processes_publishing_one_wheel_both_publish_complete_files(tmp_path: Path) -> None:
+    sources = []
+    for index in range(2):
+        (tmp_path / str(index)).mkdir()
+        sources.append(_zip(tmp_path / str(index) / WHEEL_NAME, os.urandom(200_000)))
+    out = tmp_path / "dist"
+    out.mkdir()
+    context = multiprocessing.get_context("fork")
+    for _ in range(100):
+        children = [context.Process(target=_publish_in_child, args=(str(s), str(out)))
+                    for s in sources]
+        for child in children:
+            child.start()
+        for child in children:
+            child.join()
+        assert [child.exitcode for child in children] == [0, 0]
+        assert _complete(out / WHEEL_NAME)
+        assert sorted(p.name for p in out.iterdir()) == [WHEEL_NAME]
