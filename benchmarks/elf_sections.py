@@ -128,14 +128,23 @@ def _plain_reader() -> Iterator[None]:
 
 # -- timing --------------------------------------------------------------------------------
 
-def _median(work: Callable[[], object], repeat: int) -> float:
-    work()   # warm: the page cache, the struct caches
-    times = []
+def _medians(works: dict[str, Callable[[], object]], repeat: int) -> dict[str, float]:
+    """The median seconds of each work, run in turn ``repeat`` times (interleaved, so a load
+    that comes and goes on the machine falls on all of them alike)."""
+    times: dict[str, list[float]] = {name: [] for name in works}
+    for work in works.values():
+        work()   # warm: the page cache, the struct caches
     for _ in range(repeat):
-        start = time.perf_counter()
-        work()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        for name, work in works.items():
+            start = time.perf_counter()
+            work()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def _plain_device_code(path: Path) -> object:
+    with _plain_reader():
+        return fatbin.read_device_code(path)
 
 
 def _pyelftools(data: bytes) -> list[tuple[str, int, int]]:
@@ -162,24 +171,27 @@ def main(argv: list[str] | None = None) -> int:
         print("error: the two readers disagree on the device code")
         return 1
     cubins = sum(1 for entry in ours.entries if entry.has_kernels is not None)
-    ours_ms = _median(lambda: fatbin.read_device_code(args.library), args.repeat) * 1e3
-    with _plain_reader():
-        plain_ms = _median(lambda: fatbin.read_device_code(args.library), args.repeat) * 1e3
-    print(f"read_device_code {args.library.name} ({args.library.stat().st_size >> 20} MB, "
-          f"{len(ours.entries)} entries, {cubins} cubins read): ours {ours_ms:.1f} ms, "
-          f"plain walk {plain_ms:.1f} ms, ratio {ours_ms / plain_ms:.2f}")
+    library = args.library
+    times = _medians({"ours": lambda: fatbin.read_device_code(library),
+                      "plain": lambda: _plain_device_code(library)}, args.repeat)
+    print(f"read_device_code {library.name} ({library.stat().st_size >> 20} MB, "
+          f"{len(ours.entries)} entries, {cubins} cubins read): ours {times['ours'] * 1e3:.1f} "
+          f"ms, plain walk {times['plain'] * 1e3:.1f} ms, ratio "
+          f"{times['ours'] / times['plain']:.2f}")
 
     data = args.small.read_bytes()
     count = len(elf.read_sections(data, where="small"))
-    ours_us = _median(lambda: elf.read_sections(data, where="small"), args.repeat * 20) * 1e6
-    decoded_us = _median(lambda: tuple(elf.read_sections(data, where="small")),
-                         args.repeat * 20) * 1e6
-    plain_us = _median(lambda: _plain_sections(data, where="small"), args.repeat * 20) * 1e6
-    elftools_us = _median(lambda: _pyelftools(data), args.repeat) * 1e6
-    print(f"read_sections {args.small.name} ({count} sections): ours {ours_us:.0f} us "
-          f"({decoded_us:.0f} us with every name decoded), plain walk {plain_us:.0f} us, "
-          f"pyelftools {elftools_us:.0f} us; ratio to the plain walk {ours_us / plain_us:.2f} "
-          f"({decoded_us / plain_us:.2f} decoded)")
+    small = _medians({"ours": lambda: elf.read_sections(data, where="small"),
+                      "decoded": lambda: tuple(elf.read_sections(data, where="small")),
+                      "plain": lambda: _plain_sections(data, where="small")},
+                     args.repeat * 20)
+    elftools = _medians({"pyelftools": lambda: _pyelftools(data)}, args.repeat)["pyelftools"]
+    print(f"read_sections {args.small.name} ({count} sections): ours "
+          f"{small['ours'] * 1e6:.0f} us ({small['decoded'] * 1e6:.0f} us with every section "
+          f"made and named), plain walk {small['plain'] * 1e6:.0f} us, pyelftools "
+          f"{elftools * 1e6:.0f} us; ratio to the plain walk "
+          f"{small['ours'] / small['plain']:.2f} ({small['decoded'] / small['plain']:.2f} "
+          "made and named)")
     return 0
 
 

@@ -17,7 +17,7 @@ import operator
 import sys
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import overload
+from typing import NamedTuple, overload
 
 from release.binary import model
 from release.binary._view import Buffer, ByteView, Image, string_at
@@ -65,8 +65,9 @@ class _Header:
     shstrndx: int
 
 
-@dataclass(frozen=True)
-class _SectionHeader:
+class _SectionHeader(NamedTuple):
+    """One section header (a tuple: a table is made of them at once)."""
+
     name: str
     kind: int
     address: int
@@ -189,8 +190,8 @@ class _Parser:
             return []
         name, kind, _flags, address, offset, size, link, info, _align, entsize = table.columns
         names = table.names()
-        return [_SectionHeader(*row)
-                for row in zip(names, kind, address, offset, size, link, info, entsize)]
+        return list(map(_SectionHeader._make,
+                        zip(names, kind, address, offset, size, link, info, entsize)))
 
     def _strings(self, sections: list[_SectionHeader], index: int, what: str) -> bytes:
         if not 0 < index < len(sections) or sections[index].kind != SHT_STRTAB:
