@@ -419,6 +419,14 @@ class SectionTable(Sequence[model.Section]):
         return (section(named(index), start, 0 if type_ == nobits else length, type_, at)
                 for index, type_, at, start, length in zip(name, kind, address, offset, size))
 
+    def __eq__(self, other: object) -> bool:
+        """Equal to any sequence of the same sections (a tuple of them, as before)."""
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return tuple(self) == tuple(other)
+
+    __hash__ = None   # type: ignore[assignment]   # compared by value, as a list is
+
     def _name(self, index: int) -> str:
         """The name at ``index`` of the name table (bounds checked with the table)."""
         if not self._names:

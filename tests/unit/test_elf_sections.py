@@ -170,3 +170,4 @@ def test_named_and_starting_with_agree_with_the_decoded_names(query: str) -> Non
                                                    None)
     assert table.names() == [s.name for s in decoded] and len(table) == len(decoded)
     assert table[-1] == decoded[-1] and list(table[1:3]) == decoded[1:3]
+    assert table == tuple(decoded) and tuple(decoded) == table and table != decoded[:-1]
