@@ -6,14 +6,16 @@ measured in the same run, so the ratios hold on a loaded machine:
 - ``read_device_code``: cuda/fatbin.py's whole read of a CUDA library (its section table,
   then every uncompressed cubin's section table), against the same fatbinary walk with the
   reader it replaced (cuda/_elf.py before 3c26440, a plain struct walk without the readers'
-  budget, kept below as ``_plain_sections``) plugged in for the section tables;
+  budget, kept below as the ``_plain_*`` functions) plugged in for the section tables;
 - ``read_sections``: one small section table (the Python interpreter: 39 sections), against
   the plain struct walk and pyelftools; ours alone (names decoded when asked for) and with
-  every section made and named, as the plain walk does.
+  every section made as a ``model.Section`` and named (the plain walk decodes every name,
+  into a dict of offset and size).
 
 The library defaults to cuRAND from the tool cache (tests/cuda/test_cuobjdump_real.py
-installs it there: nvidia-curand-cu12==10.3.10.19, 167 MB, 143 cubins). Prints the median
-of ``--repeat`` runs of each and the ratio of ours to the plain walk (below 1: faster)."""
+installs it there: nvidia-curand-cu12==10.3.10.19, 167 MB, 143 cubins, about 22,000 cubin
+sections). Prints the median of ``--repeat`` interleaved runs of each and the ratio of ours
+to the plain walk (below 1: faster)."""
 
 from __future__ import annotations
 
