@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from cuda.fatbin import DeviceCode, EntryKind, FatbinContainer, FatbinEntry, read_device_code
+from cuda import device_code
+from cuda.fatbin import DeviceCode, EntryKind, FatbinContainer, FatbinEntry
 from cuda.variant import ComputeCapability
 from release._toml import read_toml
-from release.errors import BinaryFormatError, ConfigurationError
+from release.errors import ConfigurationError
 from release.findings import Finding, Severity
 from release.variant import DeviceCodeRecord
 
@@ -200,19 +201,6 @@ def judge(libraries: Iterable[DeviceCode], *, claims: Sequence[ComputeCapability
     return CoverageReport(claims=claims, rows=report.rows, findings=(*findings, table))
 
 
-def _read_all(files: Iterable[tuple[str, Path]]) -> tuple[list[DeviceCode], list[Finding]]:
-    codes, findings = [], []
-    for name, path in files:
-        try:
-            codes.append(read_device_code(path, name=name))
-        except BinaryFormatError as error:
-            findings.append(Finding(check=CHECK, severity=Severity.ERROR, file=name,
-                                    what=f"unreadable fatbinary: {error.what}",
-                                    why="its device code cannot be judged (or loaded)",
-                                    fix=error.fix))
-    return codes, findings
-
-
 def check_wheel(files: Iterable[tuple[str, Path]],
                 device: DeviceCodeRecord | None) -> list[Finding]:
     """Coverage findings for one wheel (what ``verify`` reports; never raises on bad input).
@@ -221,8 +209,16 @@ def check_wheel(files: Iterable[tuple[str, Path]],
     ``device``: the build record's device-code section (``BuildRecord.cuda``, the typed
     ``cuda`` object of docs/build-record.md); None for a CPU wheel, where any device code is
     an error, since nothing claims it."""
-    codes, findings = _read_all(files)
-    return findings + check_device_code(codes, device)
+    read = device_code.read_all(files)
+    return unreadable(read) + check_device_code(read.codes, device)
+
+
+def unreadable(read: device_code.WheelDeviceCode) -> list[Finding]:
+    """An error for each binary whose fatbinary could not be read."""
+    return [Finding(check=CHECK, severity=Severity.ERROR, file=item.file,
+                    what=f"unreadable fatbinary: {item.what}",
+                    why="its device code cannot be judged (or loaded)", fix=item.fix)
+            for item in read.unreadable]
 
 
 def check_device_code(codes: Iterable[DeviceCode],

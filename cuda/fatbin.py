@@ -127,7 +127,8 @@ def _cubin_has_kernels(data: bytes | mmap.mmap | memoryview,
                        start: int, size: int) -> bool | None:
     """Whether an uncompressed cubin (an ELF) has a ``.text.<kernel>`` section; None when
     the payload is no readable ELF (not knowable). Read in place through the project's ELF
-    reader: only the cubin's section table and names are copied."""
+    reader: only the cubin's section table and names are copied, and only the names that
+    start with ``.text.`` are decoded."""
     with memoryview(data) as whole, whole[start:start + size] as image:
         try:
             sections = elf.read_sections(image, where="cubin")
@@ -135,7 +136,7 @@ def _cubin_has_kernels(data: bytes | mmap.mmap | memoryview,
             raise
         except BinaryFormatError:
             return None
-    return any(section.name.startswith(".text.") for section in sections)
+    return next(sections.starting_with(".text."), None) is not None
 
 
 def _read_entry(data: bytes | mmap.mmap | memoryview, offset: int, end: int, *, base: int,

@@ -20,9 +20,9 @@ from collections.abc import Iterable
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
-from cuda.check import device_code
+from cuda import device_code
 from cuda.fatbin import EntryKind
-from release.errors import BinaryFormatError, WheelError
+from release.errors import WheelError
 from release.findings import Finding, Severity
 from release.variant import DeviceCodeRecord
 from release.verify.checks._common import finding
@@ -120,19 +120,10 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
         return []          # the variant check reports an invalid file
     record = wheel.build_record
     device = None if record is None else record.cuda
-    sass: set[str] = set()
-    ptx: set[str] = set()
-    for binary in wheel.binaries:
-        try:
-            code = device_code(binary)
-        except BinaryFormatError:
-            continue       # the coverage check reports it
-        for entry in code.entries:
-            if entry.kind is EntryKind.CUBIN:
-                sass.add(str(entry.sm))
-            elif entry.kind is EntryKind.PTX:
-                ptx.add(str(entry.sm))
-    problems = judge(variant, device, sass=sass, ptx=ptx)
+    # read once per run, shared with the coverage check (which reports unreadable ones)
+    shipped = context.analyses.of(device_code.of_wheel)
+    problems = judge(variant, device, sass=shipped.sm_numbers(EntryKind.CUBIN),
+                     ptx=shipped.sm_numbers(EntryKind.PTX))
     if device is not None and not wheel.metadata.requires_distribution(
             device.runtime.distribution):
         problems.append(f"the bounds are judged against '{device.runtime.requirement}', which "

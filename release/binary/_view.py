@@ -136,18 +136,32 @@ class ByteView:
     def table(self, layout: str, offset: int, count: int, entry_size: int,
               what: str, kind: str | None = "records") -> list[tuple[int, ...]]:
         """``count`` records of ``layout`` spaced ``entry_size`` apart (paid for first)."""
-        return list(self.rows(layout, offset, count, entry_size, what, kind))
+        packer = self._paid_rows(layout, offset, count, entry_size, what, kind)
+        if entry_size != packer.size:
+            return [packer.unpack_from(self.data, offset + index * entry_size)
+                    for index in range(count)]
+        rows: list[tuple[int, ...]] = []
+        end, step = offset + count * entry_size, _ROWS_AT_ONCE * entry_size
+        for start in range(offset, end, step):   # a slice at a time, unpacked in one call
+            rows.extend(packer.iter_unpack(self.data[start:min(start + step, end)]))
+        return rows
 
     def rows(self, layout: str, offset: int, count: int, entry_size: int,
              what: str, kind: str | None = "records") -> Iterator[tuple[int, ...]]:
         """``table``, one record at a time: nothing but the current row is held. The count
         is checked and spent before the first row is read."""
+        packer = self._paid_rows(layout, offset, count, entry_size, what, kind)
+        return self._rows(packer, offset, count, entry_size)
+
+    def _paid_rows(self, layout: str, offset: int, count: int, entry_size: int,
+                   what: str, kind: str | None) -> struct.Struct:
+        """The row layout, once the table is checked to lie in the file and is paid for."""
         packer = _struct(self.byte_order + layout)
         if count and entry_size < packer.size:
             raise self.fail(f"{what}: entry size {entry_size} is smaller than {packer.size}")
         self.check(offset, count * entry_size, what)
         self.spend(kind, count, what)
-        return self._rows(packer, offset, count, entry_size)
+        return packer
 
     def _rows(self, packer: struct.Struct, offset: int, count: int,
               entry_size: int) -> Iterator[tuple[int, ...]]:

@@ -12,9 +12,12 @@ bytes decoded (a name shared by many symbols is decoded once)."""
 from __future__ import annotations
 
 import array
+import itertools
+import operator
 import sys
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple, overload
 
 from release.binary import model
 from release.binary._view import Buffer, ByteView, Image, string_at
@@ -62,8 +65,9 @@ class _Header:
     shstrndx: int
 
 
-@dataclass(frozen=True)
-class _SectionHeader:
+class _SectionHeader(NamedTuple):
+    """One section header (a tuple: a table is made of them at once)."""
+
     name: str
     kind: int
     address: int
@@ -145,9 +149,13 @@ class _Parser:
             return [_Segment(row[0], row[2], row[3], row[5]) for row in rows]
         return [_Segment(row[0], row[1], row[2], row[4]) for row in rows]
 
-    def _sections(self, header: _Header) -> list[_SectionHeader]:
+    def _section_table(self, header: _Header) -> SectionTable:
+        """The section headers, every bound checked per table: one read of the table, the
+        contents of every section with file contents inside the file (one maximum over the
+        rows), every name index inside the name table and NUL-terminated (the largest index
+        is at or before the table's last NUL). Names are decoded when asked for."""
         if header.shoff == 0:
-            return []
+            return SectionTable((), b"")
         count, names_index = header.shnum, header.shstrndx
         if count == 0 or names_index == 0xFFFF:  # extended numbering lives in section 0
             first = self.view.table(self.layout.section, header.shoff, 1, header.shentsize,
@@ -156,17 +164,34 @@ class _Parser:
             names_index = first[6] if names_index == 0xFFFF else names_index
         rows = self.view.table(self.layout.section, header.shoff, count, header.shentsize,
                                "section header table", kind="sections")
-        raw = [(row[0], row[1], row[3], row[4], row[5], row[6], row[7], row[9]) for row in rows]
-        for _name, kind, _addr, offset, size, *_rest in raw:
-            if kind != SHT_NOBITS and kind != 0:
-                self.view.check(offset, size, "section contents")
+        if not rows:
+            return SectionTable((), b"")
+        # name, kind, flags, address, offset, size, link, info, align, entsize
+        columns = tuple(zip(*rows))
+        kinds, offsets, sizes = columns[1], columns[4], columns[5]
+        ends = map(operator.add, offsets, sizes)
+        with_contents = map(operator.not_, map(_NO_CONTENTS.__contains__, kinds))
+        if max(itertools.compress(ends, with_contents), default=0) > self.view.size:
+            for kind, offset, size in zip(kinds, offsets, sizes):   # the first, for its words
+                if kind not in _NO_CONTENTS:
+                    self.view.check(offset, size, "section contents")
         names = b""
-        if 0 < names_index < len(raw):
-            names = self.view.read(raw[names_index][3], raw[names_index][4],
+        if 0 < names_index < count:
+            names = self.view.read(offsets[names_index], sizes[names_index],
                                    "section name table", paid=True)
-        return [_SectionHeader(string_at(names, name, view=self.view, what="section name")
-                               if names else "", kind, addr, offset, size, link, info, entsize)
-                for name, kind, addr, offset, size, link, info, entsize in raw]
+            if max(columns[0]) > names.rfind(b"\0"):
+                for name in columns[0]:   # the first that is outside or unterminated
+                    string_at(names, name, view=self.view, what="section name")
+        return SectionTable(columns, names)
+
+    def _sections(self, header: _Header) -> list[_SectionHeader]:
+        table = self._section_table(header)
+        if not table.columns:
+            return []
+        name, kind, _flags, address, offset, size, link, info, _align, entsize = table.columns
+        names = table.names()
+        return list(map(_SectionHeader._make,
+                        zip(names, kind, address, offset, size, link, info, entsize)))
 
     def _strings(self, sections: list[_SectionHeader], index: int, what: str) -> bytes:
         if not 0 < index < len(sections) or sections[index].kind != SHT_STRTAB:
@@ -354,19 +379,107 @@ class _Parser:
         return indexes
 
 
-def read_sections(data: Image, *, where: str) -> tuple[model.Section, ...]:
+_NO_CONTENTS = frozenset((0, SHT_NOBITS))   # SHT_NULL, SHT_NOBITS: no bytes in the file
+
+
+class SectionTable(Sequence[model.Section]):
+    """The section table ``read_sections`` returns: its rows, checked, with their names
+    decoded on first use (a cubin's table is searched for a name prefix without decoding the
+    rest). Indexing and iteration give ``model.Section`` values as ``BinaryInfo.sections``
+    holds them."""
+
+    def __init__(self, columns: tuple[tuple[int, ...], ...], names: bytes) -> None:
+        self.columns = columns        # the header fields, one tuple per field (row order)
+        self._names = names           # the name table; b"": none, every name is ""
+        self._decoded: dict[int, str] = {}
+
+    def __len__(self) -> int:
+        return len(self.columns[0]) if self.columns else 0
+
+    @overload
+    def __getitem__(self, index: int) -> model.Section: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[model.Section]: ...
+
+    def __getitem__(self, index: int | slice) -> model.Section | Sequence[model.Section]:
+        if isinstance(index, slice):
+            return tuple(self[position] for position in range(len(self))[index])
+        position = range(len(self))[index]   # IndexError past the end, as a tuple's
+        columns = self.columns
+        kind = columns[1][position]
+        return model.Section(self._name(columns[0][position]), columns[4][position],
+                             0 if kind == SHT_NOBITS else columns[5][position], kind,
+                             columns[3][position])
+
+    def __iter__(self) -> Iterator[model.Section]:
+        if not self.columns:
+            return iter(())
+        name, kind, _flags, address, offset, size = self.columns[:6]
+        named, section, nobits = self._name, model.Section, SHT_NOBITS
+        return (section(named(index), start, 0 if type_ == nobits else length, type_, at)
+                for index, type_, at, start, length in zip(name, kind, address, offset, size))
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to any sequence of the same sections (a tuple of them, as before)."""
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return tuple(self) == tuple(other)
+
+    __hash__ = None   # type: ignore[assignment]   # compared by value, as a list is
+
+    def _name(self, index: int) -> str:
+        """The name at ``index`` of the name table (bounds checked with the table)."""
+        if not self._names:
+            return ""
+        text = self._decoded.get(index)
+        if text is None:
+            text = self._names[index:self._names.find(b"\0", index)].decode("utf-8",
+                                                                             "replace")
+            self._decoded[index] = text
+        return text
+
+    def names(self) -> list[str]:
+        """Every section's name, in table order."""
+        return [self._name(index) for index in self.columns[0]] if self.columns else []
+
+    def _matching(self, text: str, *, whole: bool) -> Iterator[model.Section]:
+        """The sections whose name is (``whole``) or starts with ``text``, in table order.
+        The name table's bytes are compared with the encoded text, so only the matches are
+        decoded; text an undecodable name could equal (U+FFFD) or that holds a NUL is
+        compared decoded."""
+        if not self.columns:
+            return iter(())
+        if not self._names or "\ufffd" in text or "\0" in text:
+            return (section for section in self if section.name == text
+                    or not whole and section.name.startswith(text))
+        encoded = text.encode("utf-8") + (b"\0" if whole else b"")
+        starts = self._names.startswith
+        return (self[position] for position, index in enumerate(self.columns[0])
+                if starts(encoded, index))
+
+    def starting_with(self, prefix: str) -> Iterator[model.Section]:
+        """The sections whose name starts with ``prefix``; only those names are decoded."""
+        return self._matching(prefix, whole=False)
+
+    def named(self, name: str) -> model.Section | None:
+        """The first section called ``name``, or None."""
+        return next(self._matching(name, whole=True), None)
+
+
+def read_sections(data: Image, *, where: str) -> SectionTable:
     """The section table of the ELF file in ``data`` (the header, the section headers and
     their names; no dynamic section, no symbols), paid for from the readers' budget in force.
     ``data`` may be a memory map or a memoryview of an ELF image inside another file (a cubin
-    in a fatbinary): only the tables are copied out of it."""
+    in a fatbinary): only the tables are copied out of it. Every bound is checked before
+    this returns; names are decoded when first asked for."""
     parser = _Parser(data, where)
-    return tuple(model.Section(s.name, s.offset, 0 if s.kind == SHT_NOBITS else s.size,
-                               s.kind, s.address)
-                 for s in parser._sections(parser._header()))
+    return parser._section_table(parser._header())
 
 
 def section_named(sections: Iterable[model.Section], name: str) -> model.Section | None:
     """The first section called ``name`` (as ``BinaryInfo.section`` finds it), or None."""
+    if isinstance(sections, SectionTable):
+        return sections.named(name)
     return next((section for section in sections if section.name == name), None)
 
 

@@ -370,3 +370,49 @@ def test_the_zip_scan_sees_each_form() -> None:
                      'def b(p):\n    z.ZipFile(p, "w")\n    ZipFile(p, mode="x")\n')
     assert _zip_reads(tree) == ["a: ZipFile", "a: ZipFile", "a: ZipFile", "a: is_zipfile",
                                 "a: Path"]
+
+
+# -- the device code of a wheel's binaries: read by one function of the CUDA provider ------
+
+DEVICE_CODE_READERS = {"read_device_code", "read_containers"}
+
+
+def _device_code_reads(tree: ast.Module) -> list[str]:
+    """The functions that call cuda/fatbin.py's readers, by name, attribute or alias."""
+    aliases = {alias.asname or alias.name for node in ast.walk(tree)
+               if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("fatbin")
+               for alias in node.names if alias.name in DEVICE_CODE_READERS}
+    found = []
+    for call, function in _calls(tree):
+        target = call.func
+        if (isinstance(target, ast.Attribute) and target.attr in DEVICE_CODE_READERS) or (
+                isinstance(target, ast.Name) and target.id in aliases | DEVICE_CODE_READERS):
+            found.append(function)
+    return found
+
+
+def test_one_function_reads_the_device_code() -> None:
+    """cuda/device_code.py ``_read`` is the provider's one reader of fatbinaries (the
+    coverage and variant-properties checks share its result through the run's analyses);
+    cuda/fatbin.py, which defines the readers, is left out."""
+    callers = [f"{_relative(path)}:{function}"
+               for path in sorted((ROOT / "cuda").rglob("*.py")) if path.name != "fatbin.py"
+               for function in _device_code_reads(_tree(path))]
+    assert callers == ["cuda/device_code.py:_read", "cuda/device_code.py:_read"]
+
+
+def test_the_device_code_scan_sees_each_form() -> None:
+    tree = ast.parse("from cuda.fatbin import read_containers as rc\nfrom cuda import fatbin\n"
+                     "def a():\n    return rc(b'')\n"
+                     "def b():\n    return fatbin.read_device_code('x')\n"
+                     "def c():\n    return read_containers(b'')\n")
+    assert _device_code_reads(tree) == ["a", "b", "c"]
+
+
+def test_the_cuda_checks_ask_the_analyses_for_the_device_code() -> None:
+    """Both checks reach the device code as ``context.analyses.of(device_code.of_wheel)``."""
+    for name in ("cuda/check.py", "cuda/variant_check.py"):
+        asked = [ast.unparse(node) for node in ast.walk(_tree(ROOT / name))
+                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                 and node.func.attr == "of"]
+        assert asked == ["context.analyses.of(device_code.of_wheel)"], name

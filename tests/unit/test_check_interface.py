@@ -150,3 +150,47 @@ def test_analyses_belong_to_one_context() -> None:
     shared.bind(SimpleNamespace())  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="another verify context"):
         shared.bind(SimpleNamespace())  # type: ignore[arg-type]
+
+
+def _bound(wheel: object) -> Analyses:
+    shared = Analyses(wheel)  # type: ignore[arg-type]
+    shared.bind(SimpleNamespace())  # type: ignore[arg-type]
+    return shared
+
+
+def test_a_providers_analysis_is_computed_once_per_factory() -> None:
+    """``of(factory)``: keyed by the function, the same value for every caller, afresh for
+    new Analyses; a factory that raised is asked again."""
+    calls: list[str] = []
+
+    def names(wheel: SimpleNamespace, context: object) -> tuple[str, ...]:
+        calls.append("names")
+        return tuple(wheel.names)
+
+    def count(wheel: SimpleNamespace, context: object) -> int:
+        calls.append("count")
+        return len(wheel.names)
+
+    shared = _bound(SimpleNamespace(names=["a.so", "b.so"]))
+    first = shared.of(names)  # type: ignore[arg-type]
+    assert first == ("a.so", "b.so") and shared.of(names) is first  # type: ignore[arg-type]
+    assert shared.of(count) == 2 and shared.of(count) == 2  # type: ignore[arg-type]
+    assert calls == ["names", "count"]
+    assert _bound(SimpleNamespace(names=[])).of(count) == 0  # type: ignore[arg-type]
+    failures = [0]
+
+    def flaky(wheel: object, context: object) -> str:
+        failures[0] += 1
+        if failures[0] == 1:
+            raise ValueError("first time")
+        return "second time"
+    with pytest.raises(ValueError, match="first time"):
+        shared.of(flaky)
+    assert shared.of(flaky) == "second time" and shared.of(flaky) == "second time"
+    assert failures == [2]
+
+
+def test_a_providers_analysis_needs_the_bound_context() -> None:
+    shared = Analyses(SimpleNamespace())  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="not bound"):
+        shared.of(lambda wheel, context: 1)

@@ -102,3 +102,72 @@ def test_errors_are_one_line_with_a_fix() -> None:
         elf.read_sections(bytes(data), where="lib.so")
     assert caught.value.what.startswith("lib.so: section header table at offset 1099511627776")
     assert caught.value.fix and "\n" not in caught.value.message
+
+
+# -- the bounds are checked per table; names are decoded on first use ----------------------
+
+def _header_field(data: bytearray, index: int, field: int, value: int, size: int = 8) -> None:
+    """Sets a field of section header ``index`` of an elf_with_section file (64-bit)."""
+    shoff = int.from_bytes(data[0x28:0x30], "little")
+    start = shoff + 64 * index + field
+    data[start:start + size] = value.to_bytes(size, "little")
+
+
+def test_contents_outside_the_file_are_refused_when_the_table_is_read() -> None:
+    data = bytearray(make_fixtures.elf_with_section(".nv_fatbin", b"abcd"))
+    _header_field(data, 1, 32, 1 << 20)   # sh_size of .nv_fatbin
+    with pytest.raises(BinaryFormatError, match=r"^lib.so: section contents at offset 64 "
+                       r"\(\+1048576 bytes\) lies outside the \d+-byte file"):
+        elf.read_sections(bytes(data), where="lib.so")
+    _header_field(data, 1, 4, elf.SHT_NOBITS, size=4)   # no bytes in the file: no bound
+    assert elf.section_named(elf.read_sections(bytes(data), where="x"), ".nv_fatbin") == \
+        elf.model.Section(".nv_fatbin", 64, 0, elf.SHT_NOBITS)
+
+
+def test_a_name_outside_its_table_is_refused_before_any_name_is_asked_for() -> None:
+    data = bytearray(make_fixtures.elf_with_section(".nv_fatbin", b"abcd"))
+    _header_field(data, 1, 0, 1000, size=4)   # sh_name of .nv_fatbin
+    with pytest.raises(BinaryFormatError, match="section name: string index 1000 is outside "
+                       "its 22-byte table"):
+        elf.read_sections(bytes(data), where="lib.so")
+
+
+def test_an_unterminated_name_is_refused_before_any_name_is_asked_for() -> None:
+    data = bytearray(make_fixtures.elf_with_section(".nv_fatbin", b"abcd"))
+    _header_field(data, 2, 32, 21)   # the name table loses its last NUL (".shstrtab")
+    with pytest.raises(BinaryFormatError, match="section name: string at index 12 is not "
+                       "NUL-terminated"):
+        elf.read_sections(bytes(data), where="lib.so")
+
+
+def _named_elf(names: bytes, indexes: list[int]) -> bytes:
+    """An ELF64 file whose sections are named by ``indexes`` into the name table ``names``,
+    then the name table itself (named by index 14)."""
+    import struct
+    shoff = (64 + len(names) + 7) & ~7
+    count = len(indexes) + 1
+    header = struct.pack("<16sHHIQQQIHHHHHH", b"\x7fELF\x02\x01\x01" + bytes(9), 1, 62, 1,
+                         0, 0, shoff, 0, 64, 0, 0, 64, count, count - 1)
+    table = b"".join(struct.pack("<IIQQQQIIQQ", index, 1, 0, 0, 0, 0, 0, 0, 1, 0)
+                     for index in indexes)
+    table += struct.pack("<IIQQQQIIQQ", 14, 3, 0, 0, 64, len(names), 0, 0, 1, 0)
+    body = header + names
+    return body + bytes(shoff - len(body)) + table
+
+
+@pytest.mark.parametrize("query", ["", ".text.", ".text.k", "text.k", ".rel", "\ufffd.t",
+                                   "k\0", ".text.k\0x", "é"])
+def test_named_and_starting_with_agree_with_the_decoded_names(query: str) -> None:
+    """Compared as bytes: a name sharing another's tail (.text.k inside .rel.text.k), a
+    name that is not UTF-8, one that is not ASCII, the empty name."""
+    names = b"\0.rel.text.k\0\xff.text\0.text.kk\0\xc3\xa9\0"
+    table = elf.read_sections(_named_elf(names, [0, 1, 5, 13, 20, 29]), where="x")
+    decoded = list(table)
+    assert [s.name for s in decoded] == ["", ".rel.text.k", ".text.k", "\ufffd.text",
+                                         ".text.kk", "é", ".text"]
+    assert list(table.starting_with(query)) == [s for s in decoded if s.name.startswith(query)]
+    assert elf.section_named(table, query) == next((s for s in decoded if s.name == query),
+                                                   None)
+    assert table.names() == [s.name for s in decoded] and len(table) == len(decoded)
+    assert table[-1] == decoded[-1] and list(table[1:3]) == decoded[1:3]
+    assert table == tuple(decoded) and tuple(decoded) == table and table != decoded[:-1]
