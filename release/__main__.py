@@ -42,15 +42,17 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="show every command run")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    build = commands.add_parser("build", help="configure, build, lay out, fix up, repair, verify")
+    build = commands.add_parser("build", help="configure, build, install, lay out, fix up, pack, "
+                                  "repair, verify")
     build.add_argument("--platform", required=True, help="linux, macos or windows")
     build.add_argument("--arch", help="target architecture (default: this machine's)")
     build.add_argument("--variant", help="cpu, cu12 or cu13 (default: cpu)")
     build.add_argument("--out", type=Path, dest="out_dir", help="output folder (default: dist)")
     build.add_argument("--build-dir", type=Path, help="CMake build folder (kept for reuse)")
     build.add_argument("--project", type=Path, default=Path("."), help="folder of pyproject.toml")
-    build.add_argument("--until", choices=[s.name.lower() for s in Stage], default="verify",
-                       help="last stage to run")
+    build.add_argument("--until", choices=[s.option for s in Stage], default="verify",
+                       help="last stage to run (pack: the wheel before repair; an earlier "
+                            "stage writes no wheel)")
     build.add_argument("--verify", choices=[m.value for m in VerifyMode],
                        help="full (load and compile probes; the default), static (read files "
                             "only) or none")
@@ -146,7 +148,7 @@ def _build(arguments: argparse.Namespace, out: TextIO) -> int:
              for setting in build_options.SETTINGS}
     options = build_options.resolve(
         platform=arguments.platform, given=given, manifest_defaults=manifest.defaults,
-        environ=os.environ, last_stage=Stage[arguments.until.upper()],
+        environ=os.environ, last_stage=Stage.named(arguments.until),
         cmake_arguments=tuple(arguments.cmake_arguments),
         allow_unchecked=arguments.allow_unchecked)
     result = run_pipeline(manifest, options)
