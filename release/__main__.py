@@ -142,6 +142,7 @@ def _add_check_set(commands: argparse._SubParsersAction[_Parser]) -> None:
 def _build(arguments: argparse.Namespace, out: TextIO) -> int:
     from release import manifest as manifest_module
     from release import options as build_options
+    from release.loader import Host
     from release.pipeline import run as run_pipeline
     manifest = manifest_module.load(arguments.project.resolve())
     given = {setting.field: getattr(arguments, setting.field)
@@ -151,7 +152,7 @@ def _build(arguments: argparse.Namespace, out: TextIO) -> int:
         environ=os.environ, last_stage=Stage.named(arguments.until),
         cmake_arguments=tuple(arguments.cmake_arguments),
         allow_unchecked=arguments.allow_unchecked)
-    result = run_pipeline(manifest, options)
+    result = run_pipeline(manifest, options, host=Host.current())
     if arguments.json:
         out.write(json.dumps(result.to_json(), indent=2) + "\n")
     elif result.wheel is not None:
@@ -165,8 +166,9 @@ def _plan(arguments: argparse.Namespace, out: TextIO) -> int:
     from release import manifest as manifest_module
     from release import matrix
     from release import options as build_options
+    from release.loader import Host
     manifest = manifest_module.load(arguments.project.resolve())
-    entries = matrix.release_matrix(manifest)
+    entries = matrix.release_matrix(manifest, Host.current())
     if not arguments.build:
         out.write((json.dumps(matrix.to_json(manifest, entries), indent=2) if arguments.json
                    else matrix.render_text(manifest, entries)) + "\n")
@@ -193,9 +195,10 @@ def _plan(arguments: argparse.Namespace, out: TextIO) -> int:
 
 def _check_set(arguments: argparse.Namespace, out: TextIO) -> int:
     from release import manifest as manifest_module
+    from release.loader import Host
     from release.release_set import check_release_set
     manifest = manifest_module.load(arguments.project.resolve())
-    report = check_release_set(arguments.folder, manifest,
+    report = check_release_set(arguments.folder, manifest, host=Host.current(),
                                expect_version=arguments.expect_version,
                                write_index=arguments.write_variants_json)
     out.write((json.dumps(report.to_json(), indent=2) if arguments.json

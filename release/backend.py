@@ -135,15 +135,14 @@ def prepare_metadata_for_build_wheel(metadata_directory: str,
     the files the lay-out stage writes but WHEEL, from the same resolved release."""
     from release import distinfo
     manifest = manifest_module.load(Path.cwd())
-    release = _release(manifest, _options(manifest, config_settings))
+    release = _release(manifest, _options(manifest, config_settings), Host.current())
     name = distinfo.folder_name(release)
     distinfo.write_files(Path(metadata_directory) / name, distinfo.metadata_files(release))
     return name
 
 
-def _release(manifest: Manifest, options: BuildOptions) -> ResolvedRelease:
-    """The release ``options`` ask for on this machine (the build's own, release/resolved.py)."""
-    host = Host.current()
+def _release(manifest: Manifest, options: BuildOptions, host: Host) -> ResolvedRelease:
+    """The release ``options`` ask for on ``host`` (the build's own, release/resolved.py)."""
     return resolve(manifest, target_of(manifest, options.platform, options.arch, host),
                    manifest.variant(options.variant), host=host, form=options.form)
 
@@ -154,7 +153,7 @@ def build_wheel(wheel_directory: str, config_settings: dict[str, Any] | None = N
     logging.basicConfig(level=logging.INFO, format="[release] %(message)s", stream=sys.stderr)
     manifest = manifest_module.load(Path.cwd())
     options = _options(manifest, config_settings, out_dir=Path(wheel_directory))
-    result = run_pipeline(manifest, options)
+    result = run_pipeline(manifest, options, host=Host.current())
     assert result.wheel is not None
     return result.wheel.name
 

@@ -118,13 +118,12 @@ class Plan:
 
 
 def make_plan(manifest: Manifest, options: BuildOptions, environ: Mapping[str, str],
-              host: Host | None = None, *, resolved: ResolvedRelease | None = None) -> Plan:
-    """The plan of one build on ``host`` (None: this machine, or ``resolved``'s host).
+              host: Host, *, resolved: ResolvedRelease | None = None) -> Plan:
+    """The plan of one build on ``host`` (the edge's, release/__main__.py or the backend).
     ``resolved`` is the release already resolved for these options (``plan --build`` hands
     on its matrix entry's), used when it is the one the options ask for. Looks up no native
     compiler: the configure stage finds cc and c++ (the unit tier plans with none on PATH);
     a cross build's route still depends on finding its cross compilers."""
-    host = (Host.current() if resolved is None else resolved.host) if host is None else host
     target = target_of(manifest, options.platform, options.arch, host)
     declared = manifest.variant(options.variant)
     asked = (manifest, host, target, declared, options.form)
@@ -160,10 +159,11 @@ def _stage(stage: Stage, timings: dict[str, float]) -> Iterator[None]:
 
 
 def run(manifest: Manifest, options: BuildOptions,
-        environ: Mapping[str, str] | None = None, *,
+        environ: Mapping[str, str] | None = None, *, host: Host,
         resolved: ResolvedRelease | None = None) -> BuildResult:
-    """Runs the stages up to ``options.last_stage``; returns where the wheel went."""
-    plan = make_plan(manifest, options, os.environ if environ is None else environ,
+    """Runs the stages up to ``options.last_stage`` on ``host``; returns where the wheel
+    went."""
+    plan = make_plan(manifest, options, os.environ if environ is None else environ, host,
                      resolved=resolved)
     result = BuildResult(wheel=None, target=plan.target.name, variant=plan.variant.name,
                          build_dir=plan.build_dir)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from release import manifest
+from release.loader import Host
 from release.options import BuildOptions, Stage
 from release.pipeline import STAMP_FILE, run
 from tests.conftest import ROOT
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.integration
 
 def _build(tmp_path: Path) -> Path:
     options = BuildOptions(platform="linux", last_stage=Stage.BUILD, out_dir=tmp_path / "out")
-    return run(manifest.load(ROOT), options).build_dir
+    return run(manifest.load(ROOT), options, host=Host.current()).build_dir
 
 
 def _truncate(path: Path) -> None:

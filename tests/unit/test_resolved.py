@@ -132,10 +132,11 @@ def test_a_plan_takes_the_release_it_is_handed_when_it_is_the_one_asked_for(
     routes = _count(monkeypatch, LINUX, "build_route")
     loads = _count(monkeypatch, resolved, "load_variant")
     options = BuildOptions(platform="linux", arch="x86_64", variant="cu12")
-    assert make_plan(LOADED, options, environ={}, resolved=entry.release).release \
-        is entry.release
+    assert make_plan(LOADED, options, environ={}, host=X86_64,
+                     resolved=entry.release).release is entry.release
     assert (len(routes), len(loads)) == (0, 0)     # the entry's route was already known
     other = make_plan(LOADED, BuildOptions(platform="linux", arch="x86_64", variant="cu12",
-                                           form=Form.VARIANT), environ={}, resolved=entry.release)
+                                           form=Form.VARIANT), environ={}, host=X86_64,
+                      resolved=entry.release)
     assert other.release is not entry.release and other.distribution == "edgert"
     assert (len(routes), len(loads)) == (1, 1)

@@ -11,6 +11,7 @@ import pytest
 
 from release import backend, manifest, pipeline
 from release.errors import ConfigurationError
+from release.loader import Host
 from release.options import BuildOptions, Stage, VerifyMode
 from tests.conftest import ROOT, assert_clean_failure, run_release
 
@@ -87,7 +88,8 @@ def test_until_stops_after_its_stage(monkeypatch: pytest.MonkeyPatch, tmp_path: 
                            build_dir=tmp_path / "build", last_stage=until,
                            verify=VerifyMode.NONE)
     with caplog.at_level(logging.INFO, logger="release"):
-        result = pipeline.run(manifest.load(ROOT), options, environ={})
+        result = pipeline.run(manifest.load(ROOT), options, environ={},
+                              host=Host("linux", "x86_64"))
     assert ran == NAMES[:until.value]
     assert list(result.stages) == NAMES[:until.value]
     assert list(result.to_json()["stages"]) == NAMES[:until.value]
