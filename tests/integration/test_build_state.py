@@ -61,7 +61,7 @@ def test_a_changed_native_source_is_configured_afresh(tmp_path: Path) -> None:
     def configure(source: Path) -> str:
         options = BuildOptions(platform="linux", last_stage=Stage.CONFIGURE,
                                out_dir=tmp_path / "out", build_dir=build_dir)
-        run(dataclasses.replace(loaded, native_source=source), options)
+        run(dataclasses.replace(loaded, native_source=source), options, host=Host.current())
         return (build_dir / "CMakeCache.txt").read_text()
 
     assert f"CMAKE_HOME_DIRECTORY:INTERNAL={loaded.native_source.resolve()}\n" in configure(

@@ -143,18 +143,22 @@ def test_one_function_names_the_distribution() -> None:
 
 
 def test_the_wheel_s_core_metadata_has_one_home() -> None:
-    """The manifest validates [project] when it is loaded and the sdist writes PKG-INFO (the
-    project's own name); the wheel's METADATA, for any distribution, is computed only by
-    ResolvedRelease.metadata (the lay-out stage and the backend read it from there)."""
-    assert sorted(_callers("core_metadata")) == [
-        "release/manifest.py:parse", "release/resolved.py:metadata",
-        "release/sdist.py:write_sdist"]
-    named = [caller for caller in _callers("core_metadata") if "resolved" not in caller]
-    for path in {caller.split(":")[0] for caller in named}:
-        tree = ast.parse((ROOT / path).read_text())
-        assert not [call for call, _ in _calls(tree) if isinstance(call.func, ast.Name)
-                    and call.func.id == "core_metadata"
-                    and any(keyword.arg == "name" for keyword in call.keywords)], path
+    """[project] is read and validated once, when the manifest is loaded (manifest.parse
+    keeps the result, Manifest.metadata); the wheel's METADATA, for any distribution, is
+    rendered from it only by ResolvedRelease.metadata (the lay-out stage and the backend
+    read it from there). core_metadata reads [project] afresh: only the sdist's PKG-INFO
+    (the project's own name) uses it."""
+    assert sorted(_callers("project_metadata")) == [
+        "release/manifest.py:parse", "release/metadata.py:core_metadata"]
+    assert sorted(_callers("core_metadata")) == ["release/sdist.py:write_sdist"]
+    assert sorted(_callers("for_distribution")) == [
+        "release/metadata.py:core_metadata", "release/resolved.py:metadata"]
+    # the library reads [project] in one function (the sdist's file list asks it too)
+    assert sorted(_callers("from_pyproject")) == ["release/metadata.py:standard"]
+    tree = ast.parse((ROOT / "release" / "sdist.py").read_text())
+    assert not [call for call, _ in _calls(tree) if isinstance(call.func, ast.Name)
+                and call.func.id == "core_metadata"
+                and any(keyword.arg == "name" for keyword in call.keywords)]
 
 
 def test_no_platform_reads_the_host_itself() -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from release import distinfo, manifest, release_set, sbom
+from release import distinfo, manifest, metadata, release_set, sbom
 from release.__main__ import main as release_main
 from release.buildrecord import RECORD_FILE
 from release.errors import WheelError
@@ -41,8 +41,9 @@ def write_synthetic_wheel(folder: Path, entry: MatrixEntry, *, version: str = "0
                           edit_record: Callable[[dict], dict] = lambda data: data,
                           edit_sbom: Callable[[dict], dict | None] = lambda data: data) -> Path:
     """A wheel as the pipeline lays it out for ``entry``, with stand-ins for the binaries."""
-    loaded = dataclasses.replace(MANIFEST, version=version,
-                                 project={**MANIFEST.project, "version": version})
+    project = {**MANIFEST.project, "version": version}
+    loaded = dataclasses.replace(MANIFEST, version=version, project=project,
+                                 validated_project=metadata.project_metadata(project, ROOT))
     release = resolve(loaded, entry.target, entry.variant, host=entry.release.host,
                       form=entry.release.form)
     platform, record = release.platform, release.record
