@@ -97,3 +97,12 @@ def test_until_stops_after_its_stage(monkeypatch: pytest.MonkeyPatch, tmp_path: 
     assert (result.wheel is not None) is published
     assert sorted(path.name for path in out.iterdir()) == (
         ["edgert-0.1.0-cp39-abi3-linux_x86_64.whl"] if published else [])
+
+
+def test_the_docs_list_the_stages_as_the_pipeline_runs_them() -> None:
+    arrows = " → ".join(stage.label for stage in Stage)
+    concepts = " ".join((ROOT / "docs" / "concepts.md").read_text(encoding="utf-8").split())
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert f"`{arrows}`" in concepts and f"Stages: {arrows}," in readme
+    assert ", ".join(f"`{name}`" for name in NAMES) in concepts
+    assert f"[n/{len(Stage)}]" in concepts and f"[n/{len(Stage)}]" in readme
