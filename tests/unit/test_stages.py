@@ -4,16 +4,18 @@ run that stops before pack publishes nothing."""
 
 from __future__ import annotations
 
+import io
 import logging
 from pathlib import Path
 
 import pytest
 
 from release import backend, manifest, pipeline
+from release.__main__ import main as release_main
 from release.errors import ConfigurationError
 from release.loader import Host
 from release.options import BuildOptions, Stage, VerifyMode
-from tests.conftest import ROOT, assert_clean_failure, run_release
+from tests.conftest import ROOT
 
 NAMES = ["configure", "build", "install", "layout", "fixup", "pack", "repair", "verify"]
 
@@ -44,11 +46,13 @@ def test_an_unknown_stage_is_one_line_naming_the_stages() -> None:
 
 
 def test_the_cli_refuses_an_unknown_until(tmp_path: Path) -> None:
-    out = tmp_path / "dist"
-    completed = run_release("build", "--platform", "linux", "--until", "packing",
-                            "--out", str(out))
-    assert_clean_failure(completed, out, code=2, words="invalid choice: 'packing'")
-    assert "'fixup', 'pack', 'repair'" in completed.stderr
+    out, err = tmp_path / "dist", io.StringIO()
+    code = release_main(["build", "--platform", "linux", "--until", "packing",
+                         "--out", str(out)], stdout=io.StringIO(), stderr=err)
+    assert code == ConfigurationError.exit_code and not out.exists()
+    (line,) = err.getvalue().splitlines()
+    assert line.startswith("error: ") and "invalid choice: 'packing'" in line
+    assert ", ".join(f"'{name}'" for name in NAMES) in line and "fix:" in line
 
 
 def test_the_backend_needs_a_stage_that_packs() -> None:
