@@ -22,6 +22,7 @@ The text is a pure function of pyproject.toml and the files it names."""
 
 from __future__ import annotations
 
+import copy
 import difflib
 import posixpath
 import re
@@ -123,7 +124,9 @@ def project_metadata(project: Mapping[str, Any], root: Path) -> ProjectMetadata:
         text = absolute_links(readme.text, base=source_url(metadata.urls), folder=folder,
                               where=where)
         metadata.readme = Readme(text, readme.file, readme.content_type)
-    return ProjectMetadata(project=project, validated=metadata, core=_render(metadata))
+    # a copy: a change made later to the manifest's table is then seen as a change
+    return ProjectMetadata(project=copy.deepcopy(dict(project)), validated=metadata,
+                           core=_render(metadata))
 
 
 def core_metadata(project: Mapping[str, Any], root: Path, *, name: str | None = None,

@@ -216,3 +216,10 @@ def test_an_invalid_distribution_name_is_one_error() -> None:
         manifest.load(ROOT).metadata.for_distribution("edgert cu12")
     assert raised.value.message.startswith("distribution edgert cu12: ")
     assert "\n" not in raised.value.message
+
+
+def test_a_table_changed_in_place_after_loading_does_not_reuse_the_reading() -> None:
+    loaded = manifest.load(ROOT)
+    loaded.project["description"] = "changed after validation"
+    with pytest.raises(ConfigurationError, match="not the one that was validated"):
+        loaded.metadata  # noqa: B018
