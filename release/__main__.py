@@ -42,15 +42,17 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="show every command run")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    build = commands.add_parser("build", help="configure, build, lay out, fix up, repair, verify")
+    build = commands.add_parser("build", help="configure, build, install, lay out, fix up, pack, "
+                                  "repair, verify")
     build.add_argument("--platform", required=True, help="linux, macos or windows")
     build.add_argument("--arch", help="target architecture (default: this machine's)")
     build.add_argument("--variant", help="cpu, cu12 or cu13 (default: cpu)")
     build.add_argument("--out", type=Path, dest="out_dir", help="output folder (default: dist)")
     build.add_argument("--build-dir", type=Path, help="CMake build folder (kept for reuse)")
     build.add_argument("--project", type=Path, default=Path("."), help="folder of pyproject.toml")
-    build.add_argument("--until", choices=[s.name.lower() for s in Stage], default="verify",
-                       help="last stage to run")
+    build.add_argument("--until", choices=[s.option for s in Stage], default="verify",
+                       help="last stage to run (pack: the wheel before repair; an earlier "
+                            "stage writes no wheel)")
     build.add_argument("--verify", choices=[m.value for m in VerifyMode],
                        help="full (load and compile probes; the default), static (read files "
                             "only) or none")
@@ -140,16 +142,17 @@ def _add_check_set(commands: argparse._SubParsersAction[_Parser]) -> None:
 def _build(arguments: argparse.Namespace, out: TextIO) -> int:
     from release import manifest as manifest_module
     from release import options as build_options
+    from release.loader import Host
     from release.pipeline import run as run_pipeline
     manifest = manifest_module.load(arguments.project.resolve())
     given = {setting.field: getattr(arguments, setting.field)
              for setting in build_options.SETTINGS}
     options = build_options.resolve(
         platform=arguments.platform, given=given, manifest_defaults=manifest.defaults,
-        environ=os.environ, last_stage=Stage[arguments.until.upper()],
+        environ=os.environ, last_stage=Stage.named(arguments.until),
         cmake_arguments=tuple(arguments.cmake_arguments),
         allow_unchecked=arguments.allow_unchecked)
-    result = run_pipeline(manifest, options)
+    result = run_pipeline(manifest, options, host=Host.current())
     if arguments.json:
         out.write(json.dumps(result.to_json(), indent=2) + "\n")
     elif result.wheel is not None:
@@ -163,8 +166,9 @@ def _plan(arguments: argparse.Namespace, out: TextIO) -> int:
     from release import manifest as manifest_module
     from release import matrix
     from release import options as build_options
+    from release.loader import Host
     manifest = manifest_module.load(arguments.project.resolve())
-    entries = matrix.release_matrix(manifest)
+    entries = matrix.release_matrix(manifest, Host.current())
     if not arguments.build:
         out.write((json.dumps(matrix.to_json(manifest, entries), indent=2) if arguments.json
                    else matrix.render_text(manifest, entries)) + "\n")
@@ -191,9 +195,10 @@ def _plan(arguments: argparse.Namespace, out: TextIO) -> int:
 
 def _check_set(arguments: argparse.Namespace, out: TextIO) -> int:
     from release import manifest as manifest_module
+    from release.loader import Host
     from release.release_set import check_release_set
     manifest = manifest_module.load(arguments.project.resolve())
-    report = check_release_set(arguments.folder, manifest,
+    report = check_release_set(arguments.folder, manifest, host=Host.current(),
                                expect_version=arguments.expect_version,
                                write_index=arguments.write_variants_json)
     out.write((json.dumps(report.to_json(), indent=2) if arguments.json

@@ -7,7 +7,8 @@ line of this edge; below them, as for the CLI, RELEASE_* and [tool.release.defau
 (release/options.py):
   variant  cpu | cu12 | cu13 (default: cpu)
   verify   full | static | none (default here: static; cibuildwheel's test step runs the rest)
-  until    last stage, e.g. ``fixup`` to leave repair to cibuildwheel's repair-wheel-command
+  until    last stage: ``pack`` leaves repair to cibuildwheel's repair-wheel-command (a
+           stage before pack writes no wheel, so the backend refuses it)
   allow-unchecked  true: publish even when verify could not run a check here (as the CLI's
            ``--allow-unchecked``)
 """
@@ -71,7 +72,7 @@ def _options(manifest: Manifest, config_settings: dict[str, Any] | None, *,
     options = build_options.resolve(
         platform=platform, given=given, manifest_defaults=manifest.defaults,
         environ=os.environ, caller_defaults={"verify": "static"},
-        last_stage=Stage[_setting(config_settings, "until", "verify").upper()],
+        last_stage=_last_stage(config_settings),
         allow_unchecked=_flag(config_settings, "allow-unchecked"))
     if options.form is Form.VARIANT:
         raise ConfigurationError(
@@ -81,6 +82,18 @@ def _options(manifest: Manifest, config_settings: dict[str, Any] | None, *,
             fix="unset it for pip/build/cibuildwheel; variant wheels come from python -m "
                 "release build --form variant")
     return options
+
+
+def _last_stage(config_settings: dict[str, Any] | None) -> Stage:
+    """``-C until=``: pack or a later stage, since a build frontend expects a wheel back."""
+    stage = Stage.named(_setting(config_settings, "until", "verify"), where="-C until")
+    if stage < Stage.PACK:
+        later = ", ".join(s.option for s in Stage if s >= Stage.PACK)
+        raise ConfigurationError(
+            f"-C until={stage.option} stops before the wheel is packed, and a build frontend "
+            "expects a wheel", fix=f"pass one of: {later}; python -m release build --until "
+                                   f"{stage.option} stops there")
+    return stage
 
 
 def _flag(config_settings: dict[str, Any] | None, key: str) -> bool:
@@ -122,15 +135,14 @@ def prepare_metadata_for_build_wheel(metadata_directory: str,
     the files the lay-out stage writes but WHEEL, from the same resolved release."""
     from release import distinfo
     manifest = manifest_module.load(Path.cwd())
-    release = _release(manifest, _options(manifest, config_settings))
+    release = _release(manifest, _options(manifest, config_settings), Host.current())
     name = distinfo.folder_name(release)
     distinfo.write_files(Path(metadata_directory) / name, distinfo.metadata_files(release))
     return name
 
 
-def _release(manifest: Manifest, options: BuildOptions) -> ResolvedRelease:
-    """The release ``options`` ask for on this machine (the build's own, release/resolved.py)."""
-    host = Host.current()
+def _release(manifest: Manifest, options: BuildOptions, host: Host) -> ResolvedRelease:
+    """The release ``options`` ask for on ``host`` (the build's own, release/resolved.py)."""
     return resolve(manifest, target_of(manifest, options.platform, options.arch, host),
                    manifest.variant(options.variant), host=host, form=options.form)
 
@@ -141,7 +153,7 @@ def build_wheel(wheel_directory: str, config_settings: dict[str, Any] | None = N
     logging.basicConfig(level=logging.INFO, format="[release] %(message)s", stream=sys.stderr)
     manifest = manifest_module.load(Path.cwd())
     options = _options(manifest, config_settings, out_dir=Path(wheel_directory))
-    result = run_pipeline(manifest, options)
+    result = run_pipeline(manifest, options, host=Host.current())
     assert result.wheel is not None
     return result.wheel.name
 

@@ -286,8 +286,8 @@ class HasLoader(Protocol):
     loader: LoaderModel | None
     reader: BinaryReader | None
 
-    def emulated(self, *, cache: Path) -> tuple[Runner, ...]:
-        """Runners for the machines (and systems) this host runs programs for besides its
+    def emulated(self, host: Host, *, cache: Path) -> tuple[Runner, ...]:
+        """Runners for the machines (and systems) ``host`` runs programs for besides its
         own, whose emulator is installed: a root folder that must be downloaded is used only
         when already in the tool ``cache`` (``runner`` provisions it); what is made locally
         (a wine prefix and its helpers) is made on first use."""

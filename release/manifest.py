@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import keyword
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,7 @@ from packaging.version import InvalidVersion, Version
 
 from release._toml import read_toml
 from release.errors import ConfigurationError
-from release.metadata import core_metadata
+from release.metadata import ProjectMetadata, project_metadata
 from release.options import KEYS as OPTION_KEYS
 from release.wheel_variant import (
     NULL_LABEL,
@@ -97,6 +97,18 @@ class Manifest:
     defaults: dict[str, object] = field(default_factory=dict)  # [tool.release.defaults]
     # [tool.release.variant-providers]: the provider plugin of each property namespace
     variant_providers: tuple[VariantProvider, ...] = ()
+    # [project] validated by parse (release/metadata.py): read through ``metadata``
+    validated_project: ProjectMetadata | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def metadata(self) -> ProjectMetadata:
+        """``[project]`` as parse validated it, kept so a build reads it once (a copy of the
+        manifest with another [project] table must be parsed again, not reuse it)."""
+        if self.validated_project is None or self.validated_project.project != self.project:
+            raise ConfigurationError("this manifest's [project] is not the one that was "
+                                     "validated", fix="make the manifest with "
+                                     "release.manifest.load or parse")
+        return self.validated_project
 
     def component(self, name: str) -> Component:
         for component in self.components:
@@ -436,8 +448,8 @@ def parse(pyproject: dict[str, Any], root: Path) -> Manifest:
     _check_dependency_graph(manifest)
     _check_project(manifest.project)
     _check_variant_providers(manifest)
-    core_metadata(manifest.project, root)  # every [project] key, validated before any work
-    return manifest
+    # every [project] key, validated before any work; kept for the wheels' METADATA
+    return replace(manifest, validated_project=project_metadata(manifest.project, root))
 
 
 _MISSING: dict[str, Any] = {"__missing__": True}

@@ -67,10 +67,9 @@ class MatrixEntry:
                          "fix": self.route.fix}}
 
 
-def release_matrix(manifest: Manifest, host: Host | None = None) -> tuple[MatrixEntry, ...]:
+def release_matrix(manifest: Manifest, host: Host) -> tuple[MatrixEntry, ...]:
     """Every (target, variant) the manifest releases, in manifest order (targets outer), as
-    ``host`` (None: this machine) builds it; each variant is loaded from its provider once."""
-    host = Host.current() if host is None else host
+    ``host`` (the edge's) builds it; each variant is loaded from its provider once."""
     variants = load_variants(manifest)
     return tuple(MatrixEntry(resolve(manifest, target, declared, host=host, variants=variants))
                  for target in manifest.targets for declared in manifest.variants
@@ -198,7 +197,8 @@ def build_reachable(manifest: Manifest, entries: Sequence[MatrixEntry],
         log.info("=== %s (%s): wheel %d of %d ===", entry.name, entry.route.route.value,
                  reachable.index(entry) + 1, len(reachable))
         try:
-            result = run_pipeline(manifest, options_for(entry), resolved=entry.release)
+            result = run_pipeline(manifest, options_for(entry), host=entry.release.host,
+                                  resolved=entry.release)
         except ReleaseError as error:
             log.error("%s failed: %s", entry.name, error.message)
             outcomes.append(BuildOutcome(entry, error=error))

@@ -22,12 +22,13 @@ The text is a pure function of pyproject.toml and the files it names."""
 
 from __future__ import annotations
 
+import copy
 import difflib
 import posixpath
 import re
 import warnings
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -81,14 +82,41 @@ def standard(project: Mapping[str, Any], root: Path) -> StandardMetadata:
                                      fix="correct that key in [project]") from None
 
 
-def core_metadata(project: Mapping[str, Any], root: Path, *, name: str | None = None,
-                  extra_requires: Iterable[str] = ()) -> CoreMetadata:
-    """The core metadata of the distribution ``name`` (default: ``project.name``) built from
-    this project, with ``extra_requires`` appended to Requires-Dist."""
+@dataclass(frozen=True)
+class ProjectMetadata:
+    """``[project]`` validated once, when the manifest is loaded (``Manifest.metadata``):
+    the library's reading of it (readme links already absolute) and the core metadata of the
+    project's own distribution. A variant's distribution differs only in its name and the
+    run-time requirement appended to Requires-Dist, and nothing else in the text depends on
+    those two, so ``for_distribution`` renders it from the validated reading without reading
+    pyproject.toml, the readme or the license files again."""
+
+    project: Mapping[str, Any]         # the [project] table it was read from
+    validated: StandardMetadata        # never changed: for_distribution renders a copy
+    core: CoreMetadata                 # the project's own name, no extra requirement
+
+    def for_distribution(self, name: str, extra_requires: Iterable[str] = ()) -> CoreMetadata:
+        """The core metadata of the distribution ``name``, ``extra_requires`` appended to
+        Requires-Dist after ``dependencies``."""
+        extra = [Requirement(text) for text in extra_requires]
+        if name == self.validated.name and not extra:
+            return self.core
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ConfigurationWarning)
+            try:   # (the copy is validated again: a distribution name must be a valid one)
+                changed = replace(self.validated, name=name,
+                                  dependencies=[*self.validated.dependencies, *extra])
+            except (pyproject_metadata.ConfigurationError, ConfigurationWarning) as error:
+                raise ConfigurationError(f"distribution {name}: {_one_line(str(error))}",
+                                         fix="give the variant a valid distribution name "
+                                             "(tool.release.variants)") from None
+        return _render(changed)
+
+
+def project_metadata(project: Mapping[str, Any], root: Path) -> ProjectMetadata:
+    """Every ``[project]`` key read, checked and rendered once (manifest.parse calls this
+    when the manifest is loaded, before any work)."""
     metadata = standard(project, root)
-    if name is not None:
-        metadata.name = name
-    metadata.dependencies.extend(Requirement(text) for text in extra_requires)
     readme = metadata.readme
     if readme is not None and readme.content_type == "text/markdown":
         where = readme.file.relative_to(root).as_posix() if readme.file else "project.readme"
@@ -96,6 +124,23 @@ def core_metadata(project: Mapping[str, Any], root: Path, *, name: str | None = 
         text = absolute_links(readme.text, base=source_url(metadata.urls), folder=folder,
                               where=where)
         metadata.readme = Readme(text, readme.file, readme.content_type)
+    # a copy: a change made later to the manifest's table is then seen as a change
+    return ProjectMetadata(project=copy.deepcopy(dict(project)), validated=metadata,
+                           core=_render(metadata))
+
+
+def core_metadata(project: Mapping[str, Any], root: Path, *, name: str | None = None,
+                  extra_requires: Iterable[str] = ()) -> CoreMetadata:
+    """The core metadata of the distribution ``name`` (default: ``project.name``) built from
+    this project, with ``extra_requires`` appended to Requires-Dist (read afresh: a build
+    uses the manifest's ``metadata`` instead)."""
+    validated = project_metadata(project, root)
+    return validated.for_distribution(validated.validated.name if name is None else name,
+                                      extra_requires)
+
+
+def _render(metadata: StandardMetadata) -> CoreMetadata:
+    """METADATA / PKG-INFO, the license files and entry_points.txt of ``metadata``."""
     try:
         text = str(metadata.as_rfc822())
     except pyproject_metadata.ConfigurationError as error:

@@ -20,17 +20,36 @@ from release.errors import ConfigurationError
 
 
 class Stage(enum.IntEnum):
+    """The pipeline's stages in order (release/pipeline.py); ``--until`` names one by its
+    lower-case name (``fixup``, ``pack``)."""
+
     CONFIGURE = 1
     BUILD = 2
     INSTALL = 3
     LAYOUT = 4
     FIXUP = 5
-    REPAIR = 6
-    VERIFY = 7
+    PACK = 6
+    REPAIR = 7
+    VERIFY = 8
 
     @property
     def label(self) -> str:
         return self.name.lower().replace("fixup", "fix up").replace("layout", "lay out")
+
+    @property
+    def option(self) -> str:
+        """The stage's name for ``--until`` and ``-C until=``, and in the JSON timings."""
+        return self.name.lower()
+
+    @classmethod
+    def named(cls, text: str, *, where: str = "--until") -> Stage:
+        """The stage ``text`` names; anything else is one line naming the valid stages."""
+        for stage in cls:
+            if stage.option == text.strip().lower():
+                return stage
+        names = ", ".join(stage.option for stage in cls)
+        raise ConfigurationError(f"{where}: '{text}' is not a stage (the stages are {names})",
+                                 fix=f"pass one of: {names}")
 
 
 class VerifyMode(StrEnum):

@@ -1,6 +1,6 @@
 """The pipeline loop, written once for every target and variant:
 
-    configure -> build -> install -> lay out -> fix up -> repair -> verify
+    configure -> build -> install -> lay out -> fix up -> pack -> repair -> verify
 
 A platform module supplies the target-specific part of a stage; a variant (release/variant.py,
 found through the manifest) supplies its toolchain, configure arguments and run-time
@@ -118,13 +118,12 @@ class Plan:
 
 
 def make_plan(manifest: Manifest, options: BuildOptions, environ: Mapping[str, str],
-              host: Host | None = None, *, resolved: ResolvedRelease | None = None) -> Plan:
-    """The plan of one build on ``host`` (None: this machine, or ``resolved``'s host).
+              host: Host, *, resolved: ResolvedRelease | None = None) -> Plan:
+    """The plan of one build on ``host`` (the edge's, release/__main__.py or the backend).
     ``resolved`` is the release already resolved for these options (``plan --build`` hands
     on its matrix entry's), used when it is the one the options ask for. Looks up no native
     compiler: the configure stage finds cc and c++ (the unit tier plans with none on PATH);
     a cross build's route still depends on finding its cross compilers."""
-    host = (Host.current() if resolved is None else resolved.host) if host is None else host
     target = target_of(manifest, options.platform, options.arch, host)
     declared = manifest.variant(options.variant)
     asked = (manifest, host, target, declared, options.form)
@@ -152,30 +151,27 @@ def check_released(variant: Variant, target: Target) -> None:
 
 @contextmanager
 def _stage(stage: Stage, timings: dict[str, float]) -> Iterator[None]:
-    log.info("[%d/7] %s ...", stage.value, stage.label)
+    log.info("[%d/%d] %s ...", stage.value, len(Stage), stage.label)
     start = time.monotonic()
     yield
-    timings[stage.name.lower()] = elapsed = time.monotonic() - start
-    log.info("[%d/7] %s done in %.1f s", stage.value, stage.label, elapsed)
+    timings[stage.option] = elapsed = time.monotonic() - start
+    log.info("[%d/%d] %s done in %.1f s", stage.value, len(Stage), stage.label, elapsed)
 
 
 def run(manifest: Manifest, options: BuildOptions,
-        environ: Mapping[str, str] | None = None, *,
+        environ: Mapping[str, str] | None = None, *, host: Host,
         resolved: ResolvedRelease | None = None) -> BuildResult:
-    """Runs the stages up to ``options.last_stage``; returns where the wheel went."""
-    plan = make_plan(manifest, options, os.environ if environ is None else environ,
+    """Runs the stages up to ``options.last_stage`` on ``host``; returns where the wheel
+    went."""
+    plan = make_plan(manifest, options, os.environ if environ is None else environ, host,
                      resolved=resolved)
     result = BuildResult(wheel=None, target=plan.target.name, variant=plan.variant.name,
                          build_dir=plan.build_dir)
-    # the fix-up stage's wheel is packed within it: --until fixup leaves a packed wheel
-    steps: list[tuple[Stage, tuple[Callable[[Plan, _State], None], ...]]] = [
-        (Stage.CONFIGURE, (_configure,)), (Stage.BUILD, (_build,)), (Stage.INSTALL, (_install,)),
-        (Stage.LAYOUT, (_lay_out,)), (Stage.FIXUP, (_fix_up, _pack)),
-        (Stage.REPAIR, (_repair, _label)), (Stage.VERIFY, (_verify,))]
     buildfolder.check_writable(options.out_dir)   # before any work, not after the build
     with buildfolder.locked(plan.build_dir), buildfolder.scratch(plan.build_dir) as scratch:
         state = _State(scratch=scratch)
-        for stage, stage_steps in steps:
+        # a run that stops before pack writes no wheel: --until pack leaves the unrepaired one
+        for stage, stage_steps in STEPS:
             if stage > options.last_stage:
                 break
             with _stage(stage, result.stages):
@@ -532,6 +528,13 @@ def _dependency_sites(plan: Plan) -> tuple[Path, ...]:
     relative = f"{runtime.dir}/{runtime.library}"
     library = tools.pip_tool(runtime.requirement, relative, cache=plan.cache)
     return (library.parents[len(Path(relative).parts) - 1],)
+
+
+STEPS: tuple[tuple[Stage, tuple[Callable[[Plan, _State], None], ...]], ...] = (
+    (Stage.CONFIGURE, (_configure,)), (Stage.BUILD, (_build,)), (Stage.INSTALL, (_install,)),
+    (Stage.LAYOUT, (_lay_out,)), (Stage.FIXUP, (_fix_up,)), (Stage.PACK, (_pack,)),
+    (Stage.REPAIR, (_repair, _label)), (Stage.VERIFY, (_verify,)))
+"""Each stage and the steps it runs, in order (every Stage once: a unit test holds it)."""
 
 
 __all__ = ["BuildOptions", "BuildResult", "Plan", "Stage", "VerifyMode", "make_plan", "run"]

@@ -74,8 +74,8 @@ class Platform(Protocol):
     one against it and the optional capabilities come with their defaults: ``parts`` and
     ``merge`` (fat targets merged from thin builds), ``requested_arch`` (a PEP 517 build's
     requested architecture), ``first_configure_note``. Every method that depends on the
-    machine is handed the plan's ``Host``; a platform never reads it itself (but in
-    ``emulated``, which verify's edge asks while it makes its Host)."""
+    machine is handed the edge's ``Host`` (the plan's, or verify's in ``emulated``); a
+    platform never reads the machine itself."""
 
     name: str
     loader: LoaderModel | None        # None: verify cannot yet read this platform's wheels
@@ -128,8 +128,8 @@ class Platform(Protocol):
         natively, or through an emulator whose root folder it provisions into ``cache``;
         None when it cannot (verify then reads files only)."""
 
-    def emulated(self, *, cache: Path) -> tuple[Runner, ...]:
-        """Runners for the machines (and systems) this host runs programs for besides its
+    def emulated(self, host: Host, *, cache: Path) -> tuple[Runner, ...]:
+        """Runners for the machines (and systems) ``host`` runs programs for besides its
         own, whose emulator is installed: a root folder that must be downloaded is used only
         when already in the tool ``cache`` (``runner`` provisions it); what is made locally
         (a wine prefix and its helpers) is made on first use."""

@@ -46,6 +46,7 @@ from release.archive import Member, StreamRequest, list_members, read_member, st
 from release.buildrecord import RECORD_FILE, BuildRecord
 from release.errors import ConfigurationError, ReleaseError, WheelError
 from release.findings import CheckStatus, Finding, Severity
+from release.loader import Host
 from release.manifest import Manifest
 from release.matrix import MatrixEntry, release_matrix
 from release.variant import load_provider
@@ -450,18 +451,20 @@ def _coverage(report: SetReport, entries: Sequence[MatrixEntry],
             report.wheels[entry.name] = wheels[0]
 
 
-def check_release_set(folder: Path, manifest: Manifest, *, expect_version: str | None = None,
-                      verify: Verifier | None = None,
+def check_release_set(folder: Path, manifest: Manifest, *, host: Host,
+                      expect_version: str | None = None, verify: Verifier | None = None,
                       entries: Sequence[MatrixEntry] | None = None,
                       write_index: bool = False) -> SetReport:
-    """Checks the distributions in ``folder`` against the release ``manifest`` describes;
-    ``verify`` defaults to verify --static with the project's providers."""
+    """Checks the distributions in ``folder`` against the release ``manifest`` describes, as
+    ``host`` (the edge's) would build it; ``verify`` defaults to verify --static with the
+    project's providers on that host."""
     if not folder.is_dir():
         raise ConfigurationError(f"check-set: {folder} is not a folder",
                                  fix="pass the folder holding the release's wheels and sdist")
-    entries = release_matrix(manifest) if entries is None else entries
+    entries = release_matrix(manifest, host) if entries is None else entries
     providers = VerifyOptions(providers=manifest.providers)
-    verify = verify or (lambda path: verify_wheel(path, static=True, options=providers))
+    verify = verify or (lambda path: verify_wheel(path, static=True, options=providers,
+                                                  host=host))
     version = expect_version or manifest.version
     report = SetReport(folder=str(folder))
     wheels = sorted(folder.glob("*.whl"))

@@ -22,7 +22,7 @@ from functools import cached_property
 from release.buildrecord import BuildRecord, ComponentRecord, ExampleRecord, ExtensionRecord
 from release.loader import Host
 from release.manifest import Component, Manifest, Target, Variant
-from release.metadata import CoreMetadata, core_metadata
+from release.metadata import CoreMetadata
 from release.options import Form
 from release.platform import BuildRoute, Platform, Route, SearchPath, get_platform
 from release.variant import BuildVariant, load_variant
@@ -136,11 +136,12 @@ class ResolvedRelease:
 
     @cached_property
     def metadata(self) -> CoreMetadata:
-        """METADATA for the distribution: every [project] key, the distribution name, and
-        the variant's run-time requirement appended to Requires-Dist."""
+        """METADATA for the distribution: every [project] key as the manifest validated it
+        (read once, when it was loaded), the distribution name, and the variant's run-time
+        requirement appended to Requires-Dist."""
         runtime = self.variant.runtime
-        return core_metadata(self.manifest.project, self.manifest.root, name=self.distribution,
-                             extra_requires=[] if runtime is None else [runtime.requirement])
+        return self.manifest.metadata.for_distribution(
+            self.distribution, [] if runtime is None else [runtime.requirement])
 
     @property
     def extension_file(self) -> str:

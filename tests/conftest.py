@@ -60,10 +60,11 @@ class BuiltWheel:
 def cpu_wheel(tmp_path_factory: pytest.TempPathFactory) -> BuiltWheel:
     """The repaired, fully verified CPU wheel for this machine."""
     from release import manifest
+    from release.loader import Host
     from release.pipeline import BuildOptions, VerifyMode, run
     out = tmp_path_factory.mktemp("dist")
     result = run(manifest.load(ROOT), BuildOptions(platform="linux", out_dir=out,
-                                                   verify=VerifyMode.FULL))
+                                                   verify=VerifyMode.FULL), host=Host.current())
     assert result.wheel is not None
     return BuiltWheel(path=result.wheel, result=result.to_json())
 

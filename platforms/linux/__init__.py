@@ -7,7 +7,6 @@ qemu-user in a root folder of that machine's packages (``emulation.py``)."""
 from __future__ import annotations
 
 import os
-import platform as host_platform
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
@@ -135,11 +134,10 @@ class LinuxPlatform(Platform):
         found = cross.cross_targets().get(target.arch)
         return None if found is None else emulation.provision_runner(found, cache)
 
-    def emulated(self, *, cache: Path) -> tuple[Runner, ...]:
-        # verify's edge asks for these while it makes its Host (release/verify/run.py), so
-        # the system is read here; the host's own machine is never asked of them (Host.runner
-        # answers it natively first)
-        if host_platform.system() != "Linux":
+    def emulated(self, host: Host, *, cache: Path) -> tuple[Runner, ...]:
+        # the host's own machine is never asked of these (Host.runner answers it natively
+        # first)
+        if host.system != "linux":
             return ()
         return tuple(runner for target in (found for _, found in
                                            sorted(cross.cross_targets().items()))

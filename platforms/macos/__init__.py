@@ -243,7 +243,7 @@ class MacOSPlatform(Platform):
     def runner(self, target: Target, *, host: Host, cache: Path) -> Runner | None:
         return None   # no Mach-O runs here; on a Mac the release workflow runs the wheel
 
-    def emulated(self, *, cache: Path) -> tuple[Runner, ...]:
+    def emulated(self, host: Host, *, cache: Path) -> tuple[Runner, ...]:
         return ()
 
 

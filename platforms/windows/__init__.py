@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import os
-import platform as host_platform
 import shutil
 import sysconfig
 from collections.abc import Sequence
@@ -176,10 +175,10 @@ class WindowsPlatform(Platform):
         toolchain = zig.write_toolchain(TARGET, toolchain_folder(cache), cache=cache)
         return wine.provision_runner(toolchain, cache)
 
-    def emulated(self, *, cache: Path) -> tuple[Runner, ...]:
+    def emulated(self, host: Host, *, cache: Path) -> tuple[Runner, ...]:
         """The wine runner when wine is installed (its prefix and helpers made on first use:
         zig comes from the package index once); none when that fails (said in the log)."""
-        if host_platform.system() != "Linux" or wine.find_wine() is None:
+        if host.system != "linux" or wine.find_wine() is None:
             return ()
         found = wine.existing_runner(toolchain_folder(cache) / "toolchain.cmake", cache)
         if found is None:

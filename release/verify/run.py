@@ -102,12 +102,15 @@ def _unclaimed(wheel: WheelModel, platform: HasLoader | None) -> list[Finding]:
 
 
 def host_for(platform: HasLoader | None, *, static: bool, cache: Path | None) -> Host:
-    """This machine; for a run that may run programs, with the runners the wheel's platform
-    (and only it) makes, asked for when a check first needs one."""
+    """This machine (verify's edge makes the one Host of a run that was handed none); for a
+    run that may run programs, with the runners the wheel's platform (and only it) makes for
+    this Host, asked for when a check first needs one."""
+    here = Host.current()
     if static or platform is None:
-        return Host.current()
+        return here
     chosen = platform
-    return Host.current(provide=lambda: chosen.emulated(cache=cache or tools.cache_dir()))
+    return Host(here.system, here.machine,
+                provide=lambda: chosen.emulated(here, cache=cache or tools.cache_dir()))
 
 
 def run_verify(path: Path, *, static: bool = False, options: VerifyOptions | None = None,

@@ -34,12 +34,13 @@ def build_variant(name: str, work: Path) -> CudaBuild:
     """The release pipeline's own build of variant ``name`` (shared with the wheel tests),
     run up to its install stage, copied into a fresh site with the declared runtime wheel."""
     from release import manifest
+    from release.loader import Host
     from release.pipeline import BuildOptions, Stage, run
 
     loaded = variant.load(variant.variants_dir() / f"{name}.toml")
     options = BuildOptions(platform="linux", variant=name, last_stage=Stage.INSTALL,
                            out_dir=work / "out")
-    build_dir = run(manifest.load(ROOT), options).build_dir
+    build_dir = run(manifest.load(ROOT), options, host=Host.current()).build_dir
     site = work / "site"
     shutil.copytree(build_dir / "install", site)
     _run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",

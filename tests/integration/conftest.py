@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from release import manifest, tools
+from release.loader import Host
 from release.pipeline import BuildOptions, BuildResult, VerifyMode, run
 from tests.conftest import ROOT, BuiltWheel
 
@@ -23,7 +24,8 @@ def build_verified(platform: str, arch: str, out: Path) -> BuildResult:
     """The repaired wheel for ``platform``/``arch``, fully verified on this host."""
     result = run(manifest.load(ROOT), BuildOptions(platform=platform, arch=arch, out_dir=out,
                                                    verify=VerifyMode.FULL,
-                                                   cache_dir=tools.cache_dir()))
+                                                   cache_dir=tools.cache_dir()),
+                 host=Host.current())
     assert result.wheel is not None
     return result
 

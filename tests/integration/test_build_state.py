@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from release import manifest
+from release.loader import Host
 from release.options import BuildOptions, Stage
 from release.pipeline import STAMP_FILE, run
 from tests.conftest import ROOT
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.integration
 
 def _build(tmp_path: Path) -> Path:
     options = BuildOptions(platform="linux", last_stage=Stage.BUILD, out_dir=tmp_path / "out")
-    return run(manifest.load(ROOT), options).build_dir
+    return run(manifest.load(ROOT), options, host=Host.current()).build_dir
 
 
 def _truncate(path: Path) -> None:
@@ -60,7 +61,7 @@ def test_a_changed_native_source_is_configured_afresh(tmp_path: Path) -> None:
     def configure(source: Path) -> str:
         options = BuildOptions(platform="linux", last_stage=Stage.CONFIGURE,
                                out_dir=tmp_path / "out", build_dir=build_dir)
-        run(dataclasses.replace(loaded, native_source=source), options)
+        run(dataclasses.replace(loaded, native_source=source), options, host=Host.current())
         return (build_dir / "CMakeCache.txt").read_text()
 
     assert f"CMAKE_HOME_DIRECTORY:INTERNAL={loaded.native_source.resolve()}\n" in configure(

@@ -15,6 +15,7 @@ from packaging.requirements import Requirement
 
 from release import manifest
 from release.errors import EnvironmentFailure
+from release.loader import Host
 from release.pipeline import BuildOptions, VerifyMode, run
 from release.wheel import WheelName, parse_metadata
 from tests.conftest import ROOT, Venv, make_venv
@@ -32,7 +33,7 @@ def cuda_wheel(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
     variant = request.param
     result = run(manifest.load(ROOT), BuildOptions(
         platform="linux", variant=variant, out_dir=tmp_path_factory.mktemp(f"dist-{variant}"),
-        verify=VerifyMode.FULL))
+        verify=VerifyMode.FULL), host=Host.current())
     assert result.wheel is not None
     return variant, result
 
@@ -139,7 +140,7 @@ def test_cu13_from_a_system_toolkit(tmp_path: Path) -> None:
     result = run(manifest.load(ROOT), BuildOptions(
         platform="linux", variant="cu13", out_dir=tmp_path / "dist",
         build_dir=tmp_path / "build", verify=VerifyMode.STATIC),
-        environ={**os.environ, "CUDA_HOME": str(home)})
+        environ={**os.environ, "CUDA_HOME": str(home)}, host=Host.current())
     assert result.wheel is not None and result.verify["ok"], result.verify
     with zipfile.ZipFile(result.wheel) as archive:
         library = archive.read("edgert/lib/libedgert_backend_cuda.so")
@@ -174,7 +175,8 @@ def test_the_variant_form_is_the_same_build_as_a_variant_wheel_of_edgert(
     variant, separate = cuda_wheel
     loaded = manifest.load(ROOT)
     result = run(loaded, BuildOptions(platform="linux", variant=variant, out_dir=tmp_path,
-                                      verify=VerifyMode.STATIC, form=Form.VARIANT))
+                                      verify=VerifyMode.STATIC, form=Form.VARIANT),
+                 host=Host.current())
     assert result.wheel is not None and result.variants_json is not None
     name = WheelName.parse(result.wheel.name)
     assert (name.distribution, name.variant) == ("edgert", variant)

@@ -56,10 +56,10 @@ def _descendants_of(marker: str) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize(("stage", "cold"), [("[1/7] configure ...", True),
-                                             ("[2/7] build ...", True),
-                                             ("[6/7] repair ...", False),
-                                             ("[7/7] verify ...", False)])
+@pytest.mark.parametrize(("stage", "cold"), [("[1/8] configure ...", True),
+                                             ("[2/8] build ...", True),
+                                             ("[7/8] repair ...", False),
+                                             ("[8/8] verify ...", False)])
 def test_sigterm_leaves_nothing_behind(tmp_path: Path, stage: str, cold: bool) -> None:
     out = tmp_path / "dist"
     build_dir = tmp_path / "build" if cold else ROOT / "build" / "linux-x86_64-cpu"
@@ -192,7 +192,7 @@ def test_a_read_only_output_folder_is_one_line(small_disk: SmallDisk) -> None:
 def test_auditwheel_on_a_full_disk_is_told_as_a_full_disk(small_disk: SmallDisk,
                                                           tmp_path: Path) -> None:
     built = run_release("build", "--platform", "linux", "--out", str(tmp_path / "raw"),
-                        "--until", "fixup")
+                        "--until", "pack")
     assert built.returncode == 0, built.stderr
     (wheel,) = (tmp_path / "raw").glob("*.whl")
     out = tmp_path / "dist"
@@ -221,7 +221,7 @@ sys.exit(main(sys.argv[1:]))
 def test_sigterm_right_after_publish_says_the_wheel_is_there(tmp_path: Path) -> None:
     out = tmp_path / "dist"
     completed = subprocess.run([sys.executable, "-c", _SIGNAL_AFTER_PUBLISH, "build",
-                                "--platform", "linux", "--out", str(out), "--until", "fixup",
+                                "--platform", "linux", "--out", str(out), "--until", "pack",
                                 "--verify", "none"], cwd=ROOT, capture_output=True, text=True)
     assert completed.returncode == 128 + signal.SIGTERM, completed.stderr[-2000:]
     (wheel,) = out.glob("*.whl")
@@ -237,7 +237,7 @@ def test_the_next_build_stops_what_a_killed_one_left_running(tmp_path: Path) -> 
     build_dir, out = tmp_path / "build", tmp_path / "dist"
     process = _start("--out", str(out), "--build-dir", str(build_dir), "-j", "1",
                      env={"RELEASE_CCACHE": "0"})
-    _wait_for(process, "[2/7] build ...")
+    _wait_for(process, "[2/8] build ...")
     time.sleep(1)
     process.kill()   # SIGKILL: nothing of ours runs to clean up
     process.wait()

@@ -178,8 +178,8 @@ def test_repair_is_idempotent(cpu_wheel: BuiltWheel, tmp_path: Path) -> None:
 
 def test_build_summary_reports_every_stage(cpu_wheel: BuiltWheel) -> None:
     stages = cpu_wheel.result["stages"]
-    assert list(stages) == ["configure", "build", "install", "layout", "fixup", "repair",
-                            "verify"]
+    assert list(stages) == ["configure", "build", "install", "layout", "fixup", "pack",
+                            "repair", "verify"]
     assert cpu_wheel.result["verify"]["version"] >= 1
 
 

@@ -78,7 +78,7 @@ def mac_wheels(request: pytest.FixtureRequest,
     for arch in ARCHES:
         result = run(loaded, BuildOptions(platform="macos", arch=arch, out_dir=out,
                                           build_dir=builds / arch, verify=VerifyMode.STATIC,
-                                          cache_dir=tools.cache_dir(), jobs=2))
+                                          cache_dir=tools.cache_dir(), jobs=2), host=Host.current())
         assert result.wheel is not None
         paths[arch], results[arch] = result.wheel, result.to_json()
     return MacWheels(paths, results)

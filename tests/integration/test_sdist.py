@@ -17,6 +17,7 @@ import pytest
 
 from release import manifest
 from release.errors import ConfigurationError
+from release.loader import Host
 from release.options import BuildOptions, VerifyMode
 from release.pipeline import run
 from release.sdist import write_sdist
@@ -157,7 +158,7 @@ def test_an_unpacked_sdist_packs_itself_again(sdist: Path, unpacked: Path,
 def test_a_wheel_builds_from_the_unpacked_sdist(unpacked: Path, tmp_path: Path) -> None:
     result = run(manifest.load(unpacked), BuildOptions(
         platform="linux", out_dir=tmp_path / "dist", build_dir=tmp_path / "build",
-        verify=VerifyMode.STATIC))
+        verify=VerifyMode.STATIC), host=Host.current())
     assert result.wheel is not None
     _twine(result.wheel)
 
@@ -220,7 +221,6 @@ def test_the_backend_hooks_run_on_python_3_9_or_3_10(clone: Path, sdist: Path,
     assert completed.returncode == 0, completed.stderr
     dist_info = tmp_path / "metadata" / completed.stdout.strip()
     from release import distinfo
-    from release.loader import Host
     from release.resolved import resolve
     loaded = manifest.load(clone)
     expected = distinfo.metadata_files(resolve(loaded, loaded.target("linux", "x86_64"),

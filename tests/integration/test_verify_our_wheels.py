@@ -69,11 +69,12 @@ def test_cuda_runtime_must_be_declared(tmp_path_factory: pytest.TempPathFactory)
     """A cu12 wheel whose METADATA lost its CUDA runtime requirement: libcudart then resolves
     only through an undeclared distribution."""
     from release import manifest
+    from release.loader import Host
     from release.pipeline import BuildOptions, VerifyMode, run
     from tests.conftest import ROOT
     result = run(manifest.load(ROOT), BuildOptions(
         platform="linux", variant="cu12", out_dir=tmp_path_factory.mktemp("cu12"),
-        verify=VerifyMode.STATIC))
+        verify=VerifyMode.STATIC), host=Host.current())
     assert result.wheel is not None
     broken = _rewrite(result.wheel, tmp_path_factory.mktemp("broken"),
                       drop_requirement="nvidia-cuda-runtime-cu12")

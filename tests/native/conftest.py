@@ -23,6 +23,7 @@ def native_install(tmp_path_factory: pytest.TempPathFactory) -> NativeInstall:
     import os
 
     from release import manifest
+    from release.loader import Host
     from release.pipeline import BuildOptions, Stage, run
 
     given = os.environ.get("EDGERT_TEST_NATIVE_BUILD")
@@ -30,7 +31,7 @@ def native_install(tmp_path_factory: pytest.TempPathFactory) -> NativeInstall:
         return NativeInstall(build_dir=Path(given), prefix=Path(given) / "install")
     options = BuildOptions(platform="linux", last_stage=Stage.INSTALL,
                            out_dir=tmp_path_factory.mktemp("native-out"))
-    build_dir = run(manifest.load(ROOT), options).build_dir
+    build_dir = run(manifest.load(ROOT), options, host=Host.current()).build_dir
     return NativeInstall(build_dir=build_dir, prefix=build_dir / "install")
 
 

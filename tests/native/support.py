@@ -75,11 +75,12 @@ def build_native(build_dir: Path, *options: str) -> NativeInstall:
     """A native tree built by the pipeline's configure/build/install stages with extra CMake
     ``options`` (so it gets the same decided search paths as the shipped build)."""
     from release import manifest
+    from release.loader import Host
     from release.pipeline import BuildOptions, Stage, run
 
     built = run(manifest.load(ROOT), BuildOptions(
         platform="linux", build_dir=build_dir, last_stage=Stage.INSTALL,
-        out_dir=build_dir / "out", cmake_arguments=options))
+        out_dir=build_dir / "out", cmake_arguments=options), host=Host.current())
     return NativeInstall(build_dir=built.build_dir, prefix=built.build_dir / "install")
 
 

@@ -1,10 +1,11 @@
 """Facts the pipeline computes in one place only: the host machine is read by one function
-(release.loader.Host.current; everything else, the platforms included, is handed the Host
-value), the facts of one target x variant by release/resolved.py (the variant loaded from
-its provider, the build route, the distribution name, the wheel's core metadata), and each
-format has one reader: TOML tables (release/_toml.py), ELF (release/binary/elf.py) and
-wheels (release/archive.py). A platform's optional capabilities are Protocol members, never
-looked up by name. An AST scan of release/, platforms/ and cuda/ holds each."""
+(release.loader.Host.current, called only at the edges; everything below them, the
+platforms included, is handed the Host value), the facts of one target x variant by
+release/resolved.py (the variant loaded from its provider, the build route, the
+distribution name, the wheel's core metadata), and each format has one reader: TOML tables
+(release/_toml.py), ELF (release/binary/elf.py) and wheels (release/archive.py). A
+platform's optional capabilities are Protocol members, never looked up by name. An AST scan
+of release/, platforms/ and cuda/ holds each."""
 
 from __future__ import annotations
 
@@ -142,28 +143,31 @@ def test_one_function_names_the_distribution() -> None:
 
 
 def test_the_wheel_s_core_metadata_has_one_home() -> None:
-    """The manifest validates [project] when it is loaded and the sdist writes PKG-INFO (the
-    project's own name); the wheel's METADATA, for any distribution, is computed only by
-    ResolvedRelease.metadata (the lay-out stage and the backend read it from there)."""
-    assert sorted(_callers("core_metadata")) == [
-        "release/manifest.py:parse", "release/resolved.py:metadata",
-        "release/sdist.py:write_sdist"]
-    named = [caller for caller in _callers("core_metadata") if "resolved" not in caller]
-    for path in {caller.split(":")[0] for caller in named}:
-        tree = ast.parse((ROOT / path).read_text())
-        assert not [call for call, _ in _calls(tree) if isinstance(call.func, ast.Name)
-                    and call.func.id == "core_metadata"
-                    and any(keyword.arg == "name" for keyword in call.keywords)], path
+    """[project] is read and validated once, when the manifest is loaded (manifest.parse
+    keeps the result, Manifest.metadata); the wheel's METADATA, for any distribution, is
+    rendered from it only by ResolvedRelease.metadata (the lay-out stage and the backend
+    read it from there). core_metadata reads [project] afresh: only the sdist's PKG-INFO
+    (the project's own name) uses it."""
+    assert sorted(_callers("project_metadata")) == [
+        "release/manifest.py:parse", "release/metadata.py:core_metadata"]
+    assert sorted(_callers("core_metadata")) == ["release/sdist.py:write_sdist"]
+    assert sorted(_callers("for_distribution")) == [
+        "release/metadata.py:core_metadata", "release/resolved.py:metadata"]
+    # the library reads [project] in one function (the sdist's file list asks it too)
+    assert sorted(_callers("from_pyproject")) == ["release/metadata.py:standard"]
+    tree = ast.parse((ROOT / "release" / "sdist.py").read_text())
+    assert not [call for call, _ in _calls(tree) if isinstance(call.func, ast.Name)
+                and call.func.id == "core_metadata"
+                and any(keyword.arg == "name" for keyword in call.keywords)]
 
 
 def test_no_platform_reads_the_host_itself() -> None:
-    """Platforms are handed the plan's Host (build_route, cmake_arguments, toolchain_tools,
-    runner); none makes its own."""
+    """Platforms are handed the edge's Host (build_route, cmake_arguments, toolchain_tools,
+    runner, emulated); none makes its own or reads the operating system."""
     assert [caller for caller in _callers("current") if caller.startswith("platforms/")] == []
     for path in sorted((ROOT / "platforms").rglob("*.py")):
         assert "Host.current" not in path.read_text(), path
-    # the operating system: only in ``emulated``, which verify's edge asks while it makes
-    # its Host (release/verify/run.py passes it no Host)
+    # nor the operating system: ``emulated`` too is handed verify's Host
     reads = []
     for path in sorted((ROOT / "platforms").rglob("*.py")):
         tree = ast.parse(path.read_text(), filename=str(path))
@@ -173,8 +177,61 @@ def test_no_platform_reads_the_host_itself() -> None:
                     (aliases.get(node.value.id) == "platform" and node.attr == "system")
                     or (aliases.get(node.value.id) == "os" and node.attr == "name")):
                 reads.append(f"{path.relative_to(ROOT)}:{function}")
-    assert reads == ["platforms/linux/__init__.py:emulated",
-                     "platforms/windows/__init__.py:emulated"]
+    assert reads == []
+
+
+# The edges, which make the one Host of a command and hand it down: the CLI's commands, the
+# PEP 517 backend's hooks and verify's run for a caller that hands it none
+HOST_EDGES = ["release/__main__.py:_build", "release/__main__.py:_check_set",
+              "release/__main__.py:_plan", "release/backend.py:build_wheel",
+              "release/backend.py:prepare_metadata_for_build_wheel",
+              "release/verify/run.py:host_for"]
+# verify's API, which a caller may use without a Host (host_for then makes it)
+HOST_OPTIONAL = ["release/verify/api.py:verify_wheel", "release/verify/run.py:run_verify"]
+
+
+def _host_makers() -> list[str]:
+    """``path:function`` of each ``Host.current()``."""
+    found = []
+    for path in _sources():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for call, function in _calls(tree):
+            if isinstance(call.func, ast.Attribute) and call.func.attr == "current" \
+                    and isinstance(call.func.value, ast.Name) and call.func.value.id == "Host":
+                found.append(f"{path.relative_to(ROOT)}:{function}")
+    return sorted(found)
+
+
+def test_only_the_edges_make_the_host() -> None:
+    assert _host_makers() == HOST_EDGES
+
+
+def test_below_the_edges_the_host_is_never_optional() -> None:
+    """No ``host: Host | None = None`` that would make its own Host below the edge (the
+    plan, the matrix, check-set and the backend's release once did)."""
+    optional = []
+    for path in _sources():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                arguments = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+                if any(argument.annotation is not None
+                       and re.fullmatch(r"Host \| None|None \| Host|Optional\[Host\]",
+                                        ast.unparse(argument.annotation))
+                       for argument in arguments):
+                    optional.append(f"{path.relative_to(ROOT)}:{node.name}")
+    assert sorted(optional) == HOST_OPTIONAL
+
+
+def test_the_host_scans_see_what_they_look_for() -> None:
+    """The scans' own forms: a Host.current() call and an optional Host parameter."""
+    tree = ast.parse("def f(host: Host | None = None):\n    return Host.current()\n")
+    (call, function), = [(c, f) for c, f in _calls(tree)
+                         if isinstance(c.func, ast.Attribute) and c.func.attr == "current"]
+    assert function == "f" and ast.unparse(call) == "Host.current()"
+    (function_node,) = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]
+    annotation = function_node.args.args[0].annotation
+    assert annotation is not None and ast.unparse(annotation) == "Host | None"
 
 
 def _capabilities() -> set[str]:

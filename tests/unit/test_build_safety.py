@@ -30,6 +30,7 @@ from release.errors import (
     WheelError,
 )
 from release.findings import CheckStatus, Finding, Severity
+from release.loader import Host
 from release.verify.report import Report
 from tests.conftest import ROOT
 
@@ -157,7 +158,7 @@ def test_an_interrupted_build_says_what_is_on_disk(tmp_path: Path, after_publish
     out = tmp_path / "dist"
     out.mkdir()
 
-    def build(manifest: object, options: object) -> None:
+    def build(manifest: object, options: object, *, host: Host) -> None:
         if after_publish:
             buildfolder.publish(source, out)
         raise Terminated(signal.SIGTERM)
@@ -198,7 +199,8 @@ def test_writability_is_checked_before_the_build_folder_is_touched(
     monkeypatch.setattr(pipeline, "make_plan", lambda *args, **kwargs: plan)
     with pytest.raises(EnvironmentFailure) as raised:
         pipeline.run(manifest.load(ROOT), pipeline.BuildOptions(platform="linux",
-                                                                 out_dir=tmp_path / "dist"))
+                                                                 out_dir=tmp_path / "dist"),
+                     host=Host("linux", "x86_64"))
     assert "cannot create the output folder" in raised.value.message
     assert not (tmp_path / "build").exists()
 

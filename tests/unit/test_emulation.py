@@ -104,9 +104,12 @@ def test_a_package_is_held_to_its_pin(tmp_path: Path) -> None:
 def test_the_platform_offers_only_what_is_in_place(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     fake_path(monkeypatch, "qemu-aarch64")
-    assert LINUX.emulated(cache=tmp_path) == ()
+    here = Host("linux", "x86_64")
+    assert LINUX.emulated(here, cache=tmp_path) == ()
     complete_root(tmp_path)
-    (runner,) = LINUX.emulated(cache=tmp_path)
+    (runner,) = LINUX.emulated(here, cache=tmp_path)
+    # the handed Host decides, not the machine the test runs on
+    assert LINUX.emulated(Host("darwin", "x86_64"), cache=tmp_path) == ()
     host = Host("linux", "x86_64", (runner,))
     assert host.runner("aarch64") is runner and host.runner("riscv64") is None
     assert host.runner("x86_64") == Runner("x86_64")

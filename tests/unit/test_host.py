@@ -72,5 +72,6 @@ def test_plans_are_made_with_no_compiler_on_path(monkeypatch: pytest.MonkeyPatch
     assert shutil.which("cc") is None and shutil.which("c++") is None
     loaded = manifest.load(ROOT)
     for variant in ("cpu", "cu12", "cu13"):
-        plan = make_plan(loaded, BuildOptions(platform="linux", variant=variant), environ={})
-        assert plan.target.arch == Host.current().arch("linux") and plan.variant.name == variant
+        plan = make_plan(loaded, BuildOptions(platform="linux", variant=variant), environ={},
+                         host=Host.current())
+        assert plan.target.arch == plan.host.arch("linux") and plan.variant.name == variant

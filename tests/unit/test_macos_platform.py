@@ -42,7 +42,7 @@ def test_linux_cross_builds_with_zig_and_runs_nothing(monkeypatch: pytest.Monkey
                             "x86_64-macos.10.13); programs not run (verify reads files only)")
     assert MACOS.runner(ARM64, host=LINUX_HOST, cache=Path("unused")) is None
     assert [tool.name for tool in MACOS.toolchain_tools(ARM64, LINUX_HOST)] == ["ziglang"]
-    assert MACOS.emulated(cache=Path("unused")) == ()
+    assert MACOS.emulated(Host("darwin", "aarch64"), cache=Path("unused")) == ()
 
 
 def test_missing_llvm_tools_are_named_with_the_package(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -151,3 +151,75 @@ def test_links_in_code_stay_and_images_use_raw_files() -> None:
     assert metadata.absolute_links(text, base="https://h/r", folder="docs") == (
         "![logo](https://h/r/raw/main/docs/img/logo.png) [doc](https://h/r/blob/main/docs/a.md#x)"
         " `[code](kept.md)`\n```\n[fenced](kept.md)\n```\n[ref]: https://h/r/blob/main/sdk.md\n")
+
+
+def _read_afresh(project: dict[str, Any], root: Path, name: str,
+                 extra_requires: list[str]) -> str:
+    """METADATA as it was made before the manifest kept its validated [project]: read from
+    pyproject.toml's table again, renamed, the requirement appended, the links absolute."""
+    from packaging.requirements import Requirement
+    from pyproject_metadata import Readme
+    fresh = metadata.standard(project, root)
+    fresh.name = name
+    fresh.dependencies.extend(Requirement(text) for text in extra_requires)
+    readme = fresh.readme
+    assert readme is not None and readme.file is not None
+    fresh.readme = Readme(metadata.absolute_links(readme.text, base=metadata.source_url(
+        fresh.urls), where=readme.file.name), readme.file, readme.content_type)
+    return str(fresh.as_rfc822())
+
+
+def test_a_build_reads_project_once_and_each_distribution_gets_its_own_metadata(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """[project] is read and validated when the manifest loads; each variant's METADATA is
+    rendered from that reading (only the name and the appended requirement differ), and
+    equals what reading it afresh gives."""
+    reads: list[object] = []
+    original = metadata.standard
+    monkeypatch.setattr(metadata, "standard",
+                        lambda *args: reads.append(args) or original(*args))
+    loaded = manifest.load(ROOT)
+    assert len(reads) == 1
+    host = Host("linux", "x86_64")
+    made = {}
+    for declared in loaded.variants:
+        release = resolve(loaded, loaded.target("linux", "x86_64"), declared, host=host)
+        runtime = release.variant.runtime
+        made[declared.name] = (distinfo.metadata_files(release)["METADATA"].decode(),
+                               release.distribution,
+                               [] if runtime is None else [runtime.requirement])
+    assert len(reads) == 1, "the manifest's reading is reused"
+    monkeypatch.setattr(metadata, "standard", original)
+    for text, distribution, requirements in made.values():
+        assert text == _read_afresh(loaded.project, ROOT, distribution, requirements)
+    assert parse_metadata(made["cpu"][0])["Name"] == "edgert"
+    cu12 = parse_metadata(made["cu12"][0])
+    assert cu12["Name"] == "edgert-cu12"
+    assert cu12.get_all("Requires-Dist")[:2] == [
+        "numpy>=1.22", 'nvidia-cuda-runtime-cu12<13,>=12.8; sys_platform == "linux"']
+    assert loaded.metadata.for_distribution("edgert") is loaded.metadata.core
+    # the kept reading is never changed
+    assert parse_metadata(loaded.metadata.core.text).get_all("Requires-Dist") == [
+        "numpy>=1.22", 'torch>=2.5; extra == "torch"']
+
+
+def test_a_copy_with_another_project_table_does_not_reuse_the_reading() -> None:
+    import dataclasses
+    loaded = manifest.load(ROOT)
+    copy = dataclasses.replace(loaded, project={**loaded.project, "version": "9.9"})
+    with pytest.raises(ConfigurationError, match="not the one that was validated"):
+        copy.metadata  # noqa: B018
+
+
+def test_an_invalid_distribution_name_is_one_error() -> None:
+    with pytest.raises(ConfigurationError) as raised:
+        manifest.load(ROOT).metadata.for_distribution("edgert cu12")
+    assert raised.value.message.startswith("distribution edgert cu12: ")
+    assert "\n" not in raised.value.message
+
+
+def test_a_table_changed_in_place_after_loading_does_not_reuse_the_reading() -> None:
+    loaded = manifest.load(ROOT)
+    loaded.project["description"] = "changed after validation"
+    with pytest.raises(ConfigurationError, match="not the one that was validated"):
+        loaded.metadata  # noqa: B018

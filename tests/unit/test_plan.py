@@ -12,6 +12,7 @@ import pytest
 from release import manifest
 from release.buildrecord import BuildRecord
 from release.errors import ConfigurationError, WheelError
+from release.loader import Host
 from release.options import BuildOptions
 from release.pipeline import make_plan
 from tests.conftest import ROOT
@@ -19,7 +20,7 @@ from tests.conftest import ROOT
 
 def plan_for(variant: str):  # type: ignore[no-untyped-def]
     return make_plan(manifest.load(ROOT), BuildOptions(platform="linux", variant=variant),
-                     environ={})
+                     environ={}, host=Host.current())
 
 
 def test_a_gpu_variant_plans_without_provisioning() -> None:
@@ -62,7 +63,8 @@ def test_an_unknown_provider_is_named() -> None:
     data["tool"]["release"]["variants"]["cu12"]["provider"] = "rocm"
     broken = manifest.parse(data, ROOT)
     with pytest.raises(ConfigurationError, match="no variant provider package 'rocm'"):
-        make_plan(broken, BuildOptions(platform="linux", variant="cu12"), environ={})
+        make_plan(broken, BuildOptions(platform="linux", variant="cu12"), environ={},
+                  host=Host.current())
 
 
 def test_a_gpu_variant_asks_the_build_frontend_for_pip(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -46,7 +46,7 @@ def project_data() -> dict[str, Any]:
 
 
 def entries_by_name(loaded: manifest.Manifest) -> dict[str, matrix.MatrixEntry]:
-    return {entry.name: entry for entry in matrix.release_matrix(loaded)}
+    return {entry.name: entry for entry in matrix.release_matrix(loaded, Host.current())}
 
 
 def test_every_declared_pair_is_built_or_reported(x86_64_host_with_cross_tools: None) -> None:
@@ -97,8 +97,8 @@ def test_a_cross_build_without_compilers_says_what_to_install(
 
 def test_jobs_carry_what_the_workflow_reads(x86_64_host_with_cross_tools: None) -> None:
     loaded = manifest.load(ROOT)
-    jobs = {job["name"]: job for job in matrix.workflow_jobs(loaded,
-                                                             matrix.release_matrix(loaded))}
+    entries = matrix.release_matrix(loaded, Host.current())
+    jobs = {job["name"]: job for job in matrix.workflow_jobs(loaded, entries)}
     assert jobs["linux-aarch64-cu12"] == {
         "name": "linux-aarch64-cu12", "target": "linux-aarch64", "platform": "linux",
         "arch": "aarch64", "archs": "aarch64", "variant": "cu12", "distribution": "edgert-cu12",
@@ -115,12 +115,12 @@ def test_a_new_target_without_a_runner_cannot_drop_out_silently() -> None:
     data["tool"]["release"]["targets"]["linux-riscv64"] = {"platform": "linux",
                                                            "arch": "riscv64"}
     loaded = manifest.parse(data, ROOT)
-    entries = matrix.release_matrix(loaded)
+    entries = matrix.release_matrix(loaded, Host.current())
     with pytest.raises(ConfigurationError, match="linux-riscv64.runner is missing"):
         matrix.workflow_jobs(loaded, entries)
     data["tool"]["release"]["targets"]["linux-riscv64"]["runner"] = "riscv-runner"
     loaded = manifest.parse(data, ROOT)
-    jobs = matrix.workflow_jobs(loaded, matrix.release_matrix(loaded))
+    jobs = matrix.workflow_jobs(loaded, matrix.release_matrix(loaded, Host.current()))
     assert {job["name"] for job in jobs if job["target"] == "linux-riscv64"} == {
         "linux-riscv64-cpu", "linux-riscv64-cu12", "linux-riscv64-cu13"}
 
@@ -131,7 +131,7 @@ def test_a_new_variant_is_a_job_on_every_platform_it_ships_on() -> None:
         "distribution": "edgert-cu14", "provider": "cuda",
         "config": "cuda/variants/cu13.toml", "platforms": ["linux"]}
     loaded = manifest.parse(data, ROOT)
-    jobs = matrix.workflow_jobs(loaded, matrix.release_matrix(loaded))
+    jobs = matrix.workflow_jobs(loaded, matrix.release_matrix(loaded, Host.current()))
     assert {job["target"] for job in jobs if job["variant"] == "cu14"} == {
         "linux-x86_64", "linux-aarch64"}
 
@@ -148,12 +148,15 @@ def test_the_pipeline_refuses_what_the_matrix_leaves_out(
     loaded = manifest.load(ROOT)
     with pytest.raises(ConfigurationError, match="not released for macos"):
         make_plan(loaded, BuildOptions(platform="macos", arch="arm64", variant="cu12"),
-                  environ={})
+                  environ={},
+                  host=Host.current())
     with pytest.raises(ToolError, match="variant cu12 is not cross-built") as refused:
         make_plan(loaded, BuildOptions(platform="linux", arch="aarch64", variant="cu12"),
-                  environ={})
+                  environ={},
+                  host=Host.current())
     assert "aarch64 hardware" in refused.value.fix
-    assert make_plan(loaded, BuildOptions(platform="linux", arch="aarch64"), environ={})
+    assert make_plan(loaded, BuildOptions(platform="linux", arch="aarch64"), environ={},
+                  host=Host.current())
 
 
 def test_the_oldest_python_comes_from_requires_python() -> None:
@@ -165,7 +168,7 @@ def test_the_oldest_python_comes_from_requires_python() -> None:
 
 def test_the_text_names_each_entry_and_its_route(x86_64_host_with_cross_tools: None) -> None:
     loaded = manifest.load(ROOT)
-    text = matrix.render_text(loaded, matrix.release_matrix(loaded))
+    text = matrix.render_text(loaded, matrix.release_matrix(loaded, Host.current()))
     lines = text.splitlines()
     assert lines[0].startswith("edgert 0.1.0: 10 wheels in the release matrix; 10 built by the "
                                "release, 0 not buildable yet; 8 buildable on this host")
@@ -184,8 +187,9 @@ def test_build_builds_what_this_host_reaches_and_goes_on_after_a_failure(
         def __init__(self, wheel: Path) -> None:
             self.wheel = wheel
 
-    def fake_run(given: manifest.Manifest, options: BuildOptions, *,
+    def fake_run(given: manifest.Manifest, options: BuildOptions, *, host: Host,
                  resolved: ResolvedRelease) -> Result:
+        assert host is resolved.host
         asked.append((options.platform, options.arch, options.variant))
         # the entry's resolved release is handed on, not resolved again
         assert (resolved.target.arch, resolved.declared.name) == (options.arch, options.variant)
@@ -197,7 +201,7 @@ def test_build_builds_what_this_host_reaches_and_goes_on_after_a_failure(
     monkeypatch.setattr(matrix, "run_pipeline", fake_run)
     caplog.set_level(logging.INFO, logger="release")
     outcomes = matrix.build_reachable(
-        loaded, matrix.release_matrix(loaded),
+        loaded, matrix.release_matrix(loaded, Host.current()),
         lambda entry: BuildOptions(platform=entry.target.platform, arch=entry.target.arch,
                                    variant=entry.variant.name))
     assert asked == [("linux", "x86_64", "cpu"), ("linux", "x86_64", "cu12"),

@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from release import distinfo, manifest, release_set, sbom
+from release import distinfo, manifest, metadata, release_set, sbom
 from release.__main__ import main as release_main
 from release.buildrecord import RECORD_FILE
 from release.errors import WheelError
 from release.findings import Finding, Severity
+from release.loader import Host
 from release.matrix import MatrixEntry, release_matrix
 from release.options import Form
 from release.resolved import resolve
@@ -30,7 +31,8 @@ from tests.conftest import ROOT
 
 MANIFEST = manifest.load(ROOT)
 TOOLCHAIN = (sbom.Tool("GNU CXX compiler (c++)", "12.2.0"), sbom.Tool("cmake", "4.4.5"))
-ENTRIES = release_matrix(MANIFEST)
+HOST = Host.current()
+ENTRIES = release_matrix(MANIFEST, HOST)
 BUILDABLE = [entry for entry in ENTRIES if entry.route.buildable]
 
 
@@ -40,8 +42,9 @@ def write_synthetic_wheel(folder: Path, entry: MatrixEntry, *, version: str = "0
                           edit_record: Callable[[dict], dict] = lambda data: data,
                           edit_sbom: Callable[[dict], dict | None] = lambda data: data) -> Path:
     """A wheel as the pipeline lays it out for ``entry``, with stand-ins for the binaries."""
-    loaded = dataclasses.replace(MANIFEST, version=version,
-                                 project={**MANIFEST.project, "version": version})
+    project = {**MANIFEST.project, "version": version}
+    loaded = dataclasses.replace(MANIFEST, version=version, project=project,
+                                 validated_project=metadata.project_metadata(project, ROOT))
     release = resolve(loaded, entry.target, entry.variant, host=entry.release.host,
                       form=entry.release.form)
     platform, record = release.platform, release.record
@@ -100,7 +103,7 @@ def entry(name: str) -> MatrixEntry:
 
 def errors(folder: Path, **kwargs: object) -> list[Finding]:
     kwargs.setdefault("verify", passing_verify)
-    report = release_set.check_release_set(folder, MANIFEST, **kwargs)  # type: ignore[arg-type]
+    report = release_set.check_release_set(folder, MANIFEST, host=HOST, **kwargs)  # type: ignore[arg-type]
     return [f for f in report.findings if f.severity is Severity.ERROR]
 
 
@@ -111,7 +114,8 @@ def only_error(folder: Path, **kwargs: object) -> Finding:
 
 
 def test_a_complete_set_passes_and_lists_what_is_not_buildable(complete_set: Path) -> None:
-    report = release_set.check_release_set(complete_set, MANIFEST, verify=passing_verify,
+    report = release_set.check_release_set(complete_set, MANIFEST, host=HOST,
+                                           verify=passing_verify,
                                            expect_version="0.1.0")
     assert report.ok, report.render_text()
     assert set(report.wheels) == {e.name for e in BUILDABLE} and len(report.wheels) == 10
@@ -246,11 +250,13 @@ def test_the_default_verify_is_static_with_the_project_s_providers(
         complete_set: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[tuple[str, bool, object]] = []
 
-    def fake_verify_wheel(path: Path, *, static: bool, options: VerifyOptions) -> Report:
+    def fake_verify_wheel(path: Path, *, static: bool, options: VerifyOptions,
+                          host: Host) -> Report:
+        assert host is HOST   # the edge's Host, handed down
         calls.append((Path(path).name, static, options.providers))
         return passing_verify(Path(path))
     monkeypatch.setattr(release_set, "verify_wheel", fake_verify_wheel)
-    assert release_set.check_release_set(complete_set, MANIFEST).ok
+    assert release_set.check_release_set(complete_set, MANIFEST, host=HOST).ok
     assert len(calls) == 10 and all(static and providers == MANIFEST.providers == ("cuda",)
                                     for _, static, providers in calls)
 
@@ -361,7 +367,7 @@ def test_a_set_of_variant_wheels_passes_once_its_index_is_written(
     assert errors(tmp_path, write_index=True) == []
     index = json.loads((tmp_path / "edgert-0.1.0-variants.json").read_text())
     assert set(index["variants"]) == {"null", "cu12", "cu13"}
-    report = release_set.check_release_set(tmp_path, MANIFEST, verify=passing_verify)
+    report = release_set.check_release_set(tmp_path, MANIFEST, host=HOST, verify=passing_verify)
     assert report.wheels["linux-x86_64-cu12"] == made["cu12"].name
     assert report.wheels["linux-x86_64-cpu"] == made["plain"].name
 
@@ -370,7 +376,7 @@ def test_the_null_variant_covers_the_cpu_entry_without_a_plain_wheel(
         tmp_path: Path, variant_set: VariantSet) -> None:
     made = variant_set(null_only=True)
     assert errors(tmp_path, write_index=True) == []
-    report = release_set.check_release_set(tmp_path, MANIFEST, verify=passing_verify)
+    report = release_set.check_release_set(tmp_path, MANIFEST, host=HOST, verify=passing_verify)
     assert report.wheels["linux-x86_64-cpu"] == made["cpu"].name
 
 

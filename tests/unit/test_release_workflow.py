@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from release import manifest, matrix
+from release.loader import Host
 from tests.conftest import ROOT
 
 WORKFLOW = ROOT / ".github" / "workflows" / "release.yml"
@@ -93,7 +94,7 @@ def test_no_target_or_variant_is_written_into_the_workflow() -> None:
 
 def test_what_the_workflow_reads_from_a_job_is_what_the_plan_gives() -> None:
     loaded = manifest.load(ROOT)
-    given = set(matrix.workflow_jobs(loaded, matrix.release_matrix(loaded))[0])
+    given = set(matrix.workflow_jobs(loaded, matrix.release_matrix(loaded, Host.current()))[0])
     read = set(re.findall(r"matrix\.(\w+)", WORKFLOW.read_text()))
     assert read and read <= given
     build = next(step for step in steps("build") if "cibuildwheel" in str(step.get("run")))
@@ -104,8 +105,8 @@ def test_what_the_workflow_reads_from_a_job_is_what_the_plan_gives() -> None:
 
 def test_aarch64_builds_natively_on_arm_runners() -> None:
     loaded = manifest.load(ROOT)
-    jobs_by_arch = {job["arch"]: job["runner"]
-                    for job in matrix.workflow_jobs(loaded, matrix.release_matrix(loaded))}
+    entries = matrix.release_matrix(loaded, Host.current())
+    jobs_by_arch = {job["arch"]: job["runner"] for job in matrix.workflow_jobs(loaded, entries)}
     assert jobs_by_arch["aarch64"].endswith("-arm") and not jobs_by_arch["x86_64"].endswith("-arm")
 
 

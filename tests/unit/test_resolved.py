@@ -11,6 +11,7 @@ import pytest
 
 from platforms.linux import PLATFORM as LINUX
 from release import backend, distinfo, manifest, matrix, resolved
+from release import metadata as metadata_module
 from release.errors import ConfigurationError, ToolError
 from release.loader import Host
 from release.manifest import Target
@@ -38,12 +39,14 @@ def _count(monkeypatch: pytest.MonkeyPatch, owner: object, name: str) -> list[ob
 def test_a_plan_asks_the_platform_for_its_route_once(monkeypatch: pytest.MonkeyPatch) -> None:
     routes = _count(monkeypatch, LINUX, "build_route")
     loads = _count(monkeypatch, resolved, "load_variant")
-    metadata = _count(monkeypatch, resolved, "core_metadata")
+    read = _count(monkeypatch, metadata_module, "standard")
+    rendered = _count(monkeypatch, metadata_module.ProjectMetadata, "for_distribution")
     plan = make_plan(LOADED, BuildOptions(platform="linux", arch="x86_64", variant="cu12"),
                      environ={}, host=X86_64)
-    assert (len(routes), len(loads), len(metadata)) == (1, 1, 0)
+    assert (len(routes), len(loads), len(rendered)) == (1, 1, 0)
     assert plan.release.route is plan.release.route and len(routes) == 1   # kept
-    assert plan.release.metadata is plan.release.metadata and len(metadata) == 1
+    assert plan.release.metadata is plan.release.metadata and len(rendered) == 1
+    assert read == []      # [project] was read when the manifest was loaded, not again
 
 
 def test_the_matrix_loads_each_variant_once(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -132,10 +135,11 @@ def test_a_plan_takes_the_release_it_is_handed_when_it_is_the_one_asked_for(
     routes = _count(monkeypatch, LINUX, "build_route")
     loads = _count(monkeypatch, resolved, "load_variant")
     options = BuildOptions(platform="linux", arch="x86_64", variant="cu12")
-    assert make_plan(LOADED, options, environ={}, resolved=entry.release).release \
-        is entry.release
+    assert make_plan(LOADED, options, environ={}, host=X86_64,
+                     resolved=entry.release).release is entry.release
     assert (len(routes), len(loads)) == (0, 0)     # the entry's route was already known
     other = make_plan(LOADED, BuildOptions(platform="linux", arch="x86_64", variant="cu12",
-                                           form=Form.VARIANT), environ={}, resolved=entry.release)
+                                           form=Form.VARIANT), environ={}, host=X86_64,
+                      resolved=entry.release)
     assert other.release is not entry.release and other.distribution == "edgert"
     assert (len(routes), len(loads)) == (1, 1)

@@ -22,7 +22,7 @@ from release.__main__ import main as release_main
 from release.binary.elf import ElfReader
 from release.binary.pe import PeReader
 from release.errors import ConfigurationError, WheelError
-from release.loader import Runner
+from release.loader import Host, Runner
 from release.verify import VerifyOptions, verify_wheel
 from tests.conftest import ROOT
 from tests.verify.pe_images import pe_image
@@ -48,9 +48,11 @@ class _Platform:
     def __init__(self, name: str, loader: object, reader: object) -> None:
         self.name, self.loader, self.reader = name, loader, reader
         self.asked = 0
+        self.hosts: list[Host] = []
 
-    def emulated(self, *, cache: Path) -> tuple[Runner, ...]:
+    def emulated(self, host: Host, *, cache: Path) -> tuple[Runner, ...]:
         self.asked += 1
+        self.hosts.append(host)
         return ()
 
 
@@ -105,6 +107,7 @@ def test_only_the_wheels_platform_is_asked_and_only_when_programs_run(tmp_path: 
     report = verify_wheel(path, platforms=[linux, windows], cache=tmp_path,
                           options=unsandboxed)
     assert (linux.asked, windows.asked) == (0, 1), report.render_text()
+    assert windows.hosts == [Host.current()]      # verify's edge hands its one Host down
     assert report.checks["load-matrix"] == "not run"
 
 

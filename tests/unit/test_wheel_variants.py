@@ -22,6 +22,7 @@ from cuda.variant_check import judge
 from release import manifest as manifest_module
 from release import wheel
 from release.errors import ConfigurationError, WheelError
+from release.loader import Host
 from release.variant import DeviceCodeRecord, RuntimeDependency
 from release.verify.argument import file_name_tags, variant_label
 from release.wheel_variant import (
@@ -330,9 +331,11 @@ def test_form_is_an_option_and_the_variant_form_builds_the_one_distribution(
         is Form.SEPARATE
     with pytest.raises(ConfigurationError, match="RELEASE_FORM"):
         resolve(platform="linux", given={}, manifest_defaults={}, environ={"RELEASE_FORM": "x"})
-    separate = make_plan(manifest, BuildOptions(platform="linux", variant="cu12"), environ={})
+    host = Host.current()
+    separate = make_plan(manifest, BuildOptions(platform="linux", variant="cu12"), environ={},
+                         host=host)
     variant = make_plan(manifest, BuildOptions(platform="linux", variant="cu12",
-                                               form=Form.VARIANT), environ={})
+                                               form=Form.VARIANT), environ={}, host=host)
     assert (separate.distribution, variant.distribution) == ("edgert-cu12", "edgert")
     assert variant.record.distribution == "edgert"
     assert separate.build_dir == variant.build_dir      # one build serves both forms
