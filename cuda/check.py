@@ -12,7 +12,7 @@ from cuda import coverage, device_code
 from release.findings import Finding, Severity
 from release.verify.checks._common import finding
 from release.verify.context import VerifyContext
-from release.verify.wheel import WheelModel
+from release.verify.wheel_model import WheelModel
 
 NAME = "coverage"
 RUNS_PROGRAMS = False

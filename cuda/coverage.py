@@ -19,7 +19,7 @@ from pathlib import Path
 
 from cuda import device_code
 from cuda.fatbin import DeviceCode, EntryKind, FatbinContainer, FatbinEntry
-from cuda.variant import ComputeCapability
+from cuda.gpu_variant import ComputeCapability
 from release._toml import read_toml
 from release.errors import ConfigurationError
 from release.findings import Finding, Severity

@@ -17,7 +17,7 @@ from pathlib import Path
 from cuda.fatbin import SECTIONS, DeviceCode, EntryKind, read_containers, read_device_code
 from release.errors import BinaryFormatError
 from release.verify.context import VerifyContext
-from release.verify.wheel import BinaryFile, WheelModel
+from release.verify.wheel_model import BinaryFile, WheelModel
 
 # one fatbinary section read whole, within verify's memory bound: far above the device code
 # of the wheels whose build record claims compute capabilities (under 1 MB here); a larger

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cuda import check, variant_check
-from cuda import variant as variants
+from cuda import gpu_variant as variants
 from cuda.toolchain import CudaToolchain, provision
 from release.sbom import Tool
 from release.variant import DeviceCodeRecord, RuntimeDependency, Toolchain

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from cuda.variant import CudaVariant
+from cuda.gpu_variant import CudaVariant
 from release import tools
 from release.errors import ToolError
 from release.sbom import Tool

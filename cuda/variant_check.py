@@ -10,7 +10,7 @@
   driver run a 12.8 runtime), the upper bound is the requirement's exclusive upper bound;
 - a wheel without device code claims nothing in that namespace.
 
-A wheel without variant.json is not judged here (release/verify/checks/variant.py judges the
+A wheel without variant.json is not judged here (release/verify/checks/variant_label.py judges the
 file itself)."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from release.findings import Finding, Severity
 from release.variant import DeviceCodeRecord
 from release.verify.checks._common import finding
 from release.verify.context import VerifyContext
-from release.verify.wheel import WheelModel
+from release.verify.wheel_model import WheelModel
 from release.wheel_variant import DIST_INFO_FILE, WheelVariant, read_dist_info
 
 NAME = "variant-properties"

@@ -19,13 +19,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
+from release.build_options import Form, Stage, VerifyMode
 from release.errors import (
     ConfigurationError,
     EnvironmentFailure,
     ReleaseError,
     VerificationFailed,
 )
-from release.options import Form, Stage, VerifyMode
 
 
 class _Parser(argparse.ArgumentParser):
@@ -140,8 +140,8 @@ def _add_check_set(commands: argparse._SubParsersAction[_Parser]) -> None:
 
 
 def _build(arguments: argparse.Namespace, out: TextIO) -> int:
+    from release import build_options
     from release import manifest as manifest_module
-    from release import options as build_options
     from release.loader import Host
     from release.pipeline import run as run_pipeline
     manifest = manifest_module.load(arguments.project.resolve())
@@ -163,9 +163,8 @@ def _build(arguments: argparse.Namespace, out: TextIO) -> int:
 
 
 def _plan(arguments: argparse.Namespace, out: TextIO) -> int:
+    from release import build_options, matrix
     from release import manifest as manifest_module
-    from release import matrix
-    from release import options as build_options
     from release.loader import Host
     manifest = manifest_module.load(arguments.project.resolve())
     entries = matrix.release_matrix(manifest, Host.current())

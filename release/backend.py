@@ -4,7 +4,7 @@ pipeline stages as ``python -m release build``; the sdist holds the files git tr
 
 config_settings (``pip wheel . -C variant=cu12``, ``python -m build -C...``) are the command
 line of this edge; below them, as for the CLI, RELEASE_* and [tool.release.defaults]
-(release/options.py):
+(release/build_options.py):
   variant  cpu | cu12 | cu13 (default: cpu)
   verify   full | static | none (default here: static; cibuildwheel's test step runs the rest)
   until    last stage: ``pack`` leaves repair to cibuildwheel's repair-wheel-command (a
@@ -23,12 +23,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
+from release import build_options
 from release import manifest as manifest_module
-from release import options as build_options
+from release.build_options import BuildOptions, Form, Stage
 from release.errors import ConfigurationError, ReleaseError
 from release.loader import Host
 from release.manifest import PLATFORMS, Manifest
-from release.options import BuildOptions, Form, Stage
 from release.pipeline import run as run_pipeline
 from release.platform import get_platform
 from release.resolved import ResolvedRelease, resolve, target_of

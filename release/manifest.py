@@ -15,9 +15,9 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
 from release._toml import read_toml
+from release.build_options import KEYS as OPTION_KEYS
+from release.core_metadata import ProjectMetadata, project_metadata
 from release.errors import ConfigurationError
-from release.metadata import ProjectMetadata, project_metadata
-from release.options import KEYS as OPTION_KEYS
 from release.wheel_variant import (
     NULL_LABEL,
     VariantProvider,
@@ -93,11 +93,11 @@ class Manifest:
     components: tuple[Component, ...]
     variants: tuple[Variant, ...]
     targets: tuple[Target, ...]
-    project: dict[str, Any]           # the [project] table, for METADATA (release/metadata.py)
+    project: dict[str, Any]           # the [project] table, for METADATA (release/core_metadata.py)
     defaults: dict[str, object] = field(default_factory=dict)  # [tool.release.defaults]
     # [tool.release.variant-providers]: the provider plugin of each property namespace
     variant_providers: tuple[VariantProvider, ...] = ()
-    # [project] validated by parse (release/metadata.py): read through ``metadata``
+    # [project] validated by parse (release/core_metadata.py): read through ``metadata``
     validated_project: ProjectMetadata | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -506,7 +506,7 @@ def _check_variant_providers(manifest: Manifest) -> None:
 
 
 def _defaults(table: _Table) -> dict[str, object]:
-    """[tool.release.defaults]: option defaults for this project (release/options.py)."""
+    """[tool.release.defaults]: option defaults for this project (release/build_options.py)."""
     unknown = sorted(set(table.data) - set(OPTION_KEYS))
     if unknown:
         raise ConfigurationError(f"unknown key {table.path}.{unknown[0]}",

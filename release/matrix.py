@@ -16,10 +16,10 @@ from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
+from release.build_options import BuildOptions
 from release.errors import ConfigurationError, ReleaseError
 from release.loader import Host
 from release.manifest import Manifest, Target, Variant
-from release.options import BuildOptions
 from release.pipeline import run as run_pipeline
 from release.platform import BuildRoute
 from release.resolved import ResolvedRelease, load_variants, resolve

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from release import _cmd, buildfolder, distinfo, pins, sbom, tools, wheel, wheel_variant
+from release.build_options import BuildOptions, Form, Stage, VerifyMode, default_cache_dir
 from release.buildrecord import RECORD_FILE, BuildRecord
 from release.errors import (
     CommandError,
@@ -35,7 +36,6 @@ from release.errors import (
 )
 from release.loader import Host
 from release.manifest import Component, Manifest, Target, Variant
-from release.options import BuildOptions, Form, Stage, VerifyMode, default_cache_dir
 from release.platform import Platform, SearchPath
 from release.repair import repair_request
 from release.resolved import ResolvedRelease, resolve, target_of

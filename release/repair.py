@@ -24,7 +24,7 @@ from release.errors import WheelError
 from release.platform import Platform, RepairRequest, all_platforms
 from release.verify.checks import identity
 from release.verify.options import Limits, VerifyOptions
-from release.verify.wheel import WheelModel, open_wheel
+from release.verify.wheel_model import WheelModel, open_wheel
 
 _RECORD_LIMIT = 16 << 20   # a build record is a few KiB
 _REFUSED = ("record", "archive", "binary", identity.NAME)   # the checks whose errors refuse

@@ -19,11 +19,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
+from release.build_options import Form
 from release.buildrecord import BuildRecord, ComponentRecord, ExampleRecord, ExtensionRecord
+from release.core_metadata import CoreMetadata
 from release.loader import Host
 from release.manifest import Component, Manifest, Target, Variant
-from release.metadata import CoreMetadata
-from release.options import Form
 from release.platform import BuildRoute, Platform, Route, SearchPath, get_platform
 from release.variant import BuildVariant, load_variant
 

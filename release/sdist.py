@@ -33,9 +33,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from release import _cmd
+from release.core_metadata import core_metadata, standard
 from release.errors import CommandError, ConfigurationError
 from release.manifest import Manifest
-from release.metadata import core_metadata, standard
 from release.wheel import normalize_distribution, source_date_epoch
 
 log = logging.getLogger("release")

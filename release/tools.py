@@ -19,13 +19,13 @@ from pathlib import Path
 
 from release import _cmd, pins, toolcache
 from release._lock import megabytes
+from release.build_options import default_cache_dir
 from release.errors import CommandError, EnvironmentFailure, ToolError
-from release.options import default_cache_dir
 
 
 def cache_dir() -> Path:
     """The tool cache for callers outside a build (verify, tests): ``RELEASE_CACHE_DIR`` or
-    the default. A build gets its cache from its resolved options (release/options.py)."""
+    the default. A build gets its cache from its resolved options (release/build_options.py)."""
     configured = os.environ.get("RELEASE_CACHE_DIR")
     return Path(configured) if configured else default_cache_dir()
 

@@ -1,4 +1,5 @@
-"""Wheel files: names, WHEEL, RECORD, and reproducible zips (core metadata: release/metadata.py).
+"""Wheel files: names, WHEEL, RECORD, and reproducible zips (core metadata:
+release/core_metadata.py).
 
 A wheel written here is a pure function of its files: entries sorted (``.dist-info`` last,
 RECORD at the very end), one fixed timestamp, fixed permissions and compression level."""

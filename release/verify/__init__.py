@@ -15,11 +15,11 @@ if TYPE_CHECKING:
     from release.verify.context import VerifyContext
     from release.verify.options import Limits, VerifyOptions
     from release.verify.report import SCHEMA_VERSION, Report
-    from release.verify.wheel import BinaryFile, WheelModel
+    from release.verify.wheel_model import BinaryFile, WheelModel
 
 _HOMES = {"verify_wheel": "api", "main": "cli", "VerifyContext": "context", "Limits": "options",
           "VerifyOptions": "options", "SCHEMA_VERSION": "report", "Report": "report",
-          "BinaryFile": "wheel", "WheelModel": "wheel"}
+          "BinaryFile": "wheel_model", "WheelModel": "wheel_model"}
 
 __all__ = ["SCHEMA_VERSION", "BinaryFile", "Limits", "Report", "VerifyContext", "VerifyOptions",
            "WheelModel", "main", "verify_wheel"]

@@ -24,7 +24,7 @@ from release.verify.checks.linkage import Chain, Linkage, Resolution
 from release.verify.checks.linkage import analyze as analyze_linkage
 from release.verify.checks.ownership import Ownership
 from release.verify.checks.ownership import analyze as analyze_ownership
-from release.verify.wheel import WheelModel
+from release.verify.wheel_model import WheelModel
 
 if TYPE_CHECKING:   # the context holds the analyses; the analyses read the context
     from release.verify.context import VerifyContext

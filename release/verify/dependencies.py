@@ -17,7 +17,7 @@ from release.loader import Runner
 from release.verify.checks import linkage
 from release.verify.context import VerifyContext
 from release.verify.metadata import marker_environment
-from release.verify.wheel import WheelModel
+from release.verify.wheel_model import WheelModel
 
 
 def dependency_sites(wheel: WheelModel, context: VerifyContext,

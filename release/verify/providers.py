@@ -10,7 +10,7 @@ from typing import cast
 from release.errors import ConfigurationError
 from release.variant import load_provider
 from release.verify.checks import Check
-from release.verify.wheel import WheelModel
+from release.verify.wheel_model import WheelModel
 
 
 def provider_checks(providers: Sequence[str]) -> tuple[Check, ...]:

@@ -32,7 +32,7 @@ from release.verify.options import VerifyOptions
 from release.verify.providers import provider_checks, wheel_providers
 from release.verify.report import Report
 from release.verify.sandbox import make_sandbox
-from release.verify.wheel import WheelModel, open_wheel
+from release.verify.wheel_model import WheelModel, open_wheel
 
 
 def leak_prefixes(options: VerifyOptions) -> tuple[str, ...]:

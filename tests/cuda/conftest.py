@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cuda import variant
+from cuda import gpu_variant as variant
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cuda import coverage, fatbin
-from cuda.variant import ComputeCapability
+from cuda.gpu_variant import ComputeCapability
 from release.findings import Severity
 from release.variant import DeviceCodeRecord, RuntimeDependency
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from cuda import coverage, cuobjdump, fatbin, variant
+from cuda import coverage, cuobjdump, fatbin
+from cuda import gpu_variant as variant
 from release import tools
 
 pytestmark = [pytest.mark.integration, pytest.mark.index]

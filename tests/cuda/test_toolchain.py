@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from cuda import toolchain, variant
+from cuda import gpu_variant as variant
+from cuda import toolchain
 from release.errors import ToolError
 
 

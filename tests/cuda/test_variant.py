@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cuda import variant
+from cuda import gpu_variant as variant
 from release.errors import ConfigurationError
 
 VARIANTS = variant.variants_dir()

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from release import manifest
+from release.build_options import BuildOptions, Stage
 from release.loader import Host
-from release.options import BuildOptions, Stage
 from release.pipeline import STAMP_FILE, run
 from tests.conftest import ROOT
 

@@ -170,7 +170,7 @@ def test_the_variant_form_is_the_same_build_as_a_variant_wheel_of_edgert(
     """build --form variant (PEP 825) from the same build folder: the one distribution's
     wheel with the label and variant.json, the properties verify proves against the fatbin
     and the runtime, the index beside it, and the same shipped files as the separate wheel."""
-    from release.options import Form
+    from release.build_options import Form
     from release.wheel_variant import read_dist_info, read_index
     variant, separate = cuda_wheel
     loaded = manifest.load(ROOT)

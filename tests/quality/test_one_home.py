@@ -149,12 +149,12 @@ def test_the_wheel_s_core_metadata_has_one_home() -> None:
     read it from there). core_metadata reads [project] afresh: only the sdist's PKG-INFO
     (the project's own name) uses it."""
     assert sorted(_callers("project_metadata")) == [
-        "release/manifest.py:parse", "release/metadata.py:core_metadata"]
+        "release/core_metadata.py:core_metadata", "release/manifest.py:parse"]
     assert sorted(_callers("core_metadata")) == ["release/sdist.py:write_sdist"]
     assert sorted(_callers("for_distribution")) == [
-        "release/metadata.py:core_metadata", "release/resolved.py:metadata"]
+        "release/core_metadata.py:core_metadata", "release/resolved.py:metadata"]
     # the library reads [project] in one function (the sdist's file list asks it too)
-    assert sorted(_callers("from_pyproject")) == ["release/metadata.py:standard"]
+    assert sorted(_callers("from_pyproject")) == ["release/core_metadata.py:standard"]
     tree = ast.parse((ROOT / "release" / "sdist.py").read_text())
     assert not [call for call, _ in _calls(tree) if isinstance(call.func, ast.Name)
                 and call.func.id == "core_metadata"

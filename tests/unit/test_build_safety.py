@@ -328,7 +328,7 @@ def test_a_check_left_out_on_purpose_does_not_stop_the_publish() -> None:
 
 
 def test_the_option_reaches_the_build_options() -> None:
-    from release import options
+    from release import build_options as options
     resolved = options.resolve(platform="linux", given={}, manifest_defaults={}, environ={},
                                allow_unchecked=True)
     assert resolved.allow_unchecked and not options.BuildOptions(platform="linux").allow_unchecked

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from release import manifest
+from release.build_options import BuildOptions
 from release.loader import Host
-from release.options import BuildOptions
 from release.pipeline import make_plan
 from release.resolved import default_arch
 from tests.conftest import ROOT

@@ -23,7 +23,7 @@ from release.verify.checks import duplicates
 from release.verify.context import VerifyContext
 from release.verify.data import load_distribution_dirs
 from release.verify.metadata import Metadata
-from release.verify.wheel import BinaryFile, WheelModel
+from release.verify.wheel_model import BinaryFile, WheelModel
 
 SHARED = ("api_open", "api_close")
 

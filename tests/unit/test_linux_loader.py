@@ -28,7 +28,7 @@ from release.verify.data import (
     load_toolkit_libraries,
 )
 from release.verify.metadata import Metadata
-from release.verify.wheel import BinaryFile, WheelModel
+from release.verify.wheel_model import BinaryFile, WheelModel
 
 TAG = "manylinux_2_17_x86_64"
 

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from release import distinfo, manifest, metadata
+from release import core_metadata as metadata
+from release import distinfo, manifest
 from release.errors import ConfigurationError
 from release.loader import Host
 from release.resolved import resolve

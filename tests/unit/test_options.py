@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from release import manifest, options
+from release import build_options as options
+from release import manifest
+from release.build_options import VerifyMode
 from release.errors import ConfigurationError
-from release.options import VerifyMode
 from tests.conftest import ROOT
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from cuda import variant as cuda_variant
+from cuda import gpu_variant as cuda_variant
 from platforms.linux import cross
 from release import pins, tools, zig
 from release._compat import tomllib

@@ -10,10 +10,10 @@ import tomllib
 import pytest
 
 from release import manifest
+from release.build_options import BuildOptions
 from release.buildrecord import BuildRecord
 from release.errors import ConfigurationError, WheelError
 from release.loader import Host
-from release.options import BuildOptions
 from release.pipeline import make_plan
 from tests.conftest import ROOT
 

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from release import manifest, matrix
+from release.build_options import BuildOptions
 from release.errors import CommandError, ConfigurationError, ToolError
 from release.loader import Host
-from release.options import BuildOptions
 from release.pipeline import make_plan
 from release.platform import Route
 from release.resolved import ResolvedRelease

@@ -14,14 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from release import distinfo, manifest, metadata, release_set, sbom
+from release import core_metadata as metadata
+from release import distinfo, manifest, release_set, sbom
 from release.__main__ import main as release_main
+from release.build_options import Form
 from release.buildrecord import RECORD_FILE
 from release.errors import WheelError
 from release.findings import Finding, Severity
 from release.loader import Host
 from release.matrix import MatrixEntry, release_matrix
-from release.options import Form
 from release.resolved import resolve
 from release.verify.options import VerifyOptions
 from release.verify.report import Report

@@ -1,4 +1,4 @@
-"""The stages are one ordered list (release/options.py Stage, release/pipeline.py STEPS):
+"""The stages are one ordered list (release/build_options.py Stage, release/pipeline.py STEPS):
 pack is a stage of its own between fix up and repair, ``--until`` names any of them, and a
 run that stops before pack publishes nothing."""
 
@@ -12,9 +12,9 @@ import pytest
 
 from release import backend, manifest, pipeline
 from release.__main__ import main as release_main
+from release.build_options import BuildOptions, Stage, VerifyMode
 from release.errors import ConfigurationError
 from release.loader import Host
-from release.options import BuildOptions, Stage, VerifyMode
 from tests.conftest import ROOT
 
 NAMES = ["configure", "build", "install", "layout", "fixup", "pack", "repair", "verify"]

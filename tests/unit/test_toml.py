@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from cuda import coverage, variant
+from cuda import coverage
+from cuda import gpu_variant as variant
 from platforms.linux import cross
 from release import manifest, pins, release_set
 from release._toml import read_toml

@@ -322,7 +322,7 @@ def test_the_build_backend_and_verify_of_plain_wheels_need_no_variantlib(
 
 def test_form_is_an_option_and_the_variant_form_builds_the_one_distribution(
         manifest: manifest_module.Manifest) -> None:
-    from release.options import BuildOptions, Form, resolve
+    from release.build_options import BuildOptions, Form, resolve
     from release.pipeline import make_plan
     chosen = resolve(platform="linux", given={}, manifest_defaults={},
                      environ={"RELEASE_FORM": "variant"})

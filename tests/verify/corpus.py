@@ -27,7 +27,7 @@ from release.verify.checks import linkage
 from release.verify.context import VerifyContext
 from release.verify.report import Report
 from release.verify.run import run_verify
-from release.verify.wheel import WheelModel
+from release.verify.wheel_model import WheelModel
 from tests.conftest import ROOT
 
 _SAMPLE = re.compile(r"'/tmp/pip-build-env-[^']*'|e\.g\. .*$")

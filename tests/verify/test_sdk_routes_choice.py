@@ -10,7 +10,7 @@ import pytest
 from release.verify import VerifyOptions
 from release.verify.checks._cmake_probe import libraries_in
 from release.verify.checks.sdk_routes import find_package_dir
-from release.verify.wheel import open_wheel
+from release.verify.wheel_model import open_wheel
 from tests.verify.test_wheel_safety import make_wheel
 
 

@@ -25,10 +25,10 @@ from release.verify.checks import (
     private_copies,
     sdk_routes,
     search_path,
-    variant,
+    variant_label,
 )
 from release.verify.context import VerifyContext
-from release.verify.wheel import WheelModel
+from release.verify.wheel_model import WheelModel
 
 
 class Check(Protocol):
@@ -50,5 +50,5 @@ CHECKS: tuple[Check, ...] = (
     metadata_tags,
     load_matrix,
     sdk_routes,
-    variant,
+    variant_label,
 )

@@ -6,7 +6,7 @@ from __future__ import annotations
 from release.findings import Finding, Severity
 from release.verify.checks._common import finding
 from release.verify.context import VerifyContext
-from release.verify.wheel import WheelModel
+from release.verify.wheel_model import WheelModel
 
 NAME = "components"
 RUNS_PROGRAMS = False

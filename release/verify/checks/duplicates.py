@@ -29,7 +29,7 @@ from release.loader import LoaderModel
 from release.verify.checks import linkage
 from release.verify.checks._common import finding, not_run
 from release.verify.context import VerifyContext
-from release.verify.wheel import BinaryFile, WheelModel
+from release.verify.wheel_model import BinaryFile, WheelModel
 
 NAME = "duplicates"
 RUNS_PROGRAMS = False

@@ -17,7 +17,7 @@ from release.findings import Finding, Severity
 from release.verify.argument import variant_label
 from release.verify.checks._common import finding
 from release.verify.context import VerifyContext
-from release.verify.wheel import WheelModel
+from release.verify.wheel_model import WheelModel
 
 NAME = "identity"
 RUNS_PROGRAMS = False

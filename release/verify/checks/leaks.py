@@ -23,7 +23,7 @@ from release.loader import EntryKind
 from release.verify.checks._common import finding
 from release.verify.context import VerifyContext
 from release.verify.data import load_build_prefixes
-from release.verify.wheel import WheelModel
+from release.verify.wheel_model import WheelModel
 
 NAME = "leaks"
 RUNS_PROGRAMS = False

@@ -18,7 +18,7 @@ from release.verify.checks._common import finding, not_run
 from release.verify.context import VerifyContext
 from release.verify.data import distribution_row, matching, matching_all
 from release.verify.metadata import marker_environment
-from release.verify.wheel import BinaryFile, WheelModel
+from release.verify.wheel_model import BinaryFile, WheelModel
 
 NAME = "linkage"
 RUNS_PROGRAMS = False

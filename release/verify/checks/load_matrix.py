@@ -38,7 +38,7 @@ from release.verify.checks import linkage
 from release.verify.checks._common import environment, finding, not_run
 from release.verify.context import VerifyContext
 from release.verify.dependencies import dependency_sites, site_holds
-from release.verify.wheel import BinaryFile, WheelModel
+from release.verify.wheel_model import BinaryFile, WheelModel
 
 NAME = "load-matrix"
 RUNS_PROGRAMS = True

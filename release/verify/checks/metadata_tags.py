@@ -10,7 +10,7 @@ from release.findings import Finding, Severity
 from release.verify.checks import linkage
 from release.verify.checks._common import finding
 from release.verify.context import VerifyContext
-from release.verify.wheel import WheelModel
+from release.verify.wheel_model import WheelModel
 
 NAME = "metadata"
 RUNS_PROGRAMS = False

@@ -15,7 +15,7 @@ from pathlib import Path
 from release.findings import Finding, Severity
 from release.verify.checks._common import finding
 from release.verify.context import VerifyContext
-from release.verify.wheel import REGISTRATION_SECTIONS, BinaryFile, WheelModel
+from release.verify.wheel_model import REGISTRATION_SECTIONS, BinaryFile, WheelModel
 
 NAME = "ownership"
 RUNS_PROGRAMS = False

@@ -16,7 +16,7 @@ from release.loader import Runner
 from release.verify.checks._cmake_probe import Answer, Request, configure, read_answers, write_probe
 from release.verify.checks._common import finding, not_run
 from release.verify.context import VerifyContext
-from release.verify.wheel import WheelModel
+from release.verify.wheel_model import WheelModel
 
 NAME = "sdk-routes"
 RUNS_PROGRAMS = True

@@ -12,7 +12,7 @@ from release.loader import Entry, EntryKind, LoaderWords
 from release.verify.checks._common import finding, from_problem, not_run
 from release.verify.context import VerifyContext
 from release.verify.data import distribution_folder
-from release.verify.wheel import BinaryFile, WheelModel
+from release.verify.wheel_model import BinaryFile, WheelModel
 
 NAME = "search-path"
 RUNS_PROGRAMS = False

@@ -10,7 +10,7 @@ from release.findings import Finding, Severity
 from release.verify.argument import variant_label
 from release.verify.checks._common import finding
 from release.verify.context import VerifyContext
-from release.verify.wheel import WheelModel
+from release.verify.wheel_model import WheelModel
 from release.wheel_variant import DIST_INFO_FILE, NULL_LABEL, read_dist_info
 
 NAME = "variant"
