@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from release._compat import StrEnum
-from release.binary.model import BinaryReader
+from release.binary.model import BinaryInfo, BinaryReader
 from release.errors import ConfigurationError
 from release.loader import Host, LoaderModel, Runner
 from release.manifest import PLATFORMS, Target
@@ -38,6 +38,9 @@ class RepairRequest:
     out_dir: Path
     keep: tuple[str, ...]       # file names of our own libraries: never renamed or copied
     exclude: tuple[str, ...]    # libraries provided by declared dependencies (e.g. libcudart)
+    # the wheel's binaries as the caller already read them (path inside the wheel -> model),
+    # so a repair that only reads them does not parse them again; empty: not read yet
+    binaries: Mapping[str, BinaryInfo] = field(default_factory=dict)
 
 
 class Route(StrEnum):

@@ -30,12 +30,16 @@ _RECORD_LIMIT = 16 << 20   # a build record is a few KiB
 _REFUSED = ("record", "archive", "binary", identity.NAME)   # the checks whose errors refuse
 
 
-def repair_request(record: BuildRecord, wheel_path: Path, out_dir: Path) -> RepairRequest:
+def repair_request(record: BuildRecord, wheel_path: Path, out_dir: Path,
+                   model: WheelModel | None = None) -> RepairRequest:
     """What the repair tool must leave alone, from a wheel's build record: our own libraries
-    (never renamed, copied or patched) and declared run-time dependencies (never grafted)."""
+    (never renamed, copied or patched) and declared run-time dependencies (never grafted);
+    with the wheel's binaries when ``model`` has read them already."""
     keep = tuple(sorted({Path(c.file).name for c in record.components}))
     exclude = tuple(runtime.library for runtime in record.runtime_dependencies)
-    return RepairRequest(wheel=wheel_path, out_dir=out_dir, keep=keep, exclude=exclude)
+    binaries = {binary.path: binary.info for binary in model.binaries} if model else {}
+    return RepairRequest(wheel=wheel_path, out_dir=out_dir, keep=keep, exclude=exclude,
+                         binaries=binaries)
 
 
 def read_record(path: Path) -> BuildRecord:
@@ -110,7 +114,8 @@ def repair_wheel(path: Path, out_dir: Path, *, environ: dict[str, str]) -> Path:
     if not path.is_file():
         raise WheelError(f"{path} is not a file", fix="pass the path of a .whl file")
     epoch = wheel.source_date_epoch(environ)
-    platform = platform_of(check_input(path), all_platforms())
+    model = check_input(path)
+    platform = platform_of(model, all_platforms())
     record = read_record(path)
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".release-", dir=out_dir) as scratch:
@@ -118,7 +123,8 @@ def repair_wheel(path: Path, out_dir: Path, *, environ: dict[str, str]) -> Path:
             repaired = Path(scratch) / path.name
             shutil.copyfile(path, repaired)
         else:
-            repaired = platform.repair(repair_request(record, path.resolve(), Path(scratch)))
+            repaired = platform.repair(repair_request(record, path.resolve(), Path(scratch),
+                                                          model))
         wheel.normalize(repaired, epoch=epoch)
         final = out_dir / repaired.name
         os.replace(repaired, final)

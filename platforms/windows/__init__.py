@@ -138,7 +138,8 @@ class WindowsPlatform(Platform):
 
     def repair(self, request: RepairRequest) -> Path:
         """Checks that the wheel needs no DLL from outside it (what delvewheel would bundle)
-        and passes it on unchanged: nothing is renamed, copied or patched."""
+        and passes it on unchanged: nothing is renamed, copied or patched. The binaries the
+        caller read already (``request.binaries``) are not parsed again."""
         members = list_members(request.wheel, Limits())   # verify's reader, its rules
         shipped = {member.name.rsplit("/", 1)[-1].lower() for member in members}
         policy = LOADER.policy(["win_amd64"])
@@ -146,12 +147,14 @@ class WindowsPlatform(Platform):
             name = member.name
             if not name.lower().endswith((".dll", ".pyd", ".exe")):
                 continue
-            try:
-                info = read_binary_data(read_member(request.wheel, member, Limits()),
-                                        where=name, readers=(self.reader,))
-            except BinaryFormatError as error:
-                raise ToolError(f"{name} is not a readable PE file: {error.what}",
-                                fix="rebuild the wheel") from None
+            info = request.binaries.get(name)
+            if info is None or info.format != self.reader.name:   # not read yet: read it
+                try:
+                    info = read_binary_data(read_member(request.wheel, member, Limits()),
+                                            where=name, readers=(self.reader,))
+                except BinaryFormatError as error:
+                    raise ToolError(f"{name} is not a readable PE file: {error.what}",
+                                    fix="rebuild the wheel") from None
             for needed in (*info.needed, *info.delay_needed):
                 if needed.lower() not in shipped and not LOADER.is_system(needed, policy):
                     raise ToolError(
