@@ -21,9 +21,9 @@ from cuda import device_code
 from cuda.fatbin import DeviceCode, EntryKind, FatbinContainer, FatbinEntry
 from cuda.gpu_variant import ComputeCapability
 from release._toml import read_toml
+from release.buildrecord import DeviceCodeRecord
 from release.errors import ConfigurationError
 from release.findings import Finding, Severity
-from release.variant import DeviceCodeRecord
 
 CHECK = "coverage"
 SASS, PTX_JIT, MISSING = "sass", "ptx-jit", "missing"

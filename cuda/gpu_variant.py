@@ -14,9 +14,9 @@ from typing import Any
 
 from release import pins
 from release._toml import read_toml
+from release.buildrecord import DeviceCodeRecord, RuntimeDependency
 from release.errors import ConfigurationError
 from release.pins import PythonPin
-from release.variant import DeviceCodeRecord, RuntimeDependency
 
 COMPILERS = ("nvcc", "nvrtc")
 _CAPABILITY = re.compile(r"^(\d{1,2})\.(\d)$")

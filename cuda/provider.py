@@ -11,8 +11,9 @@ from pathlib import Path
 from cuda import check, variant_check
 from cuda import gpu_variant as variants
 from cuda.toolchain import CudaToolchain, provision
+from release.buildrecord import DeviceCodeRecord, RuntimeDependency
 from release.sbom import Tool
-from release.variant import DeviceCodeRecord, RuntimeDependency, Toolchain
+from release.variant import Toolchain
 
 CHECKS = (check, variant_check)
 

@@ -22,9 +22,9 @@ from packaging.version import InvalidVersion, Version
 
 from cuda import device_code
 from cuda.fatbin import EntryKind
+from release.buildrecord import DeviceCodeRecord
 from release.errors import WheelError
 from release.findings import Finding, Severity
-from release.variant import DeviceCodeRecord
 from release.verify.checks._common import finding
 from release.verify.context import VerifyContext
 from release.verify.wheel_model import WheelModel

@@ -11,7 +11,35 @@ from dataclasses import dataclass
 from typing import Any
 
 from release.errors import WheelError
-from release.variant import DeviceCodeRecord, RuntimeDependency
+
+
+@dataclass(frozen=True)
+class RuntimeDependency:
+    """A library a variant's binaries load from another distribution's wheel."""
+
+    requirement: str    # the wheel's Requires-Dist entry
+    distribution: str   # the distribution that provides the library
+    library: str        # its file name, e.g. libcudart.so.12
+    dir: str            # its folder relative to site-packages, e.g. nvidia/cuda_runtime/lib
+    pin: str = ""       # the release/pinned-tools.toml entry verify installs it from
+
+
+@dataclass(frozen=True)
+class DeviceCodeRecord:
+    """The build record's device-code section (JSON key ``cuda``): the compute capabilities
+    the wheel claims, the PTX it ships, and the runtime its device code needs."""
+
+    major: int
+    claims: tuple[str, ...]
+    ptx: tuple[str, ...]
+    runtime: RuntimeDependency
+
+    def to_json(self) -> dict[str, object]:
+        runtime = self.runtime
+        return {"major": self.major, "claims": list(self.claims), "ptx": list(self.ptx),
+                "runtime_requirement": runtime.requirement,
+                "runtime_distribution": runtime.distribution,
+                "runtime_library": runtime.library, "runtime_dir": runtime.dir}
 
 RECORD_FILE = "_release.json"
 SCHEMA = 1

@@ -2,46 +2,37 @@
 
 ``Analyses`` belongs to one wheel and is reached from the run's context
 (``context.analyses``): the context binds itself to it when it is made, so an analysis reads
-the same loader model, policy, options and facts the checks read. Each member is a
-``functools.cached_property``: computed by the first check that asks, the same value for
-every later one, and typed (a check asks for ``context.analyses.linkage_chains`` and gets a
-``Mapping[str, tuple[Chain, ...]]``).
+the same loader model, policy, options and facts the checks read. An analysis is a
+module-level function of the wheel and the context (``checks/linkage.py``'s ``analyze``,
+``checks/ownership.py``'s, a variant provider's such as ``cuda/device_code.py``'s
+``of_wheel``); ``of(factory)`` runs it on the first call and keeps its value under the
+function itself, typed as the factory returns it, so every check that names the same
+function shares one computation. The module that defines an analysis offers the typed
+accessors its users call (``linkage.resolutions(context)``, ``ownership.of(context)``).
 
-A variant provider's analysis (release/ never imports a provider) is reached through
-``of(factory)``: the factory, a function of the wheel and the context, runs once per run and
-its value is kept under the function itself, typed as the factory returns it (the CUDA
-provider's checks read the wheel's device code as
-``context.analyses.of(cuda.device_code.of_wheel)``)."""
+This module knows neither the checks nor the context's class (it is generic in the
+context), so the context can hold it without an import running back up."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
-from functools import cached_property
-from typing import TYPE_CHECKING, TypeVar, cast
+from collections.abc import Callable
+from typing import Generic, TypeVar, cast
 
-from release.verify.checks.linkage import Chain, Linkage, Resolution
-from release.verify.checks.linkage import analyze as analyze_linkage
-from release.verify.checks.ownership import Ownership
-from release.verify.checks.ownership import analyze as analyze_ownership
 from release.verify.wheel_model import WheelModel
 
-if TYPE_CHECKING:   # the context holds the analyses; the analyses read the context
-    from release.verify.context import VerifyContext
-
 T = TypeVar("T")
-# a provider's analysis: computed from the wheel and the run's context
-Factory = Callable[[WheelModel, "VerifyContext"], T]
+C = TypeVar("C")   # the verify context the analyses belong to
 
 
-class Analyses:
+class Analyses(Generic[C]):
     def __init__(self, wheel: WheelModel) -> None:
         self.wheel = wheel
-        self._context: VerifyContext | None = None
+        self._context: C | None = None
         self._provided: dict[Callable[..., object], object] = {}
-        self._lock = threading.RLock()   # a factory may ask for another provider's analysis
+        self._lock = threading.RLock()   # an analysis may ask for another one
 
-    def bind(self, context: VerifyContext) -> None:
+    def bind(self, context: C) -> None:
         """Called by the context that holds these analyses (``VerifyContext.__post_init__``)."""
         if self._context is not None and self._context is not context:
             raise ValueError("these analyses already belong to another verify context: make "
@@ -49,34 +40,13 @@ class Analyses:
         self._context = context
 
     @property
-    def context(self) -> VerifyContext:
+    def context(self) -> C:
         if self._context is None:
             raise ValueError("the analyses are not bound to a verify context: pass them as "
                              "VerifyContext(analyses=...)")
         return self._context
 
-    @cached_property
-    def linkage(self) -> Linkage:
-        """Every needed library of every binary resolved, and the chains that load each
-        binary (one pass: the resolutions follow the chains); empty when no loader model
-        claims the wheel."""
-        return analyze_linkage(self.wheel, self.context)
-
-    @property
-    def resolutions(self) -> tuple[Resolution, ...]:
-        return self.linkage.resolutions
-
-    @property
-    def linkage_chains(self) -> Mapping[str, tuple[Chain, ...]]:
-        return self.linkage.chains
-
-    @cached_property
-    def ownership(self) -> Ownership:
-        """Which shipped library registers each operator and backend (exact, heuristic or
-        none: see checks/ownership.py)."""
-        return analyze_ownership(self.wheel, self.context)
-
-    def of(self, factory: Factory[T]) -> T:
+    def of(self, factory: Callable[[WheelModel, C], T]) -> T:
         """The value of ``factory(wheel, context)``, computed on the first call for this
         factory and the same object for every later one (a factory that raises is asked
         again next time). ``factory`` is a module-level function: it is the key, so two

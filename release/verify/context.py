@@ -8,16 +8,14 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from release.errors import ToolError
 from release.loader import Host, LoaderModel, Runner, SystemPolicy
+from release.verify.analyses import Analyses
 from release.verify.data import DistributionDir, ImportedLibrary, ToolkitLibrary
 from release.verify.options import VerifyOptions
 from release.verify.sandbox import Sandbox
-
-if TYPE_CHECKING:   # the analyses read the context that holds them
-    from release.verify.analyses import Analyses
 
 __all__ = ["Host", "VerifyContext"]
 
@@ -31,7 +29,8 @@ class VerifyContext:
     policy: SystemPolicy | None                     # what the wheel's tags promise
     distribution_dirs: tuple[DistributionDir, ...]
     workdir: Path                                   # scratch folder for checks
-    analyses: Analyses = field(repr=False, compare=False)   # shared, of this wheel, lazy
+    # shared by the checks, of this wheel, each computed on first use
+    analyses: Analyses[VerifyContext] = field(repr=False, compare=False)
     imported_libraries: tuple[ImportedLibrary, ...] = ()  # loaded by importing a package
     toolkit_libraries: tuple[ToolkitLibrary, ...] = ()    # CUDA toolkit libraries, preloaded
     sandbox: Sandbox | None = None   # where the wheel's code runs (None: nowhere, --static)

@@ -26,7 +26,7 @@ def dependency_sites(wheel: WheelModel, context: VerifyContext,
     Provisioning installs wheels for this machine, so it happens only for a native runner.
     The load-matrix check asks once and hands the folders to each load."""
     given = tuple(context.options.sites)
-    needed = sorted({item.distribution for item in context.analyses.resolutions
+    needed = sorted({item.distribution for item in linkage.resolutions(context)
                      if item.kind in (linkage.EXTERNAL, linkage.IMPORTED)})
     environment = marker_environment(wheel.tags)
     provisioned = []

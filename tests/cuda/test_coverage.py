@@ -9,8 +9,8 @@ import pytest
 
 from cuda import coverage, fatbin
 from cuda.gpu_variant import ComputeCapability
+from release.buildrecord import DeviceCodeRecord, RuntimeDependency
 from release.findings import Severity
-from release.variant import DeviceCodeRecord, RuntimeDependency
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 CU12_CLAIMS = ("7.5", "8.0", "8.6", "8.9", "9.0")

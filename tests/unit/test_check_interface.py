@@ -7,14 +7,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from types import SimpleNamespace
+from types import ModuleType, SimpleNamespace
 
 import pytest
 
 from release.errors import ConfigurationError, ToolError
 from release.findings import CheckStatus, Finding, Severity
-from release.verify import analyses
 from release.verify.analyses import Analyses
+from release.verify.checks import linkage, ownership
 from release.verify.checks._common import environment, not_run
 from release.verify.report import Report
 from release.verify.run import run_checks, run_verify
@@ -98,28 +98,29 @@ def test_the_run_turns_what_each_check_said_into_its_status() -> None:
     assert tool.status is CheckStatus.ENVIRONMENT and tool.fix == "go online"
 
 
-def _count(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
-    """Counts the calls of the analysis function ``name`` that Analyses delegates to."""
+def _count(monkeypatch: pytest.MonkeyPatch, module: ModuleType) -> list[int]:
+    """Counts the calls of ``module.analyze``, the analysis the checks share through
+    ``context.analyses.of``."""
     calls = [0]
-    original = getattr(analyses, name)
+    original = module.analyze
 
-    def counted(*arguments: object) -> object:
+    def analyze(*arguments: object) -> object:
         calls[0] += 1
         return original(*arguments)
-    monkeypatch.setattr(analyses, name, counted)
+    monkeypatch.setattr(module, "analyze", analyze)
     return calls
 
 
 def test_the_linkage_analysis_is_computed_once_per_run(tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    computed = _count(monkeypatch, "analyze_linkage")
+    computed = _count(monkeypatch, linkage)
     asked = [0]
-    resolutions = Analyses.resolutions
+    of = Analyses.of
 
-    def counted(self: Analyses) -> object:
-        asked[0] += 1
-        return resolutions.fget(self)  # type: ignore[attr-defined]
-    monkeypatch.setattr(Analyses, "resolutions", property(counted))
+    def counted(self: Analyses[object], factory: Callable[..., object]) -> object:
+        asked[0] += factory is linkage.analyze
+        return of(self, factory)
+    monkeypatch.setattr(Analyses, "of", counted)
     loader = ToyLoader()
     path = toy_wheel(tmp_path / f"toy-1.0-py3-none-{TAG}.whl", {
         "toy/_C.toy": toy(["core", "toysys"], [loader.search_entry("toy/_C.toy", "toy/lib")]),
@@ -134,19 +135,19 @@ def test_the_linkage_analysis_is_computed_once_per_run(tmp_path: Path,
 
 def test_the_ownership_analysis_is_computed_once_per_analyses(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    computed = _count(monkeypatch, "analyze_ownership")
-    wheel = SimpleNamespace(build_record=None)
-    context = SimpleNamespace(options=SimpleNamespace(heuristic_ownership=False))
-    shared = Analyses(wheel)  # type: ignore[arg-type]
-    shared.bind(context)  # type: ignore[arg-type]
-    first, second = shared.ownership, shared.ownership
+    computed = _count(monkeypatch, ownership)
+    shared: Analyses[object] = Analyses(SimpleNamespace(build_record=None))  # type: ignore[arg-type]
+    context = SimpleNamespace(options=SimpleNamespace(heuristic_ownership=False),
+                              analyses=shared)
+    shared.bind(context)
+    first, second = ownership.of(context), ownership.of(context)  # type: ignore[arg-type]
     assert first is second and first.mode == "none" and computed == [1]
 
 
 def test_analyses_belong_to_one_context() -> None:
     shared = Analyses(SimpleNamespace())  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="not bound"):
-        _ = shared.ownership
+        shared.of(ownership.analyze)
     shared.bind(SimpleNamespace())  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="another verify context"):
         shared.bind(SimpleNamespace())  # type: ignore[arg-type]

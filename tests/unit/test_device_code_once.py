@@ -15,7 +15,7 @@ import pytest
 from cuda import device_code
 from release import manifest as manifest_module
 from release import wheel
-from release.variant import DeviceCodeRecord, RuntimeDependency
+from release.buildrecord import DeviceCodeRecord, RuntimeDependency
 from release.verify import VerifyOptions, verify_wheel
 from release.wheel_variant import WheelVariant, dist_info_text
 from tests.conftest import ROOT

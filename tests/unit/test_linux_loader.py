@@ -62,7 +62,7 @@ def context(wheel: WheelModel, tag: str = TAG) -> VerifyContext:
 
 
 def kinds(wheel: WheelModel) -> dict[tuple[str, str], str]:
-    return {(r.binary, r.needed): r.kind for r in context(wheel).analyses.resolutions}
+    return {(r.binary, r.needed): r.kind for r in linkage.resolutions(context(wheel))}
 
 
 def test_runpath_into_the_wheel_and_system_libraries() -> None:
@@ -289,7 +289,7 @@ def test_musllinux_tags_promise_musl_and_its_c_library() -> None:
     assert musl.name == "musllinux_1_2" and musl.machine == "x86_64"
     assert "libc.musl-x86_64.so.1" in musl.libraries and "libc.so" not in musl.libraries
     wheel = model(elf("pkg/_C.so", needed=("libc.musl-x86_64.so.1", "libc.so.6")), tag=tag)
-    resolved = {(r.binary, r.needed): r.kind for r in context(wheel, tag).analyses.resolutions}
+    resolved = {(r.binary, r.needed): r.kind for r in linkage.resolutions(context(wheel, tag))}
     assert resolved == {("pkg/_C.so", "libc.musl-x86_64.so.1"): "system",
                             ("pkg/_C.so", "libc.so.6"): "unresolved"}
     assert LOADER.policy(["musllinux_1_2_aarch64"]).libraries >= {"libc.musl-aarch64.so.1"}
@@ -322,8 +322,8 @@ def test_the_search_path_s_folder_wins_over_an_extra_s_import() -> None:
     binary = elf("pkg/lib/libgpu.so", needed=("libcudart.so.12",),
                  runpath=("$ORIGIN/../../nvidia/cuda_runtime/lib",))
     wheel = model(binary, requires=('torch; extra == "torch"',))
-    (item,) = context(wheel).analyses.resolutions
+    (item,) = linkage.resolutions(context(wheel))
     assert (item.kind, item.distribution) == ("undeclared", "nvidia-cuda-runtime-cu12")
     declared = model(binary, requires=("torch>=2",))
-    (through_torch,) = context(declared).analyses.resolutions
+    (through_torch,) = linkage.resolutions(context(declared))
     assert (through_torch.kind, through_torch.module) == ("imported", "torch")

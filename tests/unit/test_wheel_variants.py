@@ -21,9 +21,9 @@ from variantlib.variants_json import VariantsJson
 from cuda.variant_check import judge
 from release import manifest as manifest_module
 from release import wheel
+from release.buildrecord import DeviceCodeRecord, RuntimeDependency
 from release.errors import ConfigurationError, WheelError
 from release.loader import Host
-from release.variant import DeviceCodeRecord, RuntimeDependency
 from release.verify.argument import file_name_tags, variant_label
 from release.wheel_variant import (
     WheelVariant,

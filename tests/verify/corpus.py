@@ -146,7 +146,7 @@ class _Resolutions:
 
     @classmethod
     def check(cls, wheel: WheelModel, context: VerifyContext) -> list[Finding]:
-        cls.found = context.analyses.resolutions
+        cls.found = linkage.resolutions(context)
         return []
 
 

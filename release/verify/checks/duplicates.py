@@ -66,7 +66,7 @@ def scopes(wheel: WheelModel, context: VerifyContext,
     binaries = _loadable(wheel, loader)
     by_installed = {binary.installed: binary.path for binary in binaries}
     loads: dict[str, set[str]] = {}
-    for item in context.analyses.resolutions:
+    for item in linkage.resolutions(context):
         target = by_installed.get(item.target) if item.kind == linkage.IN_WHEEL else None
         if target is not None and target != item.binary:
             loads.setdefault(item.binary, set()).add(target)

@@ -222,9 +222,9 @@ class Linkage:
 
 
 def analyze(wheel: WheelModel, context: VerifyContext) -> Linkage:
-    """The linkage analysis (empty when no loader model claims the wheel). Checks ask
-    ``context.analyses`` for it (``resolutions``, ``linkage_chains``), which computes it
-    once per run."""
+    """The linkage analysis (empty when no loader model claims the wheel). Checks read it
+    through ``resolutions(context)`` and ``chains(context)``: computed once per run
+    (``context.analyses.of``)."""
     if context.loader is None or context.policy is None:
         return Linkage()
     resolver = _Resolver(wheel, context, context.loader, context.policy,
@@ -232,6 +232,16 @@ def analyze(wheel: WheelModel, context: VerifyContext) -> Linkage:
     chains = resolver.chains()
     return Linkage(tuple(resolver.resolve(binary, name, chains[binary.installed])
                          for binary in wheel.binaries for name in binary.info.needed), chains)
+
+
+def resolutions(context: VerifyContext) -> tuple[Resolution, ...]:
+    """Every needed library of every binary of the run's wheel, resolved (computed once)."""
+    return context.analyses.of(analyze).resolutions
+
+
+def chains(context: VerifyContext) -> Mapping[str, tuple[Chain, ...]]:
+    """For each binary of the run's wheel (installed path), the chains that load it."""
+    return context.analyses.of(analyze).chains
 
 
 def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
@@ -242,13 +252,13 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
     dependency, an extra, a driver, or through what every loader passes down, a note."""
     if context.loader is None:
         return [not_run(NAME, "no loader model claims the wheel's platform tag")]
-    resolutions = context.analyses.resolutions
+    resolved = resolutions(context)
     shipped = {name for binary in wheel.binaries for name in (binary.name, binary.info.soname)
                if name}
     findings = _unresolved(context.loader.words,
-                           [r for r in resolutions if r.kind == UNRESOLVED], shipped)
+                           [r for r in resolved if r.kind == UNRESOLVED], shipped)
     groups: dict[tuple[str, str], list[Resolution]] = {}
-    for item in resolutions:
+    for item in resolved:
         if item.kind == SYSTEM and item.via != "system":
             groups.setdefault((SYSTEM, item.via), []).append(item)
         elif item.kind == UNDECLARED:

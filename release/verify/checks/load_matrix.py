@@ -34,7 +34,7 @@ from pathlib import Path
 from release.errors import CommandError, ToolError
 from release.findings import Finding, Severity
 from release.loader import LoaderModel, LoadItem, Runner
-from release.verify.checks import linkage
+from release.verify.checks import linkage, ownership
 from release.verify.checks._common import environment, finding, not_run
 from release.verify.context import VerifyContext
 from release.verify.dependencies import dependency_sites, site_holds
@@ -84,7 +84,7 @@ class _Needs:
 def _needs(wheel: WheelModel, context: VerifyContext) -> dict[str, _Needs]:
     """For each binary (wheel path), what loading it brings in."""
     direct: dict[str, list[linkage.Resolution]] = {}
-    for item in context.analyses.resolutions:
+    for item in linkage.resolutions(context):
         direct.setdefault(item.binary, []).append(item)
     by_installed = {binary.installed: binary.path for binary in wheel.binaries}
     result = {}
@@ -109,7 +109,7 @@ def _loadable(wheel: WheelModel, loader: LoaderModel) -> list[BinaryFile]:
 def _entry_points(wheel: WheelModel, context: VerifyContext,
                   loader: LoaderModel) -> list[BinaryFile]:
     """What a user loads directly: extension modules and libraries no shipped binary needs."""
-    loaded_by_others = {item.target for item in context.analyses.resolutions
+    loaded_by_others = {item.target for item in linkage.resolutions(context)
                         if item.kind == linkage.IN_WHEEL and item.target != item.binary}
     return [binary for binary in _loadable(wheel, loader)
             if binary.is_extension or binary.installed not in loaded_by_others]
@@ -117,7 +117,7 @@ def _entry_points(wheel: WheelModel, context: VerifyContext,
 
 def _candidates(wheel: WheelModel, context: VerifyContext,
                 loader: LoaderModel) -> list[BinaryFile]:
-    registrars = context.analyses.ownership.registrars
+    registrars = ownership.of(context).registrars
     record = wheel.build_record
     plugins = {c.file for c in record.components if c.kind == "plugin"} if record else set()
     return [binary for binary in _loadable(wheel, loader)
@@ -130,7 +130,7 @@ def _with_loaders(wheel: WheelModel, context: VerifyContext, binary: BinaryFile,
     through what its loaders pass down: nothing ever loads it alone."""
     if not needs[binary.path].inherited():
         return [binary]
-    chains = context.analyses.linkage_chains
+    chains = linkage.chains(context)
     order, current, seen = [binary], binary, {binary.path}
     while True:
         loader = chains.get(current.installed, (linkage.Chain("", ()),))[0].loader

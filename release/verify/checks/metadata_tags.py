@@ -68,7 +68,7 @@ def _runtime_findings(wheel: WheelModel, context: VerifyContext) -> list[Finding
     record = wheel.build_record
     if record is None:
         return []
-    used = {item.distribution for item in context.analyses.resolutions
+    used = {item.distribution for item in linkage.resolutions(context)
             if item.kind == linkage.EXTERNAL}
     findings = []
     for runtime in record.runtime_dependencies:

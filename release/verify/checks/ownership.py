@@ -84,13 +84,18 @@ def _heuristic(wheel: WheelModel) -> Ownership:
 
 
 def analyze(wheel: WheelModel, context: VerifyContext) -> Ownership:
-    """Who registers what. Checks ask ``context.analyses.ownership``, which computes it once
-    per run."""
+    """Who registers what. Checks read it through ``of(context)``: computed once per run
+    (``context.analyses.of``)."""
     if wheel.build_record is not None and not context.options.heuristic_ownership:
         return _exact(wheel)
     if context.options.heuristic_ownership:
         return _heuristic(wheel)
     return Ownership("none", {})
+
+
+def of(context: VerifyContext) -> Ownership:
+    """Who registers what in the run's wheel (computed once)."""
+    return context.analyses.of(analyze)
 
 
 def _blame(owners: list[str], wheel: WheelModel, kind: str) -> str:
@@ -101,7 +106,7 @@ def _blame(owners: list[str], wheel: WheelModel, kind: str) -> str:
 
 
 def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
-    ownership = context.analyses.ownership
+    ownership = of(context)
     if ownership.mode == "none":
         return [finding(NAME, Severity.INFO, "", "not run: no build record; pass "
                         "--heuristic-ownership to infer ownership from strings")]

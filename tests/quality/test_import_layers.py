@@ -1,0 +1,100 @@
+"""The pipeline's modules form layers: no circle of module-level imports (the imports a
+type checker follows included, ``if TYPE_CHECKING:`` ones too) among release/, platforms/
+and cuda/. A circle means two modules each need the other to be understood: the data types
+of the build record and the verify context's analyses were such circles once. Imports inside
+a function are not counted: they are how a facade reaches the edge it hands on to
+(``release.verify.main`` runs ``release.__main__.main``) and how optional libraries load."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+PACKAGES = ("release", "platforms", "cuda")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _top_level_imports(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Imports outside functions: at module level and under module-level ifs/trys."""
+    pending: list[ast.AST] = list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        elif isinstance(node, (ast.If, ast.Try)):
+            pending.extend(ast.iter_child_nodes(node))
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = {_module_name(path): path for package in PACKAGES
+               for path in sorted((ROOT / package).rglob("*.py"))}
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        for node in _top_level_imports(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                base = node.module or ""
+                if node.level:   # relative: from the module's package
+                    package = name.split(".")[: -node.level or None]
+                    base = ".".join([*package, base] if base else package)
+                # `from package import module` needs the module; `from module import
+                # name` the module the name is in
+                targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
+                           for alias in node.names]
+            graph[name] |= {target for target in targets if target in modules and target != name}
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_circle_of_module_level_imports() -> None:
+    assert _circles(_graph()) == []
+
+
+def test_the_scan_finds_a_circle_and_reads_type_checking_imports() -> None:
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import x.y\n"
+                     "def f():\n    import z\n")
+    assert [alias.name for node in _top_level_imports(tree) for alias in node.names] == [
+        "x.y", "TYPE_CHECKING"]
