@@ -9,7 +9,10 @@
 // regions count, so a worker is woken only while fewer than `size` threads are computing.
 // A region begun while every slot is taken (two callers on a 2-thread pool) runs inline on
 // its caller without being published, as on a pool of one: no lock, no wake-up, no third
-// thread taking turns with them on two cores. available() tells a kernel how many threads a
+// thread taking turns with them on two cores. While several threads call into the pool
+// (programs run side by side), each caller's regions get an equal share of it (a pool of 2
+// and two programs: one thread each, no helper woken between their regions), until a
+// millisecond passes with one caller only. available() tells a kernel how many threads a
 // region begun now would get, so work whose result does not depend on its split (the float
 // matrix products) can cut itself for the threads it will really have.
 //
@@ -31,6 +34,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
@@ -112,6 +116,7 @@ struct Region {
   int64_t longer = 0;
   std::atomic<int64_t> next{0};
   int helpers = 0;                       // workers inside the region
+  int max_helpers = 0;                   // the most it may get (its caller's share, less one)
   std::condition_variable helpers_left;  // signalled when helpers drops to 0
   Region* earlier = nullptr;             // the pool's open regions, oldest first
   Region* later = nullptr;
@@ -128,7 +133,7 @@ class Pool {
   size_t available() const {
     if (inside_parallel_region) return 1;
     const size_t busy = computing_.load(std::memory_order_relaxed);
-    return size() > busy ? size() - busy : 1;
+    return std::min(size() > busy ? size() - busy : 1, share());
   }
 
   void resize(size_t requested) {
@@ -140,11 +145,17 @@ class Pool {
   void parallel_for(int64_t begin, int64_t end, int64_t grain, edgert_range_fn fn, void* context) {
     if (end <= begin || fn == nullptr) return;
     Region region(begin, end, grain, fn, context, size());
-    if (inside_parallel_region || region.chunks == 1) {
+    if (inside_parallel_region) {
       region.run_all();
       return;
     }
-    if (available() < 2 || !open(region)) {
+    Caller counted_as_a_caller{*this};
+    if (region.chunks == 1) {
+      region.run_all();
+      return;
+    }
+    const size_t threads = std::min(available(), static_cast<size_t>(region.chunks));
+    if (threads < 2 || !open(region, threads - 1)) {
       InlineRegion counted_while_it_runs{*this};
       region.run_all();
       return;
@@ -155,6 +166,44 @@ class Pool {
   }
 
  private:
+  using Clock = std::chrono::steady_clock;
+
+  static int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+  }
+
+  // The threads one caller's region may use: the whole pool, or while several threads have
+  // been calling into it (in the last kSharedWindowNs), an equal share of it, at least 1.
+  size_t share() const {
+    if (now_ns() >= shared_until_.load(std::memory_order_relaxed)) return size();
+    return std::max<size_t>(1, size() / std::max<size_t>(1, peak_callers_.load(std::memory_order_relaxed)));
+  }
+
+  // A thread inside a region it called (not a nested one). When it finds other callers there,
+  // the pool is shared for the next kSharedWindowNs among the most callers seen at once: two
+  // programs run side by side take turns between their regions, so the window outlasts the
+  // gaps, and a program left alone gets the whole pool back once it ends.
+  struct Caller {
+    explicit Caller(Pool& pool) : pool(pool) {
+      const size_t callers = ++pool.callers_;
+      if (callers >= 2) pool.note_sharing(callers);
+    }
+    ~Caller() { --pool.callers_; }
+    Pool& pool;
+  };
+
+  void note_sharing(size_t callers) {
+    const int64_t now = now_ns();
+    if (now >= shared_until_.load(std::memory_order_relaxed)) {
+      peak_callers_.store(callers, std::memory_order_relaxed);
+    } else {
+      size_t peak = peak_callers_.load(std::memory_order_relaxed);
+      while (peak < callers && !peak_callers_.compare_exchange_weak(peak, callers, std::memory_order_relaxed)) {
+      }
+    }
+    shared_until_.store(now + kSharedWindowNs, std::memory_order_relaxed);
+  }
+
   // A region its caller runs inline because every slot is taken: the caller still counts as
   // computing, so no worker is woken into its slot meanwhile. When it leaves, the slot may go
   // to an idle worker if a published region still has chunks to take.
@@ -189,13 +238,14 @@ class Pool {
 
   // Publishes the region to the workers; false while a resize is under way (the caller then
   // runs it inline).
-  bool open(Region& region) {
+  bool open(Region& region, size_t helpers) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (resizing_) return false;
+    region.max_helpers = static_cast<int>(helpers);
     link(region);
     ++open_regions_;
     ++computing_;
-    wake_helpers(static_cast<size_t>(region.chunks - 1));
+    wake_helpers(helpers);
     return true;
   }
 
@@ -228,7 +278,8 @@ class Pool {
     if (computing_ >= size()) return nullptr;
     Region* chosen = nullptr;
     for (Region* region = oldest_; region != nullptr; region = region->later) {
-      if (region->has_untaken_chunks() && (chosen == nullptr || region->helpers < chosen->helpers)) {
+      if (region->has_untaken_chunks() && region->helpers < region->max_helpers &&
+          (chosen == nullptr || region->helpers < chosen->helpers)) {
         chosen = region;
       }
     }
@@ -310,6 +361,11 @@ class Pool {
   bool resizing_ = false;
   bool stopping_ = false;
   std::atomic<size_t> size_{1};  // written under mutex_ while no region is open
+  // Sharing between callers (share(), note_sharing()): hints read and written without a lock.
+  static constexpr int64_t kSharedWindowNs = 1000000;
+  std::atomic<size_t> callers_{0};        // threads inside regions they called
+  std::atomic<size_t> peak_callers_{1};   // the most callers seen at once in the window
+  std::atomic<int64_t> shared_until_{0};  // end of the sharing window (steady clock, ns)
 };
 
 // Leaked on purpose: kernels may run during other libraries' static destruction, and

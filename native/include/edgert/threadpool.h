@@ -25,10 +25,10 @@ EDGERT_THREADPOOL_API const void* edgert_threadpool_instance(void);
 /* Number of threads that run work, the calling thread included (>= 1). */
 EDGERT_THREADPOOL_API size_t edgert_threadpool_size(void);
 /* Threads a parallel region begun now on the calling thread would get (>= 1, <= size()):
- * the caller and the pool threads not computing for other callers' regions; 1 inside a
- * region. A snapshot that changes with what other threads run: for work whose result does
- * not depend on how it is split (the float matrix products), to cut itself for the threads
- * it will really have. */
+ * the caller and the pool threads not computing for other callers' regions, and no more
+ * than an equal share of the pool while other threads have been calling into it (within
+ * the last millisecond); 1 inside a region. A snapshot that changes with what other threads run: for work whose result
+ * does not depend on how it is split (the float matrix products), to cut itself for the threads it will really have. */
 EDGERT_THREADPOOL_API size_t edgert_threadpool_available(void);
 /* Resizes the pool; 0 means one thread per available core. Waits for the regions open in
  * other threads to finish (regions begun meanwhile run inline on their caller). Not to be

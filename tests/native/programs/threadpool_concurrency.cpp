@@ -8,7 +8,8 @@
 //   threadpool_concurrency available     on a pool of 2: available() from an idle pool, inside
 //                                        a region, and while another thread computes in a
 //                                        region; a region begun then runs all its chunks on its
-//                                        caller; prints "available 2 1 1 inline"
+//                                        caller; on a pool of 4 beside another caller half of it,
+//                                        alone again all of it; prints "available 2 1 1 inline 2 4"
 //   threadpool_concurrency fork MODEL    forks while another thread is inside a region; the
 //                                        child resizes, runs regions and MODEL, and must match
 //                                        the parent; prints "child 0"
@@ -18,6 +19,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -72,7 +74,8 @@ void check_nested_region(int64_t length, bool inline_expected) {
     for (int64_t i = begin; i < end; ++i) ++hits[static_cast<size_t>(i)];
   });
   if (inline_expected && !same_thread) fail("a nested region left its thread");
-  for (int hit : hits) if (hit != 1) fail("a nested region missed or repeated an item");
+  for (int hit : hits)
+    if (hit != 1) fail("a nested region missed or repeated an item");
   ++nested_checked;
 }
 
@@ -92,14 +95,16 @@ void check_region(int64_t begin, int64_t end, int64_t grain, int64_t size, bool 
     std::lock_guard<std::mutex> hold(chunks_lock);
     chunks.push_back({first, last});
   });
-  for (const std::atomic<int>& hit : hits) if (hit != 1) fail("an item ran " + std::to_string(hit.load()) + " times");
+  for (const std::atomic<int>& hit : hits)
+    if (hit != 1) fail("an item ran " + std::to_string(hit.load()) + " times");
   std::sort(chunks.begin(), chunks.end());
   if (range > grain && chunks.size() > 1) {
-    for (const Chunk& chunk : chunks) if (chunk.end - chunk.begin < grain) fail("a chunk shorter than the grain");
+    for (const Chunk& chunk : chunks)
+      if (chunk.end - chunk.begin < grain) fail("a chunk shorter than the grain");
   }
   if (size > 0 && range > grain && chunks != expected_chunks(begin, end, grain, size)) {
-    fail("chunks of [" + std::to_string(begin) + ", " + std::to_string(end) + ") grain " +
-         std::to_string(grain) + " differ from the plan for size " + std::to_string(size));
+    fail("chunks of [" + std::to_string(begin) + ", " + std::to_string(end) + ") grain " + std::to_string(grain) +
+         " differ from the plan for size " + std::to_string(size));
   }
   ++regions_checked;
   chunks_checked += static_cast<long>(chunks.size());
@@ -141,7 +146,8 @@ int regions() {
   for (int t = 0; t < 4; ++t) {
     callers.emplace_back([&, t] {
       unsigned seed = static_cast<unsigned>(t + 11);
-      do run_regions(seed++, 20, 0); while (resizing);
+      do run_regions(seed++, 20, 0);
+      while (resizing);
     });
   }
   resizer.join();
@@ -197,7 +203,30 @@ int available() {
   release = true;
   other.join();
   if (chunks != 2) fail("a region beside another ran " + std::to_string(chunks.load()) + " chunks");
-  std::printf("available %zu %zu %zu %s\n", idle, inside.load(), beside, elsewhere == 0 ? "inline" : "split");
+  // A pool of 4 shared by two callers: while another thread is inside a region (of one chunk:
+  // it takes no pool thread), a region begun here makes two callers at once, and for the next
+  // millisecond each caller gets half the pool. Once the other has left and the window has
+  // passed, the one caller left gets all of it.
+  edgert_threadpool_set_size(4);
+  std::atomic<bool> in_single{false}, leave{false};
+  std::thread single([&] {
+    edgert::parallel_for(0, 1, 1, [&](int64_t, int64_t) {
+      in_single = true;
+      while (!leave) std::this_thread::yield();
+    });
+  });
+  while (!in_single) std::this_thread::yield();
+  size_t half = 0;
+  for (int attempt = 0; attempt < 100 && half != 2; ++attempt) {  // read within the window
+    edgert::parallel_for(0, 1, 1, [](int64_t, int64_t) {});
+    half = edgert_threadpool_available();
+  }
+  leave = true;
+  single.join();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const size_t whole = edgert_threadpool_available();
+  std::printf("available %zu %zu %zu %s %zu %zu\n", idle, inside.load(), beside, elsewhere == 0 ? "inline" : "split",
+              half, whole);
   return 0;
 }
 
@@ -208,8 +237,7 @@ std::vector<float> run_model(edgert_program* program) {
   const void* data = nullptr;
   size_t bytes = 0;
   if (edgert_program_set_input(program, 0, EDGERT_FLOAT32, shape, 2, input, sizeof input) ||
-      edgert_program_run(program) ||
-      edgert_program_output(program, 0, nullptr, nullptr, nullptr, &data, &bytes)) {
+      edgert_program_run(program) || edgert_program_output(program, 0, nullptr, nullptr, nullptr, &data, &bytes)) {
     fail(std::string("run: ") + edgert_last_error());
   }
   const float* values = static_cast<const float*>(data);
