@@ -8,26 +8,12 @@ from __future__ import annotations
 import multiprocessing
 import os
 import time
-import zipfile
 from pathlib import Path
 
 from release import buildfolder
+from tests.unit.test_build_safety import is_complete_zip, zip_of
 
 WHEEL_NAME = "edgert-0.1.0-cp39-abi3-manylinux_2_35_x86_64.whl"
-
-
-def _zip(path: Path, payload: bytes) -> Path:
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr("edgert/data.bin", payload)
-    return path
-
-
-def _complete(path: Path) -> bool:
-    try:
-        with zipfile.ZipFile(path) as archive:
-            return archive.testzip() is None
-    except zipfile.BadZipFile:
-        return False
 
 
 def _publish_in_child(source: str, out: str) -> None:
@@ -41,7 +27,7 @@ def test_two_processes_publishing_one_wheel_both_publish_complete_files(tmp_path
     sources = []
     for index in range(2):
         (tmp_path / str(index)).mkdir()
-        sources.append(_zip(tmp_path / str(index) / WHEEL_NAME, os.urandom(200_000)))
+        sources.append(zip_of(tmp_path / str(index) / WHEEL_NAME, os.urandom(200_000)))
     out = tmp_path / "dist"
     out.mkdir()
     context = multiprocessing.get_context("fork")
@@ -53,5 +39,5 @@ def test_two_processes_publishing_one_wheel_both_publish_complete_files(tmp_path
         for child in children:
             child.join()
         assert [child.exitcode for child in children] == [0, 0]
-        assert _complete(out / WHEEL_NAME)
+        assert is_complete_zip(out / WHEEL_NAME)
         assert sorted(p.name for p in out.iterdir()) == [WHEEL_NAME]

@@ -42,13 +42,14 @@ def _fresh_publications(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(buildfolder, "_published", [])
 
 
-def _zip(path: Path, payload: bytes) -> Path:
+def zip_of(path: Path, payload: bytes) -> Path:
+    """A wheel-like zip holding ``payload`` (the publishing tests' input)."""
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("edgert/data.bin", payload)
     return path
 
 
-def _complete(path: Path) -> bool:
+def is_complete_zip(path: Path) -> bool:
     try:
         with zipfile.ZipFile(path) as archive:
             return archive.testzip() is None
@@ -71,7 +72,7 @@ def test_two_threads_publishing_one_wheel_both_publish_complete_files(
     sources = []
     for index in range(2):
         (tmp_path / str(index)).mkdir()
-        sources.append(_zip(tmp_path / str(index) / WHEEL_NAME, os.urandom(200_000)))
+        sources.append(zip_of(tmp_path / str(index) / WHEEL_NAME, os.urandom(200_000)))
     out = tmp_path / "dist"
     out.mkdir()
     for _ in range(100):
@@ -84,7 +85,7 @@ def test_two_threads_publishing_one_wheel_both_publish_complete_files(
             thread.join()
         assert len(results) == 2
         final = out / WHEEL_NAME
-        assert _complete(final)
+        assert is_complete_zip(final)
         assert final.read_bytes() in (sources[0].read_bytes(), sources[1].read_bytes())
         assert sorted(p.name for p in out.iterdir()) == [WHEEL_NAME]
 
@@ -94,7 +95,7 @@ def test_two_threads_publishing_one_wheel_both_publish_complete_files(
 
 def test_temporary_names_are_per_process_and_hidden(tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    source = _zip(tmp_path / WHEEL_NAME, b"x")
+    source = zip_of(tmp_path / WHEEL_NAME, b"x")
     out = tmp_path / "dist"
     out.mkdir()
     seen = []
@@ -107,7 +108,7 @@ def test_temporary_names_are_per_process_and_hidden(tmp_path: Path,
 
 
 def test_a_failed_copy_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    source = _zip(tmp_path / WHEEL_NAME, b"x")
+    source = zip_of(tmp_path / WHEEL_NAME, b"x")
     out = tmp_path / "dist"
     out.mkdir()
 
@@ -122,7 +123,7 @@ def test_a_failed_copy_leaves_nothing(tmp_path: Path, monkeypatch: pytest.Monkey
 
 def test_a_signal_right_after_the_rename_counts_as_published(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    source = _zip(tmp_path / WHEEL_NAME, b"x")
+    source = zip_of(tmp_path / WHEEL_NAME, b"x")
     out = tmp_path / "dist"
     out.mkdir()
     real = os.replace
@@ -139,7 +140,7 @@ def test_a_signal_right_after_the_rename_counts_as_published(
 
 def test_a_signal_before_the_rename_leaves_nothing(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    source = _zip(tmp_path / WHEEL_NAME, b"x")
+    source = zip_of(tmp_path / WHEEL_NAME, b"x")
     out = tmp_path / "dist"
     out.mkdir()
 
@@ -154,7 +155,7 @@ def test_a_signal_before_the_rename_leaves_nothing(tmp_path: Path,
 @pytest.mark.parametrize("after_publish", [True, False])
 def test_an_interrupted_build_says_what_is_on_disk(tmp_path: Path, after_publish: bool,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    source = _zip(tmp_path / WHEEL_NAME, b"x")
+    source = zip_of(tmp_path / WHEEL_NAME, b"x")
     out = tmp_path / "dist"
     out.mkdir()
 
@@ -170,7 +171,7 @@ def test_an_interrupted_build_says_what_is_on_disk(tmp_path: Path, after_publish
     if after_publish:
         assert err.getvalue() == (f"error: interrupted (SIGTERM); the wheel {out / WHEEL_NAME} "
                                   "was published complete before the signal\n")
-        assert _complete(out / WHEEL_NAME)
+        assert is_complete_zip(out / WHEEL_NAME)
     else:
         assert err.getvalue() == "error: interrupted (SIGTERM); no wheel was written\n"
         assert list(out.iterdir()) == []
