@@ -32,18 +32,6 @@ constexpr int64_t kPackedRightLimit = int64_t{64} << 20;
 // or shares its core with other work takes fewer.
 constexpr int64_t kBlocksPerThread = 4;
 
-// Runs fn() once on each of `threads` pool threads (the caller among them). Through the pool
-// even for one thread, unlike edgert::parallel_for's shortcut for a range within one grain:
-// the pool counts the caller while the product runs, which is how it sees programs running
-// side by side and shares itself among them (threads_for then gets the caller's share).
-template <class Fn>
-void on_threads(int64_t threads, Fn&& fn) {
-  using Callable = typename std::remove_reference<Fn>::type;
-  edgert_threadpool_parallel_for(
-      0, threads, 1, [](void* context, int64_t, int64_t) { (*static_cast<Callable*>(context))(); },
-      const_cast<void*>(static_cast<const void*>(&fn)));
-}
-
 // Threads worth giving a product of `products` multiply-adds, of those a region begun now
 // gets (edgert_threadpool_available: fewer than the pool's size while other programs'
 // regions run). The result does not depend on it: each output is one thread's, its products
@@ -321,7 +309,8 @@ void run_blocks(const Problem& problem) {
   const int64_t threads = std::min(problem.threads, blocks);
   const int64_t depth = std::min(problem.k, slice_depth(problem.kernel, problem.k));
   std::atomic<int64_t> next{0};
-  on_threads(threads, [&] {
+  // through the pool even on one thread, so the pool sees this program while it runs
+  run_on_pool(0, threads, 1, [&](int64_t, int64_t) {
     Buffers buffers(problem, depth);
     for (int64_t index = next++; index < blocks; index = next++) run_block(problem, index, buffers);
   });
@@ -427,7 +416,7 @@ void gemm_rows(const RowsProblem& problem) {
   // shares its core takes fewer.
   const int64_t grab = std::max<int64_t>(1, total / (8 * threads));
   std::atomic<int64_t> next{0};
-  on_threads(threads, [&] {
+  run_on_pool(0, threads, 1, [&](int64_t, int64_t) {
     for (int64_t begin = next.fetch_add(grab); begin < total; begin = next.fetch_add(grab)) {
       for (int64_t index = begin; index < std::min(total, begin + grab); ++index) {
         const size_t entry = static_cast<size_t>(index / units);

@@ -49,18 +49,27 @@ EDGERT_THREADPOOL_API void edgert_threadpool_parallel_for(int64_t begin, int64_t
 #include <type_traits>
 
 namespace edgert {
-// Runs fn(begin, end) over chunks of [begin, end) on the process pool.
+// Runs fn(begin, end) over chunks of [begin, end) through the process pool, even when the range
+// is one chunk: the pool then counts the caller while fn runs (how it sees programs running side
+// by side, edgert_threadpool_available).
+template <class Fn>
+void run_on_pool(int64_t begin, int64_t end, int64_t grain, Fn&& fn) {
+  // Fn is deduced as a reference type for lvalue callables: strip it before forming a pointer.
+  using Callable = typename std::remove_reference<Fn>::type;
+  edgert_threadpool_parallel_for(
+      begin, end, grain, [](void* context, int64_t b, int64_t e) { (*static_cast<Callable*>(context))(b, e); },
+      const_cast<void*>(static_cast<const void*>(&fn)));
+}
+
+// Runs fn(begin, end) over chunks of [begin, end) on the process pool; a range within one grain
+// runs here without asking the pool.
 template <class Fn>
 void parallel_for(int64_t begin, int64_t end, int64_t grain, Fn&& fn) {
   if (end - begin <= grain) {
     if (end > begin) fn(begin, end);
     return;
   }
-  // Fn is deduced as a reference type for lvalue callables: strip it before forming a pointer.
-  using Callable = typename std::remove_reference<Fn>::type;
-  edgert_threadpool_parallel_for(
-      begin, end, grain, [](void* context, int64_t b, int64_t e) { (*static_cast<Callable*>(context))(b, e); },
-      const_cast<void*>(static_cast<const void*>(&fn)));
+  run_on_pool(begin, end, grain, fn);
 }
 }  // namespace edgert
 #endif
