@@ -7,19 +7,13 @@ step CMake runs, raising no ReleaseError (its docstring says so)."""
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import ROOT
-
-PACKAGES = ("release", "platforms", "cuda")
-
-
-def _sources() -> Iterator[Path]:
-    for package in PACKAGES:
-        yield from sorted((ROOT / package).rglob("*.py"))
+from tests.quality.sources import sources
+from tests.quality.sources import tree as parsed
 
 
 def _function_of(tree: ast.Module) -> dict[ast.AST, str]:
@@ -38,8 +32,8 @@ def _function_of(tree: ast.Module) -> dict[ast.AST, str]:
 def _error_lines() -> list[str]:
     """Where a string starting "error: " (the edge's message form) is written."""
     found = []
-    for path in _sources():
-        tree = ast.parse(path.read_text(), filename=str(path))
+    for path in sources():
+        tree = parsed(path)
         owner = _function_of(tree)
         for node in ast.walk(tree):
             first = node.values[0] if isinstance(node, ast.JoinedStr) and node.values else node
@@ -64,8 +58,8 @@ def test_the_scan_sees_an_error_line() -> None:
 def test_no_exit_with_a_message_outside_the_edge() -> None:
     """``raise SystemExit("...")`` prints its own message: a second edge."""
     found = []
-    for path in _sources():
-        tree = ast.parse(path.read_text(), filename=str(path))
+    for path in sources():
+        tree = parsed(path)
         for node in ast.walk(tree):
             if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) \
                     and isinstance(node.exc.func, ast.Name) and node.exc.func.id == "SystemExit" \

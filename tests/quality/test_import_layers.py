@@ -12,8 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from tests.conftest import ROOT
-
-PACKAGES = ("release", "platforms", "cuda")
+from tests.quality.sources import sources, tree
 
 
 def _module_name(path: Path) -> str:
@@ -33,11 +32,10 @@ def _top_level_imports(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom
 
 
 def _graph() -> dict[str, set[str]]:
-    modules = {_module_name(path): path for package in PACKAGES
-               for path in sorted((ROOT / package).rglob("*.py"))}
+    modules = {_module_name(path): path for path in sources()}
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
-        for node in _top_level_imports(ast.parse(path.read_text(), filename=str(path))):
+        for node in _top_level_imports(tree(path)):
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             else:

@@ -8,9 +8,8 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from tests.conftest import ROOT
+from tests.quality.sources import relative, sources
 
-PACKAGES = ("release", "platforms", "cuda")
 PACKAGE_FILES = {"__init__.py", "__main__.py"}
 # a name shared by an interface in release/ and its implementation in each platform module
 IMPLEMENTED_PER_PLATFORM = {"loader.py"}
@@ -18,9 +17,8 @@ IMPLEMENTED_PER_PLATFORM = {"loader.py"}
 
 def _names() -> dict[str, list[str]]:
     found: dict[str, list[str]] = defaultdict(list)
-    for package in PACKAGES:
-        for path in sorted((ROOT / package).rglob("*.py")):
-            found[path.name].append(str(path.relative_to(ROOT)))
+    for path in sources():
+        found[path.name].append(relative(path))
     return found
 
 

@@ -15,15 +15,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from tests.conftest import ROOT
+from tests.quality.sources import sources
+from tests.quality.sources import tree as parsed
 
-PACKAGES = ("release", "platforms", "cuda")
 # calls that read the host machine's architecture
 MACHINE_READERS = {("platform", "machine"), ("platform", "uname"), ("os", "uname")}
 
-
-def _sources() -> Iterator[Path]:
-    for package in PACKAGES:
-        yield from sorted((ROOT / package).rglob("*.py"))
 
 
 def _module_aliases(tree: ast.Module) -> dict[str, str]:
@@ -50,8 +47,8 @@ def _calls(tree: ast.Module) -> Iterator[tuple[ast.Call, str]]:
 
 def _machine_reads() -> list[str]:
     found = []
-    for path in _sources():
-        tree = ast.parse(path.read_text(), filename=str(path))
+    for path in sources():
+        tree = parsed(path)
         aliases = _module_aliases(tree)
         imported = {alias.asname or alias.name for node in ast.walk(tree)
                     if isinstance(node, ast.ImportFrom) and node.module in ("platform", "os")
@@ -84,8 +81,8 @@ def _callers(name: str, *, attribute: bool = True, plain: bool = True) -> list[s
     """``path:function`` of each call of ``name`` (``name(...)`` when ``plain``,
     ``x.name(...)`` when ``attribute``)."""
     callers = []
-    for path in _sources():
-        tree = ast.parse(path.read_text(), filename=str(path))
+    for path in sources():
+        tree = parsed(path)
         for call, function in _calls(tree):
             hit = (attribute and isinstance(call.func, ast.Attribute) and call.func.attr == name) \
                 or (plain and isinstance(call.func, ast.Name) and call.func.id == name)
@@ -114,8 +111,8 @@ def _distribution_choices() -> list[str]:
     """Where a distribution name is chosen: ``x.distribution or y.distribution``, or a
     conditional between two ``.distribution`` values keyed on the variant form."""
     found = []
-    for path in _sources():
-        tree = ast.parse(path.read_text(), filename=str(path))
+    for path in sources():
+        tree = parsed(path)
         for node, function in _nodes(tree):
             if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or) and all(
                     isinstance(value, ast.Attribute) and value.attr == "distribution"
@@ -165,12 +162,12 @@ def test_no_platform_reads_the_host_itself() -> None:
     """Platforms are handed the edge's Host (build_route, cmake_arguments, toolchain_tools,
     runner, emulated); none makes its own or reads the operating system."""
     assert [caller for caller in _callers("current") if caller.startswith("platforms/")] == []
-    for path in sorted((ROOT / "platforms").rglob("*.py")):
+    for path in sources("platforms"):
         assert "Host.current" not in path.read_text(), path
     # nor the operating system: ``emulated`` too is handed verify's Host
     reads = []
-    for path in sorted((ROOT / "platforms").rglob("*.py")):
-        tree = ast.parse(path.read_text(), filename=str(path))
+    for path in sources("platforms"):
+        tree = parsed(path)
         aliases = _module_aliases(tree)
         for node, function in _nodes(tree):
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and (
@@ -193,8 +190,8 @@ HOST_OPTIONAL = ["release/verify/api.py:verify_wheel", "release/verify/run.py:ru
 def _host_makers() -> list[str]:
     """``path:function`` of each ``Host.current()``."""
     found = []
-    for path in _sources():
-        tree = ast.parse(path.read_text(), filename=str(path))
+    for path in sources():
+        tree = parsed(path)
         for call, function in _calls(tree):
             if isinstance(call.func, ast.Attribute) and call.func.attr == "current" \
                     and isinstance(call.func.value, ast.Name) and call.func.value.id == "Host":
@@ -210,8 +207,8 @@ def test_below_the_edges_the_host_is_never_optional() -> None:
     """No ``host: Host | None = None`` that would make its own Host below the edge (the
     plan, the matrix, check-set and the backend's release once did)."""
     optional = []
-    for path in _sources():
-        tree = ast.parse(path.read_text(), filename=str(path))
+    for path in sources():
+        tree = parsed(path)
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 arguments = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
@@ -257,8 +254,8 @@ def test_platform_capabilities_are_not_looked_up_by_name() -> None:
     assert {"parts", "merge", "requested_arch", "first_configure_note", "for_wheel",
             "build_route", "runner"} <= capabilities
     lookups = []
-    for path in _sources():
-        tree = ast.parse(path.read_text(), filename=str(path))
+    for path in sources():
+        tree = parsed(path)
         for call, function in _calls(tree):
             if isinstance(call.func, ast.Name) and call.func.id in ("getattr", "hasattr") \
                     and len(call.args) >= 2 and isinstance(call.args[1], ast.Constant) \
@@ -277,10 +274,10 @@ def test_the_pipeline_is_no_hub() -> None:
     """Other modules take only the loop from release/pipeline.py; the facts they share come
     from the modules that own them (resolved, distinfo, repair), not through the pipeline."""
     imported = {}
-    for path in _sources():
+    for path in sources():
         if path == ROOT / "release" / "pipeline.py":
             continue
-        tree = ast.parse(path.read_text(), filename=str(path))
+        tree = parsed(path)
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.module == "release.pipeline":
                 imported[str(path.relative_to(ROOT))] = sorted(a.name for a in node.names)
@@ -292,9 +289,6 @@ def test_the_pipeline_is_no_hub() -> None:
 
 
 # -- one reader per format: TOML tables, ELF, wheels ---------------------------------------
-
-def _tree(path: Path) -> ast.Module:
-    return ast.parse(path.read_text(), filename=str(path))
 
 
 def _relative(path: Path) -> str:
@@ -319,7 +313,7 @@ def _toml_imports(tree: ast.Module) -> bool:
 def test_only_the_toml_module_imports_tomllib() -> None:
     """release/_toml.py read_toml is the one TOML reader; release/_compat.py holds the import
     for Pythons before 3.11."""
-    importers = [_relative(path) for path in _sources() if _toml_imports(_tree(path))]
+    importers = [_relative(path) for path in sources() if _toml_imports(parsed(path))]
     assert importers == ["release/_compat.py", "release/_toml.py"]
 
 
@@ -362,12 +356,12 @@ def test_only_release_binary_parses_elf() -> None:
     """release/binary/elf.py is the one ELF reader (cuda/fatbin.py reads a library's section
     table and a cubin's through it): no struct unpacking of ELF tables anywhere else, no
     second module named for ELF, and the magic named only where members are classified."""
-    outside = [path for path in _sources() if "release/binary" not in _relative(path)]
-    parsers = {_relative(path): _elf_parsing(_tree(path)) for path in outside}
+    outside = [path for path in sources() if "release/binary" not in _relative(path)]
+    parsers = {_relative(path): _elf_parsing(parsed(path)) for path in outside}
     assert {path: layouts for path, layouts in parsers.items() if layouts} == {}
     assert [_relative(path) for path in outside if "elf" in path.stem.lower()] == []
-    assert [_relative(path) for path in _sources()
-            if _names_elf_magic(_tree(path))] == ELF_MAGIC_USERS
+    assert [_relative(path) for path in sources()
+            if _names_elf_magic(parsed(path))] == ELF_MAGIC_USERS
 
 
 def test_the_elf_scan_sees_the_old_second_reader() -> None:
@@ -414,7 +408,7 @@ def test_one_module_reads_wheels() -> None:
     """release/archive.py is the one wheel reader (pip's rules, CRC-32 streaming, budgets):
     verify, repair, check-set, the platforms and the rewrite paths of release/wheel.py read
     through it; release/wheel.py opens zips for writing only."""
-    readers = {_relative(path): _zip_reads(_tree(path)) for path in _sources()}
+    readers = {_relative(path): _zip_reads(parsed(path)) for path in sources()}
     assert {path: reads for path, reads in readers.items() if reads and path != WHEEL_READER} \
         == {}
     assert readers[WHEEL_READER] == ["list_members: ZipFile", "has_zip_directory: is_zipfile"]
@@ -453,8 +447,8 @@ def test_one_function_reads_the_device_code() -> None:
     coverage and variant-properties checks share its result through the run's analyses);
     cuda/fatbin.py, which defines the readers, is left out."""
     callers = [f"{_relative(path)}:{function}"
-               for path in sorted((ROOT / "cuda").rglob("*.py")) if path.name != "fatbin.py"
-               for function in _device_code_reads(_tree(path))]
+               for path in sources("cuda") if path.name != "fatbin.py"
+               for function in _device_code_reads(parsed(path))]
     assert callers == ["cuda/device_code.py:_read", "cuda/device_code.py:_read"]
 
 
@@ -469,7 +463,7 @@ def test_the_device_code_scan_sees_each_form() -> None:
 def test_the_cuda_checks_ask_the_analyses_for_the_device_code() -> None:
     """Both checks reach the device code as ``context.analyses.of(device_code.of_wheel)``."""
     for name in ("cuda/check.py", "cuda/variant_check.py"):
-        asked = [ast.unparse(node) for node in ast.walk(_tree(ROOT / name))
+        asked = [ast.unparse(node) for node in ast.walk(parsed(ROOT / name))
                  if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                  and node.func.attr == "of"]
         assert asked == ["context.analyses.of(device_code.of_wheel)"], name

@@ -15,15 +15,14 @@ from collections.abc import Iterator
 
 from release.findings import CheckStatus
 from tests.conftest import ROOT
+from tests.quality.sources import relative, sources, tree
 
-PACKAGES = ("release", "platforms", "cuda")
 STATUS_HOME = "release/findings.py"
 
 
 def _trees() -> Iterator[tuple[str, ast.Module]]:
-    for package in PACKAGES:
-        for path in sorted((ROOT / package).rglob("*.py")):
-            yield str(path.relative_to(ROOT)), ast.parse(path.read_text(), filename=str(path))
+    for path in sources():
+        yield relative(path), tree(path)
 
 
 def _is_status_key(node: ast.AST) -> bool:
@@ -74,7 +73,7 @@ def test_checks_share_analyses_not_a_cache() -> None:
                  if isinstance(node, ast.Attribute) and node.attr == "cache"
                  and isinstance(node.value, ast.Name) and node.value.id == "context"]
     assert offenders == []
-    context = ast.parse((ROOT / "release/verify/context.py").read_text())
+    context = tree(ROOT / "release/verify/context.py")
     (verify_context,) = [node for node in ast.walk(context)
                          if isinstance(node, ast.ClassDef) and node.name == "VerifyContext"]
     fields = {node.target.id for node in verify_context.body
@@ -84,11 +83,10 @@ def test_checks_share_analyses_not_a_cache() -> None:
 
 def test_the_cuda_checks_hand_the_typed_record_to_coverage() -> None:
     for name in ("cuda/check.py", "cuda/coverage.py", "cuda/variant_check.py"):
-        tree = ast.parse((ROOT / name).read_text())
-        calls = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call)
+        calls = [node.lineno for node in ast.walk(tree(ROOT / name)) if isinstance(node, ast.Call)
                  and isinstance(node.func, ast.Attribute) and node.func.attr == "to_json"]
         assert calls == [], f"{name}:{calls}"
-    coverage = ast.parse((ROOT / "cuda/coverage.py").read_text())
+    coverage = tree(ROOT / "cuda/coverage.py")
     annotations = {node.name: ast.unparse(node.args.args[1].annotation or ast.Constant(None))
                    for node in ast.walk(coverage) if isinstance(node, ast.FunctionDef)
                    and node.name in ("check_wheel", "check_device_code")}
