@@ -16,20 +16,6 @@
 namespace edgert::kernels {
 namespace {
 
-template <BinaryOp Op>
-float apply(float a, float b) {
-  if constexpr (Op == BinaryOp::Add)
-    return a + b;
-  else if constexpr (Op == BinaryOp::Sub)
-    return a - b;
-  else if constexpr (Op == BinaryOp::Mul)
-    return a * b;
-  else if constexpr (Op == BinaryOp::Div)
-    return a / b;
-  else
-    return std::max(a, b);
-}
-
 // The portable loops work on four lanes in GCC/Clang vector types: SSE2 on x86-64, NEON on
 // aarch64. Lane-wise IEEE operations give the same results as the scalar ones.
 typedef float Float4 __attribute__((vector_size(16)));
@@ -46,8 +32,19 @@ void store4(float* data, Float4 value) {
   std::memcpy(data, &value, sizeof(value));
 }
 
-template <BinaryOp Op>
-Float4 apply4(Float4 a, Float4 b) {
+// Max as std::max(a, b) has it, lane by lane: b where a < b, else a.
+float maximum(float a, float b) {
+  return std::max(a, b);
+}
+
+Float4 maximum(Float4 a, Float4 b) {
+  const Int4 take_b = a < b;
+  return (Float4)((take_b & (Int4)b) | (~take_b & (Int4)a));
+}
+
+// One element (float) or four lanes (Float4) of a binary operator.
+template <BinaryOp Op, class T>
+T apply(T a, T b) {
   if constexpr (Op == BinaryOp::Add)
     return a + b;
   else if constexpr (Op == BinaryOp::Sub)
@@ -56,17 +53,15 @@ Float4 apply4(Float4 a, Float4 b) {
     return a * b;
   else if constexpr (Op == BinaryOp::Div)
     return a / b;
-  else {
-    const Int4 take_b = a < b;
-    return (Float4)((take_b & (Int4)b) | (~take_b & (Int4)a));
-  }
+  else
+    return maximum(a, b);
 }
 
 template <BinaryOp Op>
 void binary_portable(const float* a, int64_t a_step, const float* b, int64_t b_step, float* out, int64_t count) {
   int64_t i = 0;
   for (; i + 4 <= count; i += 4) {
-    store4(out + i, apply4<Op>(load4(a + i * a_step, a_step), load4(b + i * b_step, b_step)));
+    store4(out + i, apply<Op>(load4(a + i * a_step, a_step), load4(b + i * b_step, b_step)));
   }
   for (; i < count; ++i) out[i] = apply<Op>(a[i * a_step], b[i * b_step]);
 }
