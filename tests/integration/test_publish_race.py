@@ -6,14 +6,11 @@ forks 200 processes that each flush 200 kB to disk, seconds on a busy machine.)"
 from __future__ import annotations
 
 import multiprocessing
-import os
 import time
 from pathlib import Path
 
 from release import buildfolder
-from tests.unit.test_build_safety import is_complete_zip, zip_of
-
-WHEEL_NAME = "edgert-0.1.0-cp39-abi3-manylinux_2_35_x86_64.whl"
+from tests.unit.test_build_safety import WHEEL_NAME, is_complete_zip, two_wheels_and_out
 
 
 def _publish_in_child(source: str, out: str) -> None:
@@ -24,12 +21,7 @@ def _publish_in_child(source: str, out: str) -> None:
 
 
 def test_two_processes_publishing_one_wheel_both_publish_complete_files(tmp_path: Path) -> None:
-    sources = []
-    for index in range(2):
-        (tmp_path / str(index)).mkdir()
-        sources.append(zip_of(tmp_path / str(index) / WHEEL_NAME, os.urandom(200_000)))
-    out = tmp_path / "dist"
-    out.mkdir()
+    sources, out = two_wheels_and_out(tmp_path)
     context = multiprocessing.get_context("fork")
     for _ in range(100):
         children = [context.Process(target=_publish_in_child, args=(str(s), str(out)))

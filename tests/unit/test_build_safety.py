@@ -60,6 +60,18 @@ def is_complete_zip(path: Path) -> bool:
 # --- publishing ------------------------------------------------------------------------
 
 
+def two_wheels_and_out(folder: Path) -> tuple[list[Path], Path]:
+    """Two different wheels of one name (200 kB of random bytes each, in folders 0 and 1)
+    and an empty output folder: what two builds racing to publish hold."""
+    sources = []
+    for index in range(2):
+        (folder / str(index)).mkdir()
+        sources.append(zip_of(folder / str(index) / WHEEL_NAME, os.urandom(200_000)))
+    out = folder / "dist"
+    out.mkdir()
+    return sources, out
+
+
 def _widened(monkeypatch: pytest.MonkeyPatch) -> None:
     """A pause between writing the temporary file and renaming it: the window in which a
     second build sharing the temporary name truncated the first one's file."""
@@ -69,12 +81,7 @@ def _widened(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_two_threads_publishing_one_wheel_both_publish_complete_files(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _widened(monkeypatch)
-    sources = []
-    for index in range(2):
-        (tmp_path / str(index)).mkdir()
-        sources.append(zip_of(tmp_path / str(index) / WHEEL_NAME, os.urandom(200_000)))
-    out = tmp_path / "dist"
-    out.mkdir()
+    sources, out = two_wheels_and_out(tmp_path)
     for _ in range(100):
         results: list[Path] = []
         threads = [threading.Thread(target=lambda s=source, r=results: r.append(
