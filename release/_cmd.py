@@ -18,12 +18,18 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import IO, Literal
 
-from release.errors import CommandError, EnvironmentCommandError, ToolError
+from release.errors import (
+    CommandError,
+    EnvironmentCommandError,
+    OutputLimitExceeded,
+    ToolError,
+)
 
 log = logging.getLogger("release")
 
@@ -52,6 +58,7 @@ def run(
     diagnose: Callable[[str], str | None] | None = None,
     machine_faults: bool = False,
     show: Callable[[str], bool] | None = None,
+    output_limit: int | None = None,
 ) -> str:
     """Runs ``command``; returns its output. Raises CommandError on a non-zero exit.
 
@@ -65,7 +72,9 @@ def run(
     what the output says about the machine (a full disk, no memory), else from
     ``diagnose(output)`` (a tool's own messages), else it is the caller's ``fix``. With
     ``machine_faults`` (a program whose output is ours, not a wheel's: a compile, a CMake
-    probe), such a machine cause and a timeout raise EnvironmentCommandError (exit 8).
+    probe), such a machine cause and a timeout raise EnvironmentCommandError (exit 8). With
+    ``output_limit`` (characters, stdout and stderr together), a program that prints more is
+    stopped and raises OutputLimitExceeded: what is kept never grows past the limit.
     """
     argv = [os.fspath(part) for part in command]
     log.debug("$ %s", shlex.join(argv))
@@ -84,6 +93,8 @@ def run(
     try:
         if stream:
             out, err = _stream(process, show), None
+        elif output_limit is not None:
+            out, err = _bounded(process, timeout=timeout, limit=output_limit, argv=argv)
         else:
             out, err = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -95,6 +106,12 @@ def run(
                 fix="run it on a less busy machine, or give it more time") from None
         raise CommandError(f"{what or argv[0]} did not finish within {timeout} s",
                            command=argv, returncode=-1, output="", fix=fix) from None
+    except _Flooded:
+        _terminate_group(process)
+        raise OutputLimitExceeded(
+            f"{what or argv[0]} printed more than {_size(output_limit or 0)} of output",
+            command=argv, returncode=-2, output="",
+            fix="print less: verify keeps at most that much of a program's output") from None
     except BaseException:
         _terminate_group(process)
         raise
@@ -127,6 +144,56 @@ def _stream(process: subprocess.Popen[str], show: Callable[[str], bool] | None =
 
 
 _STREAM_LINES = 2000
+_CHUNK = 1 << 16
+
+
+class _Flooded(Exception):
+    """A program printed more than its output limit."""
+
+
+def _size(count: int) -> str:
+    return f"{count >> 20} MiB" if count >= 1 << 20 else f"{count} characters"
+
+
+def _bounded(process: subprocess.Popen[str], *, timeout: float | None, limit: int,
+             argv: list[str]) -> tuple[str, str | None]:
+    """``communicate`` that keeps at most ``limit`` characters of the two streams together:
+    each stream is drained by a thread in fixed chunks; past the limit the program is
+    stopped (raises _Flooded), after ``timeout`` seconds subprocess.TimeoutExpired."""
+    streams = [stream for stream in (process.stdout, process.stderr) if stream is not None]
+    kept: dict[int, list[str]] = {id(stream): [] for stream in streams}
+    total = [0]
+    flooded = threading.Event()
+    lock = threading.Lock()
+
+    def drain(stream: IO[str]) -> None:
+        while chunk := stream.read(_CHUNK):
+            with lock:
+                total[0] += len(chunk)
+                if total[0] > limit:
+                    flooded.set()
+                elif not flooded.is_set():
+                    kept[id(stream)].append(chunk)
+
+    readers = [threading.Thread(target=drain, args=(stream,), daemon=True)
+               for stream in streams]
+    for reader in readers:
+        reader.start()
+    ends = None if timeout is None else time.monotonic() + timeout
+    for reader in readers:
+        while reader.is_alive():
+            if flooded.is_set():
+                raise _Flooded()
+            left = None if ends is None else ends - time.monotonic()
+            if left is not None and left <= 0:
+                raise subprocess.TimeoutExpired(argv, timeout or 0)
+            reader.join(0.05 if left is None else min(0.05, left))
+    if flooded.is_set():
+        raise _Flooded()
+    process.wait(timeout=None if ends is None else max(0.0, ends - time.monotonic()))
+    out = "".join(kept[id(process.stdout)]) if process.stdout is not None else None
+    err = "".join(kept[id(process.stderr)]) if process.stderr is not None else None
+    return out or "", err
 _ERROR_LINE = re.compile(r"(?:^|:\s*|\s)(?:fatal )?error\b\s*:|^CMake Error\b|^FAILED:",
                          re.IGNORECASE)
 

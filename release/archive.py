@@ -19,6 +19,7 @@ import queue
 import re
 import struct
 import threading
+import unicodedata
 import zipfile
 import zlib
 from collections import Counter
@@ -131,6 +132,7 @@ def list_members(archive: Path, limits: Limits) -> list[Member]:
     try:
         with zipfile.ZipFile(archive) as opened:
             infos = opened.infolist()
+            directory: int = getattr(opened, "start_dir", 0)
     except UnicodeDecodeError as error:   # a name flagged UTF-8 that is not (zipfile decodes)
         raise WheelError(f"{archive.name}: a member name flagged as UTF-8 is not UTF-8 "
                          f"({error.reason} at byte {error.start})",
@@ -143,7 +145,7 @@ def list_members(archive: Path, limits: Limits) -> list[Member]:
                          f"{limits.max_entries}", fix="this is not a plausible wheel")
     problems = _problems(infos, limits)
     if not problems:
-        problems = _local_names(archive, infos)
+        problems = _local_names(archive, infos, directory)
     if problems:  # (checked before anything reads a name, an empty one included)
         shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more"
                                             if len(problems) > 5 else "")
@@ -153,6 +155,28 @@ def list_members(archive: Path, limits: Limits) -> list[Member]:
                    info.compress_size, info.file_size, info.CRC,
                    (info.external_attr >> 16) & 0o777)
             for info in infos if not info.is_dir()]
+
+
+_INTERPRETERS = re.compile(r"^(?:python|pythonw|pip|pip3|py)(?:[0-9]+(?:\.[0-9]+)*)?(?:\.exe)?$",
+                           re.IGNORECASE)
+
+
+def startup_hook(name: str) -> str:
+    """Why a member runs code in every interpreter started in the environment, or shadows
+    the interpreter itself, or '': a ``.pth`` file or a ``sitecustomize`` / ``usercustomize``
+    module at the root of site-packages (``site`` runs them at start), a script installed as
+    ``python``, ``python3``, ``pip``..."""
+    installed = installed_path(name)
+    parts = name.split("/")
+    if len(parts) == 3 and parts[0].endswith(".data") and parts[1] == "scripts" \
+            and _INTERPRETERS.match(parts[2]):
+        return f"installs a script named '{parts[2]}', which shadows the interpreter or pip"
+    top = installed.split("/", 1)[0]
+    if "/" not in installed and installed.endswith(".pth"):
+        return "is a .pth file: site runs its import lines at every interpreter start"
+    if top in ("sitecustomize.py", "usercustomize.py", "sitecustomize", "usercustomize"):
+        return f"is the {top.split('.')[0]} module: site imports it at every interpreter start"
+    return ""
 
 
 def has_zip_directory(path: Path) -> bool:
@@ -172,11 +196,15 @@ def _problems(infos: Sequence[zipfile.ZipInfo], limits: Limits) -> list[str]:
                  if count > raw[name] and count > 1]
     problems += [f"'{name}' is both a file and a folder of other entries"
                  for name in sorted(_file_and_folder(installed))]
+    problems += _collisions(list(installed))
     total = 0
     for info in infos:
-        reason = _unsafe_member(info.filename)
+        reason = _unsafe_member(info.filename) or _unportable(installed_path(info.filename))
         if reason:
             problems.append(f"entry '{info.filename}' {reason}")
+        if _UNICODE_PATH in _extra_ids(info.extra):
+            problems.append(f"entry '{info.filename}' carries an Info-ZIP Unicode Path extra "
+                            "field (0x7075), which some installers use instead of its name")
         mode = info.external_attr >> 16
         if info.create_system == 3 and (mode & 0o170000) == 0o120000:
             problems.append(f"entry '{info.filename}' is a symbolic link")
@@ -201,15 +229,19 @@ def _raw_name(info: zipfile.ZipInfo) -> bytes:
     return info.orig_filename.encode(encoding)
 
 
-def _local_names(archive: Path, infos: Sequence[zipfile.ZipInfo]) -> list[str]:
-    """Entries whose local header names another file than the central directory does:
-    extractors that walk local headers (streaming unzippers) would write that name."""
+def _local_names(archive: Path, infos: Sequence[zipfile.ZipInfo], directory: int
+                 ) -> list[str]:
+    """Entries whose local header names another file than the central directory does, or
+    carries a Unicode Path field: extractors that walk local headers (streaming unzippers)
+    would write that name; and members that overlap or hide between the listed ones
+    (``directory``: where the central directory starts)."""
     problems: list[str] = []
     try:
         descriptor = os.open(archive, os.O_RDONLY)
     except OSError as error:
         raise WheelError(f"{archive.name}: cannot be read ({error.strerror or error})",
                          fix="check the file's permissions") from None
+    spans: list[tuple[int, int, str]] = []
     try:
         size = os.fstat(descriptor).st_size
         for info in infos:
@@ -227,9 +259,106 @@ def _local_names(archive: Path, infos: Sequence[zipfile.ZipInfo]) -> list[str]:
                 shown = local.decode("utf-8", "replace")
                 problems.append(f"entry '{info.filename}' is named '{shown}' in its local "
                                 "header (extractors that read local headers would write that)")
+            extra = os.pread(descriptor, fields[10],
+                             info.header_offset + _LOCAL_HEADER.size + fields[9])
+            if _UNICODE_PATH in _extra_ids(extra):
+                problems.append(f"entry '{info.filename}' carries an Info-ZIP Unicode Path "
+                                "extra field (0x7075) in its local header")
+            spans.append((info.header_offset,
+                          _member_end(descriptor, info, fields[9] + fields[10]),
+                          info.filename))
+        if not problems:
+            problems += _layout(descriptor, spans, directory)
     finally:
         os.close(descriptor)
     return problems
+
+
+_UNICODE_PATH = 0x7075
+_DATA_DESCRIPTOR = 0x08074B50
+# characters no installed name may hold: C0 and C1 controls, DEL, and the bidirectional
+# controls that make a name read as another (U+202A-U+202E, U+2066-U+2069)
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_RESERVED = re.compile(r"(?i)^(?:con|prn|aux|nul|com[0-9]|lpt[0-9])(?:\.|$)")
+
+
+def _extra_ids(extra: bytes) -> set[int]:
+    """The header ids of a zip extra field's records."""
+    ids, at = set(), 0
+    while at + 4 <= len(extra):
+        ident, size = struct.unpack_from("<HH", extra, at)
+        ids.add(ident)
+        at += 4 + size
+    return ids
+
+
+def _unportable(name: str) -> str:
+    """Why an installed name is read differently by some file system or terminal, or ''."""
+    if _CONTROL.search(name):
+        return "holds a control character"
+    for part in name.split("/"):
+        if part != part.rstrip(" ."):
+            return f"has a component ending in a dot or space ('{part}'), which Windows drops"
+        if _RESERVED.match(part):
+            return f"has a component Windows reserves for a device ('{part}')"
+    return ""
+
+
+def _folded(name: str) -> str:
+    """``name`` as a case-insensitive, normalising file system (Windows, macOS) compares it."""
+    return unicodedata.normalize("NFC", name).casefold()
+
+
+def _collisions(installed: Sequence[str]) -> list[str]:
+    """Installed names that are one file on a case-insensitive or normalising file system."""
+    seen: dict[str, set[str]] = {}
+    for name in installed:
+        seen.setdefault(_folded(name), set()).add(name)
+    folders = {_folded("/".join(parts[:end])): "/".join(parts[:end]) for name in installed
+               for parts in [name.split("/")] for end in range(1, len(parts))}
+    problems = [f"{' and '.join(repr(n) for n in sorted(names))} are one file on "
+                "case-insensitive or normalising file systems"
+                for names in seen.values() if len(names) > 1]
+    problems += [f"'{sorted(seen[key])[0]}' and the folder '{folder}' are one name on "
+                 "case-insensitive or normalising file systems"
+                 for key, folder in folders.items() if key in seen and folder not in seen[key]]
+    return sorted(problems)
+
+
+def _member_end(descriptor: int, info: zipfile.ZipInfo, names: int) -> int:
+    """Where a member's bytes end: its local header, data and data descriptor."""
+    end: int = info.header_offset + _LOCAL_HEADER.size + names + info.compress_size
+    if info.flag_bits & 0x08:
+        signature = os.pread(descriptor, 4, end)
+        zip64 = info.file_size >= zipfile.ZIP64_LIMIT or \
+            info.compress_size >= zipfile.ZIP64_LIMIT
+        body = 20 if zip64 else 12
+        has_signature = len(signature) == 4 and \
+            struct.unpack("<I", signature)[0] == _DATA_DESCRIPTOR
+        end += body + (4 if has_signature else 0)
+    return end
+
+
+def _layout(descriptor: int, spans: list[tuple[int, int, str]], directory: int) -> list[str]:
+    """Members whose bytes overlap, and local headers between the listed members (a member
+    only an extractor that walks local headers would see)."""
+    problems = []
+    spans = sorted(spans)
+    previous_end, previous = 0, ""
+    for start, end, name in [*spans, (directory, directory, "")]:
+        if start < previous_end:
+            problems.append(f"entries '{previous}' and '{name or 'the central directory'}' "
+                            "overlap")
+        elif start > previous_end:
+            gap = os.pread(descriptor, min(start - previous_end, _GAP_LIMIT), previous_end)
+            if b"PK\x03\x04" in gap:
+                problems.append(f"a member that the central directory does not list lies "
+                                f"after '{previous or 'the start'}'")
+        previous_end, previous = max(previous_end, end), name
+    return problems
+
+
+_GAP_LIMIT = 64 << 20
 
 
 def _file_and_folder(files: Counter[str]) -> set[str]:

@@ -13,6 +13,13 @@ def one_line(text: str) -> str:
                    for char in text)
 
 
+def printable(text: str) -> str:
+    """``text`` with its lines kept but every other character that is not printable written
+    as its escape (ESC as ``\\x1b``): captured output of a wheel's programs, shown in
+    reports, never moves a terminal's cursor, title or colours."""
+    return "\n".join(one_line(line.replace("\t", "    ")) for line in text.split("\n"))
+
+
 class ReleaseError(Exception):
     """Base class. ``exit_code`` is what the CLI exits with."""
 
@@ -50,6 +57,21 @@ class CommandError(ReleaseError):
         self.command = command
         self.returncode = returncode
         self.output = output
+        super().__init__(what, fix=fix)
+
+
+class OutputLimitExceeded(CommandError):
+    """A program printed more than the caller keeps (verify's sandbox: the wheel's doing)."""
+
+
+class DeadlineReached(ReleaseError):
+    """A full verify ran out of its overall time (``--deadline``) while the wheel's code ran:
+    the check that was running and every later one that runs programs are stopped."""
+
+    exit_code = 7
+
+    def __init__(self, what: str, *, seconds: float, fix: str = "") -> None:
+        self.seconds = seconds
         super().__init__(what, fix=fix)
 
 

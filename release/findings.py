@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from release._compat import StrEnum
-from release.errors import one_line
+from release.errors import one_line, printable
 
 
 class Severity(StrEnum):
@@ -52,6 +53,8 @@ class Finding:
         # one finding, one line: names from the wheel may hold newlines or control characters
         for name in ("file", "what", "why", "fix"):
             object.__setattr__(self, name, one_line(getattr(self, name)))
+        # details hold captured output and names from the wheel: lines kept, escapes written
+        object.__setattr__(self, "details", _printable(self.details))
         if "status" in self.details:
             raise TypeError("a finding's status is its `status` field (a CheckStatus), not a "
                             "details key")
@@ -65,3 +68,14 @@ class Finding:
         if status is not None:
             data["details"] = {"status": CheckStatus(status).value, **data["details"]}
         return data
+
+
+def _printable(value: Any) -> Any:
+    """``value`` (a details value) with every string in it made printable."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {_printable(key): _printable(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_printable(item) for item in value)
+    return value

@@ -7,6 +7,7 @@ RECORD at the very end), one fixed timestamp, fixed permissions and compression 
 from __future__ import annotations
 
 import base64
+import csv
 import hashlib
 import io
 import os
@@ -131,18 +132,24 @@ def _replaced(path: Path) -> Iterator[zipfile.ZipFile]:
         partial.unlink(missing_ok=True)
 
 
+def record_text(rows: Iterable[tuple[str, str, str]]) -> str:
+    """RECORD rows (path, hash, size) as the csv module writes them (a name holding a comma,
+    a quote or a line break is quoted), one ``\\n`` per row: what installers read back with
+    the csv module."""
+    text = io.StringIO()
+    csv.writer(text, lineterminator="\n").writerows(rows)
+    return text.getvalue()
+
+
 def write_wheel(path: Path, files: Mapping[str, tuple[bytes, int]], *, dist_info: str,
                 epoch: int) -> None:
     """Writes ``files`` (name -> (data, mode)) plus a fresh RECORD, atomically."""
     record_name = f"{dist_info}/RECORD"
     entries = {name: value for name, value in files.items() if name != record_name}
     _check_names(entries)
-    record = io.StringIO()
-    for name in sorted(entries, key=_sort_key):
-        data = entries[name][0]
-        record.write(f"{name},{record_hash(data)},{len(data)}\n")
-    record.write(f"{record_name},,\n")
-    entries[record_name] = (record.getvalue().encode(), 0o644)
+    rows = [(name, record_hash(entries[name][0]), str(len(entries[name][0])))
+            for name in sorted(entries, key=_sort_key)]
+    entries[record_name] = (record_text([*rows, (record_name, "", "")]).encode(), 0o644)
     with _replaced(path) as archive:
         for name in sorted(entries, key=_sort_key):
             data, mode = entries[name]
@@ -198,7 +205,7 @@ def _copy_entry(source: Path, member: archive.Member, out: zipfile.ZipFile,
             digest.update(chunk)
             size += len(chunk)
             writer.write(chunk)
-    return f"{member.name},{digest_text(digest)},{size}\n"
+    return record_text([(member.name, digest_text(digest), str(size))])
 
 
 def normalize(path: Path, *, epoch: int) -> None:
@@ -215,7 +222,8 @@ def normalize(path: Path, *, epoch: int) -> None:
         with _replaced(path) as out:
             record = "".join(_copy_entry(path, members[name], out, epoch) for name in names)
             out.writestr(_zip_info(record_name, mode=0o644, epoch=epoch),
-                         record + f"{record_name},,\n", compresslevel=_COMPRESSION_LEVEL)
+                         record + record_text([(record_name, "", "")]),
+                         compresslevel=_COMPRESSION_LEVEL)
     except OSError as error:
         raise WheelError(f"cannot rewrite wheel {path}: {error.strerror or error}",
                          fix="check the free space and permissions of its folder") from None

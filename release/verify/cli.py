@@ -14,7 +14,8 @@ from typing import TextIO
 
 from release.errors import ConfigurationError, EnvironmentFailure, VerificationFailed
 from release.verify.argument import classify
-from release.verify.options import VerifyOptions
+from release.verify.options import Limits, VerifyOptions
+from release.verify.sandbox import ResourceLimits
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,22 +43,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run the wheel's code (imports, loads, CMake, example programs) "
                              "unsandboxed, with your rights and the network (default: in a "
                              "bubblewrap sandbox, refused where none can be made)")
+    parser.add_argument("--allow-startup-hook", action="append", default=[], metavar="NAME",
+                        help="a .pth file, sitecustomize module or interpreter-named script "
+                             "the wheel is meant to install (repeat): a note, not an error")
+    parser.add_argument("--deadline", type=float, default=ResourceLimits.deadline,
+                        metavar="SECONDS",
+                        help="time for all the wheel's code one full verify runs (default "
+                             f"{ResourceLimits.deadline:g}); past it the running check stops "
+                             "and the wheel is blamed")
     parser.add_argument("--provider", action="append", default=[], metavar="NAME",
                         help="a variant provider package whose checks also run (repeat; the "
                              "wheel's build record names its own)")
 
 
 def options_from(arguments: argparse.Namespace) -> VerifyOptions:
-    if arguments.load_timeout <= 0 or arguments.workers < 1 or arguments.max_pairs < 0:
-        raise ConfigurationError("verify: --load-timeout, --workers and --max-pairs must be "
-                                 "positive", fix="pass positive numbers")
+    if arguments.load_timeout <= 0 or arguments.workers < 1 or arguments.max_pairs < 0 \
+            or not 0 < arguments.deadline < 10 ** 7:
+        raise ConfigurationError("verify: --load-timeout, --workers, --max-pairs and "
+                                 "--deadline must be positive", fix="pass positive numbers")
     return VerifyOptions(heuristic_ownership=arguments.heuristic_ownership,
                          load_timeout=arguments.load_timeout, max_pairs=arguments.max_pairs,
                          workers=arguments.workers, sites=tuple(arguments.site),
                          offline=arguments.offline,
                          build_paths=tuple(str(p) for p in arguments.build_path),
                          providers=tuple(arguments.provider),
-                         sandbox="off" if arguments.trust_wheel else "require")
+                         sandbox="off" if arguments.trust_wheel else "require",
+                         resources=ResourceLimits(deadline=arguments.deadline),
+                         limits=Limits(startup_hooks=tuple(arguments.allow_startup_hook)))
 
 
 def run(arguments: argparse.Namespace, out: TextIO) -> int:

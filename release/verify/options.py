@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from release.binary import ReadLimits
-from release.verify.sandbox import Mode
+from release.verify.sandbox import Mode, ResourceLimits
 
 
 @dataclass(frozen=True)
@@ -19,6 +19,9 @@ class Limits:
     max_total_size: int = 8 << 30       # bytes, all members uncompressed
     max_member_size: int = 2 << 30      # the largest real libraries are about 1.5 GB
     binaries: ReadLimits = ReadLimits()  # all the wheel's binaries together
+    # startup hooks (.pth files, sitecustomize) the wheel declares it ships: a note, not an
+    # error (--allow-startup-hook)
+    startup_hooks: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -37,3 +40,5 @@ class VerifyOptions:
     # bubblewrap or refuse, "prefer" it and else run unsandboxed, "off" (--trust-wheel)
     sandbox: Mode = "require"
     limits: Limits = Limits()
+    # what each program of the wheel's may use, and the deadline of all of them together
+    resources: ResourceLimits = ResourceLimits()

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from release import tools
-from release.errors import EnvironmentFailure, ReleaseError, ToolError
+from release.errors import DeadlineReached, EnvironmentFailure, ReleaseError, ToolError
 from release.findings import CheckStatus, Finding, Severity
 from release.loader import HasLoader, Host, bind_to_wheel, loader_for
 from release.verify.analyses import Analyses
@@ -49,14 +49,26 @@ def run_checks(wheel: WheelModel, context: VerifyContext, checks: Sequence[Check
                ) -> tuple[list[Finding], dict[str, CheckStatus]]:
     findings = list(wheel.findings)
     status: dict[str, CheckStatus] = {}
+    deadline: float | None = None   # seconds, once verify's deadline has passed
     for module in checks:
         if module.RUNS_PROGRAMS and context.static:
             findings.append(not_run(module.NAME, "--static reads files only"))
             status[module.NAME] = CheckStatus.NOT_RUN
             continue
+        if module.RUNS_PROGRAMS and deadline is not None:
+            findings.append(not_run(module.NAME, f"verify's deadline of {deadline:g} s had "
+                                    "passed"))
+            status[module.NAME] = CheckStatus.NOT_RUN
+            continue
         try:
             found = module.check(wheel, context)
             said = CheckStatus.of(found)
+        except DeadlineReached as error:
+            deadline = error.seconds
+            found = [Finding(check=module.NAME, severity=Severity.ERROR, file="",
+                             what=error.what, fix=error.fix,
+                             why="verify ran the wheel's code for as long as it may")]
+            said = CheckStatus.FAILED
         except (EnvironmentFailure, ToolError) as error:
             found = [environment(module.NAME, "", error.what, fix=error.fix)]
             said = CheckStatus.ENVIRONMENT
@@ -126,7 +138,9 @@ def run_verify(path: Path, *, static: bool = False, options: VerifyOptions | Non
     with tempfile.TemporaryDirectory(prefix="release-verify-") as scratch:
         # before anything is extracted: a full run that cannot sandbox the wheel's code
         # refuses at once (options.sandbox "require")
-        sandbox = None if static else make_sandbox(Path(scratch), options.sandbox)
+        sandbox = None if static else make_sandbox(
+            Path(scratch), options.sandbox, shown=(cache or tools.cache_dir(), *options.sites),
+            limits=options.resources)
         root = Path(scratch) / "site-packages"
         root.mkdir()
         wheel = open_wheel(argument.path, root, extract_all=not static,

@@ -25,6 +25,7 @@ from release.archive import (
     path_problem,
     read_member,
     read_member_range,
+    startup_hook,
     stream_member,
 )
 from release.binary import (
@@ -211,6 +212,7 @@ def open_wheel(archive: Path, destination: Path, *, extract_all: bool, prefixes:
                 why="pip cannot install the wheel: writing the file fails",
                 fix="shorten the file's name (components at most 255 bytes)")
         for name, why in sorted(unwritable.items())]
+    findings += _startup_hooks(members, options.limits.startup_hooks)
     streamed, binaries = _stream_all(archive, members, request, options, findings, readers)
     _check_read_whole(archive, members)
     texts = _read_texts(archive, members, options)
@@ -233,6 +235,25 @@ def open_wheel(archive: Path, destination: Path, *, extract_all: bool, prefixes:
         init_modules=_read_init_modules(archive, members, options), dist_info=dist_info,
         wheel_version=parse_wheel_version(wheel_text),
         variant_json=texts.get(f"{dist_info}/variant.json"))
+
+
+def _startup_hooks(members: list[Member], declared: tuple[str, ...]) -> list[Finding]:
+    """Members that run code whenever any interpreter of the environment starts (or stand in
+    for the interpreter): an error unless declared (--allow-startup-hook)."""
+    findings = []
+    for member in members:
+        why = startup_hook(member.name)
+        if not why:
+            continue
+        allowed = member.name in declared or installed_path(member.name) in declared
+        findings.append(Finding(
+            check="archive", severity=Severity.INFO if allowed else Severity.ERROR,
+            file=member.name, what=f"{why}" + (" (declared)" if allowed else ""),
+            why="installing the wheel changes every program run by that environment's "
+                "Python, not just those importing the package",
+            fix="move the code into the package, or declare the hook with "
+                f"--allow-startup-hook {member.name}"))
+    return findings
 
 
 def _stream_all(archive: Path, members: list[Member], request: StreamRequest,

@@ -7,47 +7,161 @@ from __future__ import annotations
 
 import io
 import logging
+import os
+import stat
 from pathlib import Path
 
 import pytest
 
 from release import _cmd, wheel
-from release.errors import CommandError, EnvironmentCommandError, EnvironmentFailure
+from release.errors import (
+    CommandError,
+    DeadlineReached,
+    EnvironmentCommandError,
+    EnvironmentFailure,
+)
+from release.verify import sandbox as sandbox_module
 from release.verify.cli import main
-from release.verify.sandbox import Listing, Sandbox, dead_mounts, make_sandbox, root_views
+from release.verify.sandbox import (
+    Listing,
+    ResourceLimits,
+    Sandbox,
+    dead_mounts,
+    hidden_entries,
+    list_back,
+    make_sandbox,
+    read_back,
+    root_views,
+)
 
 ISOLATION = ["--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL",
-             "--new-session", "--die-with-parent"]
+             "--new-session", "--die-with-parent", "--clearenv"]
 
 
-def test_the_command_shows_everything_read_only_and_only_the_scratch_writable(
+def test_the_command_shows_a_fresh_machine_and_only_the_run_s_folders_writable(
         tmp_path: Path) -> None:
     scratch = tmp_path / "scratch"
-    sandbox = Sandbox(scratch, "/usr/bin/bwrap")
+    sandbox = Sandbox(scratch, "/usr/bin/bwrap", views=("/usr", "/etc", "/venv"),
+                      masked=("/etc/shadow", "/etc/ssl/private/"))
     command = sandbox.command(["python", "-c", "pass"], cwd=scratch / "work",
-                              private=["/cache/wine/wine-8.0.tmp"])
-    assert command[:8] == ["/usr/bin/bwrap", *ISOLATION]
-    rest = command[8:]
-    assert rest[:3] == ["--ro-bind", "/", "/"]
+                              private=["/cache/wine/wine-8.0.tmp"],
+                              writable=[scratch / "work" / "build"], env={"PYTHONPATH": "/x"})
+    assert command[:9] == ["/usr/bin/bwrap", *ISOLATION]
+    rest = command[9:]
+    assert rest[:2] == ["--tmpfs", "/tmp"]   # a private /tmp; no home, /run or /var at all
+    assert [rest[i + 1] for i, word in enumerate(rest) if word == "--ro-bind-try"] == \
+        ["/usr", "/etc", "/venv"]
+    assert "/" not in [rest[i + 1] for i, word in enumerate(rest) if word.startswith("--ro-bind")]
+    # what an unprivileged user could not read is hidden: a file by an empty one, a folder
+    # by an empty folder
+    assert ["--ro-bind", "/dev/null", "/etc/shadow"] == rest[rest.index("/etc/shadow") - 2:
+                                                             rest.index("/etc/shadow") + 1]
+    assert rest[rest.index("/etc/ssl/private/") - 1] == "--tmpfs"
+    # the scratch read-only; its home and temporary folders, the run's own folder and wine's
+    # server folder (replaced by an empty folder of the scratch) writable
+    assert rest[rest.index("--ro-bind", rest.index("/etc/shadow")) + 1:][:2] == \
+        [str(scratch), str(scratch)]
     writable = [rest[i + 1:i + 3] for i, word in enumerate(rest) if word == "--bind"]
-    # the scratch, then wine's server folder replaced by an empty folder of the scratch
     (run,) = (scratch / "private").iterdir()
-    assert writable == [[str(scratch), str(scratch)],
+    assert writable == [[str(scratch / "home")] * 2, [str(scratch / "tmp")] * 2,
+                        [str(scratch / "work" / "build")] * 2,
                         [str(run / "0"), "/cache/wine/wine-8.0.tmp"]]
-    assert (run / "0").is_dir()
     again = sandbox.command(["true"], private=["/cache/wine/wine-8.0.tmp"])
     assert str(run / "0") not in again   # each run its own (its own wineserver)
-    assert rest.index("--ro-bind") < rest.index("--bind")   # later mounts win
     environment = {rest[i + 1]: rest[i + 2] for i, word in enumerate(rest) if word == "--setenv"}
     assert environment["HOME"] == str(scratch / "home")
     assert environment["TMPDIR"] == str(scratch / "tmp")
+    assert environment["PYTHONPATH"] == "/x"
+    assert environment["PATH"].endswith("/usr/sbin:/usr/bin:/sbin:/bin")
     assert all(value.startswith(str(scratch)) for name, value in environment.items()
-               if name.endswith(("_DIR", "_HOME")) and name != "CCACHE_DIR")
+               if name.endswith(("_DIR", "_HOME")))
     assert environment["PYTHONDONTWRITEBYTECODE"] == "1"
     assert rest[rest.index("--chdir") + 1] == str(scratch / "work")
     assert rest[-4:] == ["--", "python", "-c", "pass"]
     # --trust-wheel: the program as it is, nothing added
     assert Sandbox(scratch).command(["python", "-c", "pass"]) == ["python", "-c", "pass"]
+
+
+def test_each_program_runs_under_resource_limits(tmp_path: Path) -> None:
+    limits = ResourceLimits(data=1 << 30, processes=64, file_size=1 << 20, cpu_seconds=9)
+    sandbox = Sandbox(tmp_path, "/usr/bin/bwrap", limits=limits, prlimit="/usr/bin/prlimit")
+    command = sandbox.command(["python"])
+    assert command[command.index("--") + 1:] == [
+        "/usr/bin/prlimit", f"--data={1 << 30}", "--nproc=64", f"--fsize={1 << 20}",
+        "--cpu=9", "--core=0", "--", "python"]
+
+
+def test_etc_entries_an_unprivileged_user_cannot_read_are_hidden() -> None:
+    tree = [("/etc", ["ssl", "ssh"], ["passwd", "shadow"]), ("/etc/ssl", ["private"], []),
+            ("/etc/ssh", [], ["ssh_host_key", "ssh_config"])]
+    modes = {"/etc/ssl": 0o40755, "/etc/ssh": 0o40755, "/etc/ssl/private": 0o40700,
+             "/etc/passwd": 0o100644, "/etc/shadow": 0o100640,
+             "/etc/ssh/ssh_host_key": 0o100600, "/etc/ssh/ssh_config": 0o100644}
+
+    def walk(top: str) -> list[tuple[str, list[str], list[str]]]:
+        return tree
+
+    assert hidden_entries("/etc", walk=walk, mode_of=modes.__getitem__) == (
+        "/etc/shadow", "/etc/ssh/ssh_host_key", "/etc/ssl/private/")
+
+
+def test_the_deadline_is_shared_by_every_run_and_stops_the_next(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [100.0]
+    seen: list[object] = []
+    monkeypatch.setattr(_cmd, "run", lambda command, **options: seen.append(
+        options["timeout"]) or "")
+    sandbox = Sandbox(tmp_path, "/usr/bin/bwrap", limits=ResourceLimits(deadline=30),
+                      ends=130.0, clock=lambda: now[0])
+    sandbox.run(["true"], timeout=60)
+    now[0] = 125.0
+    sandbox.run(["true"], timeout=60)
+    assert seen == [30.0, 5.0]   # the sooner of the run's own limit and the deadline
+    now[0] = 131.0
+    with pytest.raises(DeadlineReached, match="deadline of 30 s passed while true ran"):
+        sandbox.run(["true"], timeout=60)
+
+    def slow(command: list[str], **options: object) -> str:
+        raise CommandError("it did not finish", command=command, returncode=-1, output="")
+
+    monkeypatch.setattr(_cmd, "run", slow)
+    now[0] = 125.0
+    with pytest.raises(DeadlineReached):   # timed out by the deadline: the deadline's
+        sandbox.run(["sleep", "9"], timeout=60, what="a load")
+    with pytest.raises(CommandError) as own:   # timed out by its own limit: its own
+        sandbox.run(["sleep", "9"], timeout=1)
+    assert not isinstance(own.value, DeadlineReached)
+
+
+def test_what_a_sandboxed_run_wrote_is_read_back_without_following_anything(
+        tmp_path: Path) -> None:
+    folder = tmp_path / "build"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "sub" / "answer.txt").write_text("TRUE")
+    (tmp_path / "outside.txt").write_text("secret")
+    (folder / "link.txt").symlink_to(tmp_path / "outside.txt")
+    (folder / "through").symlink_to(folder / "sub")
+    os.mkfifo(folder / "pipe.txt")
+    (folder / "zero.txt").symlink_to("/dev/zero")
+    (folder / "big.txt").write_bytes(b"x" * 100)
+    assert read_back(folder, "sub/answer.txt") == b"TRUE"
+    for name in ("link.txt", "through/answer.txt", "pipe.txt", "zero.txt", "missing.txt",
+                 "sub"):
+        assert read_back(folder, name) is None, name
+    with pytest.raises(CommandError, match="over 10 bytes"):
+        read_back(folder, "big.txt", limit=10)
+    listed = dict(list_back(folder))
+    assert stat.S_ISLNK(listed["link.txt"]) and stat.S_ISFIFO(listed["pipe.txt"])
+
+
+def test_a_writable_folder_replaced_by_a_link_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_cmd, "run", lambda command, **options: "")
+    scratch = tmp_path / "scratch"
+    (scratch / "work").mkdir(parents=True)
+    (scratch / "work" / "build").symlink_to(tmp_path)
+    with pytest.raises(CommandError, match="replaced by something that is not a folder"):
+        Sandbox(scratch, "/usr/bin/bwrap").run(["cmake"], writable=[scratch / "work" / "build"])
 
 
 def test_a_seeded_cache_is_copied_once_into_the_scratch(
@@ -89,8 +203,12 @@ def test_unreadable_mount_points_are_left_out_of_the_view() -> None:
     assert root_views([], listing) == (("/",), ())
     command = Sandbox(Path("/s"), "bwrap", ("/tmp/a", "/usr"), (("/bin", "usr/bin"),)).command(
         ["true"])
-    assert ["--ro-bind-try", "/tmp/a", "/tmp/a"] == command[8:11]
-    assert ["--symlink", "usr/bin", "/bin"] == command[14:17]
+    assert ["--ro-bind-try", "/tmp/a", "/tmp/a"] == command[11:14]
+    assert ["--symlink", "usr/bin", "/bin"] == command[17:20]
+    # the folders asked for, not the whole tree: a link recreated, a missing one bound if
+    # it exists by the time the sandbox runs
+    assert root_views([], listing, ("/usr", "/bin", "/tmp/b")) == (
+        ("/usr", "/tmp/b"), (("/bin", "usr/bin"),))
 
 
 def test_no_sandbox_is_a_refusal_unless_the_wheel_is_trusted(
@@ -161,5 +279,13 @@ def test_a_write_the_sandbox_refused_is_the_wheel_s_failure_not_the_machine_s(
                                       output="No space left on device", fix="free space")
 
     monkeypatch.setattr(_cmd, "run", full)
-    with pytest.raises(EnvironmentCommandError):   # a full disk stays the machine's
-        Sandbox(tmp_path / "scratch2", "/usr/bin/bwrap").run(["cmake"], machine_faults=True)
+    # what the wheel printed is the wheel's: no machine fault, no fix read from its text
+    with pytest.raises(CommandError) as printed:
+        Sandbox(tmp_path / "scratch2", "/usr/bin/bwrap").run(["cmake"], machine_faults=True,
+                                                             fix="fix the package")
+    assert not isinstance(printed.value, EnvironmentFailure)
+    assert printed.value.fix == "fix the package"
+    # a full disk verify sees for itself stays the machine's
+    monkeypatch.setattr(sandbox_module, "host_shortage", lambda scratch: "no space here")
+    with pytest.raises(EnvironmentCommandError, match="no space here"):
+        Sandbox(tmp_path / "scratch3", "/usr/bin/bwrap").run(["cmake"], machine_faults=True)

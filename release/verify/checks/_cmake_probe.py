@@ -8,7 +8,11 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from release.verify.sandbox import list_back, read_back
+
+_REPLY_LIMIT = 4 << 20   # bytes of one File API reply file; CMake writes a few KiB
 _MAIN = "int main(void) { return 0; }\n"
 
 _REQUEST = """\
@@ -83,32 +87,65 @@ def write_probe(folder: Path, *, package: str, package_dir: Path,
 def configure(cmake: Path, source: Path, build: Path, *, timeout: float,
               run: Callable[..., str], arguments: Sequence[str] = ()) -> None:
     """Configures the probe; ``arguments`` select the machine (a cross toolchain file);
-    ``run`` runs CMake (full verify: in the sandbox, since it runs the package's code)."""
+    ``run`` runs CMake (full verify: in the sandbox, since it runs the package's code, with
+    ``build`` the one folder it may write)."""
     query = build / ".cmake" / "api" / "v1" / "query" / "codemodel-v2"
     query.parent.mkdir(parents=True, exist_ok=True)
     query.touch()
     run([cmake, "-S", source, "-B", build, "-G", "Unix Makefiles", *arguments],
         what=f"configure of the CMake probe with {cmake}", timeout=timeout,
-        fix="read the CMake output in the finding", machine_faults=True)
+        fix="read the CMake output in the finding", machine_faults=True, writable=(build,))
+
+
+class ReplyError(ValueError):
+    """The probe's build folder holds no reply CMake could have written (the package's code
+    wrote there)."""
+
+
+def _json(build: Path, relative: str) -> Any:
+    """A JSON file of the probe's build folder, read back safely (release/verify/sandbox.py:
+    the package's code ran there): no link followed, a regular file, bounded."""
+    data = read_back(build, relative, limit=_REPLY_LIMIT)
+    if data is None:
+        raise ReplyError(f"{relative} is missing, or not a regular file")
+    try:
+        value = json.loads(data)
+    except ValueError as error:
+        raise ReplyError(f"{relative} is not JSON ({error})") from None
+    if not isinstance(value, dict):
+        raise ReplyError(f"{relative} is not a JSON object")
+    return value
+
+
+def _targets(build: Path) -> dict[str, tuple[str, ...]]:
+    reply = ".cmake/api/v1/reply"
+    indexes = sorted(name for name, mode in list_back(build / reply)
+                     if name.startswith("index-") and name.endswith(".json"))
+    targets: dict[str, tuple[str, ...]] = {}
+    if not indexes:
+        return targets
+    try:
+        index = _json(build, f"{reply}/{indexes[-1]}")
+        codemodel = _json(build, f"{reply}/{index['reply']['codemodel-v2']['jsonFile']}")
+        for target in codemodel["configurations"][0]["targets"]:
+            detail = _json(build, f"{reply}/{target['jsonFile']}")
+            fragments = detail.get("link", {}).get("commandFragments", [])
+            targets[str(target["name"])] = tuple(sorted({
+                name for item in fragments if item.get("role") == "libraries"
+                for name in libraries_in(str(item["fragment"]))}))
+    except (KeyError, IndexError, TypeError, AttributeError) as error:
+        raise ReplyError(f"the File API reply is not CMake's ({type(error).__name__}: "
+                         f"{error})") from None
+    return targets
 
 
 def read_answers(build: Path, requests: list[Request]) -> dict[str, Answer]:
-    reply = build / ".cmake" / "api" / "v1" / "reply"
-    targets: dict[str, tuple[str, ...]] = {}
-    indexes = sorted(reply.glob("index-*.json"))
-    if indexes:
-        index = json.loads(indexes[-1].read_text())
-        codemodel = json.loads((reply / index["reply"]["codemodel-v2"]["jsonFile"]).read_text())
-        for target in codemodel["configurations"][0]["targets"]:
-            detail = json.loads((reply / target["jsonFile"]).read_text())
-            fragments = detail.get("link", {}).get("commandFragments", [])
-            targets[target["name"]] = tuple(sorted({
-                name for item in fragments if item.get("role") == "libraries"
-                for name in libraries_in(item["fragment"])}))
+    """The answers the probe wrote into ``build``; ReplyError when they are not CMake's."""
+    targets = _targets(build)
     answers = {}
     for request in requests:
-        found_file = build / f"found-{request.label}.txt"
-        found = found_file.exists() and found_file.read_text().strip().upper() in (
+        found_file = read_back(build, f"found-{request.label}.txt", limit=64) or b""
+        found = found_file.decode("ascii", "replace").strip().upper() in (
             "1", "TRUE", "ON", "YES")
         answers[request.label] = Answer(found, targets.get(f"probe_{request.label}", ()))
     return answers

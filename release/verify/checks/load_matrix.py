@@ -167,7 +167,9 @@ def _failure(files: Sequence[BinaryFile], result: tuple[int, str],
     first = f"after `import {', '.join(imports)}`, " if imports else ""
     return finding(
         NAME, Severity.ERROR, names[-1] if len(names) <= 2 else "",
-        first + ("timed out loading " if timed_out else f"loading failed (exit {code}) for ")
+        first + ("timed out loading " if timed_out else "printed more than verify keeps "
+                 "(its output limit) loading " if code == -2
+                 else f"loading failed (exit {code}) for ")
         + (f"{names[0]} alone" if len(names) == 1 else " then ".join(names) if len(names) == 2
            else f"all {len(names)} libraries together"),
         why="users who import or link these together hit the same failure",

@@ -7,15 +7,29 @@ the runner's toolchain and run under its emulator, against that machine's Python
 
 from __future__ import annotations
 
-import shutil
+import stat
 
 from release import tools
-from release.errors import CommandError, EnvironmentFailure, ReleaseError, ToolError
+from release.errors import (
+    CommandError,
+    DeadlineReached,
+    EnvironmentFailure,
+    ReleaseError,
+    ToolError,
+)
 from release.findings import Finding, Severity
 from release.loader import Runner
-from release.verify.checks._cmake_probe import Answer, Request, configure, read_answers, write_probe
+from release.verify.checks._cmake_probe import (
+    Answer,
+    ReplyError,
+    Request,
+    configure,
+    read_answers,
+    write_probe,
+)
 from release.verify.checks._common import finding, not_run
 from release.verify.context import VerifyContext
+from release.verify.sandbox import list_back
 from release.verify.wheel_model import WheelModel
 
 NAME = "sdk-routes"
@@ -61,11 +75,16 @@ def _route_answers(wheel: WheelModel, context: VerifyContext, route: tools.CMake
     write_probe(probe, package=package[1], package_dir=wheel.root / package[0],
                 requests=requests)
     build = context.workdir / f"cmake-probe-{route.name}"
-    shutil.rmtree(build, ignore_errors=True)
     configure(tools.cmake(route), probe, build, timeout=context.options.cmake_timeout,
               arguments=runner.cmake_arguments or (),
               run=lambda argv, **options: context.run(argv, runner=runner, **options))
-    return read_answers(build, requests)
+    try:
+        return read_answers(build, requests)
+    except ReplyError as error:
+        raise CommandError(f"the CMake probe's answer cannot be read: {error}",
+                           command=[str(tools.cmake(route))], returncode=0, output="",
+                           fix="the package's CMake code must not write into the consumer's "
+                               "build folder") from None
 
 
 def _compare(wheel: WheelModel, package: str, answers: dict[str, dict[str, Answer]],
@@ -124,7 +143,7 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
         try:
             answers[route.name] = _route_answers(wheel, context, route, package, requests,
                                                  runner)
-        except (EnvironmentFailure, ToolError):
+        except (EnvironmentFailure, ToolError, DeadlineReached):
             raise  # this machine cannot provide CMake: "not run (environment)", not the wheel
         except ReleaseError as error:
             return [finding(NAME, Severity.ERROR, package[0], f"CMake {route.label} "
@@ -148,7 +167,7 @@ def _example(wheel: WheelModel, context: VerifyContext, package: tuple[str, str]
     for route in (tools.CMAKE_OLD, tools.CMAKE_NEW):
         try:
             outputs[route.name] = _run_consumer(wheel, context, route, package, runner)
-        except (EnvironmentFailure, ToolError):
+        except (EnvironmentFailure, ToolError, DeadlineReached):
             raise
         except ReleaseError as error:
             return [finding(NAME, Severity.ERROR, consumer, f"the example consumer fails with "
@@ -201,11 +220,12 @@ def _run_consumer(wheel: WheelModel, context: VerifyContext, route: tools.CMakeR
     context.run([cmake, "-S", source, "-B", build, *(runner.cmake_arguments or ()),
                  f"-D{package[1]}_DIR={wheel.root / package[0]}"], runner=runner,
                 what="configure the consumer", timeout=context.options.cmake_timeout,
-                machine_faults=True)
+                machine_faults=True, writable=(build,))
     context.run([cmake, "--build", build], runner=runner, what="build the consumer",
-                timeout=context.options.cmake_timeout, machine_faults=True)
-    programs = sorted(path for path in build.iterdir()
-                      if path.is_file() and path.stat().st_mode & 0o111)
+                timeout=context.options.cmake_timeout, machine_faults=True, writable=(build,))
+    # the build folder is the package's to write: its entries are looked at, never followed
+    programs = [build / name for name, mode in list_back(build)
+                if stat.S_ISREG(mode) and mode & 0o111]
     if not programs:
         raise CommandError("the consumer built no program", command=[str(cmake)], returncode=0,
                            output="")
