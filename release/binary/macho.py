@@ -70,7 +70,7 @@ PLATFORM_MACOS = 1
 MH_TWOLEVEL, MH_FORCE_FLAT = 0x80, 0x100   # header flags: the image's namespace
 
 N_STAB, N_PEXT, N_TYPE, N_EXT = 0xE0, 0x10, 0x0E, 0x01
-N_UNDF, N_SECT = 0x0, 0xE
+N_UNDF, N_ABS, N_SECT, N_PBUD, N_INDR = 0x0, 0x2, 0xE, 0xC, 0xA
 N_WEAK_REF, N_WEAK_DEF = 0x40, 0x80
 S_ZEROFILL, S_GB_ZEROFILL, S_THREAD_LOCAL_ZEROFILL = 0x1, 0xC, 0x12
 S_THREAD_LOCAL_REGULAR = 0x11
@@ -353,8 +353,8 @@ class _SliceParser:
         dynamic, everything = [], []
         decoded: dict[int, str] = {}   # string index -> name (decoded and paid for once)
         for strx, kind, section, desc, _value in rows:
-            if kind & N_STAB:
-                continue
+            if kind & N_STAB or kind & N_TYPE == N_INDR:
+                continue   # debugging entries; re-exports of another image's definition
             external = bool(kind & N_EXT)
             if not external and not static_symbols:
                 continue
@@ -376,7 +376,7 @@ class _SliceParser:
             raw = strings[strx:end if end >= 0 else len(strings)].decode("utf-8", "replace")
             self.view.spend("names", len(raw) + 1, "symbol table")
             name = decoded[strx] = raw[1:] if raw.startswith("_") else raw
-        defined = kind & N_TYPE != N_UNDF
+        defined = kind & N_TYPE in (N_SECT, N_ABS)   # not N_UNDF nor prebound N_PBUD
         weak = bool(desc & (N_WEAK_DEF if defined else N_WEAK_REF))
         binding = model.WEAK if weak else model.GLOBAL if kind & N_EXT else model.LOCAL
         visibility = model.HIDDEN if kind & N_PEXT else model.DEFAULT

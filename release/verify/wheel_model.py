@@ -162,7 +162,8 @@ class WheelModel:
     # Shipped build-system files consumers read (*.cmake, *.pc): wheel path -> text
     configs: Mapping[str, str] = field(default_factory=dict)
     digests: Mapping[str, str] = field(default_factory=dict)   # wheel path -> sha256 (RECORD form)
-    # The Python that runs when a top-level package is imported: "<pkg>/__init__.py" -> text
+    # The Python that runs when a top-level package is imported: "<pkg>/__init__.py" (and
+    # "<pkg>/_distributor_init.py", which distributors' builds add) -> text
     init_modules: Mapping[str, str] = field(default_factory=dict)
     wheel_file_tags: tuple[Tag, ...] = ()   # the tags the WHEEL file lists (identity compares)
     # Python files that load libraries into the global scope (RTLD_GLOBAL); without any, the
@@ -329,7 +330,8 @@ def _read_configs(archive: Path, members: list[Member],
 def _read_init_modules(archive: Path, members: list[Member],
                        options: VerifyOptions) -> dict[str, str]:
     return {m.name: read_member(archive, m, options.limits).decode("utf-8", "replace")
-            for m in members if m.name.count("/") == 1 and m.name.endswith("/__init__.py")
+            for m in members if m.name.count("/") == 1
+            and m.name.endswith(("/__init__.py", "/_distributor_init.py"))
             and m.declared_size <= _TEXT_LIMIT}
 
 

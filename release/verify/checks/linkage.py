@@ -60,6 +60,9 @@ class _Resolver:
     loader: LoaderModel
     policy: SystemPolicy
     environment: Mapping[str, str] | None   # marker values of the wheel's tags
+    # the wheel's files and folders as the loader compares names (loader.file_key)
+    files: Mapping[str, str] = field(default_factory=dict)
+    folders: frozenset[str] = frozenset()
 
     def declared(self, distribution: str) -> tuple[str, tuple[str, ...]]:
         """(EXTERNAL, ()) when Requires-Dist declares it for this wheel's platform, (OPTIONAL,
@@ -75,9 +78,10 @@ class _Resolver:
         when the folder is only known to belong to another distribution (a "*" row), which
         does not say the library is there."""
         path = f"{folder}/{name}" if folder else name
-        if path in self.wheel.files:
-            return IN_WHEEL, path, "", True, ()
-        if folder in self.wheel.folders:
+        shipped = self.files.get(self.loader.file_key(path))
+        if shipped is not None:
+            return IN_WHEEL, shipped, "", True, ()
+        if self.loader.file_key(folder) in self.folders:
             return None  # the wheel's own folder: the loader just moves on
         row = distribution_row(self.context.distribution_dirs, folder, name)
         if row is not None and not self.loader.is_system(name, self.policy):
@@ -117,6 +121,10 @@ class _Resolver:
     def find(self, binary: BinaryFile, name: str,
              inherited: list[SearchFolder]) -> Resolution:
         """How ``name`` resolves for ``binary`` when its loaders pass ``inherited`` down."""
+        preloaded = self.loader.preloaded(name)
+        if preloaded is not None and self.loader.file_key(preloaded[0]) in self.files:
+            return Resolution(binary.path, name, IN_WHEEL, self.files[
+                self.loader.file_key(preloaded[0])], via=f"preloaded by {preloaded[1]}")
         maybe: Resolution | None = None   # a folder another distribution owns
         for place in self.loader.search_folders(binary.info, binary.folder, inherited):
             hit = self.lookup(place.folder, name)
@@ -227,8 +235,11 @@ def analyze(wheel: WheelModel, context: VerifyContext) -> Linkage:
     (``context.analyses.of``)."""
     if context.loader is None or context.policy is None:
         return Linkage()
+    key = context.loader.file_key
     resolver = _Resolver(wheel, context, context.loader, context.policy,
-                         marker_environment(wheel.tags))
+                         marker_environment(wheel.tags),
+                         {key(path): path for path in sorted(wheel.files, reverse=True)},
+                         frozenset(key(folder) for folder in wheel.folders))
     chains = resolver.chains()
     return Linkage(tuple(resolver.resolve(binary, name, chains[binary.installed])
                          for binary in wheel.binaries for name in binary.info.needed), chains)
@@ -275,7 +286,28 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
     for kind in (UNDECLARED, TOOLKIT, "partial", OPTIONAL, IMPORTED, SYSTEM, "inherited"):
         for key, items in sorted((k[1], v) for k, v in groups.items() if k[0] == kind):
             findings.append(_group_finding(kind, key, items, context.loader.words))
+    findings += _shared_names(context.loader, resolved)
     return findings
+
+
+def _shared_names(loader: LoaderModel, resolved: tuple[Resolution, ...]) -> list[Finding]:
+    """One warning for the shipped libraries loaded by a name other packages' libraries
+    share (Windows: one module per name in a process), with the files that load them."""
+    items = [item for item in resolved
+             if item.kind == IN_WHEEL and loader.shared_by_name(item.target)]
+    if not items:
+        return []
+    targets = sorted({item.target for item in items})
+    names = sorted({target.rsplit("/", 1)[-1] for target in targets})
+    files = sorted({item.binary for item in items})
+    return [finding(
+        NAME, Severity.WARNING, targets[0] if len(targets) == 1 else "",
+        f"{len(files)} files load {_names(names)} by a name other packages' libraries share",
+        why="the process keeps one library per name: whichever package loads its copy first "
+            "serves every package's imports of that name, whatever its version or build",
+        fix="repair with delvewheel, whose name mangling (on by default; do not pass "
+            "--no-mangle or --no-mangle-all for them) renames each bundled library to "
+            "<name>-<hash>.dll", libraries=targets[:20], files=files[:20], count=len(files))]
 
 
 def _unresolved(words: LoaderWords, items: list[Resolution], shipped: set[str]
