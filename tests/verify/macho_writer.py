@@ -39,10 +39,12 @@ def macho(*, arch: str = "arm64", kind: str = "dylib", install_name: str = "",
           rpaths: Sequence[str] = (), minos: tuple[int, int] | None = (11, 0),
           old_minos: bool = False, signed: bool = True, exports: Sequence[str] = (),
           hidden: Sequence[str] = (), imports: Sequence[str] = (),
-          weak_exports: Sequence[str] = (), flat: bool = False, team: str = "") -> bytes:
+          weak_exports: Sequence[str] = (), flat: bool = False, team: str = "",
+          indirect: Sequence[str] = ()) -> bytes:
     """One thin 64-bit little-endian Mach-O file. Symbol names are given as C writes them
     ("PyInit_x"); the file stores them with the leading underscore. Linked for the
-    two-level namespace unless ``flat``."""
+    two-level namespace unless ``flat``. ``indirect`` names are N_INDR entries: re-exports
+    of a symbol another image defines."""
     text = b"\xc0\x03\x5f\xd6" * 4
     commands: list[bytes] = []
     if install_name:
@@ -62,7 +64,8 @@ def macho(*, arch: str = "arm64", kind: str = "dylib", install_name: str = "",
     symbols = ([(name, 0x0F, 1, 0) for name in exports]          # N_SECT | N_EXT
                + [(name, 0x0F, 1, 0x80) for name in weak_exports]  # N_WEAK_DEF
                + [(name, 0x1F, 1, 0) for name in hidden]           # N_PEXT: private extern
-               + [(name, 0x01, 0, 0) for name in imports])         # N_UNDF | N_EXT
+               + [(name, 0x01, 0, 0) for name in imports]          # N_UNDF | N_EXT
+               + [(name, 0x0B, 0, 0) for name in indirect])        # N_INDR | N_EXT
     strings = b"\0"
     table = b""
     for name, kind_bits, section, desc in symbols:
