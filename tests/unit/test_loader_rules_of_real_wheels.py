@@ -180,3 +180,46 @@ def test_windows_add_dll_directory_of_the_packages_own_folder(tmp_path: Path) ->
         "demo/bin/helper.dll": pe_image(imports=SYSTEM[:3], exports=["helper_run"]),
     }, tag=WINDOWS)
     assert problems(verify_wheel(path, static=True)) == []
+
+
+def test_an_extension_imported_only_under_try_except_import_error_is_optional(
+        tmp_path: Path) -> None:
+    """numba imports its TBB threading layer inside try/except ImportError: the layer's
+    missing libtbb is the package's fallback, a note; imported plainly, an error."""
+    layer = macho(kind="bundle", exports=["PyInit__tbbpool"], loads=["@rpath/libtbb.12.dylib"],
+                  rpaths=["@loader_path"])
+    guarded = (b"try:\n    from demo.ufunc import _tbbpool\nexcept ImportError:\n"
+               b"    _tbbpool = None\n")
+    files = {"demo/ufunc/_tbbpool.cpython-311-darwin.so": layer}
+    report = verify_wheel(mac_wheel(tmp_path, {**files, "demo/parallel.py": guarded}),
+                          static=True)
+    assert problems(report, "linkage") == []
+    assert any("only under try/except ImportError (demo/parallel.py)" in what
+               for what in notes(report, "linkage")), notes(report, "linkage")
+    plain = b"from .ufunc import _tbbpool\n"
+    broken = verify_wheel(mac_wheel(tmp_path, {**files, "demo/parallel.py": plain}),
+                          static=True)
+    assert [check for check, _, _ in problems(broken)] == ["linkage"]
+
+
+def test_a_library_only_some_builds_of_a_dependency_load_is_not_provable(
+        tmp_path: Path) -> None:
+    """libcudart.so.12 with no search path: torch's CUDA builds preload it, its CPU builds
+    do not. Declared as plain torch, static verify cannot say which build users get."""
+    module = macho(kind="bundle", exports=["PyInit__C"], loads=["@rpath/libcudart.so.12"])
+    files = {"demo/_C.cpython-311-darwin.so": module}
+    unpinned = verify_wheel(crafted.wheel(tmp_path, {**files, **_requires("torch>=2.5")},
+                                          tag=MAC), static=True)
+    assert [what for _, _, what in problems(unpinned, "linkage")] == [
+        "needs libcudart.so.12, which only the CUDA builds of the declared 'torch' load "
+        "(`import torch`): not provable statically: depends on which build of torch is "
+        "installed"]
+    pinned = verify_wheel(crafted.wheel(tmp_path, {**files, **_requires("torch==2.5.1+cu121")},
+                                        tag=MAC), static=True)
+    assert problems(pinned, "linkage") == []
+
+
+def _requires(requirement: str) -> dict[str, bytes]:
+    return {"demo/__init__.py": b"",
+            "demo-1.0.dist-info/METADATA": ("Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n"
+                                            f"Requires-Dist: {requirement}\n").encode()}

@@ -71,10 +71,9 @@ def download_command(wanted: dict[str, Any], folder: Path) -> list[str]:
         target += ["--platform", platform]
     for abi in sorted({tag.abi for tag in tags} - {"none"}):
         target += ["--abi", abi]
-    interpreters = sorted({tag.interpreter for tag in tags})
-    if target and interpreters:
-        version = interpreters[0].lstrip("cpy")
-        target += ["--implementation", interpreters[0][:2], "--python-version", version]
+    versions = sorted(tag.interpreter for tag in tags if tag.interpreter.startswith("cp"))
+    if target and versions:   # a generic py3 wheel installs on this interpreter's Python
+        target += ["--implementation", "cp", "--python-version", versions[0][2:]]
     return [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
             "--only-binary=:all:", *target, "--dest", str(folder),
             f"{wanted['url']}#sha256={wanted['sha256']}"]

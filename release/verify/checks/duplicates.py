@@ -31,6 +31,7 @@ from release.loader import LoaderModel
 from release.verify.checks import linkage
 from release.verify.checks._common import finding, not_run
 from release.verify.context import VerifyContext
+from release.verify.python_sources import python_files
 from release.verify.wheel_model import BinaryFile, WheelModel
 
 NAME = "duplicates"
@@ -89,14 +90,31 @@ def scopes(wheel: WheelModel, context: VerifyContext, loader: LoaderModel) -> li
     entries = [binary for binary in binaries if binary.is_extension or binary.path not in loaded]
     closures = {binary.path: _closure(binary.path, loads) for binary in entries}
     found = [Scope(closures[binary.path], frozenset()) for binary in entries]
-    opened = [closures[binary.path] for binary in entries if not binary.is_extension]
+    opened = {binary.path: closures[binary.path] for binary in entries
+              if not binary.is_extension}
     if wheel.global_openers and len(opened) > 1:
-        found.append(Scope(frozenset().union(*opened), frozenset(), merged=True))
+        spelled = _named_by_openers(wheel, context, opened)
+        if len(spelled) > 1:   # the opener names them: it opens them together
+            found.append(Scope(frozenset().union(*(opened[path] for path in spelled)),
+                               frozenset()))
+        found.append(Scope(frozenset().union(*opened.values()), frozenset(), merged=True))
     infos = {binary.path: binary.info for binary in binaries}
     named = [Scope(scope.members, frozenset(path for path in scope.members
                                             if loader.binds_by_name(infos[path])), scope.merged)
              for scope in found if len(scope.members) > 1]
     return [scope for scope in named if scope.by_name]
+
+
+def _named_by_openers(wheel: WheelModel, context: VerifyContext,
+                      opened: dict[str, frozenset[str]]) -> list[str]:
+    """The libraries the package opens itself whose file names its RTLD_GLOBAL openers spell
+    out (``ctypes.CDLL(join(here, 'liba.so'), RTLD_GLOBAL)`` for each of a list): those it
+    opens together. A name built at run time (one backend of several) is not spelled."""
+    openers = set(wheel.global_openers)
+    texts = [text for _, text in python_files(wheel, openers.__contains__,
+                                              context.options.limits)]
+    return sorted(path for path in opened
+                  if any(path.rsplit("/", 1)[-1] in text for text in texts))
 
 
 def _closure(start: str, loads: dict[str, set[str]]) -> frozenset[str]:

@@ -18,6 +18,7 @@ from release.verify.checks._common import finding, not_run
 from release.verify.context import VerifyContext
 from release.verify.data import distribution_row, matching, matching_all
 from release.verify.metadata import marker_environment
+from release.verify.optional_imports import OptionalImport, optional_modules
 from release.verify.wheel_model import BinaryFile, WheelModel
 
 NAME = "linkage"
@@ -42,6 +43,9 @@ class Resolution:
     # binary does not find it: what only some of its loaders pass down
     unreached: tuple[str, ...] = ()
     module: str = ""     # IMPORTED: the module whose import loads it into the process
+    # IMPORTED: only these builds of the distribution load it ("CUDA"), and the wheel's
+    # requirement does not pin one: which build is installed decides
+    builds: str = ""
 
 
 @dataclass(frozen=True)
@@ -104,8 +108,9 @@ class _Resolver:
                 continue
             kind, extras = self.declared(row.distribution)
             if kind == EXTERNAL:
+                builds = "" if self.wheel.metadata.pins_build(row.distribution) else row.builds
                 return Resolution(binary.path, name, IMPORTED, distribution=row.distribution,
-                                  via=f"import {row.module}", module=row.module)
+                                  via=f"import {row.module}", module=row.module, builds=builds)
         for row in rows:
             kind, extras = self.declared(row.distribution)
             if kind == OPTIONAL:
@@ -266,9 +271,14 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
     resolved = resolutions(context)
     shipped = {name for binary in wheel.binaries for name in (binary.name, binary.info.soname)
                if name}
+    missing = [r for r in resolved if r.kind == UNRESOLVED]
+    optional = optional_modules(wheel, sorted({r.binary for r in missing if (binary := _file(
+        wheel, r.binary)) is not None and binary.is_extension}), context.options.limits)
     findings = _unresolved(context.loader.words,
-                           [r for r in resolved if r.kind == UNRESOLVED], shipped)
+                           [r for r in missing if r.binary not in optional], shipped)
+    findings += _optional_modules([r for r in missing if r.binary in optional], optional)
     groups: dict[tuple[str, str], list[Resolution]] = {}
+    opened = _alternatives(wheel, resolved)
     for item in resolved:
         if item.kind == SYSTEM and item.via != "system":
             groups.setdefault((SYSTEM, item.via), []).append(item)
@@ -276,6 +286,9 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
             groups.setdefault((UNDECLARED, item.distribution), []).append(item)
         elif item.kind == TOOLKIT:
             groups.setdefault((TOOLKIT, item.via), []).append(item)
+        elif item.kind == IMPORTED and item.builds and context.static and \
+                item.binary not in opened:
+            groups.setdefault(("variant", item.distribution), []).append(item)
         elif item.kind in (IMPORTED, OPTIONAL):
             about = {IMPORTED: item.via, OPTIONAL: item.distribution}
             groups.setdefault((item.kind, about[item.kind]), []).append(item)
@@ -283,7 +296,8 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
             groups.setdefault(("partial", item.binary), []).append(item)
         elif item.kind == IN_WHEEL and item.inherited_from:
             groups.setdefault(("inherited", ""), []).append(item)
-    for kind in (UNDECLARED, TOOLKIT, "partial", OPTIONAL, IMPORTED, SYSTEM, "inherited"):
+    for kind in (UNDECLARED, TOOLKIT, "partial", "variant", OPTIONAL, IMPORTED, SYSTEM,
+                 "inherited"):
         for key, items in sorted((k[1], v) for k, v in groups.items() if k[0] == kind):
             findings.append(_group_finding(kind, key, items, context.loader.words))
     findings += _shared_names(context.loader, resolved)
@@ -308,6 +322,50 @@ def _shared_names(loader: LoaderModel, resolved: tuple[Resolution, ...]) -> list
         fix="repair with delvewheel, whose name mangling (on by default; do not pass "
             "--no-mangle or --no-mangle-all for them) renames each bundled library to "
             "<name>-<hash>.dll", libraries=targets[:20], files=files[:20], count=len(files))]
+
+
+def _alternatives(wheel: WheelModel, resolved: tuple[Resolution, ...]) -> set[str]:
+    """Libraries the package opens itself (no shipped file needs them, no module) that are
+    alternatives of each other: in one folder, exporting (nearly) the same functions, so the
+    package chooses one at run time (bitsandbytes' backends, one per CUDA, ROCm or CPU build
+    of torch) and a library only one build of a dependency provides is its choice, not an
+    assumption."""
+    loaded = {item.target for item in resolved if item.kind == IN_WHEEL}
+    opened: dict[str, list[tuple[str, frozenset[str]]]] = {}
+    for binary in wheel.binaries:
+        if binary.is_extension or binary.installed in loaded:
+            continue
+        exports = frozenset(symbol.name for symbol in binary.info.dynamic_symbols
+                            if symbol.exported and symbol.kind == "func")
+        if exports:
+            opened.setdefault(binary.folder, []).append((binary.path, exports))
+    found: set[str] = set()
+    for libraries in opened.values():
+        for index, (path, exports) in enumerate(libraries):
+            for other, theirs in libraries[index + 1:]:
+                if len(exports & theirs) >= 0.9 * min(len(exports), len(theirs)):
+                    found.update((path, other))
+    return found
+
+
+def _file(wheel: WheelModel, path: str) -> BinaryFile | None:
+    return next((binary for binary in wheel.binaries if binary.path == path), None)
+
+
+def _optional_modules(items: list[Resolution], optional: Mapping[str, OptionalImport]
+                      ) -> list[Finding]:
+    """One note per extension module the package imports only under a guard catching
+    ImportError, whose needed libraries are found nowhere: its designed fallback."""
+    by_file: dict[str, list[str]] = {}
+    for item in items:
+        by_file.setdefault(item.binary, []).append(item.needed)
+    return [finding(
+        NAME, Severity.INFO, path, f"needs {_names(names)}, not found after installation; the "
+        f"package imports {optional[path].module} only under try/except ImportError "
+        f"({', '.join(optional[path].importers[:3])})", why="an optional part: the package "
+        "falls back when it does not load (installing the library enables it)",
+        needed=sorted(set(names)), importers=list(optional[path].importers))
+        for path, names in sorted(by_file.items())]
 
 
 def _unresolved(words: LoaderWords, items: list[Resolution], shipped: set[str]
@@ -404,6 +462,16 @@ def _group_finding(kind: str, key: str, items: list[Resolution],
             f"some of its loaders pass down, not when loaded by {named}",
             why="loaded that way first, it fails", fix=f"give this file its own "
             f"{words.search_path}", loaders=loaders[:10], **common)
+    if kind == "variant":
+        builds = items[0].builds
+        return finding(
+            NAME, Severity.WARNING, first, f"{many} {shown}, which only the {builds} builds of "
+            f"the declared '{key}' load (`{items[0].via}`): not provable statically: depends "
+            f"on which build of {key} is installed", why=f"with another build of {key} "
+            f"installed (a CPU one), nothing provides them and those files fail to load",
+            fix=f"pin the build in Requires-Dist (a {key} version with its local label), "
+                "declare the wheels that provide the libraries, or run a full verify against "
+                "the build users install", distribution=key, builds=builds, **common)
     if kind == OPTIONAL:
         extras = ", ".join(f"[{extra}]" for extra in items[0].extras)
         return finding(
