@@ -287,21 +287,25 @@ class LoaderModel(Protocol):
         by its path (Linux, macOS)."""
         return False
 
-    def for_wheel(self, folders: Collection[str],
-                  init_modules: Mapping[str, str]) -> LoaderModel:
+    def for_wheel(self, folders: Collection[str], init_modules: Mapping[str, str], *,
+                  platform_tags: Sequence[str] = ()) -> LoaderModel:
         """The model for one wheel whose installed folders (site-packages relative) are
         ``folders`` and whose top-level packages run ``init_modules`` ("<pkg>/__init__.py"
         and "<pkg>/_distributor_init.py" -> source) when imported. A platform whose search
         depends on the wheel rather than on a search path in each binary (Windows: the
-        folders a package adds with os.add_dll_directory) overrides it; the default (Linux,
-        macOS: the search path is in each file) is the model as it is."""
+        folders a package adds with os.add_dll_directory) or on the wheel's platform tags
+        (Linux: a musllinux wheel is loaded by musl's loader, whose rules differ from
+        glibc's) overrides it; the default (macOS: the search path is in each file) is the
+        model as it is."""
         return self
 
 
 def bind_to_wheel(loader: LoaderModel, folders: Collection[str],
-                  init_modules: Mapping[str, str]) -> LoaderModel:
-    """``loader.for_wheel(folders, init_modules)``: the model for one wheel."""
-    return loader.for_wheel(folders, init_modules)
+                  init_modules: Mapping[str, str], *,
+                  platform_tags: Sequence[str] = ()) -> LoaderModel:
+    """``loader.for_wheel(folders, init_modules, platform_tags=...)``: the model for one
+    wheel."""
+    return loader.for_wheel(folders, init_modules, platform_tags=platform_tags)
 
 
 class HasLoader(Protocol):

@@ -267,8 +267,8 @@ class WindowsLoader(LoaderModel):
         self.preloads = {posixpath.basename(path).lower(): (path, module)
                          for path, module in reversed(preloads)}
 
-    def for_wheel(self, folders: Collection[str],
-                  init_modules: Mapping[str, str]) -> WindowsLoader:
+    def for_wheel(self, folders: Collection[str], init_modules: Mapping[str, str], *,
+                  platform_tags: Sequence[str] = ()) -> WindowsLoader:
         found = dll_directories(init_modules)
         added = found.folders
         if found.unknown:

@@ -143,10 +143,14 @@ def test_search_folders_own_folder_first_then_added_ones() -> None:
 
 def test_a_model_that_keeps_the_default_for_wheel_is_used_as_it_is() -> None:
     from platforms.linux.loader import LOADER as LINUX
+    from platforms.linux.loader import LinuxLoader
     from platforms.macos.loader import LOADER as MACOS
-    assert bind_to_wheel(LINUX, {"", "pkg"}, {}) is LINUX
     assert MACOS.for_wheel({"", "pkg"}, {}) is MACOS
     assert bind_to_wheel(LOADER, {"", "pkg"}, {}) is not LOADER   # Windows overrides it
+    # Linux picks its C library's loader by the tags (musllinux: musl's rules)
+    for tag, libc in (("manylinux_2_28_x86_64", "glibc"), ("musllinux_1_2_x86_64", "musl")):
+        bound = bind_to_wheel(LINUX, {"", "pkg"}, {}, platform_tags=(tag,))
+        assert isinstance(bound, LinuxLoader) and bound.libc == libc
 
 
 def test_entries_classify_and_loading() -> None:
