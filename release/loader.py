@@ -280,6 +280,13 @@ class LoaderModel(Protocol):
         A wheel none of whose binaries does carries inert entries."""
         return True
 
+    def names_providers(self, info: BinaryInfo) -> bool:
+        """Whether the image's format can record, for each import, the library that provides
+        it (Mach-O's two-level namespace, PE's import table), so that an image binding by name
+        all the same (flat namespace) is a choice to question; False for ELF, which resolves
+        every import from the process's scope by design."""
+        return False
+
     def shared_by_name(self, path: str) -> bool:
         """Whether the shipped library at ``path``, loaded by its name, may bind to another
         package's library of that name loaded first into the process (Windows keeps one

@@ -286,6 +286,9 @@ class WindowsLoader(LoaderModel):
     def preloaded(self, name: str) -> tuple[str, str] | None:
         return self.preloads.get(name.lower())
 
+    def names_providers(self, info: BinaryInfo) -> bool:
+        return True   # each import names its DLL
+
     def shared_by_name(self, path: str) -> bool:
         return collides_by_name(posixpath.basename(path))
 

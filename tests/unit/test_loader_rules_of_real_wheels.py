@@ -223,3 +223,23 @@ def _requires(requirement: str) -> dict[str, bytes]:
     return {"demo/__init__.py": b"",
             "demo-1.0.dist-info/METADATA": ("Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n"
                                             f"Requires-Dist: {requirement}\n").encode()}
+
+
+def test_a_flat_image_importing_what_no_library_it_loads_defines(tmp_path: Path) -> None:
+    """A flat-namespace bundle imports helper_run, which only libhelper defines, and loads
+    nothing that defines it: resolved from whatever was loaded first."""
+    bundle = macho(kind="bundle", exports=["PyInit__core"], flat=True, imports=["helper_run"],
+                   loads=["/usr/lib/libSystem.B.dylib"])
+    helper = library("libhelper.dylib", exports=["helper_run"])
+    report = verify_wheel(mac_wheel(tmp_path, {BUNDLE: bundle,
+                                               "demo/.dylibs/libhelper.dylib": helper}),
+                          static=True)
+    assert [(file, what.split(",")[0]) for _, file, what in problems(report, "duplicates")] == [
+        (BUNDLE, "imports 1 symbols by name (flat namespace) that none of the libraries it "
+                 "loads define")]
+    linked = macho(kind="bundle", exports=["PyInit__core"], flat=True, imports=["helper_run"],
+                   loads=["@loader_path/.dylibs/libhelper.dylib"])
+    fine = verify_wheel(mac_wheel(tmp_path, {BUNDLE: linked,
+                                             "demo/.dylibs/libhelper.dylib": helper}),
+                        static=True)
+    assert problems(fine, "duplicates") == []

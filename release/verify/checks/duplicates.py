@@ -80,12 +80,7 @@ def scopes(wheel: WheelModel, context: VerifyContext, loader: LoaderModel) -> li
     and whether together, the files do not say: alternatives chosen at run time never
     meet)."""
     binaries = _loadable(wheel, loader)
-    by_installed = {binary.installed: binary.path for binary in binaries}
-    loads: dict[str, set[str]] = {}
-    for item in linkage.resolutions(context):
-        target = by_installed.get(item.target) if item.kind == linkage.IN_WHEEL else None
-        if target is not None and target != item.binary:
-            loads.setdefault(item.binary, set()).add(target)
+    loads = _loads(wheel, context, loader)
     loaded = {path for targets in loads.values() for path in targets}
     entries = [binary for binary in binaries if binary.is_extension or binary.path not in loaded]
     closures = {binary.path: _closure(binary.path, loads) for binary in entries}
@@ -103,6 +98,50 @@ def scopes(wheel: WheelModel, context: VerifyContext, loader: LoaderModel) -> li
                                             if loader.binds_by_name(infos[path])), scope.merged)
              for scope in found if len(scope.members) > 1]
     return [scope for scope in named if scope.by_name]
+
+
+def _loads(wheel: WheelModel, context: VerifyContext,
+           loader: LoaderModel) -> dict[str, set[str]]:
+    """For each loadable library (wheel path), the shipped libraries it loads itself."""
+    by_installed = {binary.installed: binary.path for binary in _loadable(wheel, loader)}
+    loads: dict[str, set[str]] = {}
+    for item in linkage.resolutions(context):
+        target = by_installed.get(item.target) if item.kind == linkage.IN_WHEEL else None
+        if target is not None and target != item.binary:
+            loads.setdefault(item.binary, set()).add(target)
+    return loads
+
+
+def _unprovided(wheel: WheelModel, context: VerifyContext, loader: LoaderModel,
+                definers: dict[str, list[str]]) -> list[Finding]:
+    """One warning per image that binds by name although its format records each import's
+    library (a Mach-O flat-namespace image: ELF images resolve from the process's global
+    scope by design, PE images always name the DLL) and imports symbols that none of the
+    libraries it loads define but another shipped library does: the loader resolves them
+    from whatever image defining the name was loaded first, or fails when none was."""
+    loads = _loads(wheel, context, loader)
+    findings = []
+    for binary in _loadable(wheel, loader):
+        if not (loader.binds_by_name(binary.info) and loader.names_providers(binary.info)):
+            continue
+        closure = _closure(binary.path, loads)
+        missing = sorted(
+            symbol.name for symbol in binary.info.dynamic_symbols
+            if not symbol.defined and symbol.binding == GLOBAL and symbol.name in definers
+            and not closure.intersection(definers[symbol.name]))
+        if missing:
+            providers = sorted({path for name in missing for path in definers[name]})
+            findings.append(finding(
+                NAME, Severity.WARNING, binary.path, f"imports {len(missing)} symbols by name "
+                f"(flat namespace) that none of the libraries it loads define, e.g. "
+                f"{missing[0]}; only {', '.join(providers[:3])} defines them",
+                why="the loader binds them to whatever loaded image defines them first: they "
+                    "resolve only when that library happens to be loaded before, else the load "
+                    "fails",
+                fix="link the image against the library that defines them (two-level "
+                    "namespace, -Wl,-twolevel_namespace), or load it from this image",
+                count=len(missing), sample=missing[:_SAMPLE], providers=providers[:_SAMPLE]))
+    return findings
 
 
 def _named_by_openers(wheel: WheelModel, context: VerifyContext,
@@ -198,6 +237,7 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
             library_count=len(libraries), count=len(names), sample=sorted(names)[:_SAMPLE]))
     if maybe:
         findings.append(_opened_together(maybe, wheel.global_openers))
+    findings += _unprovided(wheel, context, loader, definers)
     if standard:
         names = sorted({name for group in standard.values() for name in group})
         exporters = sorted({path for group in standard for path in group})
