@@ -308,7 +308,7 @@ def _read_whole(member: Member) -> bool:
         name.endswith(CONFIG_SUFFIXES)
         or (name.count("/") == 1 and name.endswith(("/METADATA", "/WHEEL", "/RECORD",
                                                     "/variant.json", "/" + RECORD_FILE,
-                                                    "/__init__.py"))))
+                                                    "/__init__.py", "/_distributor_init.py"))))
 
 
 def _check_read_whole(archive: Path, members: list[Member]) -> None:
