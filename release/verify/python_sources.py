@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from release.archive import list_members, read_member
+from release.archive import read_member
 from release.verify.options import Limits
 from release.verify.wheel_model import WheelModel
 
@@ -18,7 +18,7 @@ def python_files(wheel: WheelModel, wanted: Callable[[str], bool],
     """(wheel path, text) of the ``.py`` members ``wanted`` accepts, in archive order, until
     the budget is spent."""
     left = BUDGET
-    for member in list_members(wheel.archive, limits):
+    for member in wheel.members:
         if not member.name.endswith(".py") or not wanted(member.name):
             continue
         if member.declared_size > left:

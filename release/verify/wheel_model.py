@@ -172,6 +172,8 @@ class WheelModel:
     dist_info: str = ""        # the .dist-info folder's name ("demo-1.0.dist-info")
     wheel_version: str = ""    # WHEEL's Wheel-Version ("" when it has none)
     variant_json: str | None = None         # .dist-info/variant.json of a variant wheel (PEP 825)
+    # the archive's members as listed once (what a check reads on demand is found here)
+    members: tuple[Member, ...] = field(default=(), repr=False, compare=False)
     # every folder that holds a file of the wheel ("" for the top), for O(1) lookups
     folders: frozenset[str] = field(init=False, repr=False, compare=False)
 
@@ -233,7 +235,7 @@ def open_wheel(archive: Path, destination: Path, *, extract_all: bool, prefixes:
         digests={s.name: s.sha256 for s in streamed},
         init_modules=_read_init_modules(archive, members, options), dist_info=dist_info,
         wheel_version=parse_wheel_version(wheel_text),
-        variant_json=texts.get(f"{dist_info}/variant.json"))
+        variant_json=texts.get(f"{dist_info}/variant.json"), members=tuple(members))
 
 
 def _stream_all(archive: Path, members: list[Member], request: StreamRequest,

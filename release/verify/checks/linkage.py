@@ -278,7 +278,8 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
                            [r for r in missing if r.binary not in optional], shipped)
     findings += _optional_modules([r for r in missing if r.binary in optional], optional)
     groups: dict[tuple[str, str], list[Resolution]] = {}
-    opened = _alternatives(wheel, resolved)
+    opened = _alternatives(wheel, resolved) if any(
+        item.builds for item in resolved if item.kind == IMPORTED) else set()
     for item in resolved:
         if item.kind == SYSTEM and item.via != "system":
             groups.setdefault((SYSTEM, item.via), []).append(item)
