@@ -194,9 +194,13 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
     definers: dict[str, list[str]] = {}
     importers: dict[str, set[str]] = {}
     for binary in binaries:
+        # whose imports matter: a by-name image that may sit beside definers that do not
+        # bind by name (a flat image among two-level ones); every ELF definer binds by name
+        flat = loader.binds_by_name(binary.info) and loader.names_providers(binary.info)
         for symbol in binary.info.dynamic_symbols:
             if not symbol.defined:
-                importers.setdefault(symbol.name, set()).add(binary.path)
+                if flat:
+                    importers.setdefault(symbol.name, set()).add(binary.path)
             elif (symbol.exported and symbol.binding == GLOBAL and symbol.name not in BENIGN
                     and symbol.name != symbol.version and not symbol.name.startswith("PyInit_")):
                 definers.setdefault(symbol.name, []).append(binary.path)
