@@ -114,11 +114,12 @@ def _loads(wheel: WheelModel, context: VerifyContext,
 
 def _unprovided(wheel: WheelModel, context: VerifyContext, loader: LoaderModel,
                 definers: dict[str, list[str]]) -> list[Finding]:
-    """One warning per image that binds by name although its format records each import's
-    library (a Mach-O flat-namespace image: ELF images resolve from the process's global
-    scope by design, PE images always name the DLL) and imports symbols that none of the
-    libraries it loads define but another shipped library does: the loader resolves them
-    from whatever image defining the name was loaded first, or fails when none was."""
+    """One warning per image that binds by name although its format can record each
+    import's library (``names_providers``: a flat-namespace image; where the loader model
+    resolves from the process's global scope by design, nothing is judged) and imports
+    symbols that none of the libraries it loads define but another shipped library does: the
+    loader resolves them from whatever image defining the name was loaded first, or fails
+    when none was."""
     loads = _loads(wheel, context, loader)
     findings = []
     for binary in _loadable(wheel, loader):
@@ -195,7 +196,7 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
     importers: dict[str, set[str]] = {}
     for binary in binaries:
         # whose imports matter: a by-name image that may sit beside definers that do not
-        # bind by name (a flat image among two-level ones); every ELF definer binds by name
+        # bind by name (a flat image among two-level ones)
         flat = loader.binds_by_name(binary.info) and loader.names_providers(binary.info)
         for symbol in binary.info.dynamic_symbols:
             if not symbol.defined:
