@@ -4,15 +4,18 @@
   PATH when installed) downloads nothing, writes nothing into the cache or TMPDIR, and takes
   under 5 s beyond reading the wheel (its `unzip -tq` time); a file that is not a zip is
   refused in well under a second;
-* speed and memory: `verify --static` against `unzip -tq` on wheels of 130-260 MB, wall and
-  CPU ratios (target <= 1.0x wall, goal 0.6x) and verify's own peak memory (target <= 200 MB),
-  each round measured in child processes, unzip and verify alternating; the median round.
+* speed and memory: `verify --static` against `unzip -tq` on the largest wheels of the
+  verify corpus (137-256 MB), wall and CPU ratios (target <= 0.8x wall, goal 0.6x) and
+  verify's own peak memory (target <= 150 MB), each round measured in child processes, unzip
+  and verify alternating; the median round.
 
     python benchmarks/verify_static.py [WHEEL ...] [--rounds N] [--auditwheel]
 
-Without WHEEL it uses (and if needed downloads, once, into release.tools.cache_dir()/wheels)
-torch 2.13.0 CPU (192 MB) and onnxruntime-gpu 1.31.1 (256 MB); the cold start uses the
-smallest wheels of the verify corpus that are in the cache. Exits 1 when a target is missed."""
+Without WHEEL it uses the corpus's onnxruntime-gpu 1.31.1 (256 MB), torch 2.13.0 CPU
+(192 MB) and cupy-cuda12x 14.2.0 (137 MB): the pinned files (tests/fixtures/corpus/*.json),
+downloaded once by URL and sha256 into release.tools.cache_dir()/wheels/corpus; the cold
+start uses the smallest wheels of the verify corpus that are in the cache. Exits 1 when a
+target is missed."""
 
 from __future__ import annotations
 
@@ -34,9 +37,8 @@ sys.path.insert(0, str(ROOT))
 
 from release import tools  # noqa: E402
 
-BIG_WHEELS = (("torch==2.13.0", "torch-2.13.0*.whl"),
-              ("onnxruntime-gpu==1.31.1", "onnxruntime_gpu-1.31.1-*.whl"))
-COLD_TARGET, NOT_A_ZIP_TARGET, RATIO_TARGET, RATIO_GOAL, PEAK_TARGET = 5.0, 1.0, 1.0, 0.6, 200
+BIG_WHEELS = (("corpus", "onnxruntime_gpu"), ("corpus", "torch"), ("corpus", "cupy_cuda12x"))
+COLD_TARGET, NOT_A_ZIP_TARGET, RATIO_TARGET, RATIO_GOAL, PEAK_TARGET = 5.0, 1.0, 0.8, 0.6, 150
 
 _CHILD = """
 import json, re, sys, time
@@ -71,15 +73,10 @@ def timed(command: list[str], env: dict[str, str] | None = None) -> Timed:
     return Timed(wall, cpu, completed.stdout + completed.stderr, completed.returncode)
 
 
-def cached_wheel(requirement: str, pattern: str) -> Path:
-    folder = tools.cache_dir() / "wheels"
-    found = sorted(folder.rglob(pattern))
-    if not found:
-        folder.mkdir(parents=True, exist_ok=True)
-        subprocess.run([sys.executable, "-m", "pip", "download", requirement, "--no-deps",
-                        "--only-binary=:all:", "-q", "-d", str(folder)], check=True)
-        found = sorted(folder.rglob(pattern))
-    return found[0]
+def cached_wheel(corpus_name: str, case: str) -> Path:
+    """The corpus's pinned file for ``case`` (downloaded once by URL, checked by sha256)."""
+    from tests.verify import corpus
+    return corpus.wheel(corpus_name, case)
 
 
 def cold_start(wheels: list[Path]) -> bool:

@@ -527,20 +527,9 @@ class _LeakScanner:
                 position = window.find(encoded, position + 1, limit + len(encoded))
 
     def _path_starts(self, window: bytes, limit: int) -> None:
-        by_key, record = self.by_key, self._record
-        sources = self.binary
-        position = window.find(b"/", 1, limit)
-        while position >= 0:
-            if window[position - 1] not in _PATH_BYTES:
-                for prefix, literal, wild in by_key.get(window[position:position + _KEY], ()):
-                    if window.startswith(literal, position) and (
-                            wild is None or wild.match(window, position + 1)):
-                        record(prefix, window, _drive_start(window, position))
-                        break   # one prefix per path: the most specific
-                if sources and self._source_file(window, position):
-                    sources = SOURCE_FILE not in self.found or \
-                        self.found[SOURCE_FILE].count < _SAMPLES
-            position = window.find(b"/", position + 1, limit)
+        _prefix_starts(self, window, limit)
+        if self.binary:
+            _source_files(self, window, limit)
 
     def _source_file(self, window: bytes, position: int) -> bool:
         """Records an absolute source file name at ``position``; True when it found one."""
@@ -580,6 +569,59 @@ class _LeakScanner:
             return
         samples = known.samples if sample in known.samples else (*known.samples, sample)
         self.found[prefix] = Leak(prefix, known.sample, samples, known.count + 1)
+
+
+@functools.cache
+def _key_pattern(keys: tuple[bytes, ...]) -> re.Pattern[bytes]:
+    """Any of the prefixes' first bytes (each starts with '/'): one search in C for every
+    candidate path start, instead of a step of Python at every '/' of a file."""
+    tails = sorted({key[1:] for key in keys}, key=lambda tail: (-len(tail), tail))
+    return re.compile(b"/(?:" + b"|".join(re.escape(tail) for tail in tails) + b")")
+
+
+def _prefix_starts(scanner: _LeakScanner, window: bytes, limit: int) -> None:
+    """Records each known prefix at a path start ('/' after no path byte) in window[1:limit]."""
+    by_key = scanner.by_key
+    if not by_key:
+        return
+    for match in _key_pattern(tuple(by_key)).finditer(window, 1, limit + _KEY):
+        position = match.start()
+        if position >= limit:
+            break
+        if window[position - 1] in _PATH_BYTES:
+            continue
+        for prefix, literal, wild in by_key.get(window[position:position + _KEY], ()):
+            if window.startswith(literal, position) and (
+                    wild is None or wild.match(window, position + 1)):
+                scanner._record(prefix, window, _drive_start(window, position))
+                break   # one prefix per path: the most specific
+
+
+_SOURCE_END = re.compile(rb"\.(?:" + b"|".join(
+    re.escape(suffix[1:]) for suffix in sorted(_SUFFIXES, key=len, reverse=True)) + rb")\x00")
+_SOURCE_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._+@/-")
+
+
+def _source_files(scanner: _LeakScanner, window: bytes, limit: int) -> None:
+    """Records absolute source file names (a path start whose string ends in a source
+    suffix) in window[1:limit], found from their ends: a source suffix before a NUL is rare
+    where a '/' is not; at most a few samples are taken per window once enough are known."""
+    floor = 1
+    for match in _SOURCE_END.finditer(window, 1, limit + _SAMPLE):
+        end = match.start()
+        position = end
+        stop = max(floor, end - _SAMPLE)
+        while position > stop and window[position - 1] in _SOURCE_BYTES:
+            position -= 1
+        floor = match.end()
+        while 0 <= position < end and (window[position] != 0x2F
+                                       or window[position - 1] in _PATH_BYTES):
+            position = window.find(b"/", position + 1, end)
+        if position < 1 or position >= limit:
+            continue
+        if scanner._source_file(window, position) and \
+                scanner.found[SOURCE_FILE].count >= _SAMPLES:
+            return
 
 
 def _drive_start(window: bytes, position: int) -> int:

@@ -261,21 +261,58 @@ class LoaderModel(Protocol):
         fresh process started by ``runner``, and exits 0; a ToolError when ``runner`` cannot
         import modules."""
 
-    def for_wheel(self, folders: Collection[str],
-                  init_modules: Mapping[str, str]) -> LoaderModel:
+    def file_key(self, path: str) -> str:
+        """The form in which the loader compares a library's name or path with a file's:
+        as written (Linux, macOS); Windows' loader ignores case (``VCOMP140.DLL`` is the
+        shipped ``vcomp140.dll``)."""
+        return path
+
+    def preloaded(self, name: str) -> tuple[str, str] | None:
+        """(installed path, the module that loads it) of a shipped library the package
+        loads by its path before any of its binaries, which the loader then reuses for
+        every import of that name (Windows: a module of that name already in the
+        process); None when the model knows of none."""
+        return None
+
+    def searches_entries(self, info: BinaryInfo) -> bool:
+        """Whether the loader searches this binary's search-path entries (``entries``) for
+        any of its own needs: on Linux always; dyld only for ``@rpath/`` install names.
+        A wheel none of whose binaries does carries inert entries."""
+        return True
+
+    def names_providers(self, info: BinaryInfo) -> bool:
+        """Whether the image's format can record, for each import, the library that provides
+        it (Mach-O's two-level namespace, PE's import table), so that an image binding by name
+        all the same (flat namespace) is a choice to question; False for ELF, which resolves
+        every import from the process's scope by design."""
+        return False
+
+    def shared_by_name(self, path: str) -> bool:
+        """Whether the shipped library at ``path``, loaded by its name, may bind to another
+        package's library of that name loaded first into the process (Windows keeps one
+        module per name: an unmangled ``zlib1.dll``); False where each library is found
+        by its path (Linux, macOS)."""
+        return False
+
+    def for_wheel(self, folders: Collection[str], init_modules: Mapping[str, str], *,
+                  platform_tags: Sequence[str] = ()) -> LoaderModel:
         """The model for one wheel whose installed folders (site-packages relative) are
         ``folders`` and whose top-level packages run ``init_modules`` ("<pkg>/__init__.py"
-        -> source) when imported. A platform whose search depends on the wheel rather than
-        on a search path in each binary (Windows: the folders a package adds with
-        os.add_dll_directory) overrides it; the default (Linux, macOS: the search path is
-        in each file) is the model as it is."""
+        and "<pkg>/_distributor_init.py" -> source) when imported. A platform whose search
+        depends on the wheel rather than on a search path in each binary (Windows: the
+        folders a package adds with os.add_dll_directory) or on the wheel's platform tags
+        (Linux: a musllinux wheel is loaded by musl's loader, whose rules differ from
+        glibc's) overrides it; the default (macOS: the search path is in each file) is the
+        model as it is."""
         return self
 
 
 def bind_to_wheel(loader: LoaderModel, folders: Collection[str],
-                  init_modules: Mapping[str, str]) -> LoaderModel:
-    """``loader.for_wheel(folders, init_modules)``: the model for one wheel."""
-    return loader.for_wheel(folders, init_modules)
+                  init_modules: Mapping[str, str], *,
+                  platform_tags: Sequence[str] = ()) -> LoaderModel:
+    """``loader.for_wheel(folders, init_modules, platform_tags=...)``: the model for one
+    wheel."""
+    return loader.for_wheel(folders, init_modules, platform_tags=platform_tags)
 
 
 class HasLoader(Protocol):

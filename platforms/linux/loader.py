@@ -1,12 +1,20 @@
-"""The Linux dynamic loader (ld.so) as verify's loader model: $ORIGIN-relative DT_RUNPATH
-and DT_RPATH entries, DT_RPATH inherited by what a binary loads (only while that binary has
-no DT_RUNPATH), the manylinux policies for system libraries, and ctypes for load checks (run
-by this machine's Python, or by the emulated machine's Python for a wheel of another one)."""
+"""The Linux dynamic loaders as verify's loader model: $ORIGIN-relative DT_RUNPATH and
+DT_RPATH entries, the manylinux and musllinux policies for system libraries, and ctypes for
+load checks (run by this machine's Python, or by the emulated machine's Python for a wheel of
+another one).
+
+Two loaders, each by its own rules. glibc's ld.so (manylinux): a binary with DT_RUNPATH
+searches it alone; one without searches its DT_RPATH, then the DT_RPATH of the binaries that
+loaded it (inherited only while the loading binary has no DT_RUNPATH), and DT_RPATH comes
+before LD_LIBRARY_PATH. musl's (musllinux, ldso/dynlink.c ``load_library``): one path per
+binary, DT_RUNPATH if it has one, else DT_RPATH, searched after LD_LIBRARY_PATH, then the
+path of the binary that loaded it, and of its loader, up the chain, whichever kind each
+carries: under musl every search path is passed down."""
 
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from platforms.linux.policy import Policy, load_policies
 from release.binary.model import BinaryInfo
@@ -84,6 +92,15 @@ class LinuxLoader(LoaderModel):
     words = LoaderWords(search_path="DT_RUNPATH", relative_entry="$ORIGIN-relative",
                         how_to_set="CMake: INSTALL_RPATH \"$ORIGIN/...\"")
 
+    def __init__(self, libc: str = "glibc") -> None:
+        self.libc = libc   # "glibc" (manylinux, linux_*) or "musl" (musllinux)
+
+    def for_wheel(self, folders: Collection[str], init_modules: Mapping[str, str], *,
+                  platform_tags: Sequence[str] = ()) -> LinuxLoader:
+        linux = [tag for tag in platform_tags if tag.startswith(_TAG_PREFIXES)]
+        musl = bool(linux) and all(tag.startswith("musllinux") for tag in linux)
+        return LinuxLoader("musl" if musl else "glibc")
+
     def claims_tag(self, platform_tag: str) -> bool:
         return platform_tag.startswith(_TAG_PREFIXES)
 
@@ -111,20 +128,30 @@ class LinuxLoader(LoaderModel):
 
     def search_folders(self, info: BinaryInfo, folder: str,
                        inherited: Sequence[SearchFolder]) -> list[SearchFolder]:
-        if info.runpath:
-            return self._own(info, folder, "DT_RUNPATH")
-        return [*self._own(info, folder, "DT_RPATH"), *inherited]
+        kind = "DT_RUNPATH" if info.runpath else "DT_RPATH"
+        if info.runpath and self.libc != "musl":
+            return self._own(info, folder, kind)
+        return [*self._own(info, folder, kind), *inherited]
 
     def passes_down(self, info: BinaryInfo, folder: str, path: str) -> list[SearchFolder]:
-        if info.runpath:
+        kind = "DT_RUNPATH" if info.runpath else "DT_RPATH"
+        if info.runpath and self.libc != "musl":
             return []
-        return self._own(info, folder, f"DT_RPATH of {path}", inherited_from=path)
+        return self._own(info, folder, f"{kind} of {path}", inherited_from=path)
 
     def search_path_problems(self, info: BinaryInfo) -> list[Problem]:
         if info.rpath and info.runpath:
             return [Problem("warning", "carries both DT_RPATH and DT_RUNPATH",
                             why="the loader ignores DT_RPATH then; it is dead weight that "
                                 "confuses readers", fix="drop DT_RPATH")]
+        if info.rpath and self.libc == "musl":
+            return [Problem("info", "uses DT_RPATH, not DT_RUNPATH",
+                            why="musl's loader treats DT_RPATH as it treats DT_RUNPATH: "
+                                "searched after LD_LIBRARY_PATH and passed down to the "
+                                "libraries this file loads",
+                            fix="nothing needed for musl; -Wl,--enable-new-dtags writes "
+                                "DT_RUNPATH",
+                            details={"rpath": list(info.rpath)})]
         if info.rpath:
             # auditwheel writes DT_RPATH on purpose: a note, not a defect
             return [Problem("info", "uses DT_RPATH, not DT_RUNPATH",

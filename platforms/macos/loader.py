@@ -150,6 +150,12 @@ class MacOSLoader(LoaderModel):
             unique.setdefault(place.folder, place)
         return list(unique.values())
 
+    def names_providers(self, info: BinaryInfo) -> bool:
+        return True   # a two-level namespace records each import's library ordinal
+
+    def searches_entries(self, info: BinaryInfo) -> bool:
+        return any(path.startswith("@rpath/") for path in info.needed_paths)
+
     def passes_down(self, info: BinaryInfo, folder: str, path: str) -> list[SearchFolder]:
         return self._rpaths(info, folder, f"LC_RPATH of {path}", inherited_from=path)
 

@@ -23,6 +23,7 @@ import ast
 import fnmatch
 import json
 import posixpath
+import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -50,6 +51,26 @@ SYSTEM_DLLS = Path(__file__).with_name("system-dlls.json")
 _MACHINES = {"win_amd64": "x86_64", "win_arm64": "aarch64", "win32": "x86"}
 _DLL_LOAD_DIR = "the DLL's own folder"
 _ADDED = "os.add_dll_directory"
+
+
+SHARED_DLL_NAMES = Path(__file__).with_name("shared-dll-names.json")
+# delvewheel's mangled name: <name>-<32 hex digits>.dll
+_MANGLED = re.compile(r".+-[0-9a-f]{32}\.dll\Z", re.IGNORECASE)
+
+
+@cache
+def shared_dll_names() -> tuple[str, ...]:
+    """The name patterns of DLLs many packages ship builds of (shared-dll-names.json)."""
+    data = json.loads(SHARED_DLL_NAMES.read_text(encoding="utf-8"))
+    return tuple(pattern.lower() for pattern in data["patterns"])
+
+
+def collides_by_name(name: str) -> bool:
+    """Whether a shipped DLL of this file name may be another package's build in the same
+    process: an unmangled name that many packages ship (zlib1.dll, msvcp140.dll)."""
+    lower = name.lower()
+    return not _MANGLED.match(lower) and any(
+        fnmatch.fnmatchcase(lower, pattern) for pattern in shared_dll_names())
 
 
 @dataclass(frozen=True)
@@ -112,6 +133,8 @@ class _PathEvaluator:
                 except _Unknown:
                     continue
             raise _Unknown
+        if isinstance(node, ast.Subscript):
+            return self.subscript(node, depth)
         if isinstance(node, ast.Attribute):
             if node.attr in ("pardir", "curdir"):
                 return ".." if node.attr == "pardir" else "."
@@ -125,10 +148,30 @@ class _PathEvaluator:
             return self.call(node, depth)
         raise _Unknown
 
+    def subscript(self, node: ast.Subscript, depth: int) -> str:
+        """``os.path.split(p)[0]`` (the folder), ``[1]`` or ``[-1]`` (the name), and
+        ``Path(p).parents[N]``."""
+        index = node.slice
+        if not (isinstance(index, ast.Constant) and isinstance(index.value, int)):
+            raise _Unknown
+        value = node.value
+        if isinstance(value, ast.Call) and _function_name(value) == "split" \
+                and len(value.args) == 1 and not value.keywords:
+            folder, name = posixpath.split(self.value(value.args[0], depth + 1))
+            if index.value in (0, -2):
+                return folder
+            if index.value in (1, -1):
+                return name
+        if isinstance(value, ast.Attribute) and value.attr == "parents" and index.value >= 0:
+            path = self.value(value.value, depth + 1)
+            for _ in range(index.value + 1):
+                path = posixpath.dirname(path)
+            return path
+        raise _Unknown
+
     def call(self, node: ast.Call, depth: int) -> str:
         function = node.func
-        name = function.attr if isinstance(function, ast.Attribute) else \
-            function.id if isinstance(function, ast.Name) else ""
+        name = _function_name(node)
         arguments = [self.value(argument, depth + 1) for argument in node.args]
         if isinstance(function, ast.Attribute) and name in ("resolve", "absolute") \
                 and not arguments:
@@ -142,19 +185,46 @@ class _PathEvaluator:
         raise _Unknown
 
 
+def _function_name(node: ast.Call) -> str:
+    function = node.func
+    return function.attr if isinstance(function, ast.Attribute) else \
+        function.id if isinstance(function, ast.Name) else ""
+
+
+# ctypes' ways of loading a DLL by its path: the class constructors and the loaders'
+# LoadLibrary (ctypes.cdll.LoadLibrary, ctypes.windll.LoadLibrary)
+_LOADS = {"WinDLL", "CDLL", "PyDLL", "OleDLL", "LoadLibrary"}
+
+
 @dataclass(frozen=True)
 class DllDirectories:
-    """What a wheel's packages add with os.add_dll_directory when imported."""
+    """What a wheel's packages do for the loader when imported: the folders they add with
+    os.add_dll_directory and the DLLs they load by their path first (preloads, such as
+    scikit-learn's ``_distributor_init.py`` loading ``.libs/vcomp140.dll``)."""
 
     folders: tuple[str, ...]      # site-packages relative, in the order they are added
     unknown: tuple[str, ...]      # the modules with a call that could not be evaluated
+    preloads: tuple[tuple[str, str], ...] = ()   # (site-packages relative DLL, module)
+
+
+def _relative(text: str) -> str | None:
+    """A path evaluated from a module, as a site-packages relative path; None when it
+    names a folder of the machine or leaves site-packages."""
+    text = text.replace("\\", "/")
+    if posixpath.isabs(text) or text[1:2] == ":":
+        return None
+    normal = posixpath.normpath(text)
+    normal = "" if normal == "." else normal
+    return None if normal == ".." or normal.startswith("../") else normal
 
 
 def dll_directories(init_modules: Mapping[str, str]) -> DllDirectories:
-    """Reads the ``os.add_dll_directory`` calls of the top-level packages' ``__init__.py``
-    ("<pkg>/__init__.py" -> source) without running them."""
+    """Reads the ``os.add_dll_directory`` calls and the ctypes loads by path (``WinDLL``,
+    ``CDLL``, ``LoadLibrary``) of the top-level packages' ``__init__.py`` and
+    ``_distributor_init.py`` ("<pkg>/<module>.py" -> source) without running them."""
     folders: list[str] = []
     unknown: list[str] = []
+    preloads: list[tuple[str, str]] = []
     for module_file, source in sorted(init_modules.items()):
         try:
             tree = ast.parse(source)
@@ -162,25 +232,25 @@ def dll_directories(init_modules: Mapping[str, str]) -> DllDirectories:
             continue  # not importable either; other checks see it
         evaluator = _PathEvaluator(tree, module_file)
         for node in ast.walk(tree):
-            if not isinstance(node, ast.Call) or len(node.args) != 1:
+            if not isinstance(node, ast.Call) or len(node.args) < 1:
                 continue
-            function = node.func
-            name = function.attr if isinstance(function, ast.Attribute) else \
-                function.id if isinstance(function, ast.Name) else ""
-            if name != "add_dll_directory":
+            name = _function_name(node)
+            if name not in _LOADS and (name != "add_dll_directory" or len(node.args) != 1):
                 continue
             try:
-                text = evaluator.value(node.args[0]).replace("\\", "/")
+                path = _relative(evaluator.value(node.args[0]))
             except _Unknown:
-                unknown.append(module_file)
+                if name == "add_dll_directory":
+                    unknown.append(module_file)
+                continue  # a load by name, or of a path we cannot evaluate
+            if path is None:
                 continue
-            if posixpath.isabs(text) or text[1:2] == ":":
-                continue  # a folder of the machine, not of the wheel
-            folder = posixpath.normpath(text)
-            folder = "" if folder == "." else folder
-            if folder != ".." and not folder.startswith("../") and folder not in folders:
-                folders.append(folder)
-    return DllDirectories(tuple(folders), tuple(unknown))
+            if name != "add_dll_directory":
+                if "/" in path and (path, module_file) not in preloads:
+                    preloads.append((path, module_file))
+            elif path not in folders:
+                folders.append(path)
+    return DllDirectories(tuple(folders), tuple(unknown), tuple(preloads))
 
 
 class WindowsLoader(LoaderModel):
@@ -190,16 +260,37 @@ class WindowsLoader(LoaderModel):
                                    "that folder with os.add_dll_directory in the package's "
                                    "__init__.py (delvewheel repair does both)")
 
-    def __init__(self, added: Sequence[str] = ()) -> None:
+    def __init__(self, added: Sequence[str] = (),
+                 preloads: Sequence[tuple[str, str]] = ()) -> None:
         self.added = tuple(added)
+        # a DLL loaded by its path first is the module of its name for the whole process
+        self.preloads = {posixpath.basename(path).lower(): (path, module)
+                         for path, module in reversed(preloads)}
 
-    def for_wheel(self, folders: Collection[str],
-                  init_modules: Mapping[str, str]) -> WindowsLoader:
+    def for_wheel(self, folders: Collection[str], init_modules: Mapping[str, str], *,
+                  platform_tags: Sequence[str] = ()) -> WindowsLoader:
         found = dll_directories(init_modules)
         added = found.folders
-        if found.unknown:  # a call we cannot evaluate: assume the conventional folders
-            added = (*added, *(f for f in added_folders(folders) if f not in added))
-        return WindowsLoader(tuple(folder for folder in added if folder in folders))
+        if found.unknown:
+            # a call we cannot evaluate: assume the conventional folders, and the folder of
+            # the package whose module makes it (the commonest argument)
+            packages = tuple(posixpath.dirname(module) for module in found.unknown)
+            added = (*added, *(f for f in (*added_folders(folders), *packages)
+                               if f not in added))
+        return WindowsLoader(tuple(folder for folder in added if folder in folders),
+                             found.preloads)
+
+    def file_key(self, path: str) -> str:
+        return path.lower()   # Windows file names and module names ignore case
+
+    def preloaded(self, name: str) -> tuple[str, str] | None:
+        return self.preloads.get(name.lower())
+
+    def names_providers(self, info: BinaryInfo) -> bool:
+        return True   # each import names its DLL
+
+    def shared_by_name(self, path: str) -> bool:
+        return collides_by_name(posixpath.basename(path))
 
     def claims_tag(self, platform_tag: str) -> bool:
         return platform_tag in _MACHINES

@@ -176,6 +176,21 @@ class ByteView:
         for index in range(count):
             yield packer.unpack_from(self.data, offset + index * entry_size)
 
+    def string_end(self, start: int, end: int) -> int:
+        """Where the NUL that ends the string at ``start`` is, before ``end`` (-1: none), found
+        in place: a string table is never copied whole to read a few names from it."""
+        data = self.data
+        if not isinstance(data, memoryview):
+            return data.find(b"\0", start, end)
+        position = start
+        while position < end:
+            stop = min(end, position + 4096)
+            found = bytes(data[position:stop]).find(b"\0")
+            if found >= 0:
+                return position + found
+            position = stop
+        return -1
+
     def read(self, offset: int, length: int, what: str, *, paid: bool = False) -> bytes:
         """The bytes at ``offset``; ``paid`` spends them from the budget's ``bytes`` (string
         tables and section contents, which can be as large as the file)."""

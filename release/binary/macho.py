@@ -64,13 +64,14 @@ LC_LOAD_WEAK_DYLIB, LC_SEGMENT_64 = 0x18 | LC_REQ_DYLD, 0x19
 LC_RPATH, LC_REEXPORT_DYLIB = 0x1C | LC_REQ_DYLD, 0x1F | LC_REQ_DYLD
 LC_LAZY_LOAD_DYLIB, LC_LOAD_UPWARD_DYLIB = 0x20, 0x23 | LC_REQ_DYLD
 LC_CODE_SIGNATURE, LC_VERSION_MIN_MACOSX, LC_BUILD_VERSION = 0x1D, 0x24, 0x32
+LC_DYSYMTAB = 0xB
 _LOADS = (LC_LOAD_DYLIB, LC_LOAD_WEAK_DYLIB, LC_REEXPORT_DYLIB, LC_LAZY_LOAD_DYLIB,
           LC_LOAD_UPWARD_DYLIB)
 PLATFORM_MACOS = 1
 MH_TWOLEVEL, MH_FORCE_FLAT = 0x80, 0x100   # header flags: the image's namespace
 
 N_STAB, N_PEXT, N_TYPE, N_EXT = 0xE0, 0x10, 0x0E, 0x01
-N_UNDF, N_SECT = 0x0, 0xE
+N_UNDF, N_ABS, N_SECT, N_PBUD, N_INDR = 0x0, 0x2, 0xE, 0xC, 0xA
 N_WEAK_REF, N_WEAK_DEF = 0x40, 0x80
 S_ZEROFILL, S_GB_ZEROFILL, S_THREAD_LOCAL_ZEROFILL = 0x1, 0xC, 0x12
 S_THREAD_LOCAL_REGULAR = 0x11
@@ -193,6 +194,7 @@ class _SliceParser:
                         self.bits, self.little, _FILE_TYPES.get(file_type, "other"),
                         two_level=bool(flags & MH_TWOLEVEL) and not flags & MH_FORCE_FLAT)
         symtab: tuple[int, ...] | None = None
+        external: tuple[int, int] | None = None   # LC_DYSYMTAB: the external symbols' range
         offset, end = first, first + sizeofcmds
         self.view.spend("records", ncmds, "load commands")
         for _ in range(ncmds):
@@ -230,6 +232,12 @@ class _SliceParser:
                 result.sections += self._sections(body, size, cmd == LC_SEGMENT_64)
             elif cmd == LC_SYMTAB:
                 symtab = self.view.unpack("IIII", body + 8, "symbol table command")
+            elif cmd == LC_DYSYMTAB:
+                # ilocalsym nlocalsym iextdefsym nextdefsym iundefsym nundefsym
+                _, _, first_external, defined, first_undefined, undefined = \
+                    self.view.unpack("IIIIII", body + 8, "dynamic symbol table command")
+                if first_undefined == first_external + defined:
+                    external = (first_external, defined + undefined)
             offset += size
         for section in result.sections:
             short = section.name.split(",", 1)[-1]
@@ -238,6 +246,9 @@ class _SliceParser:
                     result.data[name] = self.view.read(section.offset, section.size,
                                                        f"section {section.name}", paid=True)
         if symtab is not None:
+            if external is not None and not static_symbols:
+                # the local symbols come first (LC_DYSYMTAB sorts them): never read nor paid
+                symtab = _external_part(symtab, *external, 16 if self.bits == 64 else 12)
             result.dynamic, result.symbols = self._symbols(symtab, result.sections,
                                                            static_symbols)
         return result
@@ -345,17 +356,20 @@ class _SliceParser:
         if nsyms * entry > self.length:
             raise self.view.fail(f"symbol table claims {nsyms} symbols")
         symbols_at = self._check(symoff, nsyms * entry, "symbol table")
-        self.view.spend("symbols", nsyms, "symbol table")   # before the strings are copied
-        strings = self.view.read(self._check(stroff, strsize, "string table"), strsize,
-                                 "string table", paid=True)
+        self.view.spend("symbols", nsyms, "symbol table")   # before a row is read
+        # the string table is read in place (names of the symbols kept are decoded and paid
+        # for one by one): the local symbols' names are never copied
+        strings = (self._check(stroff, strsize, "string table"), strsize)
         layout = "IBBHQ" if self.bits == 64 else "IBBHI"
         rows = self.view.rows(layout, symbols_at, nsyms, entry, "symbol table", kind=None)
         dynamic, everything = [], []
         decoded: dict[int, str] = {}   # string index -> name (decoded and paid for once)
         for strx, kind, section, desc, _value in rows:
-            if kind & N_STAB:
-                continue
-            external = bool(kind & N_EXT)
+            if kind & N_STAB or kind & N_TYPE == N_INDR:
+                continue   # debugging entries; re-exports of another image's definition
+            # a private extern (N_PEXT) is linked into this image only, like an ELF symbol
+            # of hidden visibility, which .dynsym never holds: not a dynamic symbol
+            external = bool(kind & N_EXT) and not (kind & N_PEXT and kind & N_TYPE != N_UNDF)
             if not external and not static_symbols:
                 continue
             symbol = self._symbol(strings, strx, kind, section, desc, sections, decoded)
@@ -365,18 +379,21 @@ class _SliceParser:
                 everything.append(symbol)
         return dynamic, everything
 
-    def _symbol(self, strings: bytes, strx: int, kind: int, section: int, desc: int,
-                sections: list[model.Section], decoded: dict[int, str]) -> model.Symbol:
+    def _symbol(self, strings: tuple[int, int], strx: int, kind: int, section: int,
+                desc: int, sections: list[model.Section],
+                decoded: dict[int, str]) -> model.Symbol:
         name = decoded.get(strx)
         if name is None:
-            if strx >= len(strings):
+            table, size = strings
+            if strx >= size:
                 raise self.view.fail(f"symbol name index {strx} is outside its "
-                                     f"{len(strings)}-byte string table")
-            end = strings.find(b"\0", strx)
-            raw = strings[strx:end if end >= 0 else len(strings)].decode("utf-8", "replace")
+                                     f"{size}-byte string table")
+            end = self.view.string_end(table + strx, table + size)
+            raw = bytes(self.view.data[table + strx:end if end >= 0 else table + size]).decode(
+                "utf-8", "replace")
             self.view.spend("names", len(raw) + 1, "symbol table")
             name = decoded[strx] = raw[1:] if raw.startswith("_") else raw
-        defined = kind & N_TYPE != N_UNDF
+        defined = kind & N_TYPE in (N_SECT, N_ABS)   # not N_UNDF nor prebound N_PBUD
         weak = bool(desc & (N_WEAK_DEF if defined else N_WEAK_REF))
         binding = model.WEAK if weak else model.GLOBAL if kind & N_EXT else model.LOCAL
         visibility = model.HIDDEN if kind & N_PEXT else model.DEFAULT
@@ -387,6 +404,16 @@ class _SliceParser:
                     "tls" if home.kind in (S_THREAD_LOCAL_REGULAR, S_THREAD_LOCAL_ZEROFILL)
                     else "object")
         return model.Symbol(name, binding, visibility, defined, what)
+
+
+def _external_part(symtab: tuple[int, ...], first: int, count: int,
+                   entry: int) -> tuple[int, ...]:
+    """LC_SYMTAB narrowed to the symbols from index ``first`` on, ``count`` of them (the
+    external ones LC_DYSYMTAB locates); as it was when that range is not inside it."""
+    symoff, nsyms, stroff, strsize = symtab
+    if first + count > nsyms:
+        return symtab
+    return (symoff + first * entry, count, stroff, strsize)
 
 
 def _name(raw: bytes) -> str:

@@ -64,12 +64,14 @@ class ImportedLibrary:
     distribution: str
     module: str         # importing it loads the library into the process
     sole: bool = False  # no other distribution provides the library (libc10.so: torch alone)
+    builds: str = ""    # only these builds of the distribution load it ("CUDA"); "": all
 
 
 def load_imported_libraries() -> tuple[ImportedLibrary, ...]:
     return _rows("distribution_dirs.json", "loaded_by_import",
                  lambda row: ImportedLibrary(row["library"], row["distribution"], row["module"],
-                                             bool(row.get("sole", False))),
+                                             bool(row.get("sole", False)),
+                                             str(row.get("builds", ""))),
                  optional=True)
 
 

@@ -76,6 +76,14 @@ class Metadata:
                        if marker.evaluate({**environment, "extra": extra})]
         return Declaration(required=False, extras=tuple(dict.fromkeys(extras)))
 
+    def pins_build(self, distribution: str) -> bool:
+        """Whether a requirement of ``distribution`` names one build of it: a version with a
+        local label (``torch==2.5.1+cu121``), which is how a build is chosen."""
+        wanted = canonicalize_name(distribution)
+        return any(canonicalize_name(requirement.name) == wanted and
+                   any("+" in specifier.version for specifier in requirement.specifier)
+                   for requirement in self.requires)
+
     def declares_matching(self, patterns: Sequence[str],
                           environment: Mapping[str, str] | None) -> Declaration:
         """The combined declaration of every required distribution whose name matches one of

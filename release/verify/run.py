@@ -149,7 +149,8 @@ def run_verify(path: Path, *, static: bool = False, options: VerifyOptions | Non
         platform = loader_for(platforms, wheel.platforms)
         loader = platform.loader if platform is not None else None
         if loader is not None:
-            loader = bind_to_wheel(loader, wheel.folders, wheel.init_modules)
+            loader = bind_to_wheel(loader, wheel.folders, wheel.init_modules,
+                                   platform_tags=wheel.platforms)
         context = VerifyContext(options=options, static=static,
                                 host=host or host_for(platform, static=static, cache=cache),
                                 loader=loader,

@@ -163,7 +163,8 @@ class WheelModel:
     # Shipped build-system files consumers read (*.cmake, *.pc): wheel path -> text
     configs: Mapping[str, str] = field(default_factory=dict)
     digests: Mapping[str, str] = field(default_factory=dict)   # wheel path -> sha256 (RECORD form)
-    # The Python that runs when a top-level package is imported: "<pkg>/__init__.py" -> text
+    # The Python that runs when a top-level package is imported: "<pkg>/__init__.py" (and
+    # "<pkg>/_distributor_init.py", which distributors' builds add) -> text
     init_modules: Mapping[str, str] = field(default_factory=dict)
     wheel_file_tags: tuple[Tag, ...] = ()   # the tags the WHEEL file lists (identity compares)
     # Python files that load libraries into the global scope (RTLD_GLOBAL); without any, the
@@ -172,6 +173,8 @@ class WheelModel:
     dist_info: str = ""        # the .dist-info folder's name ("demo-1.0.dist-info")
     wheel_version: str = ""    # WHEEL's Wheel-Version ("" when it has none)
     variant_json: str | None = None         # .dist-info/variant.json of a variant wheel (PEP 825)
+    # the archive's members as listed once (what a check reads on demand is found here)
+    members: tuple[Member, ...] = field(default=(), repr=False, compare=False)
     # every folder that holds a file of the wheel ("" for the top), for O(1) lookups
     folders: frozenset[str] = field(init=False, repr=False, compare=False)
 
@@ -234,7 +237,7 @@ def open_wheel(archive: Path, destination: Path, *, extract_all: bool, prefixes:
         digests={s.name: s.sha256 for s in streamed},
         init_modules=_read_init_modules(archive, members, options), dist_info=dist_info,
         wheel_version=parse_wheel_version(wheel_text),
-        variant_json=texts.get(f"{dist_info}/variant.json"))
+        variant_json=texts.get(f"{dist_info}/variant.json"), members=tuple(members))
 
 
 def _startup_hooks(members: list[Member], declared: tuple[str, ...]) -> list[Finding]:
@@ -328,7 +331,7 @@ def _read_whole(member: Member) -> bool:
         name.endswith(CONFIG_SUFFIXES)
         or (name.count("/") == 1 and name.endswith(("/METADATA", "/WHEEL", "/RECORD",
                                                     "/variant.json", "/" + RECORD_FILE,
-                                                    "/__init__.py"))))
+                                                    "/__init__.py", "/_distributor_init.py"))))
 
 
 def _check_read_whole(archive: Path, members: list[Member]) -> None:
@@ -350,7 +353,8 @@ def _read_configs(archive: Path, members: list[Member],
 def _read_init_modules(archive: Path, members: list[Member],
                        options: VerifyOptions) -> dict[str, str]:
     return {m.name: read_member(archive, m, options.limits).decode("utf-8", "replace")
-            for m in members if m.name.count("/") == 1 and m.name.endswith("/__init__.py")
+            for m in members if m.name.count("/") == 1
+            and m.name.endswith(("/__init__.py", "/_distributor_init.py"))
             and m.declared_size <= _TEXT_LIMIT}
 
 

@@ -80,8 +80,9 @@ def test_libraries_the_package_opens_itself_are_local_unless_it_opens_them_globa
     backends = (_binary("pkg/libbackend_cpu.so", "elf", exports=SHARED),
                 _binary("pkg/libbackend_cuda.so", "elf", exports=SHARED))
     assert _findings(LINUX, tag, *backends) == []
-    (clash,) = _findings(LINUX, tag, *backends, openers=("pkg/__init__.py",))
-    assert "pkg/libbackend_cpu.so and pkg/libbackend_cuda.so" in clash
+    # an opener that mentions RTLD_GLOBAL but spells out neither file name (one backend,
+    # chosen at run time): they might meet, which is a note, not a clash
+    assert _findings(LINUX, tag, *backends, openers=("pkg/__init__.py",)) == []
 
 
 def test_windows_images_never_interpose() -> None:

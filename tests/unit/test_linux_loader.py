@@ -53,8 +53,9 @@ def model(*binaries: BinaryFile, requires: tuple[str, ...] = (),
 
 
 def context(wheel: WheelModel, tag: str = TAG) -> VerifyContext:
+    loader = LOADER.for_wheel(wheel.folders, {}, platform_tags=wheel.platforms)
     return VerifyContext(options=VerifyOptions(), static=True, host=Host("linux", "x86_64"),
-                         loader=LOADER, policy=LOADER.policy([tag]),
+                         loader=loader, policy=loader.policy([tag]),
                          distribution_dirs=load_distribution_dirs(),
                          imported_libraries=load_imported_libraries(),
                          toolkit_libraries=load_toolkit_libraries(),
@@ -327,3 +328,27 @@ def test_the_search_path_s_folder_wins_over_an_extra_s_import() -> None:
     declared = model(binary, requires=("torch>=2",))
     (through_torch,) = linkage.resolutions(context(declared))
     assert (through_torch.kind, through_torch.module) == ("imported", "torch")
+
+
+MUSL = "musllinux_1_2_x86_64"
+
+
+def test_musl_passes_every_search_path_down_glibc_only_rpath() -> None:
+    """musl's load_library walks the chain of loaders and searches each one's path, DT_RUNPATH
+    or DT_RPATH alike; glibc passes down only DT_RPATH of loaders without DT_RUNPATH."""
+    binaries = (elf("pkg/_C.so", needed=("libmid.so",), runpath=("$ORIGIN/lib", "$ORIGIN/deep")),
+                elf("pkg/lib/libmid.so", needed=("libdeep.so",)),
+                elf("pkg/deep/libdeep.so"))
+    glibc = model(*binaries)
+    musl = model(*binaries, tag=MUSL)
+    assert kinds(glibc)[("pkg/lib/libmid.so", "libdeep.so")] == "unresolved"
+    assert kinds(musl)[("pkg/lib/libmid.so", "libdeep.so")] == "wheel"
+
+
+def test_musl_explains_dt_rpath_by_its_own_rules() -> None:
+    binary = elf("pkg/_C.so", rpath=("$ORIGIN",))
+    (glibc,) = LOADER.for_wheel(set(), {}, platform_tags=(TAG,)).search_path_problems(binary.info)
+    (musl,) = LOADER.for_wheel(set(), {}, platform_tags=(MUSL,)).search_path_problems(binary.info)
+    assert "overrides LD_LIBRARY_PATH" in glibc.why
+    assert "LD_LIBRARY_PATH" in musl.why and "overrides" not in musl.why
+    assert "musl" in musl.why

@@ -6,6 +6,7 @@ helper under wine."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -13,8 +14,10 @@ import pytest
 from platforms import windows
 from platforms.windows.loader import (
     LOADER,
+    SYSTEM_DLLS,
     WindowsLoader,
     added_folders,
+    collides_by_name,
     dll_directories,
     system_dlls,
 )
@@ -97,6 +100,14 @@ def test_added_folders_from_the_wheels_layout() -> None:
     ("from pathlib import Path\nimport os\n"
      "os.add_dll_directory(str(Path(__file__).resolve().parent / 'bin'))\n", ("numpy/bin",)),
     ("import os\nos.add_dll_directory(os.path.dirname(__file__))\n", ("numpy",)),
+    # the package's folder as os.path.split, abspath, Path.parent and parents[N] give it
+    ("import os\nhere = os.path.split(__file__)[0]\n"
+     "os.add_dll_directory(os.path.join(here, 'bin', 'x64'))\n", ("numpy/bin/x64",)),
+    ("import os.path as op, os\nos.add_dll_directory(op.dirname(op.abspath(__file__)))\n",
+     ("numpy",)),
+    ("import pathlib, os\nos.add_dll_directory(pathlib.Path(__file__).parent)\n", ("numpy",)),
+    ("import pathlib, os\nos.add_dll_directory(str(pathlib.Path(__file__).parents[1] / "
+     "'numpy.libs'))\n", ("numpy.libs",)),
     ("import os\nos.add_dll_directory('/opt/x/../../..')\n", ()),   # leaves site-packages
     ("import os\n", ()),
     ("def broken(:\n", ()),
@@ -111,7 +122,8 @@ def test_an_unevaluable_call_falls_back_to_the_conventional_folders() -> None:
     source = "import os\nos.add_dll_directory(find_the_folder())\n"
     assert dll_directories({"pkg/__init__.py": source}).unknown == ("pkg/__init__.py",)
     bound = bind_to_wheel(LOADER, {"", "pkg", "pkg/lib", "pkg.libs"}, {"pkg/__init__.py": source})
-    assert isinstance(bound, WindowsLoader) and bound.added == ("pkg/lib", "pkg.libs")
+    # the conventional folders, and the package's own folder (the commonest argument)
+    assert isinstance(bound, WindowsLoader) and bound.added == ("pkg/lib", "pkg.libs", "pkg")
     # no call at all: no folder is added, whatever the layout suggests
     nothing = bind_to_wheel(LOADER, {"", "pkg", "pkg/lib"}, {"pkg/__init__.py": "x = 1\n"})
     assert isinstance(nothing, WindowsLoader) and nothing.added == ()
@@ -131,10 +143,14 @@ def test_search_folders_own_folder_first_then_added_ones() -> None:
 
 def test_a_model_that_keeps_the_default_for_wheel_is_used_as_it_is() -> None:
     from platforms.linux.loader import LOADER as LINUX
+    from platforms.linux.loader import LinuxLoader
     from platforms.macos.loader import LOADER as MACOS
-    assert bind_to_wheel(LINUX, {"", "pkg"}, {}) is LINUX
     assert MACOS.for_wheel({"", "pkg"}, {}) is MACOS
     assert bind_to_wheel(LOADER, {"", "pkg"}, {}) is not LOADER   # Windows overrides it
+    # Linux picks its C library's loader by the tags (musllinux: musl's rules)
+    for tag, libc in (("manylinux_2_28_x86_64", "glibc"), ("musllinux_1_2_x86_64", "musl")):
+        bound = bind_to_wheel(LINUX, {"", "pkg"}, {}, platform_tags=(tag,))
+        assert isinstance(bound, LinuxLoader) and bound.libc == libc
 
 
 def test_entries_classify_and_loading() -> None:
@@ -182,3 +198,60 @@ def test_under_wine_a_module_for_one_python_version_cannot_be_loaded() -> None:
     assert "python311.dll" in LOADER.unloadable(info, wine)
     assert LOADER.unloadable(stable, wine) == ""
     assert LOADER.unloadable(info, Runner("x86_64", python="python.exe")) == ""
+
+
+SKLEARN_DISTRIBUTOR_INIT = """
+import os
+import os.path as op
+from ctypes import WinDLL
+
+if os.name == "nt":
+    libs_path = op.join(op.dirname(__file__), ".libs")
+    vcomp140_dll_filename = op.join(libs_path, "vcomp140.dll")
+    WinDLL(op.abspath(vcomp140_dll_filename))
+"""
+
+
+def test_a_dll_loaded_by_its_path_first_serves_every_import_of_its_name_in_any_case() -> None:
+    """scikit-learn's _distributor_init.py preloads .libs/vcomp140.dll; its modules import
+    VCOMP140.DLL, which Windows matches to the loaded module whatever the case."""
+    found = dll_directories({"sklearn/_distributor_init.py": SKLEARN_DISTRIBUTOR_INIT})
+    assert found.preloads == (("sklearn/.libs/vcomp140.dll", "sklearn/_distributor_init.py"),)
+    bound = bind_to_wheel(LOADER, {"", "sklearn", "sklearn/.libs"},
+                          {"sklearn/_distributor_init.py": SKLEARN_DISTRIBUTOR_INIT})
+    assert bound.preloaded("VCOMP140.DLL") == ("sklearn/.libs/vcomp140.dll",
+                                               "sklearn/_distributor_init.py")
+    assert bound.preloaded("msvcp140.dll") is None
+    assert bound.file_key("Pkg/VCOMP140.DLL") == bound.file_key("pkg/vcomp140.dll")
+
+
+def test_a_load_by_name_or_of_an_unknown_path_is_no_preload() -> None:
+    source = ("import ctypes, os\nctypes.WinDLL('kernel32')\n"
+              "for lib in os.listdir('x'):\n    ctypes.WinDLL(os.path.join('x', lib))\n")
+    found = dll_directories({"pkg/__init__.py": source})
+    assert found.preloads == () and found.unknown == ()
+
+
+@pytest.mark.parametrize(("name", "collides"), [
+    ("msvcp140.dll", True), ("zlib1.dll", True), ("libpng16-16.dll", True),
+    ("FREETYPE.DLL", True), ("hdf5.dll", True),
+    ("msvcp140-0f2ea95580b32bcfc81c235d5751ce78.dll", False),   # mangled by delvewheel
+    ("edgert_runtime.dll", False), ("geosx.pyd", False)])
+def test_dlls_many_packages_ship_collide_by_name_unless_mangled(name: str,
+                                                                collides: bool) -> None:
+    assert collides_by_name(name) is collides
+
+
+def test_system_dlls_are_generated_from_a_pinned_source() -> None:
+    """The list holds real System32 DLLs (AVICAP32.dll, USP10.dll) and none of the
+    redistributables a wheel must ship, and names the package and digest it came from."""
+    data = json.loads(SYSTEM_DLLS.read_text())
+    source = data["source"]
+    assert source["package"] == "libwine" and len(source["deb_sha256"]) == 64
+    dlls = system_dlls()
+    for name in ("avicap32.dll", "usp10.dll", "kernel32.dll", "msvcp60.dll",
+                 "vcruntime140.dll", "winspool.drv"):
+        assert name in dlls.libraries
+    for name in ("msvcp140.dll", "vcomp140.dll", "concrt140.dll", "d3dx9_43.dll",
+                 "wined3d.dll", "opencl.dll"):
+        assert name not in dlls.libraries

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -13,10 +12,10 @@ import pytest
 from hypothesis.configuration import set_hypothesis_home_dir
 
 from release import tools
+from tests.verify import corpus
 
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE.parent / "fixtures" / "verify"
-TORCH = "torch==2.13.0"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -51,12 +50,5 @@ def fixture_build_dir(fixture_wheels: dict[str, Path]) -> Path:
 
 @pytest.fixture(scope="session")
 def torch_wheel() -> Path:
-    folder = tools.cache_dir() / "wheels"
-    found = sorted(folder.glob("torch-2.13.0*.whl"))
-    if not found:
-        folder.mkdir(parents=True, exist_ok=True)
-        subprocess.run([sys.executable, "-m", "pip", "download", TORCH, "--no-deps", "-q",
-                        "-d", str(folder)], check=True)
-        found = sorted(folder.glob("torch-2.13.0*.whl"))
-    assert found, "pip download did not produce the torch wheel"
-    return found[0]
+    """The corpus's torch wheel: the one reviewed file, pinned by URL and sha256."""
+    return corpus.wheel("corpus", "torch")

@@ -16,8 +16,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import pytest
-from packaging.tags import sys_tags
 from packaging.utils import parse_wheel_filename
 
 from release import tools
@@ -44,14 +42,13 @@ def expected(corpus: str, case: str) -> dict[str, Any]:
 
 
 def wheel(corpus: str, case: str) -> Path:
-    """The reviewed wheel, downloaded once into the tool cache: for the expectation's
-    ``platform`` and ``python_version`` when it names them (any host gets the same file), else
-    for this interpreter. The file must be the reviewed one, byte for byte: the expectation's
-    ``sha256``. A changed corpus is a finding, so the test fails, naming the reviewed and the
-    served file and digest, when the index serves another file (under the same name, or under
-    another name to an interpreter that can install the reviewed one). Only an interpreter
-    that cannot install the reviewed file (another Python for a cp311 wheel) skips: the
-    index rightly serves it another wheel, which nobody has reviewed."""
+    """The reviewed wheel, downloaded once into the tool cache: exactly the file the
+    expectation pins, by its ``url`` (the index's address of that one file, written by
+    ``python -m tests.verify.pin_corpus``) and its ``sha256``, which pip checks while it
+    downloads (the URL's ``#sha256=``) and which is checked again on every use of the cached
+    copy. Nothing is resolved: a newer or better-matching file on the index (cryptography
+    50.0.2 later gained a manylinux_2_34 wheel beside the reviewed manylinux_2_28 one) is
+    never fetched in its place, and any host gets the same file."""
     wanted = expected(corpus, case)
     folder = tools.cache_dir() / "wheels" / corpus
     path = folder / str(wanted["wheel"])
@@ -59,38 +56,42 @@ def wheel(corpus: str, case: str) -> Path:
         _download(wanted, folder)
     served = _digest(path)
     assert served == wanted["sha256"], (
-        f"{corpus}/{case}: the index served {path.name} with sha256 {served}, not the "
-        f"reviewed file's {wanted['sha256']}: review the new file's findings in "
-        f"tests/fixtures/{corpus}/{case}.json (delete {path} if the cached copy is damaged)")
+        f"{corpus}/{case}: the cached {path} has sha256 {served}, not the reviewed file's "
+        f"{wanted['sha256']}: delete it to download the pinned file again")
     return path
 
 
+def download_command(wanted: dict[str, Any], folder: Path) -> list[str]:
+    """``pip download`` of the one pinned file: its URL with the reviewed digest, for the
+    interpreter, ABI and platforms its own file name names (so a wheel of another system is
+    accepted on this one)."""
+    tags = parse_wheel_filename(str(wanted["wheel"]))[3]
+    target: list[str] = []
+    for platform in sorted({tag.platform for tag in tags} - {"any"}):
+        target += ["--platform", platform]
+    for abi in sorted({tag.abi for tag in tags} - {"none"}):
+        target += ["--abi", abi]
+    versions = sorted(tag.interpreter for tag in tags if tag.interpreter.startswith("cp"))
+    if target and versions:   # a generic py3 wheel installs on this interpreter's Python
+        target += ["--implementation", "cp", "--python-version", versions[0][2:]]
+    return [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+            "--only-binary=:all:", *target, "--dest", str(folder),
+            f"{wanted['url']}#sha256={wanted['sha256']}"]
+
+
 def _download(wanted: dict[str, Any], folder: Path) -> None:
-    """``pip download`` of the expectation's requirement into ``folder``, by way of a fresh
-    folder so that what pip chose is known; fails or skips (as ``wheel`` says) when it chose
-    another file than the reviewed one."""
+    """Downloads the pinned file into ``folder`` by way of a fresh folder, so that a broken
+    download never leaves a file under the reviewed name."""
+    assert "url" in wanted, (f"{wanted['wheel']} is not pinned to a file: run "
+                             "python -m tests.verify.pin_corpus on its expectation")
     folder.mkdir(parents=True, exist_ok=True)
-    target = (["--platform", str(wanted["platform"]), "--python-version",
-               str(wanted["python_version"])] if "platform" in wanted else [])
     with tempfile.TemporaryDirectory(dir=folder, prefix=".download-") as fresh:
-        completed = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-             "--only-binary=:all:", *target, "--dest", fresh, wanted["requirement"]],
-            capture_output=True, text=True, check=False)
-        assert completed.returncode == 0, f"cannot download {wanted['requirement']}: " \
+        completed = subprocess.run(download_command(wanted, Path(fresh)),
+                                   capture_output=True, text=True, check=False)
+        assert completed.returncode == 0, f"cannot download {wanted['url']}: " \
             f"{completed.stderr.strip()[-500:]}"
-        (got,) = Path(fresh).glob("*.whl")
-        if got.name != wanted["wheel"]:
-            installable = "platform" in wanted or bool(
-                parse_wheel_filename(wanted["wheel"])[3] & set(sys_tags()))
-            message = (f"the index served {got.name} (sha256 {_digest(got)}) for "
-                       f"{wanted['requirement']}, not the reviewed {wanted['wheel']} (sha256 "
-                       f"{wanted['sha256']})")
-            if installable:
-                pytest.fail(f"{message}: review the new file, or pin the expectation's "
-                            "'platform' and 'python_version'", pytrace=False)
-            pytest.skip(f"this interpreter ({sys.version_info[:2]}, {sys.platform}) cannot "
-                        f"install the reviewed file: {message}")
+        got = Path(fresh) / str(wanted["wheel"])
+        assert got.exists(), f"pip download of {wanted['url']} wrote no {wanted['wheel']}"
         os.replace(got, folder / got.name)
 
 

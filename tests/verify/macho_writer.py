@@ -39,10 +39,15 @@ def macho(*, arch: str = "arm64", kind: str = "dylib", install_name: str = "",
           rpaths: Sequence[str] = (), minos: tuple[int, int] | None = (11, 0),
           old_minos: bool = False, signed: bool = True, exports: Sequence[str] = (),
           hidden: Sequence[str] = (), imports: Sequence[str] = (),
-          weak_exports: Sequence[str] = (), flat: bool = False, team: str = "") -> bytes:
+          weak_exports: Sequence[str] = (), flat: bool = False, team: str = "",
+          indirect: Sequence[str] = (), local: Sequence[str] = (),
+          dysymtab: bool = False) -> bytes:
     """One thin 64-bit little-endian Mach-O file. Symbol names are given as C writes them
     ("PyInit_x"); the file stores them with the leading underscore. Linked for the
-    two-level namespace unless ``flat``."""
+    two-level namespace unless ``flat``. ``indirect`` names are N_INDR entries: re-exports
+    of a symbol another image defines; ``local`` names are non-external definitions, listed
+    first. ``dysymtab`` adds LC_DYSYMTAB, which locates the local, external defined and
+    undefined symbols (as ld64 sorts them: locals, exports, imports)."""
     text = b"\xc0\x03\x5f\xd6" * 4
     commands: list[bytes] = []
     if install_name:
@@ -57,12 +62,15 @@ def macho(*, arch: str = "arm64", kind: str = "dylib", install_name: str = "",
                         struct.pack("<IIIIII", LC_BUILD_VERSION, 24, 1, _version(*minos),
                                     _version(14, 0), 0))
     # sizes of the commands still to come: segment (72 + 80), symtab (24), signature (16)
-    header_size = 32 + sum(map(len, commands)) + 152 + 24 + (16 if signed else 0)
+    header_size = 32 + sum(map(len, commands)) + 152 + 24 + (16 if signed else 0) \
+        + (80 if dysymtab else 0)
     text_offset = (header_size + 15) // 16 * 16
-    symbols = ([(name, 0x0F, 1, 0) for name in exports]          # N_SECT | N_EXT
+    symbols = ([(name, 0x0E, 1, 0) for name in local]             # N_SECT
+               + [(name, 0x0F, 1, 0) for name in exports]          # N_SECT | N_EXT
                + [(name, 0x0F, 1, 0x80) for name in weak_exports]  # N_WEAK_DEF
                + [(name, 0x1F, 1, 0) for name in hidden]           # N_PEXT: private extern
-               + [(name, 0x01, 0, 0) for name in imports])         # N_UNDF | N_EXT
+               + [(name, 0x01, 0, 0) for name in imports]          # N_UNDF | N_EXT
+               + [(name, 0x0B, 0, 0) for name in indirect])        # N_INDR | N_EXT
     strings = b"\0"
     table = b""
     for name, kind_bits, section, desc in symbols:
@@ -80,6 +88,11 @@ def macho(*, arch: str = "arm64", kind: str = "dylib", install_name: str = "",
     commands.append(segment)
     commands.append(struct.pack("<IIIIII", LC_SYMTAB, 24, symoff, len(symbols), stroff,
                                 len(strings)))
+    if dysymtab:
+        defined = len(exports) + len(weak_exports) + len(hidden)
+        commands.append(struct.pack("<20I", 0xB, 80, 0, len(local), len(local), defined,
+                                    len(local) + defined, len(imports) + len(indirect),
+                                    *([0] * 12)))
     if signed:
         commands.append(struct.pack("<IIII", LC_CODE_SIGNATURE, 16, sigoff, signature_size))
     body = b"".join(commands)

@@ -2,12 +2,14 @@
 ecosystems (scientific: numpy, scipy, h5py; data: pyarrow, psycopg2-binary, lxml; ML:
 onnxruntime, torch, torchvision, bitsandbytes; image processing: pillow, opencv-python-headless;
 geospatial: rasterio; GPU: cupy-cuda12x, onnxruntime-gpu, jax-cuda12-plugin; Rust-built:
-cryptography; musl: numpy for musllinux_1_2), each with an expected-findings file in
+cryptography; musl: numpy and scipy for musllinux_1_2; aarch64: numpy and pillow; numba's
+optional threading layers), each with an expected-findings file in
 tests/fixtures/corpus/ whose every warning and error was reviewed by hand (the 'review' says
 why it is real) and, for the wheels that exercise a class the loader model once got wrong,
 the notes that show it modelled ('exercises' names the class). The suite fails on a new
 warning or error (a false positive until reviewed), on a lost expected one and on a missing
-note. Downloaded once into the tool cache."""
+note. Each file is pinned by URL and sha256 and downloaded once into the tool cache
+(tests/verify/corpus.py), never resolved from a requirement."""
 
 from __future__ import annotations
 

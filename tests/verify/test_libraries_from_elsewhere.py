@@ -102,14 +102,19 @@ def test_the_load_matrix_imports_the_declared_dependency_first(tmp_path: Path) -
 
 def test_a_cuda_library_torch_preloads_is_provided_by_the_declared_torch(tmp_path: Path) -> None:
     """torchvision's extension needs libcudart.so.13 with no search path: torch's CUDA builds
-    load it when imported, and torch is declared, so it is torch's (a note), not an
-    undeclared CUDA toolkit library."""
+    load it when imported, its CPU builds do not. Declared as torch==2.9.0, which any build
+    satisfies, static verify cannot prove it is found (a warning naming the assumption, not
+    an undeclared CUDA toolkit library); pinned to a CUDA build, it is torch's (a note)."""
     _library(tmp_path, "libcudart.so.13", "int cudaFree(void *p) { return p != 0; }\n")
     extension = _library(tmp_path, "_C.so", "int cudaFree(void *);\n"
                          "int ops(void) { return cudaFree(0); }\n", "-l:libcudart.so.13")
-    wheel = _platform_wheel(tmp_path, {"gpu_demo/_C.so": extension.read_bytes()},
-                            metadata="Requires-Dist: torch==2.9.0\n")
-    (note,) = [f for f in verify_wheel(wheel, static=True).findings if f.check == "linkage"]
+    files = {"gpu_demo/_C.so": extension.read_bytes()}
+    wheel = _platform_wheel(tmp_path, files, metadata="Requires-Dist: torch==2.9.0\n")
+    (warning,) = [f for f in verify_wheel(wheel, static=True).findings if f.check == "linkage"]
+    assert warning.severity is Severity.WARNING, warning.what
+    assert "depends on which build of torch is installed" in warning.what
+    pinned = _platform_wheel(tmp_path, files, metadata="Requires-Dist: torch==2.9.0+cu130\n")
+    (note,) = [f for f in verify_wheel(pinned, static=True).findings if f.check == "linkage"]
     assert note.severity is Severity.INFO and "after `import torch`" in note.what, note.what
 
 

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from release.binary import is_binary, read_binary, read_binary_data
+from release.binary import Budget, ReadLimits, is_binary, read_binary, read_binary_data
 from release.binary.macho import MachOReader
 from release.binary.model import HIDDEN, WEAK, BinaryInfo
-from release.errors import BinaryFormatError
+from release.errors import BinaryFormatError, LimitExceeded
 from tests.verify.macho_writer import fat, macho
 
 _LIBRARY = macho(install_name="@rpath/libdemo.1.dylib",
@@ -44,8 +44,12 @@ def test_symbols_lose_the_leading_underscore() -> None:
     assert symbols["demo_run"].exported and symbols["demo_run"].kind == "func"
     assert symbols["_ZN4demo3runEv"].exported          # "__ZN..." in the file
     assert symbols["demo_weak"].binding == WEAK and not symbols["demo_weak"].exported
-    assert symbols["demo_internal"].visibility == HIDDEN and not symbols["demo_internal"].exported
+    # a private extern is this image's own, as a hidden ELF symbol: not a dynamic symbol
+    assert "demo_internal" not in symbols
     assert not symbols["malloc"].defined
+    static = {s.name: s for s in read_binary_data(_LIBRARY, where="x",
+                                                  static_symbols=True).symbols}
+    assert static["demo_internal"].visibility == HIDDEN and not static["demo_internal"].exported
 
 
 def test_an_extension_module_is_a_bundle_exporting_pyinit() -> None:
@@ -154,3 +158,16 @@ def test_a_developer_signature_names_its_team() -> None:
     signed = read_binary_data(macho(team="ABCDE12345"), where="vendor")
     assert signed.vendor == "ABCDE12345" and not signed.bad_signatures
     assert read_binary_data(macho(), where="ad hoc").vendor == ""
+
+
+def test_local_symbols_are_neither_read_nor_paid_for_when_lc_dysymtab_locates_them() -> None:
+    """A library's many local symbols (LC_DYSYMTAB puts them first): the dynamic symbols are
+    read from the external range only, so a budget of a few symbols is enough."""
+    data = macho(local=[f"local_{index}" for index in range(1000)], exports=["run"],
+                 imports=["malloc"], dysymtab=True)
+    info = read_binary_data(data, where="x", budget=Budget(ReadLimits(symbols=10)))
+    assert sorted(s.name for s in info.dynamic_symbols) == ["malloc", "run"]
+    with pytest.raises(LimitExceeded):   # all 1002 symbols
+        read_binary_data(data, where="x", static_symbols=True,
+                         budget=Budget(ReadLimits(symbols=10)))
+    assert len(read_binary_data(data, where="x", static_symbols=True).symbols) == 1002

@@ -38,6 +38,10 @@ _CMAKE_VALUE = re.compile(
 # pkg-config: a variable set to an absolute folder (prefix=/...), or -I / -L flags.
 _PC_VALUE = re.compile(r"(?m)^[A-Za-z0-9_]+=(/[^\s$]+)|(?<!\S)-[IL](/[^\s$]+)")
 _WHY = "a build-machine path leaks the build layout and breaks reproducibility"
+# Prose a person reads (the project description in METADATA, a README, release notes): a
+# build path quoted there is an example or an instruction, not a path a build recorded.
+_PROSE_SUFFIXES = (".md", ".rst", ".txt", ".html")
+_PROSE_NAMES = ("METADATA", "README", "CHANGELOG", "CHANGES", "NEWS", "HISTORY")
 _SHOWN = 5
 
 
@@ -71,11 +75,18 @@ def _only_search_path(leak: Leak, entries: set[str]) -> bool:
         for sample in leak.samples)
 
 
-def _covered(leak: Leak, leaks: tuple[Leak, ...]) -> bool:
-    """A source file name that lies in a leaked folder: reported through the folder."""
+def is_prose(path: str) -> bool:
+    """A file of text for people: METADATA, a README or notes, any documentation page."""
+    name = path.rsplit("/", 1)[-1]
+    return name.endswith(_PROSE_SUFFIXES) or name.split(".")[0].upper() in _PROSE_NAMES
+
+
+def _covered(leak: Leak, prefixes: set[str]) -> bool:
+    """A source file name that lies in a folder leaked anywhere in the wheel: the same build
+    root, reported through the folder."""
     return leak.prefix == SOURCE_FILE and any(
-        other.prefix != SOURCE_FILE and starts_with_prefix(leak.sample, other.prefix)
-        for other in leaks)
+        starts_with_prefix(sample, prefix) for prefix in prefixes
+        for sample in (leak.samples or (leak.sample,)))
 
 
 def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
@@ -88,9 +99,15 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
     # one group per root cause: the build machine the folders belong to (a CI service's
     # workspace, home and temporary folders together), or the folder itself
     groups: dict[tuple[str, str], list[tuple[str, Leak]]] = {}   # (cause, vendor) -> hits
+    prefixes = {leak.prefix for leaks in wheel.leaks.values() for leak in leaks
+                if leak.prefix != SOURCE_FILE}
+    prose: list[tuple[str, Leak]] = []
     for path, leaks in sorted(wheel.leaks.items()):
         for leak in leaks:
-            if _covered(leak, leaks) or _only_search_path(leak, entries.get(path, set())):
+            if _covered(leak, prefixes) or _only_search_path(leak, entries.get(path, set())):
+                continue
+            if is_prose(path) and leak.prefix not in strict:
+                prose.append((path, leak))
                 continue
             vendor = "" if leak.prefix in strict else vendors.get(path, "")
             cause = leak.prefix if leak.prefix in strict else where.get(leak.prefix,
@@ -98,6 +115,14 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
             groups.setdefault((cause, vendor), []).append((path, leak))
     findings = [_leak_finding(causes, vendor, hits, strict)
                 for causes, vendor, hits in _same_files(groups, strict)]
+    if prose:
+        files = sorted({path for path, _ in prose})
+        samples = list(dict.fromkeys(leak.sample[:120] for _, leak in prose))[:_SHOWN]
+        findings.append(finding(
+            NAME, Severity.INFO, files[0] if len(files) == 1 else "", f"{len(files)} text "
+            f"file(s) for people quote build-machine paths, e.g. {samples[0]!r}",
+            why="a path quoted in a description or README is an example, not a recorded "
+                "build path", files=files[:20], count=len(files), samples=samples))
     for path, text in sorted(wheel.configs.items()):
         absolute = _absolute_values(path, text)
         if absolute:

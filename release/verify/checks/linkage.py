@@ -18,6 +18,7 @@ from release.verify.checks._common import finding, not_run
 from release.verify.context import VerifyContext
 from release.verify.data import distribution_row, matching, matching_all
 from release.verify.metadata import marker_environment
+from release.verify.optional_imports import OptionalImport, optional_modules
 from release.verify.wheel_model import BinaryFile, WheelModel
 
 NAME = "linkage"
@@ -42,6 +43,9 @@ class Resolution:
     # binary does not find it: what only some of its loaders pass down
     unreached: tuple[str, ...] = ()
     module: str = ""     # IMPORTED: the module whose import loads it into the process
+    # IMPORTED: only these builds of the distribution load it ("CUDA"), and the wheel's
+    # requirement does not pin one: which build is installed decides
+    builds: str = ""
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,9 @@ class _Resolver:
     loader: LoaderModel
     policy: SystemPolicy
     environment: Mapping[str, str] | None   # marker values of the wheel's tags
+    # the wheel's files and folders as the loader compares names (loader.file_key)
+    files: Mapping[str, str] = field(default_factory=dict)
+    folders: frozenset[str] = frozenset()
 
     def declared(self, distribution: str) -> tuple[str, tuple[str, ...]]:
         """(EXTERNAL, ()) when Requires-Dist declares it for this wheel's platform, (OPTIONAL,
@@ -75,9 +82,10 @@ class _Resolver:
         when the folder is only known to belong to another distribution (a "*" row), which
         does not say the library is there."""
         path = f"{folder}/{name}" if folder else name
-        if path in self.wheel.files:
-            return IN_WHEEL, path, "", True, ()
-        if folder in self.wheel.folders:
+        shipped = self.files.get(self.loader.file_key(path))
+        if shipped is not None:
+            return IN_WHEEL, shipped, "", True, ()
+        if self.loader.file_key(folder) in self.folders:
             return None  # the wheel's own folder: the loader just moves on
         row = distribution_row(self.context.distribution_dirs, folder, name)
         if row is not None and not self.loader.is_system(name, self.policy):
@@ -100,8 +108,9 @@ class _Resolver:
                 continue
             kind, extras = self.declared(row.distribution)
             if kind == EXTERNAL:
+                builds = "" if self.wheel.metadata.pins_build(row.distribution) else row.builds
                 return Resolution(binary.path, name, IMPORTED, distribution=row.distribution,
-                                  via=f"import {row.module}", module=row.module)
+                                  via=f"import {row.module}", module=row.module, builds=builds)
         for row in rows:
             kind, extras = self.declared(row.distribution)
             if kind == OPTIONAL:
@@ -117,6 +126,10 @@ class _Resolver:
     def find(self, binary: BinaryFile, name: str,
              inherited: list[SearchFolder]) -> Resolution:
         """How ``name`` resolves for ``binary`` when its loaders pass ``inherited`` down."""
+        preloaded = self.loader.preloaded(name)
+        if preloaded is not None and self.loader.file_key(preloaded[0]) in self.files:
+            return Resolution(binary.path, name, IN_WHEEL, self.files[
+                self.loader.file_key(preloaded[0])], via=f"preloaded by {preloaded[1]}")
         maybe: Resolution | None = None   # a folder another distribution owns
         for place in self.loader.search_folders(binary.info, binary.folder, inherited):
             hit = self.lookup(place.folder, name)
@@ -227,8 +240,11 @@ def analyze(wheel: WheelModel, context: VerifyContext) -> Linkage:
     (``context.analyses.of``)."""
     if context.loader is None or context.policy is None:
         return Linkage()
+    key = context.loader.file_key
     resolver = _Resolver(wheel, context, context.loader, context.policy,
-                         marker_environment(wheel.tags))
+                         marker_environment(wheel.tags),
+                         {key(path): path for path in sorted(wheel.files, reverse=True)},
+                         frozenset(key(folder) for folder in wheel.folders))
     chains = resolver.chains()
     return Linkage(tuple(resolver.resolve(binary, name, chains[binary.installed])
                          for binary in wheel.binaries for name in binary.info.needed), chains)
@@ -255,9 +271,15 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
     resolved = resolutions(context)
     shipped = {name for binary in wheel.binaries for name in (binary.name, binary.info.soname)
                if name}
+    missing = [r for r in resolved if r.kind == UNRESOLVED]
+    optional = optional_modules(wheel, sorted({r.binary for r in missing if (binary := _file(
+        wheel, r.binary)) is not None and binary.is_extension}), context.options.limits)
     findings = _unresolved(context.loader.words,
-                           [r for r in resolved if r.kind == UNRESOLVED], shipped)
+                           [r for r in missing if r.binary not in optional], shipped)
+    findings += _optional_modules([r for r in missing if r.binary in optional], optional)
     groups: dict[tuple[str, str], list[Resolution]] = {}
+    opened = _alternatives(wheel, resolved) if any(
+        item.builds for item in resolved if item.kind == IMPORTED) else set()
     for item in resolved:
         if item.kind == SYSTEM and item.via != "system":
             groups.setdefault((SYSTEM, item.via), []).append(item)
@@ -265,6 +287,9 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
             groups.setdefault((UNDECLARED, item.distribution), []).append(item)
         elif item.kind == TOOLKIT:
             groups.setdefault((TOOLKIT, item.via), []).append(item)
+        elif item.kind == IMPORTED and item.builds and context.static and \
+                item.binary not in opened:
+            groups.setdefault(("variant", item.distribution), []).append(item)
         elif item.kind in (IMPORTED, OPTIONAL):
             about = {IMPORTED: item.via, OPTIONAL: item.distribution}
             groups.setdefault((item.kind, about[item.kind]), []).append(item)
@@ -272,10 +297,76 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
             groups.setdefault(("partial", item.binary), []).append(item)
         elif item.kind == IN_WHEEL and item.inherited_from:
             groups.setdefault(("inherited", ""), []).append(item)
-    for kind in (UNDECLARED, TOOLKIT, "partial", OPTIONAL, IMPORTED, SYSTEM, "inherited"):
+    for kind in (UNDECLARED, TOOLKIT, "partial", "variant", OPTIONAL, IMPORTED, SYSTEM,
+                 "inherited"):
         for key, items in sorted((k[1], v) for k, v in groups.items() if k[0] == kind):
             findings.append(_group_finding(kind, key, items, context.loader.words))
+    findings += _shared_names(context.loader, resolved)
     return findings
+
+
+def _shared_names(loader: LoaderModel, resolved: tuple[Resolution, ...]) -> list[Finding]:
+    """One warning for the shipped libraries loaded by a name other packages' libraries
+    share (Windows: one module per name in a process), with the files that load them."""
+    items = [item for item in resolved
+             if item.kind == IN_WHEEL and loader.shared_by_name(item.target)]
+    if not items:
+        return []
+    targets = sorted({item.target for item in items})
+    names = sorted({target.rsplit("/", 1)[-1] for target in targets})
+    files = sorted({item.binary for item in items})
+    return [finding(
+        NAME, Severity.WARNING, targets[0] if len(targets) == 1 else "",
+        f"{len(files)} files load {_names(names)} by a name other packages' libraries share",
+        why="the process keeps one library per name: whichever package loads its copy first "
+            "serves every package's imports of that name, whatever its version or build",
+        fix="repair with delvewheel, whose name mangling (on by default; do not pass "
+            "--no-mangle or --no-mangle-all for them) renames each bundled library to "
+            "<name>-<hash>.dll", libraries=targets[:20], files=files[:20], count=len(files))]
+
+
+def _alternatives(wheel: WheelModel, resolved: tuple[Resolution, ...]) -> set[str]:
+    """Libraries the package opens itself (no shipped file needs them, no module) that are
+    alternatives of each other: in one folder, exporting (nearly) the same functions, so the
+    package chooses one at run time (bitsandbytes' backends, one per CUDA, ROCm or CPU build
+    of torch) and a library only one build of a dependency provides is its choice, not an
+    assumption."""
+    loaded = {item.target for item in resolved if item.kind == IN_WHEEL}
+    opened: dict[str, list[tuple[str, frozenset[str]]]] = {}
+    for binary in wheel.binaries:
+        if binary.is_extension or binary.installed in loaded:
+            continue
+        exports = frozenset(symbol.name for symbol in binary.info.dynamic_symbols
+                            if symbol.exported and symbol.kind == "func")
+        if exports:
+            opened.setdefault(binary.folder, []).append((binary.path, exports))
+    found: set[str] = set()
+    for libraries in opened.values():
+        for index, (path, exports) in enumerate(libraries):
+            for other, theirs in libraries[index + 1:]:
+                if len(exports & theirs) >= 0.9 * min(len(exports), len(theirs)):
+                    found.update((path, other))
+    return found
+
+
+def _file(wheel: WheelModel, path: str) -> BinaryFile | None:
+    return next((binary for binary in wheel.binaries if binary.path == path), None)
+
+
+def _optional_modules(items: list[Resolution], optional: Mapping[str, OptionalImport]
+                      ) -> list[Finding]:
+    """One note per extension module the package imports only under a guard catching
+    ImportError, whose needed libraries are found nowhere: its designed fallback."""
+    by_file: dict[str, list[str]] = {}
+    for item in items:
+        by_file.setdefault(item.binary, []).append(item.needed)
+    return [finding(
+        NAME, Severity.INFO, path, f"needs {_names(names)}, not found after installation; the "
+        f"package imports {optional[path].module} only under try/except ImportError "
+        f"({', '.join(optional[path].importers[:3])})", why="an optional part: the package "
+        "falls back when it does not load (installing the library enables it)",
+        needed=sorted(set(names)), importers=list(optional[path].importers))
+        for path, names in sorted(by_file.items())]
 
 
 def _unresolved(words: LoaderWords, items: list[Resolution], shipped: set[str]
@@ -372,6 +463,16 @@ def _group_finding(kind: str, key: str, items: list[Resolution],
             f"some of its loaders pass down, not when loaded by {named}",
             why="loaded that way first, it fails", fix=f"give this file its own "
             f"{words.search_path}", loaders=loaders[:10], **common)
+    if kind == "variant":
+        builds = items[0].builds
+        return finding(
+            NAME, Severity.WARNING, first, f"{many} {shown}, which only the {builds} builds of "
+            f"the declared '{key}' load (`{items[0].via}`): not provable statically: depends "
+            f"on which build of {key} is installed", why=f"with another build of {key} "
+            f"installed (a CPU one), nothing provides them and those files fail to load",
+            fix=f"pin the build in Requires-Dist (a {key} version with its local label), "
+                "declare the wheels that provide the libraries, or run a full verify against "
+                "the build users install", distribution=key, builds=builds, **common)
     if kind == OPTIONAL:
         extras = ", ".join(f"[{extra}]" for extra in items[0].extras)
         return finding(

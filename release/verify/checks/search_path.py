@@ -25,9 +25,12 @@ def _outside_finding(binary: BinaryFile, entry: Entry, words: LoaderWords,
         return finding(NAME, Severity.ERROR, binary.path, "has an empty search-path entry",
                        why="an empty entry means the current working directory",
                        fix="remove the stray separator")
-    if entry.kind in (EntryKind.SYSTEM, EntryKind.ABSOLUTE):
-        system = entry.kind is EntryKind.SYSTEM
-        return finding(NAME, Severity.WARNING if system else hygiene, binary.path,
+    if entry.kind is EntryKind.SYSTEM:
+        return finding(NAME, Severity.INFO, binary.path, f"search path '{entry.text}' is a "
+                       "system folder", why="the loader searches the system's folders anyway; "
+                       "it names no folder of the build machine", entry=entry.text)
+    if entry.kind is EntryKind.ABSOLUTE:
+        return finding(NAME, hygiene, binary.path,
                        f"search path '{entry.text}' is absolute", why="it names a folder of "
                        "the build machine, not the install location",
                        fix=f"use {words.relative_entry} entries ({words.how_to_set})",
@@ -73,6 +76,8 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
         return [not_run(NAME, "no loader model claims the wheel's platform tag")]
     findings: list[Finding] = []
     problems: dict[tuple[str, str], list[tuple[str, Finding]]] = {}
+    # a wheel none of whose binaries searches its entries (macOS: no @rpath/ install name)
+    inert = not any(loader.searches_entries(binary.info) for binary in wheel.binaries)
     for binary in wheel.binaries:
         for problem in loader.search_path_problems(binary.info):
             problems.setdefault((problem.severity, problem.what), []).append(
@@ -83,6 +88,8 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
             found, kind = _entry_finding(wheel, context, binary,
                                          loader.classify(text, binary.folder), loader.words)
             classes.append(kind)
+            if found is not None and inert and found.severity is not Severity.INFO:
+                found = _inert(found, loader.words)
             if found is not None:
                 cause = _cause(found)
                 problems.setdefault((found.severity.value, cause), []).append(
@@ -95,6 +102,14 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
     for group in problems.values():   # one finding per root cause, with its files
         findings.append(_grouped(group))
     return findings
+
+
+def _inert(found: Finding, words: LoaderWords) -> Finding:
+    """An entry no binary of the wheel searches: a note, not a defect of loading."""
+    return finding(NAME, Severity.INFO, found.file, f"{found.what} (inert: no file of the "
+                   f"wheel searches its {words.search_path})", why="the loader searches these "
+                   "entries only for libraries loaded through them, and no file is",
+                   fix=found.fix, **found.details)
 
 
 def _cause(found: Finding) -> str:
