@@ -15,7 +15,6 @@ from __future__ import annotations
 import io
 import json
 import sys
-import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -179,10 +178,8 @@ def test_arm64_cpython_imports_the_wheel_and_runs_the_models(
             " 'lib': str(edgert.lib_dir()), 'out': out}))")
     arm_site = unpack(aarch64_wheel.path, tmp_path / "arm")
     x86_site = unpack(cpu_wheel.path, tmp_path / "x86")
-    start = time.monotonic()
     arm = json.loads(run_checked(aarch64_wheel.runner.python_command("-c", code),
                                  env={"PYTHONPATH": str(arm_site)}, cwd="/"))
-    seconds = time.monotonic() - start
     x86 = json.loads(run_checked([sys.executable, "-c", code],
                                  env={"PYTHONPATH": str(x86_site)}, cwd="/"))
     assert arm["machine"] == "aarch64" and arm["file"].startswith(str(arm_site))
@@ -192,7 +189,6 @@ def test_arm64_cpython_imports_the_wheel_and_runs_the_models(
         got = np.array(arm["out"][name])
         assert got.shape == (5, 8)
         np.testing.assert_allclose(got, x86["out"][name], rtol=RELATIVE, atol=ABSOLUTE)
-    assert seconds < 120, f"the arm64 run took {seconds:.0f} s under qemu"
 
 
 def test_a_load_failure_under_qemu_is_the_same_error(aarch64_runner: Runner,
