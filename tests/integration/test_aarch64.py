@@ -7,8 +7,9 @@ absolute 1e-6): the two builds may order floating-point sums differently (vector
 kernels), so bit equality across machines is not promised; within one machine C++, C and
 Python stay byte-identical (verify's sdk-routes check, which ran here under qemu).
 
-Needs Debian's g++-aarch64-linux-gnu and qemu-user (.ci/run installs both); the root folder
-qemu runs programs in is provisioned into the tool cache on first use."""
+Needs Debian's g++-aarch64-linux-gnu and qemu-user: the aarch64 tool tier (tests/tools.toml;
+README command 2 installs both); the root folder qemu runs programs in is provisioned into the
+tool cache on first use."""
 
 from __future__ import annotations
 
@@ -47,21 +48,20 @@ class Aarch64Wheel:
 
 @pytest.fixture(scope="module")
 def aarch64_runner() -> Runner:
-    """qemu-user with the provisioned arm64 root folder (skips, saying why, only when the
-    cross compiler or qemu is missing, or the root folder cannot be downloaded)."""
+    """qemu-user with the provisioned arm64 root folder. The cross compiler and qemu are the
+    ``aarch64`` tool tier (tests/tools.toml): where they are missing these tests are reported
+    as not run, never reached; here a missing one, or a root folder that cannot be
+    downloaded, fails."""
     if Host.current().arch("linux") == "aarch64":
         pytest.skip("this machine is aarch64: the native tests cover it")
     target = cross.cross_targets()["aarch64"]
-    if not cross.has_compilers(target):
-        pytest.skip(f"no {target.compilers[1]}: apt-get install {target.compiler_package} "
-                    "(.ci/run installs it)")
-    if emulation.find_emulator(target) is None:
-        pytest.skip(f"no {' or '.join(target.emulators)}: apt-get install "
-                    f"{target.emulator_package} (.ci/run installs it)")
+    assert cross.has_compilers(target), f"apt-get install {target.compiler_package}"
+    assert emulation.find_emulator(target) is not None, \
+        f"apt-get install {target.emulator_package}"
     try:
         runner = LINUX.runner(TARGET, host=Host.current(), cache=tools.cache_dir())
     except EnvironmentFailure as error:
-        pytest.skip(f"the arm64 root folder cannot be provisioned: {error.message}")
+        pytest.fail(f"the arm64 root folder cannot be provisioned: {error.message}")
     assert runner is not None and runner.prefix and runner.cmake_arguments
     return runner
 
