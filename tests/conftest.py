@@ -20,8 +20,9 @@ from pathlib import Path
 
 import pytest
 
-# The tool tiers (tests/tools.toml): tests needing a tool beyond Python, gcc and the index.
-pytest_plugins = ["tests.tool_tiers"]
+# The tool tiers (tests/tools.toml): tests needing a tool beyond Python, gcc and the index;
+# the long steps (release/progress.py) shown on the terminal as they happen.
+pytest_plugins = ["tests.tool_tiers", "tests.progress"]
 
 ROOT = Path(__file__).resolve().parents[1]
 TIERS = ("unit", "native", "integration", "verify", "cuda", "quality", "gpu")

@@ -5,8 +5,8 @@ example built against the wheel's SDK with the zig toolchain printing exactly wh
 prints, and each way a Windows wheel goes wrong caught by verify: a package that does not add
 its DLL folder, a DLL needing a DLL nobody ships, a renamed component DLL.
 
-Needs Debian's wine64: the wine tool tier (tests/tools.toml; README command 2 installs it); zig comes from the package index, its cache and
-the wine prefix live in the tool cache."""
+Needs Debian's wine64: the wine tool tier (tests/tools.toml; README command 2 installs it);
+zig comes from the package index, its cache and the wine prefix live in the tool cache."""
 
 from __future__ import annotations
 
