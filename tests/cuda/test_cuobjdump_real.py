@@ -10,15 +10,17 @@ import pytest
 
 from cuda import coverage, cuobjdump, fatbin
 from cuda import gpu_variant as variant
-from release import tools
+from release import pins, tools
 
 pytestmark = [pytest.mark.integration, pytest.mark.index]
-CURAND = ("nvidia-curand-cu12==10.3.10.19", "nvidia/curand/lib/libcurand.so.10")
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def curand() -> Path:
-    return tools.pip_tool(*CURAND)
+    """libcurand from its pinned wheel (tests/pinned-test-tools.toml)."""
+    pin = pins.load(ROOT / "tests" / "pinned-test-tools.toml").python_pin("curand")
+    return tools.pinned_folder(pin) / "nvidia" / "curand" / "lib" / "libcurand.so.10"
 
 
 def test_reader_lists_what_cuobjdump_lists(curand: Path) -> None:

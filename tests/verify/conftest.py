@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -13,10 +12,16 @@ import pytest
 from hypothesis.configuration import set_hypothesis_home_dir
 
 from release import tools
+from tests import downloads
 
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE.parent / "fixtures" / "verify"
-TORCH = "torch==2.13.0"
+# The CPU build of torch 2.13.0 the verify tests were written against: fetched as this one
+# file (tests/downloads.py), not as whatever `pip download torch==2.13.0` resolves today.
+TORCH = downloads.PinnedFile(
+    name="torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl",
+    sha256="6746dbcbeb526eb61330b76b41ff1b4eb848951103a892eeb080dfa2b264667b",
+    url="https://download.pytorch.org/whl/cpu/torch-2.13.0%2Bcpu-cp311-cp311-manylinux_2_28_x86_64.whl")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -51,12 +56,5 @@ def fixture_build_dir(fixture_wheels: dict[str, Path]) -> Path:
 
 @pytest.fixture(scope="session")
 def torch_wheel() -> Path:
-    folder = tools.cache_dir() / "wheels"
-    found = sorted(folder.glob("torch-2.13.0*.whl"))
-    if not found:
-        folder.mkdir(parents=True, exist_ok=True)
-        subprocess.run([sys.executable, "-m", "pip", "download", TORCH, "--no-deps", "-q",
-                        "-d", str(folder)], check=True)
-        found = sorted(folder.glob("torch-2.13.0*.whl"))
-    assert found, "pip download did not produce the torch wheel"
-    return found[0]
+    """The reviewed torch wheel (the CPU build, 136 ELF files), by name and digest."""
+    return downloads.fetch(TORCH, tools.cache_dir() / "wheels")
