@@ -176,3 +176,35 @@ def test_every_argument_of_every_command_has_help() -> None:
     assert [name for name, help in arguments if not help] == []
     assert ("python -m release repair wheel",
             "the .whl file to repair (one with edgert/_release.json)") in arguments
+
+
+def test_every_code_block_runs_or_says_why_not() -> None:
+    """A Python or shell block of the README or docs/ runs as written in
+    tests/integration/test_doc_blocks.py, unless the line before its fence says it is not run
+    (and why, in a sentence) or names the test that does what it does."""
+    import ast
+
+    from tests import doc_blocks
+    found = doc_blocks.blocks()
+    assert len(found) >= 20 and len(doc_blocks.runnable()) >= 4
+    for block in found:
+        if block.marker == "not run":
+            assert len(block.reason.split()) >= 6, f"{block.name}: say why it is not run"
+        elif block.marker == "covered by":
+            path, _, name = block.reason.partition("::")
+            assert (ROOT / path).is_file(), f"{block.name}: no {path}"
+            tree = ast.parse((ROOT / path).read_text(encoding="utf-8"))
+            names = {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
+            assert name.startswith("test_") and name in names, f"{block.name}: no test {name}"
+
+
+def test_the_readmes_figures_are_the_measuring_scripts_output() -> None:
+    """Tests, minutes and disk in the README come from benchmarks/suite_figures.py, which
+    writes them between its markers, or say they are not measured."""
+    blocks = dict(re.findall(r"<!-- figures:(\w+) -->(.*?)<!-- /figures:\1 -->", README,
+                             re.DOTALL))
+    assert set(blocks) == {"unit", "suite"}
+    for key, text in blocks.items():
+        assert text.startswith("not measured") or (
+            "by benchmarks/suite_figures.py)" in text and " passed, " in text), key
+    assert "968 tests" not in README
