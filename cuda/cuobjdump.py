@@ -14,13 +14,14 @@ from cuda.fatbin import DeviceCode, EntryKind
 from release import tools
 from release.errors import CommandError
 
-REQUIREMENT = "nvidia-cuda-cuobjdump==13.5.37"
+PIN = "cuobjdump"   # its [python.cuobjdump] entry in release/pinned-tools.toml
 _LINE = re.compile(r"^(ELF|PTX) file\s+\d+: .*\.(sm_\d+[a-z]?)\.(?:cubin|ptx)$")
 
 
 def provision() -> Path:
-    """cuobjdump from the package index, installed once into the release cache."""
-    return tools.pip_tool(REQUIREMENT, "nvidia/cu13/bin/cuobjdump")
+    """cuobjdump from the package index (the pinned file), installed once into the release
+    cache."""
+    return tools.pinned_tool(PIN)
 
 
 def listing(cuobjdump: Path, library: Path) -> list[str]:

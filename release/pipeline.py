@@ -18,12 +18,22 @@ import shutil
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from release import _cmd, buildfolder, distinfo, pins, sbom, tools, wheel, wheel_variant
+from release import (
+    _cmd,
+    buildfolder,
+    distinfo,
+    pins,
+    progress,
+    sbom,
+    tools,
+    wheel,
+    wheel_variant,
+)
 from release.build_options import BuildOptions, Form, Stage, VerifyMode, default_cache_dir
 from release.buildrecord import RECORD_FILE, BuildRecord
 from release.errors import (
@@ -310,14 +320,15 @@ def _configure_part(plan: Plan, part: _Part, toolchain_arguments: list[str]) -> 
         log.warning("CMake's cache or build.ninja in %s is incomplete; configuring afresh",
                     build_dir)
         (build_dir / "CMakeCache.txt").unlink()
-    if not (build_dir / "CMakeCache.txt").exists():
-        log.info("first configure of %s: CMake detects the compilers and the platform before "
-                 "it prints anything (%s)", build_dir,
-                 plan.platform.first_configure_note)
-    _native([tools.cmake(cache=plan.cache), "-S", source, "-B", build_dir,
-             *wanted["arguments"]], build_dir, what="CMake configure",
-             fix=f"read the CMake error above; delete {build_dir} to start clean",
-             stream=True)
+    first = not (build_dir / "CMakeCache.txt").exists()
+    waiting = ("CMake detects the compilers and the platform before it prints anything "
+               f"({plan.platform.first_configure_note})")
+    with progress.long_step(f"first configure of {build_dir}", waiting_for=waiting) if first \
+            else nullcontext():
+        _native([tools.cmake(cache=plan.cache), "-S", source, "-B", build_dir,
+                 *wanted["arguments"]], build_dir, what="CMake configure",
+                 fix=f"read the CMake error above; delete {build_dir} to start clean",
+                 stream=True)
     _write_atomically(stamp, json.dumps(wanted))
 
 

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from release import progress
 from release._lock import folder_size, megabytes, provisioning
 from release.errors import EnvironmentFailure, ToolError
 
@@ -225,7 +226,9 @@ def _provision_locked(folder: Path, make: Callable[[Path], None], *, what: str,
     try:
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir(parents=True)
-        make(partial)
+        with progress.long_step(f"making {what} in {folder}",
+                                size=lambda: megabytes(folder_size(partial))):
+            make(partial)
         seal(partial, describes=describes)
         shutil.rmtree(folder, ignore_errors=True)
         partial.rename(folder)

@@ -20,6 +20,10 @@ from pathlib import Path
 
 import pytest
 
+# The tool tiers (tests/tools.toml): tests needing a tool beyond Python, gcc and the index;
+# the long steps (release/progress.py) shown on the terminal as they happen.
+pytest_plugins = ["tests.tool_tiers", "tests.progress"]
+
 ROOT = Path(__file__).resolve().parents[1]
 TIERS = ("unit", "native", "integration", "verify", "cuda", "quality", "gpu")
 # Python code that prints, as the last line on stderr, its process's own peak resident size
@@ -32,11 +36,13 @@ with open("/proc/self/status") as _status:
 """
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    from tests import tool_tiers
     for item in items:
         parts = Path(str(item.fspath)).relative_to(ROOT).parts
         if len(parts) > 1 and parts[0] == "tests" and parts[1] in TIERS:
             item.add_marker(getattr(pytest.mark, parts[1]))
+    tool_tiers.mark(config, items)
 
 
 def assert_clean_failure(completed: subprocess.CompletedProcess[str], out: Path, *, code: int,

@@ -49,6 +49,10 @@ namespace {
 // called from there runs inline.
 thread_local bool inside_parallel_region = false;
 
+// The clock of the sharing window (Pool::share): the steady clock, or the one a test installed
+// with edgert_threadpool_set_clock, so that a test reads the window without racing it.
+std::atomic<int64_t (*)(void)> window_clock{nullptr};
+
 size_t threads_from_environment() {
   const char* configured = std::getenv("EDGERT_NUM_THREADS");
   if (configured == nullptr || *configured == '\0') return 0;
@@ -169,6 +173,8 @@ class Pool {
   using Clock = std::chrono::steady_clock;
 
   static int64_t now_ns() {
+    int64_t (*installed)(void) = window_clock.load(std::memory_order_relaxed);
+    if (installed != nullptr) return installed();
     return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
   }
 
@@ -419,6 +425,10 @@ size_t edgert_threadpool_size(void) {
 
 size_t edgert_threadpool_available(void) {
   return pool().available();
+}
+
+void edgert_threadpool_set_clock(int64_t (*now_ns)(void)) {
+  window_clock.store(now_ns, std::memory_order_relaxed);
 }
 
 void edgert_threadpool_set_size(size_t threads) {

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,16 +22,12 @@ class CudaBuild:
     build_dir: Path   # the pipeline's build folder (its CMakeCache names the toolkit)
 
 
-def _run(command: list[str], cwd: Path | None = None) -> None:
-    completed = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False)
-    assert completed.returncode == 0, (
-        f"{command[:3]} failed:\n{completed.stdout[-3000:]}\n{completed.stderr[-3000:]}")
-
-
 def build_variant(name: str, work: Path) -> CudaBuild:
     """The release pipeline's own build of variant ``name`` (shared with the wheel tests),
-    run up to its install stage, copied into a fresh site with the declared runtime wheel."""
-    from release import manifest
+    run up to its install stage, copied into a fresh site with the declared runtime wheel:
+    the file pinned for it by name and sha256 (release/pinned-tools.toml, the variant's
+    ``runtime.pin``), whatever else the index serves for the declared range today."""
+    from release import manifest, pins, toolcache, tools
     from release.loader import Host
     from release.pipeline import BuildOptions, Stage, run
 
@@ -43,8 +37,9 @@ def build_variant(name: str, work: Path) -> CudaBuild:
     build_dir = run(manifest.load(ROOT), options, host=Host.current()).build_dir
     site = work / "site"
     shutil.copytree(build_dir / "install", site)
-    _run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-          "--target", str(site), loaded.runtime.requirement.split(";")[0]])
+    pinned = tools.pinned_folder(pins.load().python_pin(loaded.runtime.pin))
+    shutil.copytree(pinned, site, dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns(toolcache.MANIFEST))
     return CudaBuild(variant=loaded, site=site,
                      library=site / "edgert" / "lib" / "libedgert_backend_cuda.so",
                      build_dir=build_dir)

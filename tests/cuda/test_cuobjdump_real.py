@@ -3,21 +3,24 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from cuda import coverage, cuobjdump, fatbin
 from cuda import gpu_variant as variant
-from release import tools
+from release import pins, tools
 
 pytestmark = [pytest.mark.integration, pytest.mark.index]
-CURAND = ("nvidia-curand-cu12==10.3.10.19", "nvidia/curand/lib/libcurand.so.10")
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def curand() -> Path:
-    return tools.pip_tool(*CURAND)
+    """libcurand from its pinned wheel (tests/pinned-test-tools.toml)."""
+    pin = pins.load(ROOT / "tests" / "pinned-test-tools.toml").python_pin("curand")
+    return tools.pinned_folder(pin) / "nvidia" / "curand" / "lib" / "libcurand.so.10"
 
 
 def test_reader_lists_what_cuobjdump_lists(curand: Path) -> None:
@@ -40,8 +43,9 @@ def test_curand_covers_the_cu12_claims(curand: Path) -> None:
 
 
 def test_file_without_device_code_matches_cuobjdump_exit_255(tmp_path: Path) -> None:
-    elf = next(Path("/usr/lib/x86_64-linux-gnu").glob("libz.so.1*"), None)
-    if elf is None:
-        pytest.skip("no libz.so.1 on this machine to use as a plain ELF file")
+    source = tmp_path / "plain.c"
+    source.write_text("int plain(int x) { return x + 1; }\n")
+    elf = tmp_path / "libplain.so"   # a shared library with no device code
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(elf), str(source)], check=True)
     assert cuobjdump.listing(cuobjdump.provision(), elf) == []
     assert fatbin.read_device_code(elf).containers == ()

@@ -7,15 +7,15 @@ absolute 1e-6): the two builds may order floating-point sums differently (vector
 kernels), so bit equality across machines is not promised; within one machine C++, C and
 Python stay byte-identical (verify's sdk-routes check, which ran here under qemu).
 
-Needs Debian's g++-aarch64-linux-gnu and qemu-user (.ci/run installs both); the root folder
-qemu runs programs in is provisioned into the tool cache on first use."""
+Needs Debian's g++-aarch64-linux-gnu and qemu-user: the aarch64 tool tier (tests/tools.toml;
+README command 2 installs both); the root folder qemu runs programs in is provisioned into the
+tool cache on first use."""
 
 from __future__ import annotations
 
 import io
 import json
 import sys
-import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,21 +48,20 @@ class Aarch64Wheel:
 
 @pytest.fixture(scope="module")
 def aarch64_runner() -> Runner:
-    """qemu-user with the provisioned arm64 root folder (skips, saying why, only when the
-    cross compiler or qemu is missing, or the root folder cannot be downloaded)."""
+    """qemu-user with the provisioned arm64 root folder. The cross compiler and qemu are the
+    ``aarch64`` tool tier (tests/tools.toml): where they are missing these tests are reported
+    as not run, never reached; here a missing one, or a root folder that cannot be
+    downloaded, fails."""
     if Host.current().arch("linux") == "aarch64":
         pytest.skip("this machine is aarch64: the native tests cover it")
     target = cross.cross_targets()["aarch64"]
-    if not cross.has_compilers(target):
-        pytest.skip(f"no {target.compilers[1]}: apt-get install {target.compiler_package} "
-                    "(.ci/run installs it)")
-    if emulation.find_emulator(target) is None:
-        pytest.skip(f"no {' or '.join(target.emulators)}: apt-get install "
-                    f"{target.emulator_package} (.ci/run installs it)")
+    assert cross.has_compilers(target), f"apt-get install {target.compiler_package}"
+    assert emulation.find_emulator(target) is not None, \
+        f"apt-get install {target.emulator_package}"
     try:
         runner = LINUX.runner(TARGET, host=Host.current(), cache=tools.cache_dir())
     except EnvironmentFailure as error:
-        pytest.skip(f"the arm64 root folder cannot be provisioned: {error.message}")
+        pytest.fail(f"the arm64 root folder cannot be provisioned: {error.message}")
     assert runner is not None and runner.prefix and runner.cmake_arguments
     return runner
 
@@ -179,10 +178,8 @@ def test_arm64_cpython_imports_the_wheel_and_runs_the_models(
             " 'lib': str(edgert.lib_dir()), 'out': out}))")
     arm_site = unpack(aarch64_wheel.path, tmp_path / "arm")
     x86_site = unpack(cpu_wheel.path, tmp_path / "x86")
-    start = time.monotonic()
     arm = json.loads(run_checked(aarch64_wheel.runner.python_command("-c", code),
                                  env={"PYTHONPATH": str(arm_site)}, cwd="/"))
-    seconds = time.monotonic() - start
     x86 = json.loads(run_checked([sys.executable, "-c", code],
                                  env={"PYTHONPATH": str(x86_site)}, cwd="/"))
     assert arm["machine"] == "aarch64" and arm["file"].startswith(str(arm_site))
@@ -192,7 +189,6 @@ def test_arm64_cpython_imports_the_wheel_and_runs_the_models(
         got = np.array(arm["out"][name])
         assert got.shape == (5, 8)
         np.testing.assert_allclose(got, x86["out"][name], rtol=RELATIVE, atol=ABSOLUTE)
-    assert seconds < 120, f"the arm64 run took {seconds:.0f} s under qemu"
 
 
 def test_a_load_failure_under_qemu_is_the_same_error(aarch64_runner: Runner,

@@ -85,10 +85,27 @@ def test_coverage_table_in_verify_report(cuda_wheel) -> None:
 
 @pytest.fixture(scope="module")
 def cuda_venv(cuda_wheel, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Venv]:
+    """The wheel installed without its dependencies, then what it declares: the CUDA runtime
+    as the variant's pinned file (release/pinned-tools.toml, in hash-checking mode) rather
+    than whatever the index serves for the declared range today, and this environment's
+    numpy."""
+    import numpy
+
+    from cuda import gpu_variant
+    from release import pins
     variant, result = cuda_wheel
-    environment = make_venv(tmp_path_factory.mktemp(f"venv-{variant}") / "env")
-    completed = environment.run("-m", "pip", "install", "--quiet", str(result.wheel))
-    assert completed.returncode == 0, completed.stdout + completed.stderr
+    folder = tmp_path_factory.mktemp(f"venv-{variant}")
+    environment = make_venv(folder / "env")
+    runtime = pins.load().python_pin(
+        gpu_variant.load(gpu_variant.variants_dir() / f"{variant}.toml").runtime.pin)
+    requirements = folder / "runtime.txt"
+    requirements.write_text(runtime.requirements_text())
+    for arguments in (["--no-deps", str(result.wheel)],
+                      ["--require-hashes", "--no-deps", "--only-binary=:all:", "-r",
+                       str(requirements)],
+                      [f"numpy=={numpy.__version__}"]):
+        completed = environment.run("-m", "pip", "install", "--quiet", *arguments)
+        assert completed.returncode == 0, completed.stdout + completed.stderr
     return variant, environment
 
 
@@ -135,8 +152,8 @@ def test_cu13_from_a_system_toolkit(tmp_path: Path) -> None:
     """CUDA_HOME is used when given: the same wheel layout, no toolkit path inside."""
     import os
     home = _system_cuda13()
-    if home is None:
-        pytest.skip("no CUDA 13 toolkit under /usr/local on this machine")
+    if home is None:   # the cuda_toolkit tool tier (tests/tools.toml): its nvcc is there
+        pytest.fail("/usr/local holds an nvcc but no CUDA 13 libcudart.so.13 beside it")
     result = run(manifest.load(ROOT), BuildOptions(
         platform="linux", variant="cu13", out_dir=tmp_path / "dist",
         build_dir=tmp_path / "build", verify=VerifyMode.STATIC),

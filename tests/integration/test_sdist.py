@@ -201,8 +201,8 @@ def test_the_backend_hooks_run_on_python_3_9_or_3_10(clone: Path, sdist: Path,
     """What pip runs first on an old Python: the metadata hook, and the sdist hook; every
     module of the pipeline imports there (release/_compat.py)."""
     python = _older_python()
-    if python is None:
-        pytest.skip("no Python 3.9 or 3.10 on this machine")
+    if python is None:   # the old_python tool tier (tests/tools.toml): one is on PATH
+        pytest.fail("python3.9 or python3.10 is on PATH but does not run: pyenv install 3.10")
     environment = tmp_path / "env"
     subprocess.run([python, "-m", "venv", str(environment)], check=True)
     older = Venv(root=environment, python=environment / "bin" / "python",

@@ -188,7 +188,7 @@ def test_installed_program_runs_after_the_package_is_gone(
 
 def test_pkg_config_build_runs(native_install: NativeInstall, tmp_path: Path) -> None:
     pkg_config = shutil.which("pkg-config") or shutil.which("pkgconf")
-    assert pkg_config, "pkg-config is installed by .ci/run"
+    assert pkg_config, "the pkg_config tool tier (tests/tools.toml): apt-get install pkg-config"
     env = {"PKG_CONFIG_PATH": str(native_install.lib_dir / "pkgconfig"), "PATH": "/usr/bin:/bin"}
     flags = run_checked([pkg_config, "--cflags", "--libs", "edgert", "edgert-kernels_quantized"],
                         env=env).split()

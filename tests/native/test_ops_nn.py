@@ -35,8 +35,11 @@ def values(shape: tuple[int, ...], seed: int, scale: float = 1.0) -> np.ndarray:
     return (np.random.RandomState(seed).standard_normal(shape) * scale).astype(F32)
 
 
-def torch_or_skip() -> ModuleType:
-    return pytest.importorskip("torch")
+def torch_module() -> ModuleType:
+    """torch, a dev requirement (requirements-dev.txt): its absence is a broken setup, which
+    fails the tests that compare with it."""
+    import torch
+    return torch
 
 
 # ------------------------------------------------------------------- references
@@ -271,7 +274,7 @@ def test_conv2d_relu_activation(edgert: ModuleType, case: tuple) -> None:
 
 @pytest.mark.parametrize("case", [CONV_CASES[0], CONV_CASES[1], CONV_CASES[5], CONV_CASES[8]])
 def test_conv2d_matches_torch(edgert: ModuleType, case: tuple) -> None:
-    torch = torch_or_skip()
+    torch = torch_module()
     x_shape, w_shape, stride, padding, dilation, groups = case
     x, weight, bias = values(x_shape, 7), values(w_shape, 8), values((w_shape[0],), 9)
     (out,) = run_op(
@@ -418,7 +421,7 @@ def test_max_pool2d(edgert: ModuleType, kernel, stride, padding, dilation, ceil_
     expected = pool_reference(x, kernel, stride, padding, dilation, bool(ceil_mode))
     np.testing.assert_array_equal(out, expected)
     assert np.isnan(out[0, 0]).any() and not np.isnan(out[0, 1:]).any()  # NaN propagates
-    torch = pytest.importorskip("torch")
+    torch = torch_module()
     reference = torch.nn.functional.max_pool2d(
         torch.from_numpy(x), kernel, stride, padding, dilation, ceil_mode=bool(ceil_mode)
     )
@@ -470,7 +473,7 @@ def test_avg_pool2d(
         x, kernel, stride, padding, (1, 1), bool(ceil_mode), "avg", bool(include), override
     )
     np.testing.assert_array_equal(out, expected)
-    torch = pytest.importorskip("torch")
+    torch = torch_module()
     reference = torch.nn.functional.avg_pool2d(
         torch.from_numpy(x),
         kernel,
@@ -497,7 +500,7 @@ def test_adaptive_avg_pool2d(edgert: ModuleType, size: tuple) -> None:
     x = values((2, 3, 13, 11), 33)
     (out,) = run_op(edgert, "edgert::adaptive_avg_pool2d", [x], {"output_size": list(size)})
     np.testing.assert_array_equal(out, adaptive_reference(x, *size))
-    torch = pytest.importorskip("torch")
+    torch = torch_module()
     reference = torch.nn.functional.adaptive_avg_pool2d(torch.from_numpy(x), size)
     np.testing.assert_allclose(out, reference.numpy(), **TORCH_TOLERANCE)
 
@@ -508,7 +511,7 @@ def test_upsample_nearest2d(edgert: ModuleType, size: tuple) -> None:
     (out,) = run_op(edgert, "edgert::upsample_nearest2d", [x], {"size": list(size)})
     rows, columns = nearest_sources(size[0], x.shape[2]), nearest_sources(size[1], x.shape[3])
     np.testing.assert_array_equal(out, x[:, :, rows][:, :, :, columns])
-    torch = pytest.importorskip("torch")
+    torch = torch_module()
     reference = torch.nn.functional.interpolate(torch.from_numpy(x), size=size, mode="nearest")
     np.testing.assert_array_equal(out, reference.numpy())  # torch's float index arithmetic
 
@@ -593,7 +596,7 @@ def test_batch_norm(edgert: ModuleType, shape: tuple, affine: bool) -> None:
     if affine:
         expected = expected + bias[channel]
     np.testing.assert_array_equal(out, expected)
-    torch = pytest.importorskip("torch")
+    torch = torch_module()
     reference = torch.nn.functional.batch_norm(
         torch.from_numpy(x),
         torch.from_numpy(mean),
@@ -635,7 +638,7 @@ def test_rms_norm(edgert: ModuleType, axis: int, with_weight: bool) -> None:
     (out,) = run_op(edgert, "edgert::rms_norm", [x, weight], {"axis": axis})
     eps = float(np.finfo(F32).eps)
     np.testing.assert_array_equal(out, rms_norm_reference(x, weight, axis % x.ndim, eps))
-    torch = pytest.importorskip("torch")
+    torch = torch_module()
     reference = torch.nn.functional.rms_norm(
         torch.from_numpy(x), normalized, None if weight is None else torch.from_numpy(weight)
     )
@@ -667,7 +670,7 @@ def test_log_softmax_is_its_documented_arithmetic(edgert: ModuleType, axis: int)
     x = log_softmax_input()
     (out,) = run_op(edgert, "edgert::log_softmax", [x], {"axis": axis})
     np.testing.assert_array_equal(out, log_softmax_reference(x, axis))
-    torch = pytest.importorskip("torch")
+    torch = torch_module()
     finite = values((5, 7, 9), 57)
     (small,) = run_op(edgert, "edgert::log_softmax", [finite], {"axis": axis})
     reference = torch.nn.functional.log_softmax(torch.from_numpy(finite), axis)
@@ -699,7 +702,7 @@ def test_attention_is_matmul_then_softmax(edgert: ModuleType, shapes: tuple) -> 
     q, k, v = (values(shape, 60 + i) for i, shape in enumerate(shapes))
     (out,) = run_op(edgert, SDPA, [q, k, v])
     np.testing.assert_array_equal(out, attention_reference(q, k, v))
-    torch = pytest.importorskip("torch")
+    torch = torch_module()
     reference = torch.nn.functional.scaled_dot_product_attention(
         *(torch.from_numpy(np.array(a)) for a in broadcast_batches(q, k, v))
     )
@@ -707,7 +710,7 @@ def test_attention_is_matmul_then_softmax(edgert: ModuleType, shapes: tuple) -> 
 
 
 def test_attention_masks(edgert: ModuleType) -> None:
-    torch = pytest.importorskip("torch")
+    torch = torch_module()
     sdpa = torch.nn.functional.scaled_dot_product_attention
     q, k, v = values((2, 3, 5, 8), 64), values((2, 3, 7, 8), 65), values((2, 3, 7, 4), 66)
     keep = np.random.RandomState(67).random_sample((5, 7)) > 0.3

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import sys
 import threading
-import time
 from types import ModuleType
 
 import numpy as np
@@ -237,28 +236,33 @@ def heavy_program() -> bytes:
 
 
 def test_the_gil_is_released_while_a_program_runs(edgert: ModuleType) -> None:
-    """While one thread is inside Program.run, another Python thread keeps running: it counts
-    loop turns, and turns made in the middle of the run (away from its start and end) can
-    only happen if the run released the GIL."""
+    """With a switch interval of a minute, a thread that keeps the GIL is never asked to give
+    it up: this thread, woken by the runner just before it calls Program.run, can take the
+    GIL back only when the runner releases it. It finds the run still under way (the runner
+    sets ``finished`` when run returns): run released the GIL. No count of loop turns, no
+    clock: what is read is an order of events that holding the GIL would make impossible."""
     program = edgert.load(heavy_program())
     x = np.full((384, 384), 0.5, np.float32)
-    span: list[float] = []
+    about_to_run = threading.Event()
+    finished: list[float] = []
 
     def run() -> None:
-        start = time.perf_counter()
+        about_to_run.set()
         (out,) = program.run([x])
-        span.extend([start, time.perf_counter(), float(out[0, 0])])
+        finished.append(float(out[0, 0]))
 
-    ticks = []
-    worker = threading.Thread(target=run)
-    worker.start()
-    while worker.is_alive():
-        ticks.append(time.perf_counter())
-    worker.join()
-    start, end, value = span
-    assert value == 0.5
-    middle = [tick for tick in ticks if start + (end - start) / 4 < tick < end - (end - start) / 4]
-    assert len(middle) > 100, f"{len(middle)} turns in the middle of a {end - start:.3f} s run"
+    saved = sys.getswitchinterval()
+    sys.setswitchinterval(60.0)
+    try:
+        worker = threading.Thread(target=run)
+        worker.start()
+        about_to_run.wait()
+        seen_during_the_run = not finished
+        worker.join()
+    finally:
+        sys.setswitchinterval(saved)
+    assert finished == [0.5]
+    assert seen_during_the_run, "this thread got the GIL back only once the run had ended"
 
 
 FORKS = """

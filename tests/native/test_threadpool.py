@@ -216,7 +216,8 @@ def test_a_region_beside_a_busy_pool_runs_on_its_caller(native_install: NativeIn
     while another thread's region computes; a region begun then runs both its chunks on its
     caller (two programs on a 2-thread pool each run alone, as on a pool of one). On a pool of
     4, two callers at once get half of it each (for a millisecond after they were seen
-    together); a caller alone again gets all 4."""
+    together); a caller alone again gets all 4. The millisecond is read from a clock the
+    program moves itself (edgert_threadpool_set_clock): no read races the machine's load."""
     words = run_concurrency(concurrency_program(native_install, tmp_path), "available")
     assert words == ["available", "2", "1", "1", "inline", "2", "4"]
 

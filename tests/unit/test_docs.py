@@ -46,10 +46,17 @@ def test_the_readme_starts_with_the_two_commands_ci_relies_on() -> None:
         "python3 -m venv .venv && . .venv/bin/activate && pip install -r requirements-dev.txt "
         "&& python -m release build --platform linux --out dist",
         "python3 -m venv .venv && . .venv/bin/activate && pip install -r requirements-dev.txt "
-        "&& python -m pytest -ra",
+        "&& python -m tests.tool_tiers install && python -m pytest -ra",
     ]
-    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    assert commands[1] in ci.splitlines()
+
+
+def test_ci_runs_the_readmes_second_command_and_nothing_else() -> None:
+    """.ci/run may set environment variables first; its one command is the README's."""
+    command = [line for line in README.splitlines() if line.startswith("python3 -m venv")][1]
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    doing = [line for line in ci if line.strip() and not line.startswith(("#", "export "))
+             and line not in ("set -euo pipefail", 'cd "$(dirname "$0")/.."')]
+    assert doing == [command]
 
 
 def test_the_readme_goes_from_what_it_is_to_install_use_build_develop() -> None:
@@ -169,3 +176,35 @@ def test_every_argument_of_every_command_has_help() -> None:
     assert [name for name, help in arguments if not help] == []
     assert ("python -m release repair wheel",
             "the .whl file to repair (one with edgert/_release.json)") in arguments
+
+
+def test_every_code_block_runs_or_says_why_not() -> None:
+    """A Python or shell block of the README or docs/ runs as written in
+    tests/integration/test_doc_blocks.py, unless the line before its fence says it is not run
+    (and why, in a sentence) or names the test that does what it does."""
+    import ast
+
+    from tests import doc_blocks
+    found = doc_blocks.blocks()
+    assert len(found) >= 20 and len(doc_blocks.runnable()) >= 4
+    for block in found:
+        if block.marker == "not run":
+            assert len(block.reason.split()) >= 6, f"{block.name}: say why it is not run"
+        elif block.marker == "covered by":
+            path, _, name = block.reason.partition("::")
+            assert (ROOT / path).is_file(), f"{block.name}: no {path}"
+            tree = ast.parse((ROOT / path).read_text(encoding="utf-8"))
+            names = {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
+            assert name.startswith("test_") and name in names, f"{block.name}: no test {name}"
+
+
+def test_the_readmes_figures_are_the_measuring_scripts_output() -> None:
+    """Tests, minutes and disk in the README come from benchmarks/suite_figures.py, which
+    writes them between its markers, or say they are not measured."""
+    blocks = dict(re.findall(r"<!-- figures:(\w+) -->(.*?)<!-- /figures:\1 -->", README,
+                             re.DOTALL))
+    assert set(blocks) == {"unit", "suite"}
+    for key, text in blocks.items():
+        assert text.startswith("not measured") or (
+            "by benchmarks/suite_figures.py)" in text and " passed, " in text), key
+    assert "968 tests" not in README

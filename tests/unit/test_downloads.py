@@ -140,7 +140,8 @@ def test_a_first_configure_says_what_it_waits_for_and_a_second_does_not(
         (tmp_path / "build" / pipeline.STAMP_FILE).unlink()   # configure again, same folder
         pipeline._configure_part(plan, part, [])  # type: ignore[arg-type]
     assert len(ran) == 2
-    assert len(first) == 1 and words in first[0]
+    assert len(first) == 2 and words in first[0]   # before, and after with its time
+    assert first[1].startswith("first configure of ") and " done in " in first[1]
     assert first[0].startswith(f"first configure of {tmp_path / 'build'}: CMake detects the "
                                "compilers and the platform before it prints anything")
     assert not [r for r in caplog.records if "first configure" in r.getMessage()]

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from cuda import cuobjdump
 from cuda import gpu_variant as cuda_variant
 from platforms.linux import cross
 from release import pins, tools, zig
@@ -21,7 +22,7 @@ LOADED = pins.load()
 
 
 def test_every_fetched_tool_names_an_entry() -> None:
-    named = {tools.CMAKE_OLD.pin, tools.CMAKE_NEW.pin, "ninja", zig.PIN}
+    named = {tools.CMAKE_OLD.pin, tools.CMAKE_NEW.pin, "ninja", zig.PIN, cuobjdump.PIN}
     for path in sorted(cuda_variant.variants_dir().glob("*.toml")):
         loaded = cuda_variant.load(path)
         named |= {loaded.toolchain_pin, loaded.runtime.pin}
@@ -46,6 +47,13 @@ def test_every_package_is_an_exact_pin_with_a_wheel_for_each_linux_machine(name:
     requirements = pin.requirements_text().splitlines()
     assert len(requirements) == len(pin.packages)
     assert all("--hash=sha256:" in line for line in requirements)
+
+
+def test_what_only_the_tests_fetch_is_pinned_the_same_way() -> None:
+    tested = pins.load(ROOT / "tests" / "pinned-test-tools.toml")
+    assert set(tested.python) == {"actionlint", "abi3info", "curand"}
+    for pin in tested.python.values():
+        assert all("--hash=sha256:" in line for line in pin.requirements_text().splitlines())
 
 
 def test_the_tools_other_hosts_fetch_have_their_wheels() -> None:

@@ -5,27 +5,28 @@ replaced by stand-ins that record what they were asked."""
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
 from platforms.windows import wine
-from release import _cmd, pins, toolcache
+from release import _cmd, _lock, pins, toolcache
 
 
-def _fake_tools(calls: list[list[str]]):  # type: ignore[no-untyped-def]
+def _fake_tools(calls: list[list[str]],  # type: ignore[no-untyped-def]
+                waiting: threading.Semaphore | None = None, others: int = 0):
     def run(command: list[object], **_: object) -> str:
         words = [str(word) for word in command]
         calls.append(words)
         if "--version" in words:
             return "wine-9.9\n"
         if "wineboot" in words:   # wine makes the prefix it is pointed at
+            for _ in range(others):   # once the other threads wait for this one
+                assert waiting is not None and waiting.acquire(timeout=60), "no one waited"
             prefix = next(word for word in words if word.startswith("WINEPREFIX="))
             Path(prefix.split("=", 1)[1]).mkdir(parents=True)
         if "-o" in words:   # a compiler: write its output
             Path(words[words.index("-o") + 1]).write_bytes(b"MZ")
-        time.sleep(0.01)   # long enough for the other threads to arrive while it works
         return ""
     return run
 
@@ -34,7 +35,15 @@ def test_the_prefix_and_helpers_are_made_once_with_tmpdir_in_the_cache(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     calls: list[list[str]] = []
     monkeypatch.setattr(wine, "find_wine", lambda: "/usr/bin/wine")
-    monkeypatch.setattr(_cmd, "run", _fake_tools(calls))
+    # the first thread makes the prefix once the two others wait for it: no timing decides
+    # whether they arrive while it works
+    waiting, wait_for_lock = threading.Semaphore(0), _lock._wait_lock
+
+    def counted_wait(handle: object) -> None:
+        waiting.release()
+        wait_for_lock(handle)  # type: ignore[arg-type]
+    monkeypatch.setattr(_lock, "_wait_lock", counted_wait)
+    monkeypatch.setattr(_cmd, "run", _fake_tools(calls, waiting, others=2))
     wine._wine_version.cache_clear()
     # the stand-in compiler's outputs are taken for the pinned bytes
     pinned = {file.file: file.sha256 for file in pins.load().built_pin(wine.HELPERS_PIN).files}

@@ -1,14 +1,14 @@
 """Bounded verify on hostile input: 200 copies of one 2,000-symbol library are judged in
-linear time (one duplicates finding for the one root cause, not 19,900 pairs) within 10 s
+linear time (one duplicates finding for the one root cause, not 19,900 pairs) within 10 s of CPU
 and 300 MB on this 2-core machine."""
 
 from __future__ import annotations
 
 import json
 import random
+import resource
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from release import wheel
@@ -21,6 +21,11 @@ import sys
 from release.verify import main
 main([sys.argv[1], "--static", "--json"])
 """ + PRINT_OWN_PEAK
+
+
+def _children_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _library(folder: Path) -> bytes:
@@ -48,17 +53,17 @@ def test_two_hundred_copies_are_one_finding_within_bounds(tmp_path: Path) -> Non
                                    b"Tag: py3-none-manylinux_2_17_x86_64\n", 0o644)
     path = tmp_path / "many-1.0-py3-none-manylinux_2_17_x86_64.whl"
     wheel.write_wheel(path, files, dist_info=dist_info, epoch=315532800)
-    start = time.monotonic()
+    before = _children_cpu_seconds()
     completed = subprocess.run([sys.executable, "-c", _MEASURED, str(path)], cwd=ROOT,
                                capture_output=True, text=True, check=False)
-    elapsed = time.monotonic() - start
+    elapsed = _children_cpu_seconds() - before   # CPU time: other processes do not stretch it
     peak_mib = int(completed.stderr.strip().splitlines()[-1]) / 1024
     report = json.loads(completed.stdout)
     duplicates = [f for f in report["findings"] if f["check"] == "duplicates"]
     assert len(duplicates) == 1, [f["what"] for f in duplicates][:5]
     assert duplicates[0]["details"]["library_count"] == COPIES
     assert duplicates[0]["details"]["count"] == SYMBOLS
-    assert elapsed < 10, f"verify took {elapsed:.1f} s"
+    assert elapsed < 10, f"verify took {elapsed:.1f} s of CPU"
     assert peak_mib < 300, f"verify peaked at {peak_mib:.0f} MiB"
 
 

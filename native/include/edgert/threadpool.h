@@ -30,6 +30,10 @@ EDGERT_THREADPOOL_API size_t edgert_threadpool_size(void);
  * the last millisecond); 1 inside a region. A snapshot that changes with what other threads run: for work whose result
  * does not depend on how it is split (the float matrix products), to cut itself for the threads it will really have. */
 EDGERT_THREADPOOL_API size_t edgert_threadpool_available(void);
+/* Replaces the clock of the sharing window above (nanoseconds, monotonic) by `now_ns`; NULL
+ * puts the steady clock back. For tests: with a clock they advance themselves, what
+ * available() says within and after the window does not depend on how fast the machine is. */
+EDGERT_THREADPOOL_API void edgert_threadpool_set_clock(int64_t (*now_ns)(void));
 /* Resizes the pool; 0 means one thread per available core. Waits for the regions open in
  * other threads to finish (regions begun meanwhile run inline on their caller). Not to be
  * called from inside a parallel region. */

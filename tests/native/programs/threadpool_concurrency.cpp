@@ -175,6 +175,11 @@ int overlap() {
   return 0;
 }
 
+// The clock available()'s sharing window reads in `available`: it moves only when the test
+// moves it.
+std::atomic<int64_t> test_clock_ns{1000000000};
+int64_t test_clock() { return test_clock_ns.load(); }
+
 // What a region begun now would get, as the pool's state changes: every thread of an idle
 // pool, one inside a region, one while another thread's region keeps the second slot busy
 // (its chunks wait for `release`); a region begun then runs on its caller alone.
@@ -206,25 +211,25 @@ int available() {
   // A pool of 4 shared by two callers: while another thread is inside a region (of one chunk:
   // it takes no pool thread), a region begun here makes two callers at once, and for the next
   // millisecond each caller gets half the pool. Once the other has left and the window has
-  // passed, the one caller left gets all of it.
+  // passed, the one caller left gets all of it. The window's clock is this test's own (it moves
+  // only when told): the reads do not race the machine's speed.
   edgert_threadpool_set_size(4);
+  edgert_threadpool_set_clock(test_clock);
   std::atomic<bool> in_single{false}, leave{false};
   std::thread single([&] {
-    edgert::parallel_for(0, 1, 1, [&](int64_t, int64_t) {
+    edgert::run_on_pool(0, 1, 1, [&](int64_t, int64_t) {
       in_single = true;
       while (!leave) std::this_thread::yield();
     });
   });
   while (!in_single) std::this_thread::yield();
-  size_t half = 0;
-  for (int attempt = 0; attempt < 100 && half != 2; ++attempt) {  // read within the window
-    edgert::parallel_for(0, 1, 1, [](int64_t, int64_t) {});
-    half = edgert_threadpool_available();
-  }
+  edgert::run_on_pool(0, 1, 1, [](int64_t, int64_t) {});  // two callers at once: the window opens
+  const size_t half = edgert_threadpool_available();       // the clock has not moved: within it
   leave = true;
   single.join();
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  test_clock_ns += 2000000;  // two milliseconds later: past the window
   const size_t whole = edgert_threadpool_available();
+  edgert_threadpool_set_clock(nullptr);
   std::printf("available %zu %zu %zu %s %zu %zu\n", idle, inside.load(), beside, elsewhere == 0 ? "inline" : "split",
               half, whole);
   return 0;
