@@ -80,11 +80,6 @@ def _tree(folder: Path) -> dict[str, str]:
             for path in sorted(folder.rglob("*"))}
 
 
-@pytest.fixture(autouse=True)
-def _bubblewrap() -> None:
-    assert shutil.which("bwrap"), "bubblewrap is needed: apt-get install bubblewrap"
-
-
 def test_links_planted_in_the_scratch_lead_nowhere(cpu_wheel: BuiltWheel,
                                                    tmp_path: Path) -> None:
     """The CMake 3.24 probe swaps the probe's sources and the next probe's build folder for

@@ -139,8 +139,6 @@ ALLOWED_SKIPS = {
     "tests/cuda/conftest.py": "EDGERT_SKIP_CUDA_BUILD is set",
     "tests/native/test_int8_gemm_programs.py": "the x86-64 levels",
     "tests/verify/corpus.py": "this interpreter",
-    # tests/tools.toml's bubblewrap tier deselects this test before it can skip
-    "tests/integration/test_verify_sandbox.py": "no bubblewrap",
 }
 SKIP = re.compile(r"pytest\.skip\(|skipif\(|importorskip\(")
 
