@@ -46,6 +46,15 @@ class Runner:
     # each seed into its scratch before its first run and points the variable at the copy
     seeds: tuple[tuple[str, str], ...] = ()
 
+    def reads(self) -> tuple[str, ...]:
+        """The files and folders outside the system's that its programs read: the emulator's
+        root folder, the toolchain files its CMake arguments name, its helpers. A sandbox
+        shows them read-only."""
+        named = [*self.prefix, *(argument.partition("=")[2] for argument in
+                                 self.cmake_arguments or ()),
+                 *(path for _, path in self.helpers)]
+        return tuple(dict.fromkeys(path for path in named if path.startswith("/")))
+
     def command(self, program: str, *arguments: str) -> list[str]:
         """``program`` run with ``arguments`` on this host."""
         return [*self.prefix, program, *arguments]

@@ -42,11 +42,13 @@ class VerifyContext:
             **options: Any) -> str:
         """Runs a program that executes the wheel's code (an import, a load, a CMake
         configure or build of a shipped package, an example program) in the sandbox, with
-        ``runner``'s folders outside the scratch (wine's server folder) private to it and
-        its seeded caches (zig's) copied into the scratch;
+        ``runner``'s folders outside the scratch (wine's server folder) private to it, its
+        seeded caches (zig's) copied into the scratch and the files it reads (an emulator's
+        root folder, a toolchain file) shown read-only;
         ``options`` are ``release._cmd.run``'s."""
         if self.sandbox is None:
             raise ToolError("no sandbox was made for this verify run, so nothing of the "
                             "wheel may run", fix="run a full verify (not --static)")
         return self.sandbox.run(argv, private=runner.writes if runner else (),
-                                seeds=runner.seeds if runner else (), **options)
+                                seeds=runner.seeds if runner else (),
+                                shown=runner.reads() if runner else (), **options)

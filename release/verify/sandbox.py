@@ -143,7 +143,7 @@ class Sandbox:
 
     def command(self, argv: Sequence[str | os.PathLike[str]], *, cwd: Path | None = None,
                 private: Sequence[str] = (), writable: Sequence[Path] = (),
-                env: Mapping[str, str] | None = None) -> list[str]:
+                env: Mapping[str, str] | None = None, shown: Sequence[str] = ()) -> list[str]:
         """``argv`` run in the sandbox (unchanged when unsandboxed); ``private`` are folders
         outside the scratch the program writes to, each replaced by an empty folder of the
         scratch; ``writable`` are folders of the scratch it may write to; ``env`` is added to
@@ -157,7 +157,8 @@ class Sandbox:
         return bubblewrap_command(self.bwrap, self.scratch, program, cwd=cwd,
                                   private=self._private(private),
                                   writable=[str(path) for path in (*shared, *writable)],
-                                  views=self.views, links=self.links, masked=self.masked,
+                                  views=(*self.views, *_outside(shown, self.views)),
+                                  links=self.links, masked=self.masked,
                                   environment={**self.environment(), **(env or {})})
 
     def _private(self, folders: Sequence[str]) -> list[tuple[str, str]]:
@@ -210,7 +211,7 @@ class Sandbox:
     def run(self, argv: Sequence[str | os.PathLike[str]], *, cwd: Path | None = None,
             env: Mapping[str, str] | None = None, private: Sequence[str] = (),
             seeds: Sequence[tuple[str, str]] = (), writable: Sequence[Path] = (),
-            timeout: float | None = None, **options: Any) -> str:
+            shown: Sequence[str] = (), timeout: float | None = None, **options: Any) -> str:
         """``release._cmd.run`` of ``argv`` in the sandbox. ``writable`` folders of the scratch
         are made here when missing (each must be a real folder verify made: never a link);
         what the run wrote there is read back only through ``read_back``."""
@@ -232,7 +233,7 @@ class Sandbox:
         seed_folders = [Path(folder) for folder in seeded.values()]
         command = self.command(argv, cwd=cwd, private=private,
                                writable=[*seed_folders, *writable],
-                               env={**(env or {}), **seeded})
+                               env={**(env or {}), **seeded}, shown=shown)
         options.pop("machine_faults", None)   # what the wheel prints never blames the machine
         try:
             return _cmd.run(command, cwd=None, env={}, timeout=limit,
@@ -262,6 +263,14 @@ class Sandbox:
                 "is configured in")
         return CommandError(error.what, command=error.command, returncode=error.returncode,
                             output=error.output, fix=fix)
+
+
+def _outside(paths: Sequence[str], views: Sequence[str]) -> list[str]:
+    """``paths`` not already shown by one of ``views``."""
+    def covered(path: str) -> bool:
+        return any(path == view or path.startswith(view.rstrip("/") + "/") for view in views)
+    return [path for path in dict.fromkeys(os.path.abspath(p) for p in paths)
+            if not covered(path)]
 
 
 def host_shortage(scratch: Path) -> str:

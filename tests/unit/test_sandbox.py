@@ -20,6 +20,7 @@ from release.errors import (
     EnvironmentCommandError,
     EnvironmentFailure,
 )
+from release.loader import Runner
 from release.verify import sandbox as sandbox_module
 from release.verify.cli import main
 from release.verify.sandbox import (
@@ -80,6 +81,21 @@ def test_the_command_shows_a_fresh_machine_and_only_the_run_s_folders_writable(
     assert rest[-4:] == ["--", "python", "-c", "pass"]
     # --trust-wheel: the program as it is, nothing added
     assert Sandbox(scratch).command(["python", "-c", "pass"]) == ["python", "-c", "pass"]
+
+
+def test_an_emulated_runner_s_root_and_toolchain_file_are_shown_read_only(
+        tmp_path: Path) -> None:
+    """A cross runner's programs read its emulator root and the toolchain file its CMake
+    arguments name: both are shown read-only (those under a view once), nothing else."""
+    runner = Runner("aarch64", prefix=("/usr/bin/qemu-aarch64", "-L", "/cache/root"),
+                    cmake_arguments=("-DCMAKE_TOOLCHAIN_FILE=/src/aarch64.cmake",),
+                    helpers=(("load", "/cache/helpers/load"),))
+    assert runner.reads() == ("/usr/bin/qemu-aarch64", "/cache/root", "/src/aarch64.cmake",
+                              "/cache/helpers/load")
+    sandbox = Sandbox(tmp_path, "/usr/bin/bwrap", views=("/usr", "/cache"))
+    command = sandbox.command(["cmake"], shown=runner.reads())
+    shown = [command[i + 1] for i, part in enumerate(command) if part == "--ro-bind-try"]
+    assert shown == ["/usr", "/cache", "/src/aarch64.cmake"]
 
 
 def test_each_program_runs_under_resource_limits(tmp_path: Path) -> None:

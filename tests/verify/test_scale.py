@@ -63,7 +63,8 @@ def test_two_hundred_copies_are_one_finding_within_bounds(tmp_path: Path) -> Non
     assert len(duplicates) == 1, [f["what"] for f in duplicates][:5]
     assert duplicates[0]["details"]["library_count"] == COPIES
     assert duplicates[0]["details"]["count"] == SYMBOLS
-    assert elapsed < 10, f"verify took {elapsed:.1f} s of CPU"
+    # the time is said, never asserted (benchmarks/ holds the ratios); memory is a bound
+    print(f"verify of {COPIES} copies: {elapsed:.1f} s of CPU, peak {peak_mib:.0f} MiB")
     assert peak_mib < 300, f"verify peaked at {peak_mib:.0f} MiB"
 
 

@@ -268,8 +268,8 @@ def _opened_together(groups: dict[tuple[str, ...], list[str]],
         f"{len(libraries)} libraries the package opens itself; they clash only if it opens "
         f"them together with RTLD_GLOBAL ({', '.join(openers[:3])})",
         why="nothing shipped loads them together, and which of them the package opens in one "
-            "process is decided at run time", count=symbols, libraries=libraries[:_SAMPLE],
-        openers=list(openers[:_SAMPLE]))
+            "process is decided at run time", count=symbols, library_count=len(libraries),
+        libraries=libraries[:_SAMPLE], openers=list(openers[:_SAMPLE]))
 
 
 def _vague(name: str) -> bool:
