@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from release.verify.api import verify_wheel
-    from release.verify.cli import main
+    from release.verify.command import main
     from release.verify.context import VerifyContext
     from release.verify.options import Limits, VerifyOptions
     from release.verify.report import SCHEMA_VERSION, Report
     from release.verify.wheel_model import BinaryFile, WheelModel
 
-_HOMES = {"verify_wheel": "api", "main": "cli", "VerifyContext": "context", "Limits": "options",
+_HOMES = {"verify_wheel": "api", "main": "command", "VerifyContext": "context", "Limits": "options",
           "VerifyOptions": "options", "SCHEMA_VERSION": "report", "Report": "report",
           "BinaryFile": "wheel_model", "WheelModel": "wheel_model"}
 

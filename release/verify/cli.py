@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -85,14 +84,3 @@ def run(arguments: argparse.Namespace, out: TextIO) -> int:
     if report.unchecked():
         return EnvironmentFailure.exit_code   # no fault found, but not everything could run
     return 0
-
-
-def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None,
-         stderr: TextIO | None = None) -> int:
-    """``python -m release verify ARGV`` (default: this process's arguments), for callers
-    that hold their own streams."""
-    import sys
-
-    from release.__main__ import main as release_main
-    given = sys.argv[1:] if argv is None else list(argv)
-    return release_main(["verify", *given], stdout=stdout, stderr=stderr)

@@ -21,8 +21,8 @@ from release.errors import (
     EnvironmentFailure,
 )
 from release.loader import Runner
+from release.verify import main
 from release.verify import sandbox as sandbox_module
-from release.verify.cli import main
 from release.verify.sandbox import (
     Listing,
     ResourceLimits,

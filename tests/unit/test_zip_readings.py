@@ -15,7 +15,7 @@ import pytest
 
 from release import archive, wheel
 from release.errors import WheelError
-from release.verify.cli import main
+from release.verify import main
 from release.verify.options import Limits
 
 DIST_INFO = "demo-1.0.dist-info"
