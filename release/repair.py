@@ -17,13 +17,13 @@ import tempfile
 from pathlib import Path
 
 from release import wheel
-from release.archive import list_members, read_member
+from release.archive import Limits, list_members, read_member
 from release.binary import READERS
 from release.buildrecord import RECORD_FILE, BuildRecord
 from release.errors import WheelError
 from release.platform import Platform, RepairRequest, all_platforms
 from release.verify.checks import identity
-from release.verify.options import Limits, VerifyOptions
+from release.verify.options import VerifyOptions
 from release.verify.wheel_model import WheelModel, open_wheel
 
 _RECORD_LIMIT = 16 << 20   # a build record is a few KiB

@@ -23,8 +23,8 @@ from email.parser import Parser
 from pathlib import Path
 
 from release import archive
+from release.archive import Limits
 from release.errors import WheelError
-from release.verify.options import Limits
 
 # 1980-01-01, the oldest time a zip entry can carry.
 _ZIP_EPOCH = 315532800

@@ -112,6 +112,13 @@ def run_release(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None
                           capture_output=True, text=True, check=False)
 
 
+def verify_main(argv: list[str], *, stdout: io.StringIO | None = None,
+                stderr: io.StringIO | None = None) -> int:
+    """``python -m release verify ARGV`` in this process, its streams the caller's."""
+    from release.__main__ import main
+    return main(["verify", *argv], stdout=stdout, stderr=stderr)
+
+
 def release_in_process(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     """``python -m release ARGS`` run by ``release.__main__.main`` in this process, for tests
     that are not about the process boundary: its exit status and what it wrote, in the form

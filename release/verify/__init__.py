@@ -1,8 +1,9 @@
 """``python -m release verify``: prove a wheel is what it claims (see docs/verify.md).
 
-Public API: ``verify_wheel``, ``main``, ``Report``, ``VerifyOptions``, and for checks
+Public API: ``verify_wheel``, ``Report``, ``VerifyOptions``, and for checks
 ``WheelModel``, ``BinaryFile``, ``VerifyContext``. Each is imported when first used, so the
-command line can refuse a bad argument before the checks and platforms are loaded."""
+command line can refuse a bad argument before the checks and platforms are loaded. The
+command itself, in-process, is ``release.__main__.main(["verify", ...])``."""
 
 from __future__ import annotations
 
@@ -11,18 +12,17 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from release.verify.api import verify_wheel
-    from release.verify.command import main
     from release.verify.context import VerifyContext
     from release.verify.options import Limits, VerifyOptions
     from release.verify.report import SCHEMA_VERSION, Report
     from release.verify.wheel_model import BinaryFile, WheelModel
 
-_HOMES = {"verify_wheel": "api", "main": "command", "VerifyContext": "context", "Limits": "options",
+_HOMES = {"verify_wheel": "api", "VerifyContext": "context", "Limits": "options",
           "VerifyOptions": "options", "SCHEMA_VERSION": "report", "Report": "report",
           "BinaryFile": "wheel_model", "WheelModel": "wheel_model"}
 
 __all__ = ["SCHEMA_VERSION", "BinaryFile", "Limits", "Report", "VerifyContext", "VerifyOptions",
-           "WheelModel", "main", "verify_wheel"]
+           "WheelModel", "verify_wheel"]
 
 
 def __getattr__(name: str) -> Any:

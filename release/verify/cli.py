@@ -11,9 +11,10 @@ import json
 from pathlib import Path
 from typing import TextIO
 
+from release.archive import Limits
 from release.errors import ConfigurationError, EnvironmentFailure, VerificationFailed
 from release.verify.argument import classify
-from release.verify.options import Limits, VerifyOptions
+from release.verify.options import VerifyOptions
 from release.verify.sandbox import ResourceLimits
 
 

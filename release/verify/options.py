@@ -5,23 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from release.binary import ReadLimits
+from release.archive import Limits
 from release.verify.sandbox import Mode, ResourceLimits
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Bounds that make opening a hostile wheel safe. Members stream through fixed-size
-    chunks to disk, so their sizes bound disk, not memory; what the binary readers build is
-    bounded by ``binaries`` (docs/verify.md, "Limits")."""
-
-    max_entries: int = 100_000
-    max_total_size: int = 8 << 30       # bytes, all members uncompressed
-    max_member_size: int = 2 << 30      # the largest real libraries are about 1.5 GB
-    binaries: ReadLimits = ReadLimits()  # all the wheel's binaries together
-    # startup hooks (.pth files, sitecustomize) the wheel declares it ships: a note, not an
-    # error (--allow-startup-hook)
-    startup_hooks: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from packaging.tags import Tag
 
 from release.archive import (
     Leak,
+    Limits,
     Member,
     StreamedMember,
     StreamRequest,
@@ -51,7 +52,7 @@ from release.verify.metadata import (
     parse_wheel_tags,
     parse_wheel_version,
 )
-from release.verify.options import Limits, VerifyOptions
+from release.verify.options import VerifyOptions
 
 # Where edgert's registry (native/include/edgert/registry.hpp) keeps its registration records,
 # in each format's spelling: ELF; PE (section names of images have at most 8 characters);

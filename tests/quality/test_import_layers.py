@@ -3,8 +3,8 @@ type checker follows included, ``if TYPE_CHECKING:`` ones too) among release/, p
 and cuda/. A circle means two modules each need the other to be understood: the data types
 of the build record and the verify context's analyses were such circles once. Imports inside
 a function count as well: deferring an import hides a circle from the interpreter, not from
-a reader (``release.verify.main``, which runs ``release.__main__.main``, lives in a module of
-its own above the command line for that reason)."""
+a reader (the command line, ``release.__main__``, imports verify's; nothing imports it
+back)."""
 
 from __future__ import annotations
 

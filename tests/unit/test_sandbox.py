@@ -21,7 +21,6 @@ from release.errors import (
     EnvironmentFailure,
 )
 from release.loader import Runner
-from release.verify import main
 from release.verify import sandbox as sandbox_module
 from release.verify.sandbox import (
     Listing,
@@ -34,6 +33,7 @@ from release.verify.sandbox import (
     read_back,
     root_views,
 )
+from tests.conftest import verify_main as main
 
 ISOLATION = ["--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL",
              "--new-session", "--die-with-parent", "--clearenv"]

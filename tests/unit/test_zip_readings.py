@@ -15,8 +15,8 @@ import pytest
 
 from release import archive, wheel
 from release.errors import WheelError
-from release.verify import main
 from release.verify.options import Limits
+from tests.conftest import verify_main as main
 
 DIST_INFO = "demo-1.0.dist-info"
 METADATA = b"Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n"

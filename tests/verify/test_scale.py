@@ -18,8 +18,8 @@ COPIES, SYMBOLS = 200, 2000
 # verify in one process that reports its own peak resident size (KiB) on its last line
 _MEASURED = """
 import sys
-from release.verify import main
-main([sys.argv[1], "--static", "--json"])
+from release.__main__ import main
+main(["verify", sys.argv[1], "--static", "--json"])
 """ + PRINT_OWN_PEAK
 
 

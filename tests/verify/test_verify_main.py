@@ -1,4 +1,4 @@
-"""``release.verify.main``: exit codes, one-line errors, the JSON schema and its version."""
+"""``python -m release verify``: exit codes, one-line errors, the JSON schema and its version."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 from release.errors import ConfigurationError, VerificationFailed, WheelError
-from release.verify import SCHEMA_VERSION, main
+from release.verify import SCHEMA_VERSION
+from tests.conftest import verify_main as main
 
 
 def run(argv: list[str]) -> tuple[int, str, str]:

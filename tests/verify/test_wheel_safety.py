@@ -232,7 +232,7 @@ def test_an_absolute_path_behind_data_never_leaves_the_scratch_folder(
         tmp_path: Path, scheme: str, static: bool) -> None:
     """``<name>.data/platlib//<absolute path>`` passes a check on the entry name alone; it is
     installed to an absolute path, so it is refused before anything is written."""
-    from release.verify import main
+    from tests.conftest import verify_main as main
     victim = tmp_path / "victim.so"
     victim.write_bytes(b"untouched")
     payload = b"\x7fELF" + b"\0" * 60
@@ -269,7 +269,7 @@ def test_two_entries_installed_to_one_path_are_refused(tmp_path: Path) -> None:
 ])
 def test_what_pip_refuses_to_unpack_is_refused(tmp_path: Path, write: Callable[[Path], Path],
                                                words: str) -> None:
-    from release.verify import main
+    from tests.conftest import verify_main as main
     wheel = write(tmp_path)
     with pytest.raises(WheelError, match=words):
         verify_wheel(wheel, static=True)
@@ -352,6 +352,6 @@ def test_a_file_listed_twice_in_record_is_an_error(tmp_path: Path) -> None:
 def test_no_crafted_case_passes_as_clean(tmp_path: Path, case: str) -> None:
     """Every hostile wheel the generator writes is refused (a one-line error) or fails;
     none is reported OK."""
-    from release.verify import main
+    from tests.conftest import verify_main as main
     code = main([str(crafted.CASES[case](tmp_path)), "--static", "--json"])
     assert code in (5, 6, 7), code
