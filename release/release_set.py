@@ -42,7 +42,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 
 from release import sbom
 from release._toml import read_toml
-from release.archive import Member, StreamRequest, list_members, read_member, stream_member
+from release.archive import Limits, Member, StreamRequest, list_members, read_member, stream_member
 from release.buildrecord import RECORD_FILE, BuildRecord
 from release.errors import ConfigurationError, ReleaseError, WheelError
 from release.findings import CheckStatus, Finding, Severity
@@ -51,7 +51,7 @@ from release.manifest import Manifest
 from release.matrix import MatrixEntry, release_matrix
 from release.variant import load_provider
 from release.verify.api import verify_wheel
-from release.verify.options import Limits, VerifyOptions
+from release.verify.options import VerifyOptions
 from release.verify.report import Report
 from release.wheel import WheelName, normalize_distribution, parse_metadata
 from release.wheel_variant import (

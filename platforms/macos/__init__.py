@@ -30,7 +30,7 @@ from pathlib import Path
 
 from platforms.macos.loader import LOADER, is_system_path, loader_relative
 from release import _cmd, zig
-from release.archive import list_members, member_head, read_member
+from release.archive import Limits, list_members, member_head, read_member
 from release.binary import read_binary, read_binary_data
 from release.binary.macho import MachOReader, is_macho
 from release.binary.model import BinaryInfo
@@ -39,7 +39,6 @@ from release.loader import Host, Runner
 from release.manifest import Target
 from release.platform import BuildRoute, Platform, RepairRequest, Route, SearchPath
 from release.sbom import Tool
-from release.verify.options import Limits
 
 __all__ = ["PLATFORM", "MacOSPlatform", "loader_relative"]
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from platforms.windows import wine
 from platforms.windows.loader import LOADER
 from release import _cmd, zig
-from release.archive import list_members, read_member
+from release.archive import Limits, list_members, read_member
 from release.binary import read_binary_data
 from release.binary.pe import PeReader
 from release.errors import BinaryFormatError, ReleaseError, ToolError
@@ -33,7 +33,6 @@ from release.loader import Host, Runner
 from release.manifest import Target
 from release.platform import BuildRoute, Platform, RepairRequest, Route, SearchPath
 from release.sbom import Tool
-from release.verify.options import Limits
 
 TARGET = zig.ZigTarget(triple="x86_64-windows-gnu", system="Windows", processor="AMD64")
 PYCONFIG = Path(__file__).with_name("pyconfig.h")

@@ -11,15 +11,17 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from release.archive import Limits
     from release.verify.api import verify_wheel
     from release.verify.context import VerifyContext
-    from release.verify.options import Limits, VerifyOptions
+    from release.verify.options import VerifyOptions
     from release.verify.report import SCHEMA_VERSION, Report
     from release.verify.wheel_model import BinaryFile, WheelModel
 
-_HOMES = {"verify_wheel": "api", "VerifyContext": "context", "Limits": "options",
-          "VerifyOptions": "options", "SCHEMA_VERSION": "report", "Report": "report",
-          "BinaryFile": "wheel_model", "WheelModel": "wheel_model"}
+_HOMES = {"verify_wheel": "release.verify.api", "VerifyContext": "release.verify.context",
+          "Limits": "release.archive", "VerifyOptions": "release.verify.options",
+          "SCHEMA_VERSION": "release.verify.report", "Report": "release.verify.report",
+          "BinaryFile": "release.verify.wheel_model", "WheelModel": "release.verify.wheel_model"}
 
 __all__ = ["SCHEMA_VERSION", "BinaryFile", "Limits", "Report", "VerifyContext", "VerifyOptions",
            "WheelModel", "verify_wheel"]
@@ -29,4 +31,4 @@ def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'release.verify' has no attribute '{name}'")
-    return getattr(importlib.import_module(f"release.verify.{home}"), name)
+    return getattr(importlib.import_module(home), name)

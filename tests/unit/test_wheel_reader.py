@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from release import archive, wheel
+from release.archive import Limits
 from release.errors import WheelError
-from release.verify.options import Limits
 from tests.verify import crafted
 
 

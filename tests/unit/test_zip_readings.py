@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from release import archive, wheel
+from release.archive import Limits
 from release.errors import WheelError
-from release.verify.options import Limits
 from tests.conftest import verify_main as main
 
 DIST_INFO = "demo-1.0.dist-info"

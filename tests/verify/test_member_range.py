@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from release.archive import list_members, read_member_range
+from release.archive import Limits, list_members, read_member_range
 from release.errors import WheelError
-from release.verify.options import Limits
 
 pytestmark = pytest.mark.verify
 
