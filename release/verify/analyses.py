@@ -3,12 +3,12 @@
 ``Analyses`` belongs to one wheel and is reached from the run's context
 (``context.analyses``): the context binds itself to it when it is made, so an analysis reads
 the same loader model, policy, options and facts the checks read. An analysis is a
-module-level function of the wheel and the context (``checks/linkage.py``'s ``analyze``,
-``checks/ownership.py``'s, a variant provider's such as ``cuda/device_code.py``'s
+module-level function of the wheel and the context (``linkage_model.py``'s ``analyze``,
+``ownership_model.py``'s, a variant provider's such as ``cuda/device_code.py``'s
 ``of_wheel``); ``of(factory)`` runs it on the first call and keeps its value under the
 function itself, typed as the factory returns it, so every check that names the same
 function shares one computation. The module that defines an analysis offers the typed
-accessors its users call (``linkage.resolutions(context)``, ``ownership.of(context)``).
+accessors its users call (``linkage_model.resolutions(context)``, ``ownership_model.of(context)``).
 
 This module knows neither the checks nor the context's class (it is generic in the
 context), so the context can hold it without an import running back up."""

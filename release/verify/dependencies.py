@@ -14,7 +14,7 @@ from packaging.utils import canonicalize_name
 from release import tools
 from release.errors import EnvironmentFailure
 from release.loader import Runner
-from release.verify.checks import linkage
+from release.verify import linkage_model
 from release.verify.context import VerifyContext
 from release.verify.metadata import marker_environment
 from release.verify.wheel_model import WheelModel
@@ -26,8 +26,8 @@ def dependency_sites(wheel: WheelModel, context: VerifyContext,
     Provisioning installs wheels for this machine, so it happens only for a native runner.
     The load-matrix check asks once and hands the folders to each load."""
     given = tuple(context.options.sites)
-    needed = sorted({item.distribution for item in linkage.resolutions(context)
-                     if item.kind in (linkage.EXTERNAL, linkage.IMPORTED)})
+    needed = sorted({item.distribution for item in linkage_model.resolutions(context)
+                     if item.kind in (linkage_model.EXTERNAL, linkage_model.IMPORTED)})
     environment = marker_environment(wheel.tags)
     provisioned = []
     for distribution in needed:

@@ -93,3 +93,15 @@ def test_the_scan_finds_a_circle_and_reads_every_import() -> None:
                      "def f():\n    import z\n")
     assert sorted(alias.name for node in _imports(tree) for alias in node.names) == [
         "TYPE_CHECKING", "x.y", "z"]
+
+
+def test_no_check_imports_another_check() -> None:
+    """What several checks need (the linkage model, the ownership model) is an analysis of
+    its own beside the checks (release/verify/*_model.py); a check reads it, never another
+    check. The checks' private helpers (``_common``, ``_cmake_probe``) are not checks."""
+    graph = _graph()
+    checks = {name for name in graph if name.startswith("release.verify.checks.")
+              and not name.rsplit(".", 1)[1].startswith("_")}
+    assert checks, "no check modules found"
+    assert {name: sorted(graph[name] & checks) for name in sorted(checks)
+            if graph[name] & checks} == {}

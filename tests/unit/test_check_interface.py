@@ -13,8 +13,8 @@ import pytest
 
 from release.errors import ConfigurationError, ToolError
 from release.findings import CheckStatus, Finding, Severity
+from release.verify import linkage_model, ownership_model
 from release.verify.analyses import Analyses
-from release.verify.checks import linkage, ownership
 from release.verify.checks._common import environment, not_run
 from release.verify.report import Report
 from release.verify.run import run_checks, run_verify
@@ -113,12 +113,12 @@ def _count(monkeypatch: pytest.MonkeyPatch, module: ModuleType) -> list[int]:
 
 def test_the_linkage_analysis_is_computed_once_per_run(tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    computed = _count(monkeypatch, linkage)
+    computed = _count(monkeypatch, linkage_model)
     asked = [0]
     of = Analyses.of
 
     def counted(self: Analyses[object], factory: Callable[..., object]) -> object:
-        asked[0] += factory is linkage.analyze
+        asked[0] += factory is linkage_model.analyze
         return of(self, factory)
     monkeypatch.setattr(Analyses, "of", counted)
     loader = ToyLoader()
@@ -135,19 +135,19 @@ def test_the_linkage_analysis_is_computed_once_per_run(tmp_path: Path,
 
 def test_the_ownership_analysis_is_computed_once_per_analyses(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    computed = _count(monkeypatch, ownership)
+    computed = _count(monkeypatch, ownership_model)
     shared: Analyses[object] = Analyses(SimpleNamespace(build_record=None))  # type: ignore[arg-type]
     context = SimpleNamespace(options=SimpleNamespace(heuristic_ownership=False),
                               analyses=shared)
     shared.bind(context)
-    first, second = ownership.of(context), ownership.of(context)  # type: ignore[arg-type]
+    first, second = ownership_model.of(context), ownership_model.of(context)  # type: ignore[arg-type]
     assert first is second and first.mode == "none" and computed == [1]
 
 
 def test_analyses_belong_to_one_context() -> None:
     shared = Analyses(SimpleNamespace())  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="not bound"):
-        shared.of(ownership.analyze)
+        shared.of(ownership_model.analyze)
     shared.bind(SimpleNamespace())  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="another verify context"):
         shared.bind(SimpleNamespace())  # type: ignore[arg-type]

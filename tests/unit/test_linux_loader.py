@@ -18,7 +18,7 @@ from release.binary import BinaryInfo, VersionRequirement
 from release.errors import ConfigurationError
 from release.findings import Severity
 from release.loader import EntryKind, Host, LoadItem, Runner
-from release.verify import VerifyOptions
+from release.verify import VerifyOptions, linkage_model
 from release.verify.analyses import Analyses
 from release.verify.checks import linkage, metadata_tags, search_path
 from release.verify.context import VerifyContext
@@ -63,7 +63,7 @@ def context(wheel: WheelModel, tag: str = TAG) -> VerifyContext:
 
 
 def kinds(wheel: WheelModel) -> dict[tuple[str, str], str]:
-    return {(r.binary, r.needed): r.kind for r in linkage.resolutions(context(wheel))}
+    return {(r.binary, r.needed): r.kind for r in linkage_model.resolutions(context(wheel))}
 
 
 def test_runpath_into_the_wheel_and_system_libraries() -> None:
@@ -290,7 +290,8 @@ def test_musllinux_tags_promise_musl_and_its_c_library() -> None:
     assert musl.name == "musllinux_1_2" and musl.machine == "x86_64"
     assert "libc.musl-x86_64.so.1" in musl.libraries and "libc.so" not in musl.libraries
     wheel = model(elf("pkg/_C.so", needed=("libc.musl-x86_64.so.1", "libc.so.6")), tag=tag)
-    resolved = {(r.binary, r.needed): r.kind for r in linkage.resolutions(context(wheel, tag))}
+    resolved = {(r.binary, r.needed): r.kind
+                for r in linkage_model.resolutions(context(wheel, tag))}
     assert resolved == {("pkg/_C.so", "libc.musl-x86_64.so.1"): "system",
                             ("pkg/_C.so", "libc.so.6"): "unresolved"}
     assert LOADER.policy(["musllinux_1_2_aarch64"]).libraries >= {"libc.musl-aarch64.so.1"}
@@ -323,10 +324,10 @@ def test_the_search_path_s_folder_wins_over_an_extra_s_import() -> None:
     binary = elf("pkg/lib/libgpu.so", needed=("libcudart.so.12",),
                  runpath=("$ORIGIN/../../nvidia/cuda_runtime/lib",))
     wheel = model(binary, requires=('torch; extra == "torch"',))
-    (item,) = linkage.resolutions(context(wheel))
+    (item,) = linkage_model.resolutions(context(wheel))
     assert (item.kind, item.distribution) == ("undeclared", "nvidia-cuda-runtime-cu12")
     declared = model(binary, requires=("torch>=2",))
-    (through_torch,) = linkage.resolutions(context(declared))
+    (through_torch,) = linkage_model.resolutions(context(declared))
     assert (through_torch.kind, through_torch.module) == ("imported", "torch")
 
 

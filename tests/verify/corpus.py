@@ -22,7 +22,7 @@ from packaging.utils import parse_wheel_filename
 from release import tools
 from release.findings import Finding
 from release.platform import all_platforms
-from release.verify.checks import linkage
+from release.verify import linkage_model
 from release.verify.context import VerifyContext
 from release.verify.report import Report
 from release.verify.run import run_verify
@@ -152,15 +152,15 @@ class _Resolutions:
 
     NAME = "test-resolutions"
     RUNS_PROGRAMS = False
-    found: tuple[linkage.Resolution, ...] = ()
+    found: tuple[linkage_model.Resolution, ...] = ()
 
     @classmethod
     def check(cls, wheel: WheelModel, context: VerifyContext) -> list[Finding]:
-        cls.found = linkage.resolutions(context)
+        cls.found = linkage_model.resolutions(context)
         return []
 
 
-def resolutions(path: Path) -> tuple[linkage.Resolution, ...]:
+def resolutions(path: Path) -> tuple[linkage_model.Resolution, ...]:
     """How linkage resolves every needed library of the wheel at ``path`` (static)."""
     run_verify(path, static=True, platforms=all_platforms(), extra_checks=[_Resolutions])
     return _Resolutions.found

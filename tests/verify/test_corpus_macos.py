@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from release.verify import verify_wheel
-from release.verify.checks import linkage
+from release.verify import linkage_model, verify_wheel
 from tests.verify import corpus
 
 pytestmark = pytest.mark.index
@@ -31,5 +30,5 @@ def test_findings_match_the_reviewed_expectations(case: str) -> None:
 def test_bundled_libraries_resolve_into_the_wheel(case: str) -> None:
     """Every needed library is in the wheel (through @loader_path / @rpath) or the system."""
     kinds = [item.kind for item in corpus.resolutions(corpus.wheel(CORPUS, case))]
-    assert set(kinds) <= {linkage.IN_WHEEL, linkage.SYSTEM}
-    assert kinds.count(linkage.IN_WHEEL) == corpus.expected(CORPUS, case)["in_wheel"]
+    assert set(kinds) <= {linkage_model.IN_WHEEL, linkage_model.SYSTEM}
+    assert kinds.count(linkage_model.IN_WHEEL) == corpus.expected(CORPUS, case)["in_wheel"]

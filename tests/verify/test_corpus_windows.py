@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from release.verify import verify_wheel
-from release.verify.checks import linkage
+from release.verify import linkage_model, verify_wheel
 from tests.verify import corpus
 
 pytestmark = pytest.mark.index
@@ -31,7 +30,7 @@ def test_findings_match_the_reviewed_expectations(case: str) -> None:
 def test_bundled_dlls_resolve_into_the_wheel(case: str) -> None:
     resolved = {(item.binary, item.needed): item
                 for item in corpus.resolutions(corpus.wheel(CORPUS, case))}
-    assert resolved and all(item.kind in (linkage.IN_WHEEL, linkage.SYSTEM)
+    assert resolved and all(item.kind in (linkage_model.IN_WHEEL, linkage_model.SYSTEM)
                             for item in resolved.values()), \
         [item for item in resolved.values() if item.kind not in ("wheel", "system")]
     wanted = corpus.expected(CORPUS, case)["resolved"]
@@ -41,4 +40,4 @@ def test_bundled_dlls_resolve_into_the_wheel(case: str) -> None:
             # the folder a package adds (delvewheel's <name>.libs), or as given: [target, via]
             target, via = place if isinstance(place, list) else (place, "os.add_dll_directory")
             item = resolved[(binary, name)]
-            assert (item.kind, item.target, item.via) == (linkage.IN_WHEEL, target, via)
+            assert (item.kind, item.target, item.via) == (linkage_model.IN_WHEEL, target, via)

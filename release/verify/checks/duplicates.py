@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from release.binary.model import GLOBAL
 from release.findings import Finding, Severity
 from release.loader import LoaderModel
-from release.verify.checks import linkage
+from release.verify import linkage_model
 from release.verify.checks._common import finding, not_run
 from release.verify.context import VerifyContext
 from release.verify.python_sources import python_files
@@ -105,8 +105,8 @@ def _loads(wheel: WheelModel, context: VerifyContext,
     """For each loadable library (wheel path), the shipped libraries it loads itself."""
     by_installed = {binary.installed: binary.path for binary in _loadable(wheel, loader)}
     loads: dict[str, set[str]] = {}
-    for item in linkage.resolutions(context):
-        target = by_installed.get(item.target) if item.kind == linkage.IN_WHEEL else None
+    for item in linkage_model.resolutions(context):
+        target = by_installed.get(item.target) if item.kind == linkage_model.IN_WHEEL else None
         if target is not None and target != item.binary:
             loads.setdefault(item.binary, set()).add(target)
     return loads

@@ -34,7 +34,7 @@ from pathlib import Path
 from release.errors import CommandError, ToolError
 from release.findings import Finding, Severity
 from release.loader import LoaderModel, LoadItem, Runner
-from release.verify.checks import linkage, ownership
+from release.verify import linkage_model, ownership_model
 from release.verify.checks._common import environment, finding, not_run
 from release.verify.context import VerifyContext
 from release.verify.dependencies import dependency_sites, site_holds
@@ -42,7 +42,7 @@ from release.verify.wheel_model import BinaryFile, WheelModel
 
 NAME = "load-matrix"
 RUNS_PROGRAMS = True
-_ABSENT = (linkage.OPTIONAL, linkage.TOOLKIT, linkage.UNDECLARED)
+_ABSENT = (linkage_model.OPTIONAL, linkage_model.TOOLKIT, linkage_model.UNDECLARED)
 
 
 def link_sites(wheel: WheelModel, sites: Sequence[Path]) -> None:
@@ -61,11 +61,11 @@ class _Needs:
     """What loading one binary brings in: every resolution of it and of the wheel's
     libraries it loads, transitively."""
 
-    resolutions: tuple[linkage.Resolution, ...]
+    resolutions: tuple[linkage_model.Resolution, ...]
 
     def modules(self) -> tuple[str, ...]:
         return tuple(sorted({item.module for item in self.resolutions
-                             if item.kind == linkage.IMPORTED and item.module}))
+                             if item.kind == linkage_model.IMPORTED and item.module}))
 
     def absent(self, sites: Sequence[Path]) -> list[str]:
         """The providers of libraries it needs that are not here (not in any site)."""
@@ -74,17 +74,17 @@ class _Needs:
                            site_holds(site, item.distribution) for site in sites)})
 
     def unresolved(self) -> bool:
-        return any(item.kind == linkage.UNRESOLVED for item in self.resolutions)
+        return any(item.kind == linkage_model.UNRESOLVED for item in self.resolutions)
 
     def inherited(self) -> bool:
-        return any(item.kind == linkage.IN_WHEEL and item.inherited_from
+        return any(item.kind == linkage_model.IN_WHEEL and item.inherited_from
                    for item in self.resolutions)
 
 
 def _needs(wheel: WheelModel, context: VerifyContext) -> dict[str, _Needs]:
     """For each binary (wheel path), what loading it brings in."""
-    direct: dict[str, list[linkage.Resolution]] = {}
-    for item in linkage.resolutions(context):
+    direct: dict[str, list[linkage_model.Resolution]] = {}
+    for item in linkage_model.resolutions(context):
         direct.setdefault(item.binary, []).append(item)
     by_installed = {binary.installed: binary.path for binary in wheel.binaries}
     result = {}
@@ -94,7 +94,8 @@ def _needs(wheel: WheelModel, context: VerifyContext) -> dict[str, _Needs]:
             path = pending.pop()
             for item in direct.get(path, ()):
                 found.append(item)
-                loaded = by_installed.get(item.target) if item.kind == linkage.IN_WHEEL else None
+                loaded = (by_installed.get(item.target)
+                          if item.kind == linkage_model.IN_WHEEL else None)
                 if loaded is not None and loaded not in seen:
                     seen.add(loaded)
                     pending.append(loaded)
@@ -109,15 +110,15 @@ def _loadable(wheel: WheelModel, loader: LoaderModel) -> list[BinaryFile]:
 def _entry_points(wheel: WheelModel, context: VerifyContext,
                   loader: LoaderModel) -> list[BinaryFile]:
     """What a user loads directly: extension modules and libraries no shipped binary needs."""
-    loaded_by_others = {item.target for item in linkage.resolutions(context)
-                        if item.kind == linkage.IN_WHEEL and item.target != item.binary}
+    loaded_by_others = {item.target for item in linkage_model.resolutions(context)
+                        if item.kind == linkage_model.IN_WHEEL and item.target != item.binary}
     return [binary for binary in _loadable(wheel, loader)
             if binary.is_extension or binary.installed not in loaded_by_others]
 
 
 def _candidates(wheel: WheelModel, context: VerifyContext,
                 loader: LoaderModel) -> list[BinaryFile]:
-    registrars = ownership.of(context).registrars
+    registrars = ownership_model.of(context).registrars
     record = wheel.build_record
     plugins = {c.file for c in record.components if c.kind == "plugin"} if record else set()
     return [binary for binary in _loadable(wheel, loader)
@@ -130,10 +131,10 @@ def _with_loaders(wheel: WheelModel, context: VerifyContext, binary: BinaryFile,
     through what its loaders pass down: nothing ever loads it alone."""
     if not needs[binary.path].inherited():
         return [binary]
-    chains = linkage.chains(context)
+    chains = linkage_model.chains(context)
     order, current, seen = [binary], binary, {binary.path}
     while True:
-        loader = chains.get(current.installed, (linkage.Chain("", ()),))[0].loader
+        loader = chains.get(current.installed, (linkage_model.Chain("", ()),))[0].loader
         parent = next((b for b in wheel.binaries if b.path == loader), None)
         if parent is None or parent.path in seen:
             return order
@@ -221,7 +222,7 @@ def _unloadable(wheel: WheelModel, binary: BinaryFile, needs: _Needs, loader: Lo
     """Why the runner cannot load ``binary`` or a library of the wheel it loads, or ""."""
     by_installed = {b.installed: b for b in wheel.binaries}
     loaded = [binary, *(by_installed[item.target] for item in needs.resolutions
-                        if item.kind == linkage.IN_WHEEL and item.target in by_installed)]
+                        if item.kind == linkage_model.IN_WHEEL and item.target in by_installed)]
     return next((reason for item in loaded if (reason := loader.unloadable(item.info, runner))),
                 "")
 

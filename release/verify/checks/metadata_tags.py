@@ -7,7 +7,7 @@ used)."""
 from __future__ import annotations
 
 from release.findings import Finding, Severity
-from release.verify.checks import linkage
+from release.verify import linkage_model
 from release.verify.checks._common import finding
 from release.verify.context import VerifyContext
 from release.verify.wheel_model import WheelModel
@@ -68,8 +68,8 @@ def _runtime_findings(wheel: WheelModel, context: VerifyContext) -> list[Finding
     record = wheel.build_record
     if record is None:
         return []
-    used = {item.distribution for item in linkage.resolutions(context)
-            if item.kind == linkage.EXTERNAL}
+    used = {item.distribution for item in linkage_model.resolutions(context)
+            if item.kind == linkage_model.EXTERNAL}
     findings = []
     for runtime in record.runtime_dependencies:
         name = runtime.distribution
