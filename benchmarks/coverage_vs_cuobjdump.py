@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cuda import coverage, cuobjdump, fatbin, variant  # noqa: E402
+from cuda import coverage_model, cuobjdump, fatbin, variant  # noqa: E402
 from release import tools  # noqa: E402
 
 DEFAULT = ("nvidia-curand-cu12==10.3.10.19", "nvidia/curand/lib/libcurand.so.10")
@@ -39,8 +39,8 @@ def main() -> int:
     tool = cuobjdump.provision()
     cu12 = variant.load(variant.variants_dir() / "cu12.toml")
     for library in libraries:
-        def check(library: Path = library) -> coverage.CoverageReport:
-            return coverage.judge([fatbin.read_device_code(library)], claims=cu12.claims,
+        def check(library: Path = library) -> coverage_model.CoverageReport:
+            return coverage_model.judge([fatbin.read_device_code(library)], claims=cu12.claims,
                                   ptx=cu12.ptx)
         ours, report = best_of(arguments.repeat, check)
         theirs, listing = best_of(arguments.repeat,

@@ -1,6 +1,6 @@
 """The device code of a wheel's binaries, read once per verify run: the one place in the CUDA
 provider that reads fatbinaries (cuda/fatbin.py), shared by the ``coverage`` check
-(cuda/check.py) and the ``variant-properties`` check (cuda/variant_check.py) through the
+(cuda/coverage.py) and the ``variant-properties`` check (cuda/variant_properties.py) through the
 run's analyses (``context.analyses.of(of_wheel)``, release/verify/analyses.py).
 
 A binary is read from the wheel model (its fatbinary section, from the extracted file or

@@ -1,4 +1,4 @@
-"""The CUDA variants as the pipeline sees them (release.variant.BuildVariant): provisioning
+"""The CUDA variants as the pipeline sees them (release.variants.BuildVariant): provisioning
 the pinned toolchain in the configure stage, the configure arguments it yields, the runtime
 wheel dependency and the build record's ``cuda`` section; plus the verify checks CUDA adds."""
 
@@ -8,14 +8,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from cuda import check, variant_check
+from cuda import coverage, variant_properties
 from cuda import gpu_variant as variants
 from cuda.toolchain import CudaToolchain, provision
 from release.buildrecord import DeviceCodeRecord, RuntimeDependency
 from release.sbom import Tool
-from release.variant import Toolchain
+from release.variants import Toolchain
 
-CHECKS = (check, variant_check)
+CHECKS = (coverage, variant_properties)
 
 
 @dataclass(frozen=True)

@@ -84,7 +84,7 @@ class BuildRecord:
     cmake_package: str
     example: ExampleRecord | None
     cuda: DeviceCodeRecord | None
-    # the variant provider packages whose verify checks judge this wheel (release/variant.py)
+    # the variant provider packages whose verify checks judge this wheel (release/variants.py)
     providers: tuple[str, ...] = ()
     path: str = ""                   # where the record sits in the wheel (when read from one)
 

@@ -53,7 +53,7 @@ class Component:
 class Variant:
     name: str
     distribution: str | None = None   # distribution name; None: the project's own name
-    provider: str | None = None       # package implementing it (release.variant); None: CPU
+    provider: str | None = None       # package implementing it (release.variants); None: CPU
     config: Path | None = None        # the provider's data file (cuda/variants/cu12.toml)
     platforms: tuple[str, ...] = ()   # released for targets of these platforms; empty: all
     properties: tuple[str, ...] = ()  # what its variant wheel claims (PEP 825); none: null

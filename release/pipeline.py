@@ -2,7 +2,7 @@
 
     configure -> build -> install -> lay out -> fix up -> pack -> repair -> verify
 
-A platform module supplies the target-specific part of a stage; a variant (release/variant.py,
+A platform module supplies the target-specific part of a stage; a variant (release/variants.py,
 found through the manifest) supplies its toolchain, configure arguments and run-time
 dependency. The plan decides everything up front and does no work; provisioning happens in
 the configure stage. Nothing reaches the output folder until every stage has passed: work
@@ -49,7 +49,7 @@ from release.manifest import Component, Manifest, Target, Variant
 from release.platform import Platform, SearchPath
 from release.repair import repair_request
 from release.resolved import ResolvedRelease, resolve, target_of
-from release.variant import BuildVariant
+from release.variants import BuildVariant
 from release.verify.api import verify_wheel
 from release.verify.options import VerifyOptions
 from release.verify.report import Report

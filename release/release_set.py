@@ -49,7 +49,7 @@ from release.findings import CheckStatus, Finding, Severity
 from release.loader import Host
 from release.manifest import Manifest
 from release.matrix import MatrixEntry, release_matrix
-from release.variant import load_provider
+from release.variants import load_provider
 from release.verify.api import verify_wheel
 from release.verify.options import VerifyOptions
 from release.verify.report import Report

@@ -25,7 +25,7 @@ from release.core_metadata import CoreMetadata
 from release.loader import Host
 from release.manifest import Component, Manifest, Target, Variant
 from release.platform import BuildRoute, Platform, Route, SearchPath, get_platform
-from release.variant import BuildVariant, load_variant
+from release.variants import BuildVariant, load_variant
 
 
 def build_variant(declared: Variant) -> BuildVariant:

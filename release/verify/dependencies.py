@@ -16,7 +16,7 @@ from release.errors import EnvironmentFailure
 from release.loader import Runner
 from release.verify import linkage_model
 from release.verify.context import VerifyContext
-from release.verify.metadata import marker_environment
+from release.verify.dist_info_files import marker_environment
 from release.verify.wheel_model import WheelModel
 
 

@@ -17,7 +17,7 @@ from release._compat import StrEnum
 from release.loader import LoaderModel, SearchFolder, SystemPolicy
 from release.verify.context import VerifyContext
 from release.verify.data import distribution_row, matching, matching_all
-from release.verify.metadata import marker_environment
+from release.verify.dist_info_files import marker_environment
 from release.verify.wheel_model import BinaryFile, WheelModel
 
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import cast
 
 from release.errors import ConfigurationError
-from release.variant import load_provider
+from release.variants import load_provider
 from release.verify.checks import Check
 from release.verify.wheel_model import WheelModel
 

@@ -44,7 +44,7 @@ from release.buildrecord import RECORD_FILE, BuildRecord
 from release.errors import BinaryFormatError, LimitExceeded, WheelError
 from release.findings import Finding, Severity
 from release.verify.argument import file_name_tags
-from release.verify.metadata import (
+from release.verify.dist_info_files import (
     Metadata,
     RecordEntry,
     parse_metadata,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cuda import coverage, cuobjdump, fatbin
+from cuda import coverage_model, cuobjdump, fatbin
 from cuda.fatbin import EntryKind
 from platforms.linux.loader import origin_relative
 
@@ -30,7 +30,8 @@ def test_device_code_matches_the_claims(cuda_build) -> None:  # type: ignore[no-
     ptx = [e.sm for e in code.entries if e.kind is EntryKind.PTX]
     assert sorted(cubins) == list(cuda_build.variant.sass_architectures)
     assert ptx == list(cuda_build.variant.ptx_architectures)
-    report = coverage.judge([code], claims=cuda_build.variant.claims, ptx=cuda_build.variant.ptx)
+    report = coverage_model.judge([code], claims=cuda_build.variant.claims,
+                                  ptx=cuda_build.variant.ptx)
     assert report.ok, report.findings
     row = next(iter(report.table().values()))
     assert all(text.startswith("SASS sm_") for text in row.values())

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cuda import coverage, fatbin
+from cuda import coverage_model, fatbin
 from cuda.gpu_variant import ComputeCapability
 from release.buildrecord import DeviceCodeRecord, RuntimeDependency
 from release.findings import Severity
@@ -21,9 +21,9 @@ def claims(*texts: str) -> tuple[ComputeCapability, ...]:
 
 
 def judge(name: str, claimed: tuple[str, ...],
-          ptx: tuple[str, ...] = ()) -> coverage.CoverageReport:
+          ptx: tuple[str, ...] = ()) -> coverage_model.CoverageReport:
     code = fatbin.read_device_code(FIXTURES / name, name=name)
-    return coverage.judge([code], claims=claims(*claimed), ptx=claims(*ptx))
+    return coverage_model.judge([code], claims=claims(*claimed), ptx=claims(*ptx))
 
 
 def device(claimed: tuple[str, ...], ptx: tuple[str, ...] = ()) -> DeviceCodeRecord:
@@ -33,7 +33,7 @@ def device(claimed: tuple[str, ...], ptx: tuple[str, ...] = ()) -> DeviceCodeRec
         library="libcudart.so.12", dir="nvidia/cuda_runtime/lib"))
 
 
-def errors(report: coverage.CoverageReport) -> list[str]:
+def errors(report: coverage_model.CoverageReport) -> list[str]:
     return [f.what for f in report.findings if f.severity is Severity.ERROR]
 
 
@@ -101,13 +101,13 @@ def test_runs_on_rules(entry_flags: int, gpu: str, expected: bool) -> None:
     entry = fatbin.FatbinEntry(kind=fatbin.EntryKind.CUBIN, kind_code=2, sm=80, version=(1, 8),
                                flags=entry_flags, offset=0, header_size=64, payload_size=0,
                                uncompressed_size=None, has_kernels=True)
-    assert coverage.runs_on(entry, ComputeCapability.parse(gpu)) is expected
+    assert coverage_model.runs_on(entry, ComputeCapability.parse(gpu)) is expected
 
 
 def test_ptx_driver_table() -> None:
-    assert coverage.minimum_driver((8, 8)) == "12.9"
-    assert coverage.minimum_driver((9, 0)) == "13.0"
-    assert coverage.minimum_driver((99, 0)) is None
+    assert coverage_model.minimum_driver((8, 8)) == "12.9"
+    assert coverage_model.minimum_driver((9, 0)) == "13.0"
+    assert coverage_model.minimum_driver((99, 0)) is None
 
 
 def test_table_text_lists_every_claim() -> None:
@@ -119,16 +119,16 @@ def test_table_text_lists_every_claim() -> None:
 def test_check_wheel_judges_against_the_build_record() -> None:
     files = [("edgert/lib/libedgert_backend_cuda.so", FIXTURES / "complete.elf"),
              ("edgert/lib/libedgert.so", FIXTURES / "no_device_code.elf")]
-    findings = coverage.check_wheel(files, device(CU12_CLAIMS, ptx=("9.0",)))
+    findings = coverage_model.check_wheel(files, device(CU12_CLAIMS, ptx=("9.0",)))
     assert [f.severity for f in findings] == [Severity.INFO]
     assert list(findings[0].details["table"]) == ["edgert/lib/libedgert_backend_cuda.so"]
 
 
 def test_check_wheel_reports_instead_of_raising() -> None:
     files = [("a.so", FIXTURES / "bad_magic.elf"), ("b.so", FIXTURES / "complete.elf")]
-    cpu = coverage.check_wheel(files, None)
+    cpu = coverage_model.check_wheel(files, None)
     assert [(f.file, f.severity) for f in cpu] == [("a.so", Severity.ERROR),
                                                    ("b.so", Severity.ERROR)]
     assert "unreadable fatbinary" in cpu[0].what and "claims no compute capability" in cpu[1].what
-    broken = coverage.check_wheel(files[1:], device(("eight",)))
+    broken = coverage_model.check_wheel(files[1:], device(("eight",)))
     assert broken[0].what.startswith("build record: cuda.claims")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cuda import coverage, cuobjdump, fatbin
+from cuda import coverage_model, cuobjdump, fatbin
 from cuda import gpu_variant as variant
 from release import pins, tools
 
@@ -34,7 +34,7 @@ def test_reader_lists_what_cuobjdump_lists(curand: Path) -> None:
 
 def test_curand_covers_the_cu12_claims(curand: Path) -> None:
     cu12 = variant.load(variant.variants_dir() / "cu12.toml")
-    report = coverage.judge([fatbin.read_device_code(curand, name="libcurand.so.10")],
+    report = coverage_model.judge([fatbin.read_device_code(curand, name="libcurand.so.10")],
                             claims=cu12.claims, ptx=cu12.ptx)
     row = report.table()["libcurand.so.10"]
     assert all(text.startswith("SASS sm_") for text in row.values()), row

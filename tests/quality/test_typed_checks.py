@@ -82,11 +82,11 @@ def test_checks_share_analyses_not_a_cache() -> None:
 
 
 def test_the_cuda_checks_hand_the_typed_record_to_coverage() -> None:
-    for name in ("cuda/check.py", "cuda/coverage.py", "cuda/variant_check.py"):
+    for name in ("cuda/coverage.py", "cuda/coverage_model.py", "cuda/variant_properties.py"):
         calls = [node.lineno for node in ast.walk(tree(ROOT / name)) if isinstance(node, ast.Call)
                  and isinstance(node.func, ast.Attribute) and node.func.attr == "to_json"]
         assert calls == [], f"{name}:{calls}"
-    coverage = tree(ROOT / "cuda/coverage.py")
+    coverage = tree(ROOT / "cuda/coverage_model.py")
     annotations = {node.name: ast.unparse(node.args.args[1].annotation or ast.Constant(None))
                    for node in ast.walk(coverage) if isinstance(node, ast.FunctionDef)
                    and node.name in ("check_wheel", "check_device_code")}

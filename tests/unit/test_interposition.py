@@ -22,7 +22,7 @@ from release.verify.analyses import Analyses
 from release.verify.checks import duplicates
 from release.verify.context import VerifyContext
 from release.verify.data import load_distribution_dirs
-from release.verify.metadata import Metadata
+from release.verify.dist_info_files import Metadata
 from release.verify.wheel_model import BinaryFile, WheelModel
 
 SHARED = ("api_open", "api_close")

@@ -20,14 +20,15 @@ from release.findings import Severity
 from release.loader import EntryKind, Host, LoadItem, Runner
 from release.verify import VerifyOptions, linkage_model
 from release.verify.analyses import Analyses
-from release.verify.checks import linkage, metadata_tags, search_path
+from release.verify.checks import linkage, search_path
+from release.verify.checks import metadata as metadata_check
 from release.verify.context import VerifyContext
 from release.verify.data import (
     load_distribution_dirs,
     load_imported_libraries,
     load_toolkit_libraries,
 )
-from release.verify.metadata import Metadata
+from release.verify.dist_info_files import Metadata
 from release.verify.wheel_model import BinaryFile, WheelModel
 
 TAG = "manylinux_2_17_x86_64"
@@ -192,12 +193,12 @@ def test_entries_that_leave_or_ignore_site_packages() -> None:
 
 def test_the_tag_promise_limits_symbol_versions() -> None:
     old = model(elf("pkg/_C.so", needed=("libc.so.6",), versions=("GLIBC_2.17", "GLIBC_2.34")))
-    errors = metadata_tags.check(old, context(old))
+    errors = metadata_check.check(old, context(old))
     assert [f.details["versions"] for f in errors] == [["GLIBC_2.34"]]
     assert errors[0].details["policy"] == "manylinux_2_17"
     newer = model(elf("pkg/_C.so", needed=("libc.so.6",), versions=("GLIBC_2.34",)),
                   tag="manylinux_2_35_x86_64")
-    assert metadata_tags.check(newer, context(newer, "manylinux_2_35_x86_64")) == []
+    assert metadata_check.check(newer, context(newer, "manylinux_2_35_x86_64")) == []
 
 
 QEMU = Runner("aarch64", prefix=("/usr/bin/qemu-aarch64", "-L", "/root64"),
@@ -230,10 +231,10 @@ def test_symbol_version_limits_are_per_architecture() -> None:
     glibc starts at 2.17; GLIBCXX_3.4.21 is beyond manylinux2014 on both."""
     tag = "manylinux_2_17_aarch64"
     x86 = model(elf("pkg/_C.so", needed=("libc.so.6",), versions=("GLIBC_2.2.5",)))
-    assert metadata_tags.check(x86, context(x86)) == []
+    assert metadata_check.check(x86, context(x86)) == []
     arm = model(elf("pkg/_C.so", needed=("libc.so.6",), versions=("GLIBC_2.17", "GLIBC_2.34"),
                     machine="aarch64"), tag=tag)
-    errors = metadata_tags.check(arm, context(arm, tag))
+    errors = metadata_check.check(arm, context(arm, tag))
     assert [f.details["versions"] for f in errors] == [["GLIBC_2.34"]]
     assert LOADER.policy([tag]).machine == "aarch64"
     assert LOADER.policy([tag]).symbol_versions["GLIBC"] >= {"2.17", "2.18"}
@@ -241,7 +242,7 @@ def test_symbol_version_limits_are_per_architecture() -> None:
     newer = "manylinux_2_35_aarch64"
     arm = model(elf("pkg/_C.so", needed=("libc.so.6",), versions=("GLIBC_2.34",),
                     machine="aarch64"), tag=newer)
-    assert metadata_tags.check(arm, context(arm, newer)) == []
+    assert metadata_check.check(arm, context(arm, newer)) == []
 
 
 def test_a_policy_applies_only_to_the_architectures_it_lists() -> None:
@@ -253,12 +254,12 @@ def test_a_policy_applies_only_to_the_architectures_it_lists() -> None:
 def test_binaries_for_another_machine_than_the_tag_are_errors() -> None:
     tag = "manylinux_2_35_aarch64"
     wheel = model(elf("pkg/_C.so", needed=("libc.so.6",), versions=("GLIBC_2.17",)), tag=tag)
-    errors = metadata_tags.check(wheel, context(wheel, tag))
+    errors = metadata_check.check(wheel, context(wheel, tag))
     assert [(f.file, f.details["machine"], f.details["promised"]) for f in errors] == \
         [("pkg/_C.so", "x86_64", "aarch64")]
     assert errors[0].severity is Severity.ERROR
     plain = model(elf("pkg/_C.so"))
-    assert metadata_tags.check(plain, context(plain)) == []
+    assert metadata_check.check(plain, context(plain)) == []
     assert LOADER.claims_tag("linux_x86_64") and not LOADER.claims_tag("win_amd64")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from packaging.tags import parse_tag
 
-from release.verify.metadata import marker_environment, parse_metadata
+from release.verify.dist_info_files import marker_environment, parse_metadata
 
 _METADATA = """\
 Metadata-Version: 2.1

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cuda import coverage
+from cuda import coverage_model
 from cuda import gpu_variant as variant
 from platforms.linux import cross
 from release import manifest, pins, release_set
@@ -72,7 +72,7 @@ def test_each_data_file_is_read_through_it_with_its_own_words(tmp_path: Path) ->
         (lambda: pins.load(path), f"{path} is not valid TOML", pins._FIX),
         (lambda: cross.cross_targets(path), f"{path} is not valid TOML",
          "restore platforms/linux/cross.toml"),
-        (lambda: coverage.ptx_driver_table(path),
+        (lambda: coverage_model.ptx_driver_table(path),
          f"the PTX driver table {path} is not valid TOML", "restore cuda/ptx_drivers.toml"),
         (lambda: variant.load(path), f"CUDA variant file {path} is not valid TOML",
          "correct the file's syntax"),

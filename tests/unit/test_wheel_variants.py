@@ -18,7 +18,7 @@ from variantlib.resolver.lib import sort_and_filter_supported_variants
 from variantlib.variant_dist_info import VariantDistInfo
 from variantlib.variants_json import VariantsJson
 
-from cuda.variant_check import judge
+from cuda.variant_properties import judge
 from release import manifest as manifest_module
 from release import wheel
 from release.buildrecord import DeviceCodeRecord, RuntimeDependency

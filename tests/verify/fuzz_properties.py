@@ -15,7 +15,7 @@ from release.errors import BinaryFormatError, WheelError
 from release.repair import check_input
 from release.verify import verify_wheel
 from release.verify.checks import identity
-from release.verify.metadata import parse_metadata, parse_record, parse_wheel_tags
+from release.verify.dist_info_files import parse_metadata, parse_record, parse_wheel_tags
 from tests.verify.crafted import dense_dynsym_elf
 from tests.verify.test_wheel_safety import make_wheel
 

@@ -2,7 +2,7 @@
 (False: it only reads files, so it runs under --static) and
 ``check(wheel: WheelModel, context: VerifyContext) -> list[Finding]``.
 Add a check by writing its module and listing it in CHECKS; a variant provider adds its own
-(release/variant.py, e.g. cuda/check.py). Checks speak through the wheel's loader model
+(release/variants.py, e.g. cuda/coverage.py). Checks speak through the wheel's loader model
 (``context.loader``, release/loader.py), never a binary format's own terms; they share the
 analyses of ``context.analyses`` (release/verify/analyses.py), and a check that did not run
 says so with a finding carrying its ``CheckStatus`` (``_common.not_run``,
@@ -20,12 +20,12 @@ from release.verify.checks import (
     leaks,
     linkage,
     load_matrix,
-    metadata_tags,
+    metadata,
     ownership,
     private_copies,
     sdk_routes,
     search_path,
-    variant_label,
+    variant,
 )
 from release.verify.context import VerifyContext
 from release.verify.wheel_model import WheelModel
@@ -47,8 +47,8 @@ CHECKS: tuple[Check, ...] = (
     private_copies,
     duplicates,
     leaks,
-    metadata_tags,
+    metadata,
     load_matrix,
     sdk_routes,
-    variant_label,
+    variant,
 )

@@ -1,7 +1,7 @@
 """A variant wheel (PEP 825) is one: the label its file name carries and the
 ``.dist-info/variant.json`` it holds agree, and that file is valid as variantlib (the
 reference implementation) reads it. A wheel with neither is no variant wheel and passes. What
-the properties claim is judged by the provider that defines them (cuda/variant_check.py)."""
+the properties claim is judged by the provider that defines them (cuda/variant_properties.py)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@
   driver run a 12.8 runtime), the upper bound is the requirement's exclusive upper bound;
 - a wheel without device code claims nothing in that namespace.
 
-A wheel without variant.json is not judged here (release/verify/checks/variant_label.py judges the
+A wheel without variant.json is not judged here (release/verify/checks/variant.py judges the
 file itself)."""
 
 from __future__ import annotations
