@@ -142,7 +142,7 @@ def _add_check_set(commands: argparse._SubParsersAction[_Parser]) -> None:
 def _build(arguments: argparse.Namespace, out: TextIO) -> int:
     from release import build_options
     from release import manifest as manifest_module
-    from release.loader import Host
+    from release.host import Host
     from release.pipeline import run as run_pipeline
     manifest = manifest_module.load(arguments.project.resolve())
     given = {setting.field: getattr(arguments, setting.field)
@@ -165,7 +165,7 @@ def _build(arguments: argparse.Namespace, out: TextIO) -> int:
 def _plan(arguments: argparse.Namespace, out: TextIO) -> int:
     from release import build_options, matrix
     from release import manifest as manifest_module
-    from release.loader import Host
+    from release.host import Host
     manifest = manifest_module.load(arguments.project.resolve())
     entries = matrix.release_matrix(manifest, Host.current())
     if not arguments.build:
@@ -194,7 +194,7 @@ def _plan(arguments: argparse.Namespace, out: TextIO) -> int:
 
 def _check_set(arguments: argparse.Namespace, out: TextIO) -> int:
     from release import manifest as manifest_module
-    from release.loader import Host
+    from release.host import Host
     from release.release_set import check_release_set
     manifest = manifest_module.load(arguments.project.resolve())
     report = check_release_set(arguments.folder, manifest, host=Host.current(),

@@ -27,7 +27,7 @@ from release import build_options
 from release import manifest as manifest_module
 from release.build_options import BuildOptions, Form, Stage
 from release.errors import ConfigurationError, ReleaseError
-from release.loader import Host
+from release.host import Host
 from release.manifest import PLATFORMS, Manifest
 from release.pipeline import run as run_pipeline
 from release.platform import get_platform

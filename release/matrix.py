@@ -18,7 +18,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from release.build_options import BuildOptions
 from release.errors import ConfigurationError, ReleaseError
-from release.loader import Host
+from release.host import Host
 from release.manifest import Manifest, Target, Variant
 from release.pipeline import run as run_pipeline
 from release.platform import BuildRoute

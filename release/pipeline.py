@@ -44,7 +44,7 @@ from release.errors import (
     ToolError,
     VerificationFailed,
 )
-from release.loader import Host
+from release.host import Host
 from release.manifest import Component, Manifest, Target, Variant
 from release.platform import Platform, SearchPath
 from release.repair import repair_request

@@ -16,7 +16,8 @@ from typing import Protocol
 from release._compat import StrEnum
 from release.binary.model import BinaryInfo, BinaryReader
 from release.errors import ConfigurationError
-from release.loader import Host, LoaderModel, Runner
+from release.host import Host, Runner
+from release.loader import LoaderModel
 from release.manifest import PLATFORMS, Target
 from release.sbom import Tool
 

@@ -46,7 +46,7 @@ from release.archive import Limits, Member, StreamRequest, list_members, read_me
 from release.buildrecord import RECORD_FILE, BuildRecord
 from release.errors import ConfigurationError, ReleaseError, WheelError
 from release.findings import CheckStatus, Finding, Severity
-from release.loader import Host
+from release.host import Host
 from release.manifest import Manifest
 from release.matrix import MatrixEntry, release_matrix
 from release.variants import load_provider

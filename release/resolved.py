@@ -22,7 +22,7 @@ from functools import cached_property
 from release.build_options import Form
 from release.buildrecord import BuildRecord, ComponentRecord, ExampleRecord, ExtensionRecord
 from release.core_metadata import CoreMetadata
-from release.loader import Host
+from release.host import Host
 from release.manifest import Component, Manifest, Target, Variant
 from release.platform import BuildRoute, Platform, Route, SearchPath, get_platform
 from release.variants import BuildVariant, load_variant

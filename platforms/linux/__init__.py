@@ -17,7 +17,7 @@ from release import _cmd
 from release.binary import read_binary
 from release.binary.elf import ElfReader
 from release.errors import ToolError
-from release.loader import Host, Runner
+from release.host import Host, Runner
 from release.manifest import Target
 from release.platform import BuildRoute, Platform, RepairRequest, Route, SearchPath
 from release.sbom import Tool

@@ -23,7 +23,7 @@ from pathlib import Path
 from platforms.linux.cross import CrossTarget, has_compilers, toolchain_arguments
 from release import _cmd, toolcache, tools
 from release.errors import CommandError, EnvironmentFailure, ToolError
-from release.loader import Runner
+from release.host import Runner
 from release.pins import DebianPackage
 
 log = logging.getLogger("release")

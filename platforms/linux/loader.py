@@ -18,15 +18,14 @@ from collections.abc import Collection, Mapping, Sequence
 
 from platforms.linux.policy import Policy, load_policies
 from release.binary.model import BinaryInfo
+from release.host import Host, Runner
 from release.loader import (
     Entry,
     EntryKind,
-    Host,
     LoaderModel,
     LoaderWords,
     LoadItem,
     Problem,
-    Runner,
     SearchFolder,
     SystemPolicy,
 )

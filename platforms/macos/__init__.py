@@ -35,7 +35,7 @@ from release.binary import read_binary, read_binary_data
 from release.binary.macho import MachOReader, is_macho
 from release.binary.model import BinaryInfo
 from release.errors import ConfigurationError, ToolError, WheelError
-from release.loader import Host, Runner
+from release.host import Host, Runner
 from release.manifest import Target
 from release.platform import BuildRoute, Platform, RepairRequest, Route, SearchPath
 from release.sbom import Tool

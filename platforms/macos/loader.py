@@ -27,15 +27,14 @@ from collections.abc import Sequence
 
 from release.binary.macho import OS_PREFIX
 from release.binary.model import BinaryInfo
+from release.host import Host, Runner
 from release.loader import (
     Entry,
     EntryKind,
-    Host,
     LoaderModel,
     LoaderWords,
     LoadItem,
     Problem,
-    Runner,
     SearchFolder,
     SystemPolicy,
 )

@@ -29,7 +29,7 @@ from release.archive import Limits, list_members, read_member
 from release.binary import read_binary_data
 from release.binary.pe import PeReader
 from release.errors import BinaryFormatError, ReleaseError, ToolError
-from release.loader import Host, Runner
+from release.host import Host, Runner
 from release.manifest import Target
 from release.platform import BuildRoute, Platform, RepairRequest, Route, SearchPath
 from release.sbom import Tool

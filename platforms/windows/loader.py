@@ -32,15 +32,14 @@ from pathlib import Path
 from platforms.windows.wine import windows_path
 from release.binary.model import BinaryInfo
 from release.errors import ToolError
+from release.host import Host, Runner
 from release.loader import (
     Entry,
     EntryKind,
-    Host,
     LoaderModel,
     LoaderWords,
     LoadItem,
     Problem,
-    Runner,
     SearchFolder,
     SystemPolicy,
 )

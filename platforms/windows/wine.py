@@ -32,7 +32,7 @@ from pathlib import Path, PurePosixPath
 from release import _cmd, pins, toolcache, zig
 from release._lock import folder_size, megabytes, provisioning
 from release.errors import CommandError, EnvironmentFailure, ToolError
-from release.loader import Runner
+from release.host import Runner
 
 log = logging.getLogger("release")
 

@@ -9,7 +9,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from release.loader import HasLoader, Host
+from release.host import Host
+from release.loader import HasLoader
 from release.platform import all_platforms
 from release.verify.checks import Check
 from release.verify.options import VerifyOptions

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from release.errors import ToolError
-from release.loader import Host, LoaderModel, Runner, SystemPolicy
+from release.host import Host, Runner
+from release.loader import LoaderModel, SystemPolicy
 from release.verify.analyses import Analyses
 from release.verify.data import DistributionDir, ImportedLibrary, ToolkitLibrary
 from release.verify.options import VerifyOptions

@@ -13,7 +13,7 @@ from packaging.utils import canonicalize_name
 
 from release import tools
 from release.errors import EnvironmentFailure
-from release.loader import Runner
+from release.host import Runner
 from release.verify import linkage_model
 from release.verify.context import VerifyContext
 from release.verify.dist_info_files import marker_environment

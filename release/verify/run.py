@@ -16,7 +16,8 @@ from pathlib import Path
 from release import tools
 from release.errors import DeadlineReached, EnvironmentFailure, ReleaseError, ToolError
 from release.findings import CheckStatus, Finding, Severity
-from release.loader import HasLoader, Host, bind_to_wheel, loader_for
+from release.host import Host
+from release.loader import HasLoader, bind_to_wheel, loader_for
 from release.verify.analyses import Analyses
 from release.verify.argument import classify
 from release.verify.checks import CHECKS, Check

@@ -28,7 +28,7 @@ def build_variant(name: str, work: Path) -> CudaBuild:
     the file pinned for it by name and sha256 (release/pinned-tools.toml, the variant's
     ``runtime.pin``), whatever else the index serves for the declared range today."""
     from release import manifest, pins, toolcache, tools
-    from release.loader import Host
+    from release.host import Host
     from release.pipeline import BuildOptions, Stage, run
 
     loaded = variant.load(variant.variants_dir() / f"{name}.toml")

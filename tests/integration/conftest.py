@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from release import manifest, tools
-from release.loader import Host
+from release.host import Host
 from release.pipeline import BuildOptions, BuildResult, VerifyMode, run
 from tests.conftest import ROOT, BuiltWheel
 

@@ -29,7 +29,7 @@ from platforms.linux import cross, emulation
 from release import tools
 from release import wheel as wheel_module
 from release.errors import EnvironmentFailure
-from release.loader import Host, Runner
+from release.host import Host, Runner
 from release.manifest import Target
 from tests.conftest import ROOT, BuiltWheel, run_release
 from tests.integration.conftest import MODELS, build_verified, run_checked, unpack

@@ -14,7 +14,7 @@ import pytest
 
 from release import manifest
 from release.build_options import BuildOptions, Stage
-from release.loader import Host
+from release.host import Host
 from release.pipeline import STAMP_FILE, run
 from tests.conftest import ROOT
 

@@ -15,7 +15,7 @@ from packaging.requirements import Requirement
 
 from release import manifest
 from release.errors import EnvironmentFailure
-from release.loader import Host
+from release.host import Host
 from release.pipeline import BuildOptions, VerifyMode, run
 from release.wheel import WheelName, parse_metadata
 from tests.conftest import ROOT, Venv, make_venv

@@ -10,7 +10,7 @@ import pytest
 
 from platforms.linux import PLATFORM
 from release.binary import read_binary
-from release.loader import Host
+from release.host import Host
 from release.platform import SearchPath
 
 pytestmark = pytest.mark.integration

@@ -33,7 +33,7 @@ from release.binary import BinaryInfo, read_binary, read_binary_data
 from release.binary.macho import is_macho
 from release.buildrecord import RECORD_FILE
 from release.errors import VerificationFailed, WheelError
-from release.loader import Host
+from release.host import Host
 from release.manifest import Target
 from release.pipeline import BuildOptions, VerifyMode, run
 from release.platform import RepairRequest

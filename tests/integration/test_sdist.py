@@ -18,7 +18,7 @@ import pytest
 from release import manifest
 from release.build_options import BuildOptions, VerifyMode
 from release.errors import ConfigurationError
-from release.loader import Host
+from release.host import Host
 from release.pipeline import run
 from release.sdist import write_sdist
 from release.wheel import parse_metadata

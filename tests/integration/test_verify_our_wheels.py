@@ -69,7 +69,7 @@ def test_cuda_runtime_must_be_declared(tmp_path_factory: pytest.TempPathFactory)
     """A cu12 wheel whose METADATA lost its CUDA runtime requirement: libcudart then resolves
     only through an undeclared distribution."""
     from release import manifest
-    from release.loader import Host
+    from release.host import Host
     from release.pipeline import BuildOptions, VerifyMode, run
     from tests.conftest import ROOT
     result = run(manifest.load(ROOT), BuildOptions(

@@ -27,7 +27,7 @@ from release import tools, zig
 from release import wheel as wheel_module
 from release.binary.pe import PeReader
 from release.errors import ToolError
-from release.loader import Host, Runner
+from release.host import Host, Runner
 from release.manifest import Target
 from release.platform import RepairRequest
 from release.verify import VerifyOptions

@@ -23,7 +23,7 @@ def native_install(tmp_path_factory: pytest.TempPathFactory) -> NativeInstall:
     import os
 
     from release import manifest
-    from release.loader import Host
+    from release.host import Host
     from release.pipeline import BuildOptions, Stage, run
 
     given = os.environ.get("EDGERT_TEST_NATIVE_BUILD")

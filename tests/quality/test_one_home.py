@@ -1,5 +1,5 @@
 """Facts the pipeline computes in one place only: the host machine is read by one function
-(release.loader.Host.current, called only at the edges; everything below them, the
+(release.host.Host.current, called only at the edges; everything below them, the
 platforms included, is handed the Host value), the facts of one target x variant by
 release/resolved.py (the variant loaded from its provider, the build route, the
 distribution name, the wheel's core metadata), and each format has one reader: TOML tables
@@ -64,7 +64,7 @@ def _machine_reads() -> list[str]:
 
 
 def test_one_function_reads_the_host_machine() -> None:
-    assert _machine_reads() == ["release/loader.py:current"]
+    assert _machine_reads() == ["release/host.py:current"]
 
 
 def test_the_scan_sees_an_aliased_read() -> None:

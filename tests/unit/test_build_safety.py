@@ -30,7 +30,7 @@ from release.errors import (
     WheelError,
 )
 from release.findings import CheckStatus, Finding, Severity
-from release.loader import Host
+from release.host import Host
 from release.verify.report import Report
 from tests.conftest import ROOT
 

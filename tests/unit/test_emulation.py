@@ -16,7 +16,7 @@ from platforms.linux import PLATFORM as LINUX
 from platforms.linux import cross, emulation
 from release import toolcache
 from release.errors import ToolError
-from release.loader import Host, Runner
+from release.host import Host, Runner
 from release.pins import DebianPackage
 
 AARCH64 = cross.cross_targets()["aarch64"]

@@ -14,7 +14,7 @@ import pytest
 
 from release import manifest
 from release.build_options import BuildOptions
-from release.loader import Host
+from release.host import Host
 from release.pipeline import make_plan
 from release.resolved import default_arch
 from tests.conftest import ROOT

@@ -16,7 +16,8 @@ from platforms.windows.loader import LOADER as WINDOWS
 from release.archive import Member
 from release.binary import BinaryInfo
 from release.binary.model import DEFAULT, GLOBAL, Symbol
-from release.loader import Host, LoaderModel
+from release.host import Host
+from release.loader import LoaderModel
 from release.verify import VerifyOptions
 from release.verify.analyses import Analyses
 from release.verify.checks import duplicates

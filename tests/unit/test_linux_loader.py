@@ -17,7 +17,8 @@ from release.archive import Member
 from release.binary import BinaryInfo, VersionRequirement
 from release.errors import ConfigurationError
 from release.findings import Severity
-from release.loader import EntryKind, Host, LoadItem, Runner
+from release.host import Host, Runner
+from release.loader import EntryKind, LoadItem
 from release.verify import VerifyOptions, linkage_model
 from release.verify.analyses import Analyses
 from release.verify.checks import linkage, search_path

@@ -14,7 +14,7 @@ import platforms.macos as macos
 from platforms.macos import PLATFORM as MACOS
 from release.binary.model import BinaryInfo
 from release.errors import ToolError, WheelError
-from release.loader import Host
+from release.host import Host
 from release.manifest import Target
 from release.platform import Route, SearchPath
 from tests.verify.macho_writer import macho

@@ -13,7 +13,7 @@ import pytest
 from release import core_metadata as metadata
 from release import distinfo, manifest
 from release.errors import ConfigurationError
-from release.loader import Host
+from release.host import Host
 from release.resolved import resolve
 from release.wheel import parse_metadata
 from tests.conftest import ROOT

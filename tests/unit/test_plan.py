@@ -13,7 +13,7 @@ from release import manifest
 from release.build_options import BuildOptions
 from release.buildrecord import BuildRecord
 from release.errors import ConfigurationError, WheelError
-from release.loader import Host
+from release.host import Host
 from release.pipeline import make_plan
 from tests.conftest import ROOT
 

@@ -14,7 +14,7 @@ from platforms.macos import PLATFORM as MACOS
 from platforms.macos import loader_relative
 from platforms.windows import PLATFORM as WINDOWS
 from release.errors import ConfigurationError, ToolError
-from release.loader import Host, Runner
+from release.host import Host, Runner
 from release.manifest import Target
 from release.platform import Route, get_platform
 

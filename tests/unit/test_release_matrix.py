@@ -19,7 +19,7 @@ import pytest
 from release import manifest, matrix
 from release.build_options import BuildOptions
 from release.errors import CommandError, ConfigurationError, ToolError
-from release.loader import Host
+from release.host import Host
 from release.pipeline import make_plan
 from release.platform import Route
 from release.resolved import ResolvedRelease

@@ -21,7 +21,7 @@ from release.build_options import Form
 from release.buildrecord import RECORD_FILE
 from release.errors import WheelError
 from release.findings import Finding, Severity
-from release.loader import Host
+from release.host import Host
 from release.matrix import MatrixEntry, release_matrix
 from release.resolved import resolve
 from release.verify.options import VerifyOptions

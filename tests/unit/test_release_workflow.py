@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from release import manifest, matrix
-from release.loader import Host
+from release.host import Host
 from tests.conftest import ROOT
 
 WORKFLOW = ROOT / ".github" / "workflows" / "release.yml"

@@ -14,7 +14,7 @@ from release import backend, distinfo, manifest, matrix, resolved
 from release import core_metadata as metadata_module
 from release.build_options import BuildOptions, Form
 from release.errors import ConfigurationError, ToolError
-from release.loader import Host
+from release.host import Host
 from release.manifest import Target
 from release.pipeline import make_plan
 from release.platform import BuildRoute, Platform, Route

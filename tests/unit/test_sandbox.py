@@ -20,7 +20,7 @@ from release.errors import (
     EnvironmentCommandError,
     EnvironmentFailure,
 )
-from release.loader import Runner
+from release.host import Runner
 from release.verify import sandbox as sandbox_module
 from release.verify.sandbox import (
     Listing,

@@ -14,7 +14,7 @@ from release import backend, manifest, pipeline
 from release.__main__ import main as release_main
 from release.build_options import BuildOptions, Stage, VerifyMode
 from release.errors import ConfigurationError
-from release.loader import Host
+from release.host import Host
 from tests.conftest import ROOT
 
 NAMES = ["configure", "build", "install", "layout", "fixup", "pack", "repair", "verify"]

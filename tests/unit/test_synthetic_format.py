@@ -19,15 +19,14 @@ from release import wheel
 from release.binary.model import GLOBAL, BinaryInfo, Symbol
 from release.errors import BinaryFormatError
 from release.findings import Severity
+from release.host import Host, Runner
 from release.loader import (
     Entry,
     EntryKind,
-    Host,
     LoaderModel,
     LoaderWords,
     LoadItem,
     Problem,
-    Runner,
     SearchFolder,
     SystemPolicy,
 )

@@ -22,7 +22,7 @@ from release.__main__ import main as release_main
 from release.binary.elf import ElfReader
 from release.binary.pe import PeReader
 from release.errors import ConfigurationError, WheelError
-from release.loader import Host, Runner
+from release.host import Host, Runner
 from release.verify import VerifyOptions, verify_wheel
 from tests.conftest import ROOT
 from tests.verify.pe_images import pe_image

@@ -23,7 +23,7 @@ from release import manifest as manifest_module
 from release import wheel
 from release.buildrecord import DeviceCodeRecord, RuntimeDependency
 from release.errors import ConfigurationError, WheelError
-from release.loader import Host
+from release.host import Host
 from release.verify.argument import file_name_tags, variant_label
 from release.wheel_variant import (
     WheelVariant,

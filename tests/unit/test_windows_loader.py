@@ -24,7 +24,8 @@ from platforms.windows.loader import (
 from release.binary.model import BinaryInfo
 from release.binary.pe import PeReader
 from release.errors import ToolError
-from release.loader import EntryKind, Host, LoadItem, Runner, SearchFolder, bind_to_wheel
+from release.host import Host, Runner
+from release.loader import EntryKind, LoadItem, SearchFolder, bind_to_wheel
 
 # What delvewheel 1.11 writes at the top of a package's __init__.py (numpy 2.4.6 for Windows).
 DELVEWHEEL_PATCH = """

@@ -13,7 +13,8 @@ import pytest
 from platforms.macos import PLATFORM, loader_relative
 from platforms.macos.loader import LOADER, expand_loader_path, parse_tag
 from release.binary import read_binary_data
-from release.loader import EntryKind, Host, SearchFolder
+from release.host import Host
+from release.loader import EntryKind, SearchFolder
 from release.manifest import Target
 from release.verify import verify_wheel
 from tests.verify.macho_writer import fat, macho

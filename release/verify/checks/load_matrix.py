@@ -33,7 +33,8 @@ from pathlib import Path
 
 from release.errors import CommandError, ToolError
 from release.findings import Finding, Severity
-from release.loader import LoaderModel, LoadItem, Runner
+from release.host import Runner
+from release.loader import LoaderModel, LoadItem
 from release.verify import linkage_model, ownership_model
 from release.verify.checks._common import environment, finding, not_run
 from release.verify.context import VerifyContext

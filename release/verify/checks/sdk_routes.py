@@ -18,7 +18,7 @@ from release.errors import (
     ToolError,
 )
 from release.findings import Finding, Severity
-from release.loader import Runner
+from release.host import Runner
 from release.verify.checks._cmake_probe import (
     Answer,
     ReplyError,

@@ -1,0 +1,117 @@
+"""The machine verify and the pipeline run on, and how it runs programs for other machines:
+``Host`` (this machine's system and architecture, and the emulated machines it can run
+programs for) and ``Runner`` (how programs of one machine run and are built here: natively,
+or through an emulator in a root folder of that machine). Every layer takes these values
+from here; nothing else reads the host's operating system and architecture."""
+
+from __future__ import annotations
+
+import platform as host_platform
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from release.errors import ToolError
+
+
+@dataclass(frozen=True)
+class Runner:
+    """How this host runs, and builds, programs for one machine: natively (no prefix, this
+    interpreter, the default compilers), or through an emulator that runs them in a root
+    folder holding that machine's C library, C++ runtime and Python."""
+
+    machine: str                            # "x86_64", "aarch64"...
+    prefix: tuple[str, ...] = ()            # before a program: ("qemu-aarch64", "-L", root)
+    python: str = sys.executable            # an interpreter of that machine ("": none)
+    # configure a CMake project for that machine (a toolchain file); None: no compiler for it
+    cmake_arguments: tuple[str, ...] | None = ()
+    system: str = ""                        # the programs' operating system ("": this host's)
+    # programs the platform provisioned for its loader model to run there: name -> path
+    helpers: tuple[tuple[str, str], ...] = ()
+    # folders outside verify's scratch its programs must write to (wine's server folder):
+    # a sandbox gives each run an empty folder of its own there
+    writes: tuple[str, ...] = ()
+    # caches its compilers must write to (zig's): (variable, seed folder); a sandbox copies
+    # each seed into its scratch before its first run and points the variable at the copy
+    seeds: tuple[tuple[str, str], ...] = ()
+
+    def reads(self) -> tuple[str, ...]:
+        """The files and folders outside the system's that its programs read: the emulator's
+        root folder, the toolchain files its CMake arguments name, its helpers. A sandbox
+        shows them read-only."""
+        named = [*self.prefix, *(argument.partition("=")[2] for argument in
+                                 self.cmake_arguments or ()),
+                 *(path for _, path in self.helpers)]
+        return tuple(dict.fromkeys(path for path in named if path.startswith("/")))
+
+    def command(self, program: str, *arguments: str) -> list[str]:
+        """``program`` run with ``arguments`` on this host."""
+        return [*self.prefix, program, *arguments]
+
+    def python_command(self, *arguments: str) -> list[str]:
+        if not self.python:
+            raise ToolError(f"no Python interpreter runs {self.system or 'here'} "
+                            f"{self.machine} programs on this host",
+                            fix="run this check on a machine of the wheel's platform")
+        return self.command(self.python, *arguments)
+
+    def helper(self, name: str) -> str:
+        """The path of the provisioned helper program ``name``."""
+        for known, path in self.helpers:
+            if known == name:
+                return path
+        raise ToolError(f"the {self.system or 'host'} {self.machine} runner has no helper "
+                        f"'{name}'", fix="provision it in the platform's runner()")
+
+
+# the names operating systems report for a machine -> the one name verify uses for it
+_MACHINES = {"amd64": "x86_64", "x64": "x86_64", "arm64": "aarch64"}
+# verify's machine name -> the platform's own target name, where the two differ
+_TARGET_ARCHES = {"macos": {"aarch64": "arm64"}, "windows": {"x86_64": "amd64", "aarch64": "arm64"}}
+
+
+@dataclass(frozen=True)
+class Host:
+    """The machine verify runs on (passed in, so other hosts are testable anywhere), with
+    the emulated machines it can run programs for besides its own. ``provide`` is asked, once
+    and only when no runner above answers a request, for the runners the wheel's platform
+    can make (a wine prefix and its helpers): nothing is provisioned unless a check runs
+    programs."""
+
+    system: str      # "linux", "darwin", "windows"
+    machine: str     # "x86_64", "aarch64"...
+    emulated: tuple[Runner, ...] = ()
+    provide: Callable[[], Sequence[Runner]] | None = field(default=None, compare=False,
+                                                          repr=False)
+    _provided: list[tuple[Runner, ...]] = field(default_factory=list, compare=False,
+                                                repr=False)
+
+    @classmethod
+    def current(cls, *, emulated: Sequence[Runner] = (),
+                provide: Callable[[], Sequence[Runner]] | None = None) -> Host:
+        """This machine: the one place the pipeline reads the host's operating system and
+        architecture (tests/quality holds it); everything else is handed this value."""
+        machine = host_platform.machine().lower()
+        return cls(host_platform.system().lower(), _MACHINES.get(machine, machine),
+                   tuple(emulated), provide)
+
+    def arch(self, platform: str) -> str:
+        """This host's architecture in the target names of ``platform`` (a manifest target's
+        ``arch``): an Apple-silicon Mac is ``arm64`` to macOS, a 64-bit Arm Linux machine
+        ``aarch64``, an x86-64 Windows machine ``amd64``."""
+        return _TARGET_ARCHES.get(platform, {}).get(self.machine, self.machine)
+
+    def runner(self, machine: str, system: str = "") -> Runner | None:
+        """How programs for ``machine`` (of operating system ``system``; "": this host's)
+        run here: natively, emulated, or not at all (None)."""
+        system = "" if system == self.system else system
+        if machine == self.machine and not system:
+            return Runner(machine)
+        if self.provide is not None and not self._provided:
+            self._provided.append(tuple(self.provide()))
+        candidates = (*self.emulated, *(self._provided[0] if self._provided else ()))
+        return next((runner for runner in candidates
+                     if runner.machine == machine and runner.system == system), None)
+
+
+__all__ = ["Host", "Runner"]
