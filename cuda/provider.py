@@ -12,7 +12,7 @@ from cuda import coverage, variant_properties
 from cuda import gpu_variant as variants
 from cuda.toolchain import CudaToolchain, provision
 from release.buildrecord import DeviceCodeRecord, RuntimeDependency
-from release.sbom import Tool
+from release.tool import Tool
 from release.variants import Toolchain
 
 CHECKS = (coverage, variant_properties)

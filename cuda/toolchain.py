@@ -16,7 +16,7 @@ from pathlib import Path
 from cuda.gpu_variant import CudaVariant
 from release import tools
 from release.errors import ToolError
-from release.sbom import Tool
+from release.tool import Tool
 
 FATBIN_TOOL = Path(__file__).resolve().parent / "_fatbin_tool.py"
 _CUDART_VERSION = re.compile(r"#define\s+CUDART_VERSION\s+(\d+)")

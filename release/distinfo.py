@@ -13,6 +13,7 @@ from pathlib import Path
 
 from release import sbom, wheel
 from release.resolved import ResolvedRelease
+from release.tool import Tool
 
 
 def folder_name(release: ResolvedRelease) -> str:
@@ -48,7 +49,7 @@ def layout_files(release: ResolvedRelease) -> dict[str, bytes]:
     return {**metadata_files(release), "WHEEL": wheel.wheel_text([tag]).encode()}
 
 
-def sbom_file(release: ResolvedRelease, root: Path, *, toolchain: tuple[sbom.Tool, ...],
+def sbom_file(release: ResolvedRelease, root: Path, *, toolchain: tuple[Tool, ...],
               epoch: int) -> tuple[str, bytes]:
     """The SBOM (its name inside .dist-info, its bytes) of the files under ``root``."""
     license_expression = release.manifest.project.get("license")

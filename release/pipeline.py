@@ -49,6 +49,7 @@ from release.manifest import Component, Manifest, Target, Variant
 from release.platform import Platform, SearchPath
 from release.repair import repair_request
 from release.resolved import ResolvedRelease, resolve, target_of
+from release.tool import Tool
 from release.variants import BuildVariant
 from release.verify.api import verify_wheel
 from release.verify.options import VerifyOptions
@@ -204,7 +205,7 @@ class _State:
     scratch: Path
     wheel: Path | None = None
     verify_report: dict[str, Any] | None = None
-    toolchain: tuple[sbom.Tool, ...] = ()    # what the variant's provisioning brought
+    toolchain: tuple[Tool, ...] = ()    # what the variant's provisioning brought
     variant_json: str | None = None          # --form variant: the wheel's variant.json
 
     @property
@@ -439,13 +440,13 @@ def _pack(plan: Plan, state: _State) -> None:
                       dist_info=wheel_name.dist_info, epoch=epoch)
 
 
-def _toolchain(plan: Plan, state: _State) -> tuple[sbom.Tool, ...]:
+def _toolchain(plan: Plan, state: _State) -> tuple[Tool, ...]:
     """What built the wheel: each part's compilers and CMake (CMake's File API), Ninja, the
     Python whose headers the extension used, and the variant's and platform's tools."""
     found = {tool for part in _parts(plan) for tool in sbom.toolchain_from_cmake(part.build_dir)}
     ninja = _cmd.run([tools.ninja(cache=plan.cache), "--version"], what="ninja --version")
-    found.add(sbom.Tool("ninja", ninja.strip(), f"pkg:generic/ninja@{ninja.strip()}"))
-    found.add(sbom.Tool(f"{sys.implementation.name} headers", platform_module.python_version()))
+    found.add(Tool("ninja", ninja.strip(), f"pkg:generic/ninja@{ninja.strip()}"))
+    found.add(Tool(f"{sys.implementation.name} headers", platform_module.python_version()))
     platform_tools = plan.platform.toolchain_tools(plan.target, plan.host)
     return tuple(sorted({*found, *state.toolchain, *platform_tools}))
 

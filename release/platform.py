@@ -19,7 +19,7 @@ from release.errors import ConfigurationError
 from release.host import Host, Runner
 from release.loader import LoaderModel
 from release.manifest import PLATFORMS, Target
-from release.sbom import Tool
+from release.tool import Tool
 
 
 @dataclass(frozen=True)

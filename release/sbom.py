@@ -20,27 +20,17 @@ import json
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:   # the build record's module imports the variants', which import this one
-    from release.buildrecord import BuildRecord
+from release.buildrecord import BuildRecord
+from release.tool import Tool
 
 SPEC_VERSION = "1.6"
 FOLDER = "sboms"
 FILE_API_QUERY = Path(".cmake/api/v1/query/client-edgert-release/query.json")
 _QUERY = {"requests": [{"kind": "toolchains", "version": 1}]}
 _NAMESPACE = uuid.UUID("6f1d3c52-2d7e-4d8f-9a43-5b0c8f1e2a77")
-
-
-@dataclass(frozen=True, order=True)
-class Tool:
-    """One part of the toolchain: ``name`` (``GNU CXX compiler``, ``cmake``), its version."""
-
-    name: str
-    version: str
-    purl: str = ""        # for tools from a package index: pkg:pypi/ziglang@0.17.1
 
 
 def file_name(package: str) -> str:

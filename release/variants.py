@@ -19,7 +19,7 @@ from typing import Protocol
 
 from release.buildrecord import DeviceCodeRecord, RuntimeDependency
 from release.errors import ConfigurationError
-from release.sbom import Tool
+from release.tool import Tool
 
 
 class Toolchain(Protocol):

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from release import pins, tools
-from release.sbom import Tool
+from release.tool import Tool
 
 PIN = "zig"                       # the [python.zig] entry of release/pinned-tools.toml
 _TOOLS = {"cc": ("cc", True), "c++": ("c++", True), "ar": ("ar", False),

@@ -20,7 +20,7 @@ from release.errors import ToolError
 from release.host import Host, Runner
 from release.manifest import Target
 from release.platform import BuildRoute, Platform, RepairRequest, Route, SearchPath
-from release.sbom import Tool
+from release.tool import Tool
 
 __all__ = ["PLATFORM", "LinuxPlatform", "origin_relative"]
 

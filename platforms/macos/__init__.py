@@ -38,7 +38,7 @@ from release.errors import ConfigurationError, ToolError, WheelError
 from release.host import Host, Runner
 from release.manifest import Target
 from release.platform import BuildRoute, Platform, RepairRequest, Route, SearchPath
-from release.sbom import Tool
+from release.tool import Tool
 
 __all__ = ["PLATFORM", "MacOSPlatform", "loader_relative"]
 

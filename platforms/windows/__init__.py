@@ -32,7 +32,7 @@ from release.errors import BinaryFormatError, ReleaseError, ToolError
 from release.host import Host, Runner
 from release.manifest import Target
 from release.platform import BuildRoute, Platform, RepairRequest, Route, SearchPath
-from release.sbom import Tool
+from release.tool import Tool
 
 TARGET = zig.ZigTarget(triple="x86_64-windows-gnu", system="Windows", processor="AMD64")
 PYCONFIG = Path(__file__).with_name("pyconfig.h")

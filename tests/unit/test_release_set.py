@@ -24,6 +24,7 @@ from release.findings import Finding, Severity
 from release.host import Host
 from release.matrix import MatrixEntry, release_matrix
 from release.resolved import resolve
+from release.tool import Tool
 from release.verify.options import VerifyOptions
 from release.verify.report import Report
 from release.wheel import normalize_distribution, read_entries, wheel_text, write_wheel
@@ -31,7 +32,7 @@ from release.wheel_variant import make_variant_wheel
 from tests.conftest import ROOT
 
 MANIFEST = manifest.load(ROOT)
-TOOLCHAIN = (sbom.Tool("GNU CXX compiler (c++)", "12.2.0"), sbom.Tool("cmake", "4.4.5"))
+TOOLCHAIN = (Tool("GNU CXX compiler (c++)", "12.2.0"), Tool("cmake", "4.4.5"))
 HOST = Host.current()
 ENTRIES = release_matrix(MANIFEST, HOST)
 BUILDABLE = [entry for entry in ENTRIES if entry.route.buildable]
