@@ -7,13 +7,14 @@ the run needed and the cap. The caps here are small: no test allocates much."""
 
 from __future__ import annotations
 
+import ctypes
 import sys
 from types import ModuleType
 
 import numpy as np
 import pytest
 
-from tests.native.support import NATIVE
+from tests.native.support import NATIVE, NativeInstall
 
 sys.path.insert(0, str(NATIVE / "python"))
 from edgert import export  # noqa: E402  (pure Python: no extension needed)
@@ -140,3 +141,51 @@ def test_every_cap_ends_in_a_result_or_a_clean_refusal(edgert: ModuleType, op: s
         np.testing.assert_array_equal(out, expected)
     assert refused >= 2
     np.testing.assert_array_equal(program.run([data])[0], expected)
+
+
+class _View(ctypes.Structure):   # edgert_tensor_view
+    _fields_ = [("dtype", ctypes.c_int), ("ndim", ctypes.c_size_t),
+                ("shape", ctypes.POINTER(ctypes.c_int64)), ("data", ctypes.c_void_p),
+                ("nbytes", ctypes.c_size_t)]
+
+
+def test_the_c_api_sets_reads_and_applies_the_limit(edgert: ModuleType,
+                                                    native_install: NativeInstall) -> None:
+    assert edgert.operators()   # the kernel libraries are loaded
+    library = ctypes.CDLL(str(native_install.library("edgert")))
+    library.edgert_last_error.restype = ctypes.c_char_p
+    library.edgert_program_memory_limit.restype = ctypes.c_uint64
+    library.edgert_program_set_memory_limit.argtypes = [ctypes.c_void_p, ctypes.c_uint64]
+    library.edgert_program_run_with_limit.argtypes = [
+        ctypes.c_void_p, ctypes.POINTER(_View), ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p),
+        ctypes.c_size_t, ctypes.c_uint64]
+    library.edgert_program_run_with.argtypes = library.edgert_program_run_with_limit.argtypes[:5]
+    library.edgert_operator_attributes.restype = ctypes.c_char_p
+    data = _expanding_program()
+    program = ctypes.c_void_p()
+    assert library.edgert_program_load_bytes(data, len(data), ctypes.byref(program)) == 0
+    try:
+        assert library.edgert_program_memory_limit(program) == 0
+        shape = (ctypes.c_int64 * 2)(1, 1)
+        one = ctypes.c_float(1.0)
+        view = _View(0, 2, shape, ctypes.cast(ctypes.byref(one), ctypes.c_void_p), 4)
+        outputs = (ctypes.c_void_p * 1)()
+        out_of_memory = 7   # EDGERT_ERROR_OUT_OF_MEMORY
+        assert library.edgert_program_run_with_limit(program, ctypes.byref(view), 1, outputs, 1,
+                                                     MIB) == out_of_memory
+        assert f"over its memory limit of {MIB} bytes".encode() in library.edgert_last_error()
+        assert library.edgert_program_memory_limit(program) == 0   # that call's only
+        assert library.edgert_program_set_memory_limit(program, 4096) == 0
+        assert library.edgert_program_memory_limit(program) == 4096
+        assert library.edgert_program_run_with(program, ctypes.byref(view), 1, outputs,
+                                               1) == out_of_memory
+        assert b"the run needs at least 5368709120 bytes" in library.edgert_last_error()
+        assert list(outputs) == [None]
+    finally:
+        library.edgert_program_free(program)
+    library.edgert_operator_count.restype = ctypes.c_size_t
+    library.edgert_operator_name.restype = ctypes.c_char_p
+    names = [library.edgert_operator_name(i) for i in range(library.edgert_operator_count())]
+    assert library.edgert_operator_attributes(len(names)) is None   # past the end
+    assert library.edgert_operator_attributes(names.index(b"edgert::softmax")) == b"axis:int"
+    assert library.edgert_operator_attributes(names.index(b"edgert::add")) == b""
