@@ -201,6 +201,7 @@ class _Table:
             if not isinstance(value, str):
                 raise ConfigurationError(f"{self.path}.{key}[{index}] must be a str, not "
                                          f"{type(value).__name__}", fix=f"correct '{key}'")
+            _bounded(f"{self.path}.{key}[{index}]", value)
         return tuple(values)
 
     def choice(self, key: str, choices: tuple[str, ...], default: Any) -> str:

@@ -139,6 +139,10 @@ def test_jobs_from_the_command_line_are_bounded(tmp_path: Path) -> None:
     ('package = "edgert"', f'package = "{"p" * 2000}"', "tool.release.package is 2000"),
     ("[tool.release.components.runtime]", f"[tool.release.components.{'c' * 200}]",
      "tool.release.components has a key of 200 characters"),
+    ('markers = ["edgert_runtime_component"]', f'markers = ["{"m" * 2000}"]',
+     "tool.release.components.runtime.markers[0] is 2000 characters long"),
+    ('extension-depends = ["runtime", ', "extension-depends = [" + '"runtime", ' * 1002,
+     "tool.release.extension-depends has 1006 items"),
 ])
 def test_long_texts_and_lists_are_refused(tmp_path: Path, old: str, new: str,
                                           words: str) -> None:
