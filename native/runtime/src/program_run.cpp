@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <string>
 #include <new>
 #include <stdexcept>
+#include <string>
 
 #include "caught_exception.hpp"
 #include "edgert/runtime.hpp"
