@@ -87,6 +87,28 @@ class BuildOptions:
     form: Form = Form.SEPARATE        # variant: a PEP 825 variant wheel of the one distribution
 
 
+MAX_JOBS = 4096          # parallel compile jobs: more than any machine's cores
+MAX_SETTING_LENGTH = 1024  # a setting's text (a path, a name) from any layer
+
+
+def shown(text: object, limit: int = 60) -> str:
+    """``text`` for a one-line message: a hostile value thousands of characters long is cut
+    to its first ``limit`` characters and its length."""
+    text = str(text)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def _jobs(text: str) -> int:
+    """A job count: a whole number from 0 (one per core) to MAX_JOBS, read without handing
+    int() thousands of digits."""
+    digits = text.strip()
+    if not digits.isdigit() or not digits.isascii() or len(digits.lstrip("0")) > 4 \
+            or int(digits) > MAX_JOBS:
+        raise ValueError(f"jobs must be a whole number from 0 (one per core) to {MAX_JOBS}, "
+                         f"not '{shown(text)}'")
+    return int(digits)
+
+
 def _boolean(text: str) -> bool:
     lowered = text.strip().lower()
     if lowered in ("1", "true", "yes", "on"):
@@ -112,7 +134,7 @@ SETTINGS = (
     Setting("out_dir", "out", "RELEASE_OUT", Path),
     Setting("build_dir", "build-dir", "RELEASE_BUILD_DIR", Path),
     Setting("verify", "verify", "RELEASE_VERIFY", VerifyMode),
-    Setting("jobs", "jobs", "RELEASE_JOBS", int),
+    Setting("jobs", "jobs", "RELEASE_JOBS", _jobs),
     Setting("cache_dir", "cache-dir", "RELEASE_CACHE_DIR", Path),
     Setting("ccache", "ccache", "RELEASE_CCACHE", _boolean),
     Setting("form", "form", "RELEASE_FORM", Form),
@@ -123,11 +145,24 @@ KEYS = tuple(setting.key for setting in SETTINGS)
 def _parsed(setting: Setting, value: object, where: str) -> Any:
     if setting.parse is _boolean and isinstance(value, bool):
         return value
+    text = str(value)
+    if len(text) > MAX_SETTING_LENGTH:
+        raise ConfigurationError(f"{where}: '{shown(text)}' is longer than "
+                                 f"{MAX_SETTING_LENGTH} characters",
+                                 fix=f"give {setting.key} a valid value")
     try:
-        return setting.parse(str(value))
+        return setting.parse(text)
     except ValueError as error:
-        raise ConfigurationError(f"{where}: {error}",
+        raise ConfigurationError(f"{where}: {shown(error, 200)}",
                                  fix=f"give {setting.key} a valid value") from None
+
+
+def check_default(key: str, value: object, where: str) -> None:
+    """Refuses a value of [tool.release.defaults] its setting would refuse (a job count out
+    of range, an unknown verify mode), when the manifest is read."""
+    for setting in SETTINGS:
+        if setting.key == key:
+            _parsed(setting, value, where)
 
 
 def resolve(*, platform: str, given: Mapping[str, object],
@@ -145,9 +180,10 @@ def resolve(*, platform: str, given: Mapping[str, object],
         for value, where in layers:
             if value is not None:
                 values[setting.field] = _parsed(setting, value, where)
-    if values.get("jobs", 0) < 0:
-        raise ConfigurationError("jobs must be 0 (one per core) or more",
-                                 fix="pass a non-negative --jobs / RELEASE_JOBS")
+    if not 0 <= values.get("jobs", 0) <= MAX_JOBS:
+        raise ConfigurationError(f"jobs must be a whole number from 0 (one per core) to "
+                                 f"{MAX_JOBS}",
+                                 fix="pass --jobs / RELEASE_JOBS within that range")
     return BuildOptions(platform=platform, last_stage=last_stage,
                         cmake_arguments=cmake_arguments, allow_unchecked=allow_unchecked,
                         **values)

@@ -1,7 +1,10 @@
 """The manifest: what the wheel ships, read from ``[tool.release]`` in pyproject.toml.
 
 Parsed once at the edge into frozen dataclasses; unknown keys and wrong types are
-ConfigurationErrors naming the key (``tool.release.components.kernels.opt-in``)."""
+ConfigurationErrors naming the key (``tool.release.components.kernels.opt-in``). Every value
+is bounded before it is used: a text longer than its field could need (a version of
+thousands of digits, a name longer than a file name allows), a list or key out of proportion,
+or a job count beyond any machine is one line too, with the value cut short in it."""
 
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from packaging.version import InvalidVersion, Version
 
 from release._toml import read_toml
 from release.build_options import KEYS as OPTION_KEYS
+from release.build_options import check_default, shown
 from release.core_metadata import ProjectMetadata, project_metadata
 from release.errors import ConfigurationError
 from release.wheel_variant import (
@@ -29,6 +33,12 @@ from release.wheel_variant import (
 COMPONENT_KINDS = ("library", "plugin")
 REGISTRATION_KINDS = ("operators", "backends")
 PLATFORMS = ("linux", "macos", "windows")
+
+MAX_TEXT = 1024          # any string of the manifest but the readme's and license's text
+MAX_ITEMS = 1000         # any list of the manifest (classifiers, dependencies, depends...)
+MAX_KEY = 128            # a table key (a component, variant or target name, a URL label)
+MAX_NAME = 64            # a distribution, component, library, variant or target name
+MAX_VERSION = 100        # project.version (PEP 440 sets no bound; no real one nears it)
 
 
 @dataclass(frozen=True)
@@ -152,11 +162,17 @@ class _Table:
         if not isinstance(data, dict):
             raise ConfigurationError(f"{path} must be a table, not {type(data).__name__}",
                                      fix=f"write [{path}] as a TOML table")
+        for key in data:
+            if len(key) > MAX_KEY:
+                raise ConfigurationError(f"{path} has a key of {len(key)} characters "
+                                         f"('{shown(key)}')",
+                                         fix=f"keep keys to {MAX_KEY} characters")
         self.data = data
         self.path = path
         self.used: set[str] = set()
 
-    def _get(self, key: str, kind: type | tuple[type, ...], default: Any) -> Any:
+    def _get(self, key: str, kind: type | tuple[type, ...], default: Any,
+             limit: int = MAX_TEXT) -> Any:
         self.used.add(key)
         if key not in self.data:
             if default is _REQUIRED:
@@ -168,12 +184,13 @@ class _Table:
             kinds = kind if isinstance(kind, tuple) else (kind,)
             expected = "/".join(k.__name__ for k in kinds)
             raise ConfigurationError(
-                f"{self.path}.{key} must be a {expected}, not {type(value).__name__} ({value!r})",
-                fix=f"correct '{key}' in [{self.path}]")
+                f"{self.path}.{key} must be a {expected}, not {type(value).__name__} "
+                f"({shown(repr(value))})", fix=f"correct '{key}' in [{self.path}]")
+        _bounded(f"{self.path}.{key}", value, limit)
         return value
 
-    def string(self, key: str, default: Any = None) -> Any:
-        return self._get(key, str, default)
+    def string(self, key: str, default: Any = None, limit: int = MAX_TEXT) -> Any:
+        return self._get(key, str, default, limit)
 
     def boolean(self, key: str, default: bool = False) -> bool:
         return bool(self._get(key, bool, default))
@@ -184,6 +201,7 @@ class _Table:
             if not isinstance(value, str):
                 raise ConfigurationError(f"{self.path}.{key}[{index}] must be a str, not "
                                          f"{type(value).__name__}", fix=f"correct '{key}'")
+            _bounded(f"{self.path}.{key}[{index}]", value)
         return tuple(values)
 
     def choice(self, key: str, choices: tuple[str, ...], default: Any) -> str:
@@ -204,6 +222,16 @@ class _Table:
 
 
 _REQUIRED = object()
+
+
+def _bounded(path: str, value: object, limit: int = MAX_TEXT) -> None:
+    """A string of at most ``limit`` characters, a list of at most MAX_ITEMS items."""
+    if isinstance(value, str) and len(value) > limit:
+        raise ConfigurationError(f"{path} is {len(value)} characters long ('{shown(value)}')",
+                                 fix=f"keep it to {limit} characters")
+    if isinstance(value, list) and len(value) > MAX_ITEMS:
+        raise ConfigurationError(f"{path} has {len(value)} items",
+                                 fix=f"keep it to {MAX_ITEMS}")
 
 
 def _component(name: str, table: _Table) -> Component:
@@ -259,10 +287,11 @@ def _check_references(manifest: Manifest) -> None:
 _NAME = re.compile(r"^([A-Z0-9]|[A-Z0-9][A-Z0-9._-]*[A-Z0-9])$", re.IGNORECASE)
 
 
-def _one_line(path: str, value: object) -> None:
+def _one_line(path: str, value: object, limit: int = MAX_TEXT) -> None:
     if not isinstance(value, str):
         raise ConfigurationError(f"{path} must be a string, not {type(value).__name__}",
                                  fix=f"write {path} as a quoted string")
+    _bounded(path, value, limit)
     if "\n" in value or "\r" in value:
         raise ConfigurationError(f"{path} contains a line break",
                                  fix="keep it on one line (it becomes a METADATA header)")
@@ -271,8 +300,9 @@ def _one_line(path: str, value: object) -> None:
 def _strings_of(path: str, value: object) -> list[str]:
     if not isinstance(value, list):
         raise ConfigurationError(f"{path} must be a list of strings, not "
-                                 f"{type(value).__name__} ({value!r})",
+                                 f"{type(value).__name__} ({shown(repr(value))})",
                                  fix=f'write {path} = ["..."]')
+    _bounded(path, value)
     for index, item in enumerate(value):
         _one_line(f"{path}[{index}]", item)
     return value
@@ -281,14 +311,15 @@ def _strings_of(path: str, value: object) -> list[str]:
 def _check_project(project: dict[str, Any]) -> None:
     """[project] values that become METADATA: typed, one line each, valid names."""
     name, version = project.get("name"), project.get("version")
-    _one_line("project.name", name)
-    _one_line("project.version", version)
+    _one_line("project.name", name, MAX_NAME)
+    _one_line("project.version", version, MAX_VERSION)
+    _check_texts("project", project)
     if not _NAME.match(str(name)):
         raise ConfigurationError(f"project.name '{name}' is not a valid distribution name",
                                  fix="use letters, digits, '.', '_' and '-' (PEP 508)")
     try:
         Version(str(version))
-    except InvalidVersion:
+    except (InvalidVersion, ValueError):   # (ValueError: a number int() will not convert)
         raise ConfigurationError(f"project.version '{version}' is not a valid version",
                                  fix="use a PEP 440 version such as 1.2.0") from None
     for key in ("description", "requires-python", "license"):
@@ -308,6 +339,27 @@ def _check_project(project: dict[str, Any]) -> None:
     for label, url in urls.items():
         _one_line(f"project.urls.{label}", url)
         _one_line(f"project.urls key '{label}'", label)
+
+
+_LONG_TEXTS = ("project.readme.text", "project.license.text")   # a whole file's text
+
+
+def _check_texts(path: str, value: object) -> None:
+    """Every string, list and key under ``path`` bounded (the readme's and the license's own
+    text aside): nothing in [project] reaches the libraries that parse it (versions,
+    specifiers, URLs) at a size they were never written for."""
+    pending = [(path, value)]
+    while pending:
+        where, item = pending.pop()
+        if where in _LONG_TEXTS and isinstance(item, str):
+            continue
+        _bounded(where, item)
+        if isinstance(item, dict):
+            for key, child in item.items():
+                _bounded(f"{where} key", key, MAX_KEY)
+                pending.append((f"{where}.{key}", child))
+        elif isinstance(item, list):
+            pending.extend((f"{where}[{index}]", child) for index, child in enumerate(item))
 
 
 def _check_dependency_graph(manifest: Manifest) -> None:
@@ -362,6 +414,22 @@ def _check_names(manifest: Manifest, release: dict[str, Any]) -> None:
     any work: import names are (dotted) identifiers, paths stay inside the project, and no
     library, CMake component, CMake variable or marker belongs to two components."""
     root = manifest.root
+    names = [("tool.release.package", manifest.package),
+             *((f"tool.release.variants.{v.name}.distribution", v.distribution)
+               for v in manifest.variants),
+             *((f"tool.release.targets.{t.name}.arch", t.arch) for t in manifest.targets),
+             *((f"tool.release.components.{c.name}.{key}", value)
+               for c in manifest.components
+               for key, value in (("library", c.library), ("cmake-component", c.cmake_component),
+                                  ("cmake-variable", c.cmake_variable)))]
+    names += [(f"tool.release.{kind}.{name}", name) for kind, table in
+              (("components", manifest.components), ("variants", manifest.variants),
+               ("targets", manifest.targets)) for name in (entry.name for entry in table)]
+    for key, value in names:
+        if value is not None and len(value) > MAX_NAME:
+            raise _refuse(root, key, f"is a name of {len(value)} characters ('{shown(value)}')",
+                          fix=f"keep names to {MAX_NAME} characters (they name files, folders "
+                              "and distributions)")
     if not _DOTTED.match(manifest.package) \
             or any(keyword.iskeyword(part) for part in manifest.package.split(".")):
         raise _refuse(root, "tool.release.package", f"'{manifest.package}' is not an import "
@@ -425,8 +493,8 @@ def parse(pyproject: dict[str, Any], root: Path) -> Manifest:
     targets = release.table("targets")
     manifest = Manifest(
         root=root,
-        distribution=project.string("name", _REQUIRED),
-        version=project.string("version", _REQUIRED),
+        distribution=project.string("name", _REQUIRED, MAX_NAME),
+        version=project.string("version", _REQUIRED, MAX_VERSION),
         package=release.string("package", _REQUIRED),
         native_source=root / release.string("native-source", _REQUIRED),
         python_source=root / release.string("python-source", _REQUIRED),
@@ -516,6 +584,7 @@ def _defaults(table: _Table) -> dict[str, object]:
         if not isinstance(value, (str, int, bool)):
             raise ConfigurationError(f"{table.path}.{key} must be a string, integer or bool",
                                      fix=f"correct '{key}' in [{table.path}]")
+        check_default(key, value, f"{table.path}.{key}")   # (jobs = 10**20: refused here)
         values[key] = value
     return values
 

@@ -72,9 +72,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* raw, size_t raw_size) {
   std::unique_ptr<edgert::Program> program;
   edgert::Status loaded = edgert::Program::load_bytes(data, size, program);
   // A program the loader accepts must also parse, and the other way round unless planning
-  // failed (an operator no linked component provides).
+  // failed (an operator no linked component provides) or a node gives an attribute a value
+  // of another kind than its operator declares (registry.hpp), which must then be refused.
+  bool kinds_match = true;
+  for (size_t i = 0; parsed.ok() && kinds_match && i < graph.nodes.size(); ++i) {
+    kinds_match = edgert::check_attribute_kinds(graph.nodes[i], i).ok();
+  }
   if (loaded.ok() && !parsed.ok()) __builtin_trap();
-  if (parsed.ok() && !loaded.ok() && loaded.code() != edgert::Code::NotFound) __builtin_trap();
+  if (loaded.ok() && !kinds_match) __builtin_trap();
+  if (parsed.ok() && !loaded.ok() && loaded.code() != edgert::Code::NotFound && kinds_match) __builtin_trap();
   if (edgert_fuzz_loaded != nullptr) edgert_fuzz_loaded();
   if (loaded.ok() && set_small_inputs(*program)) {
     program->set_backends({});  // the plain kernels

@@ -239,5 +239,7 @@ Status attention_kernel(KernelContext& context) {
 }  // namespace
 
 EDGERT_REGISTER_OPERATOR("edgert::scaled_dot_product_attention", attention_kernel);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::scaled_dot_product_attention",
+                           {{"is_causal", AttributeKind::Int}, {"scale", AttributeKind::Float}});
 
 }  // namespace edgert::kernels

@@ -345,18 +345,32 @@ Status where_kernel(KernelContext& context) {
 }  // namespace
 
 EDGERT_REGISTER_OPERATOR("edgert::maximum", extreme_kernel<true>);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::maximum");
 EDGERT_REGISTER_OPERATOR("edgert::minimum", extreme_kernel<false>);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::minimum");
 EDGERT_REGISTER_OPERATOR("edgert::pow", pow_kernel);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::pow");
 EDGERT_REGISTER_OPERATOR("edgert::equal", comparison_kernel<Comparison::Equal>);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::equal");
 EDGERT_REGISTER_OPERATOR("edgert::not_equal", comparison_kernel<Comparison::NotEqual>);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::not_equal");
 EDGERT_REGISTER_OPERATOR("edgert::less", comparison_kernel<Comparison::Less>);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::less");
 EDGERT_REGISTER_OPERATOR("edgert::less_equal", comparison_kernel<Comparison::LessEqual>);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::less_equal");
 EDGERT_REGISTER_OPERATOR("edgert::greater", comparison_kernel<Comparison::Greater>);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::greater");
 EDGERT_REGISTER_OPERATOR("edgert::greater_equal", comparison_kernel<Comparison::GreaterEqual>);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::greater_equal");
 EDGERT_REGISTER_OPERATOR("edgert::logical_and", logical_kernel<Logic::And>);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::logical_and");
 EDGERT_REGISTER_OPERATOR("edgert::logical_or", logical_kernel<Logic::Or>);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::logical_or");
 EDGERT_REGISTER_OPERATOR("edgert::logical_xor", logical_kernel<Logic::Xor>);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::logical_xor");
 EDGERT_REGISTER_OPERATOR("edgert::logical_not", logical_not_kernel);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::logical_not");
 EDGERT_REGISTER_OPERATOR("edgert::where", where_kernel);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::where");
 
 }  // namespace edgert::kernels

@@ -566,5 +566,10 @@ Status prepare_conv2d(const PrepareContext& context, std::shared_ptr<const void>
 }  // namespace
 
 EDGERT_REGISTER_PREPARED_OPERATOR("edgert::conv2d", conv2d_kernel, prepare_conv2d);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::conv2d", {{"stride", AttributeKind::Ints},
+                                              {"padding", AttributeKind::Ints},
+                                              {"dilation", AttributeKind::Ints},
+                                              {"groups", AttributeKind::Int},
+                                              {"activation", AttributeKind::String}});
 
 }  // namespace edgert::kernels

@@ -231,10 +231,16 @@ Status gelu_kernel(KernelContext& context) {
 }  // namespace
 
 EDGERT_REGISTER_OPERATOR("edgert::add", binary_kernel<Add>);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::add");
 EDGERT_REGISTER_OPERATOR("edgert::sub", binary_kernel<Sub>);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::sub");
 EDGERT_REGISTER_OPERATOR("edgert::mul", binary_kernel<Mul>);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::mul");
 EDGERT_REGISTER_OPERATOR("edgert::div", binary_kernel<Div>);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::div");
 EDGERT_REGISTER_OPERATOR("edgert::relu", relu_kernel);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::relu");
 EDGERT_REGISTER_OPERATOR("edgert::gelu", gelu_kernel);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::gelu", {{"approximate", AttributeKind::String}});
 
 }  // namespace edgert::kernels

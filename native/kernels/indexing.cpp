@@ -199,7 +199,10 @@ Status gather_kernel(KernelContext& context) {
 }  // namespace
 
 EDGERT_REGISTER_OPERATOR("edgert::gather", gather_kernel);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::gather", {{"axis", AttributeKind::Int}});
 EDGERT_REGISTER_OPERATOR("edgert::index_select", index_select_kernel);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::index_select", {{"axis", AttributeKind::Int}});
 EDGERT_REGISTER_OPERATOR("edgert::embedding", embedding_kernel);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::embedding");
 
 }  // namespace edgert::kernels

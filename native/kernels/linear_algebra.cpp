@@ -137,6 +137,8 @@ Status matmul_kernel(KernelContext& context) {
 }  // namespace
 
 EDGERT_REGISTER_OPERATOR("edgert::matmul", matmul_kernel);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::matmul");
 EDGERT_REGISTER_PREPARED_OPERATOR("edgert::linear", linear_kernel, prepare_linear);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::linear");
 
 }  // namespace edgert::kernels

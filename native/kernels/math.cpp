@@ -289,21 +289,38 @@ Status clamp_kernel(KernelContext& context) {
 }  // namespace
 
 EDGERT_REGISTER_OPERATOR("edgert::sigmoid", float_kernel<Function::Sigmoid>);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::sigmoid");
 EDGERT_REGISTER_OPERATOR("edgert::tanh", float_kernel<Function::Tanh>);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::tanh");
 EDGERT_REGISTER_OPERATOR("edgert::silu", float_kernel<Function::Silu>);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::silu");
 EDGERT_REGISTER_OPERATOR("edgert::hardswish", float_kernel<Function::Hardswish>);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::hardswish");
 EDGERT_REGISTER_OPERATOR("edgert::hardsigmoid", float_kernel<Function::Hardsigmoid>);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::hardsigmoid");
 EDGERT_REGISTER_OPERATOR("edgert::exp", float_kernel<Function::Exp>);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::exp");
 EDGERT_REGISTER_OPERATOR("edgert::log", float_kernel<Function::Log>);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::log");
 EDGERT_REGISTER_OPERATOR("edgert::sqrt", float_kernel<Function::Sqrt>);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::sqrt");
 EDGERT_REGISTER_OPERATOR("edgert::rsqrt", float_kernel<Function::Rsqrt>);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::rsqrt");
 EDGERT_REGISTER_OPERATOR("edgert::reciprocal", float_kernel<Function::Reciprocal>);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::reciprocal");
 EDGERT_REGISTER_OPERATOR("edgert::erf", erf_kernel);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::erf");
 EDGERT_REGISTER_OPERATOR("edgert::floor", float_kernel<Function::Floor>);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::floor");
 EDGERT_REGISTER_OPERATOR("edgert::ceil", float_kernel<Function::Ceil>);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::ceil");
 EDGERT_REGISTER_OPERATOR("edgert::round", float_kernel<Function::Round>);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::round");
 EDGERT_REGISTER_OPERATOR("edgert::abs", sign_kernel<Function::Abs>);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::abs");
 EDGERT_REGISTER_OPERATOR("edgert::neg", sign_kernel<Function::Neg>);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::neg");
 EDGERT_REGISTER_OPERATOR("edgert::clamp", clamp_kernel);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::clamp", {{"min", AttributeKind::Float}, {"max", AttributeKind::Float}});
 
 }  // namespace edgert::kernels

@@ -379,9 +379,14 @@ Status batch_norm_kernel(KernelContext& context) {
 }  // namespace
 
 EDGERT_REGISTER_OPERATOR("edgert::softmax", softmax_kernel);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::softmax", {{"axis", AttributeKind::Int}});
 EDGERT_REGISTER_OPERATOR("edgert::log_softmax", log_softmax_kernel);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::log_softmax", {{"axis", AttributeKind::Int}});
 EDGERT_REGISTER_OPERATOR("edgert::layer_norm", layer_norm_kernel);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::layer_norm", {{"axis", AttributeKind::Int}, {"eps", AttributeKind::Float}});
 EDGERT_REGISTER_OPERATOR("edgert::rms_norm", rms_norm_kernel);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::rms_norm", {{"axis", AttributeKind::Int}, {"eps", AttributeKind::Float}});
 EDGERT_REGISTER_OPERATOR("edgert::batch_norm", batch_norm_kernel);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::batch_norm", {{"eps", AttributeKind::Float}});
 
 }  // namespace edgert::kernels

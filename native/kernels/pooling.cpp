@@ -383,8 +383,22 @@ Status upsample_nearest2d_kernel(KernelContext& context) {
 }  // namespace
 
 EDGERT_REGISTER_OPERATOR("edgert::max_pool2d", max_pool2d_kernel);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::max_pool2d", {{"kernel", AttributeKind::Ints},
+                                                  {"stride", AttributeKind::Ints},
+                                                  {"padding", AttributeKind::Ints},
+                                                  {"dilation", AttributeKind::Ints},
+                                                  {"ceil_mode", AttributeKind::Int}});
 EDGERT_REGISTER_OPERATOR("edgert::avg_pool2d", avg_pool2d_kernel);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::avg_pool2d", {{"kernel", AttributeKind::Ints},
+                                                  {"stride", AttributeKind::Ints},
+                                                  {"padding", AttributeKind::Ints},
+                                                  {"dilation", AttributeKind::Ints},
+                                                  {"ceil_mode", AttributeKind::Int},
+                                                  {"count_include_pad", AttributeKind::Int},
+                                                  {"divisor_override", AttributeKind::Int}});
 EDGERT_REGISTER_OPERATOR("edgert::adaptive_avg_pool2d", adaptive_avg_pool2d_kernel);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::adaptive_avg_pool2d", {{"output_size", AttributeKind::Ints}});
 EDGERT_REGISTER_OPERATOR("edgert::upsample_nearest2d", upsample_nearest2d_kernel);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::upsample_nearest2d", {{"size", AttributeKind::Ints}});
 
 }  // namespace edgert::kernels

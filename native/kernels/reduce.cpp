@@ -442,12 +442,20 @@ Status arg_kernel(KernelContext& context) {
 }  // namespace
 
 EDGERT_REGISTER_OPERATOR("edgert::sum", reduce_kernel<Kind::Sum>);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::sum", {{"axes", AttributeKind::Ints}, {"keepdim", AttributeKind::Int}});
 EDGERT_REGISTER_OPERATOR("edgert::mean", reduce_kernel<Kind::Mean>);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::mean", {{"axes", AttributeKind::Ints}, {"keepdim", AttributeKind::Int}});
 EDGERT_REGISTER_OPERATOR("edgert::max", reduce_kernel<Kind::Max>);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::max", {{"axes", AttributeKind::Ints}, {"keepdim", AttributeKind::Int}});
 EDGERT_REGISTER_OPERATOR("edgert::min", reduce_kernel<Kind::Min>);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::min", {{"axes", AttributeKind::Ints}, {"keepdim", AttributeKind::Int}});
 EDGERT_REGISTER_OPERATOR("edgert::any", reduce_kernel<Kind::Any>);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::any", {{"axes", AttributeKind::Ints}, {"keepdim", AttributeKind::Int}});
 EDGERT_REGISTER_OPERATOR("edgert::all", reduce_kernel<Kind::All>);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::all", {{"axes", AttributeKind::Ints}, {"keepdim", AttributeKind::Int}});
 EDGERT_REGISTER_OPERATOR("edgert::argmax", arg_kernel<true>);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::argmax", {{"axis", AttributeKind::Int}, {"keepdim", AttributeKind::Int}});
 EDGERT_REGISTER_OPERATOR("edgert::argmin", arg_kernel<false>);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::argmin", {{"axis", AttributeKind::Int}, {"keepdim", AttributeKind::Int}});
 
 }  // namespace edgert::kernels

@@ -704,15 +704,29 @@ Status pad_kernel(KernelContext& context) {
 }  // namespace
 
 EDGERT_REGISTER_OPERATOR("edgert::reshape", reshape_kernel);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::reshape", {{"shape", AttributeKind::Ints}, {"keep", AttributeKind::Ints}});
 EDGERT_REGISTER_OPERATOR("edgert::transpose", transpose_kernel);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::transpose", {{"perm", AttributeKind::Ints}});
 EDGERT_REGISTER_OPERATOR("edgert::concat", concat_kernel);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::concat", {{"axis", AttributeKind::Int}});
 EDGERT_REGISTER_OPERATOR("edgert::slice", slice_kernel);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::slice", {{"axis", AttributeKind::Int},
+                                             {"start", AttributeKind::Int},
+                                             {"end", AttributeKind::Int},
+                                             {"step", AttributeKind::Int}});
 EDGERT_REGISTER_OPERATOR("edgert::squeeze", squeeze_kernel);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::squeeze", {{"axes", AttributeKind::Ints}});
 EDGERT_REGISTER_OPERATOR("edgert::unsqueeze", unsqueeze_kernel);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::unsqueeze", {{"axis", AttributeKind::Int}});
 EDGERT_REGISTER_OPERATOR("edgert::expand", expand_kernel);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::expand", {{"shape", AttributeKind::Ints}});
 EDGERT_REGISTER_OPERATOR("edgert::split", split_kernel);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::split", {{"axis", AttributeKind::Int}, {"sizes", AttributeKind::Ints}});
 EDGERT_REGISTER_OPERATOR("edgert::pad", pad_kernel);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::pad", {{"pads", AttributeKind::Ints}, {"value", AttributeKind::Float}});
 EDGERT_REGISTER_OPERATOR("edgert::full_like", full_like_kernel);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::full_like", {{"value", AttributeKind::Float}, {"dtype", AttributeKind::String}});
 EDGERT_REGISTER_OPERATOR("edgert::cast", cast_kernel);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::cast", {{"dtype", AttributeKind::String}});
 
 }  // namespace edgert::kernels

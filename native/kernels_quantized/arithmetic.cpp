@@ -107,7 +107,10 @@ Status embedding_byte_kernel(KernelContext& context) {
 }  // namespace
 
 EDGERT_REGISTER_OPERATOR("edgert_quantized::add", add_kernel);
+EDGERT_OPERATOR_ATTRIBUTES("edgert_quantized::add");
 EDGERT_REGISTER_OPERATOR("edgert_quantized::relu", relu_kernel);
+EDGERT_OPERATOR_ATTRIBUTES("edgert_quantized::relu");
 EDGERT_REGISTER_OPERATOR("edgert_quantized::embedding_byte", embedding_byte_kernel);
+EDGERT_OPERATOR_ATTRIBUTES("edgert_quantized::embedding_byte");
 
 }  // namespace edgert_quantized

@@ -678,5 +678,10 @@ Status conv2d_kernel(KernelContext& context) {
 }  // namespace
 
 EDGERT_REGISTER_PREPARED_OPERATOR("edgert_quantized::conv2d", conv2d_kernel, prepare_conv2d);
+EDGERT_OPERATOR_ATTRIBUTES("edgert_quantized::conv2d", {{"stride", edgert::AttributeKind::Ints},
+                                                        {"padding", edgert::AttributeKind::Ints},
+                                                        {"dilation", edgert::AttributeKind::Ints},
+                                                        {"groups", edgert::AttributeKind::Int},
+                                                        {"activation", edgert::AttributeKind::String}});
 
 }  // namespace edgert_quantized

@@ -287,5 +287,6 @@ Status linear_kernel(KernelContext& context) {
 }  // namespace
 
 EDGERT_REGISTER_PREPARED_OPERATOR("edgert_quantized::linear", linear_kernel, prepare_linear);
+EDGERT_OPERATOR_ATTRIBUTES("edgert_quantized::linear", {{"activation", edgert::AttributeKind::String}});
 
 }  // namespace edgert_quantized

@@ -144,9 +144,15 @@ Status choose_qparams_kernel(KernelContext& context) {
 }  // namespace
 
 EDGERT_REGISTER_OPERATOR("edgert_quantized::quantize_per_tensor", quantize_per_tensor_kernel);
+EDGERT_OPERATOR_ATTRIBUTES("edgert_quantized::quantize_per_tensor", {{"dtype", edgert::AttributeKind::String}});
 EDGERT_REGISTER_OPERATOR("edgert_quantized::dequantize_per_tensor", dequantize_per_tensor_kernel);
+EDGERT_OPERATOR_ATTRIBUTES("edgert_quantized::dequantize_per_tensor");
 EDGERT_REGISTER_OPERATOR("edgert_quantized::quantize_per_channel", quantize_per_channel_kernel);
+EDGERT_OPERATOR_ATTRIBUTES("edgert_quantized::quantize_per_channel",
+                           {{"axis", edgert::AttributeKind::Int}, {"dtype", edgert::AttributeKind::String}});
 EDGERT_REGISTER_OPERATOR("edgert_quantized::dequantize_per_channel", dequantize_per_channel_kernel);
+EDGERT_OPERATOR_ATTRIBUTES("edgert_quantized::dequantize_per_channel", {{"axis", edgert::AttributeKind::Int}});
 EDGERT_REGISTER_OPERATOR("edgert_quantized::choose_qparams", choose_qparams_kernel);
+EDGERT_OPERATOR_ATTRIBUTES("edgert_quantized::choose_qparams", {{"dtype", edgert::AttributeKind::String}});
 
 }  // namespace edgert_quantized

@@ -74,7 +74,7 @@ def test_native_tests_pass_under_sanitizers(sanitized: NativeInstall, tmp_path: 
     tests = [str(ROOT / "tests" / "native" / name) for name in
              ("test_host_safety.py", "test_threadpool.py", "test_kernels.py",
               "test_program_loader.py", "test_memory_plan.py", "test_constants.py",
-              "test_python_calls.py")]
+              "test_python_calls.py", "test_memory_limit.py", "test_attribute_kinds.py")]
     reports = tmp_path / "report"   # pytest captures stderr: reports go to files
     environment = {name: f"{value}:log_path={reports}" for name, value in ENVIRONMENT.items()}
     completed = subprocess.run(

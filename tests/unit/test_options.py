@@ -48,7 +48,7 @@ def test_each_layer_overrides_the_one_below() -> None:
     ("environ", {"RELEASE_JOBS": "many"}, "RELEASE_JOBS"),
     ("environ", {"RELEASE_CCACHE": "maybe"}, "RELEASE_CCACHE"),
     ("defaults", {"verify": "sometimes"}, "tool.release.defaults.verify"),
-    ("given", {"jobs": -2}, "jobs must be 0"),
+    ("given", {"jobs": -2}, "jobs must be a whole number from 0"),
 ])
 def test_bad_values_name_their_layer(layer: str, value: dict[str, str], where: str) -> None:
     with pytest.raises(ConfigurationError, match=where):

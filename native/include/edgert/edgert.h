@@ -118,6 +118,20 @@ typedef struct edgert_tensor edgert_tensor;
  * made (every outputs[i] is NULL). */
 EDGERT_API edgert_status edgert_program_run_with(edgert_program* program, const edgert_tensor_view* inputs,
                                                  size_t input_count, edgert_tensor** outputs, size_t output_capacity);
+
+/* The memory limit: the most bytes of tensor memory a run of the program may hold at once
+ * (0: none). A program starts with the limit EDGERT_MEMORY_LIMIT gave when it was loaded
+ * (bytes, or with the suffix K, M, G or T; unset: none). An allocation that would take a run
+ * past it is refused before it is made: the run fails with EDGERT_ERROR_OUT_OF_MEMORY and
+ * edgert_last_error() gives the bytes it needed and the limit (docs/operators.md, "Memory
+ * limit"). */
+EDGERT_API edgert_status edgert_program_set_memory_limit(edgert_program* program, uint64_t bytes);
+EDGERT_API uint64_t edgert_program_memory_limit(const edgert_program* program);
+/* edgert_program_run_with under `memory_limit` bytes (0: none) for this call only; the
+ * program's own limit is left as it was. */
+EDGERT_API edgert_status edgert_program_run_with_limit(edgert_program* program, const edgert_tensor_view* inputs,
+                                                       size_t input_count, edgert_tensor** outputs,
+                                                       size_t output_capacity, uint64_t memory_limit);
 /* Describes a kept output: its view is valid until edgert_tensor_free. *exclusive is 1 when
  * nothing else (no other output, input or constant) shares its memory, so the holder may
  * write it; 0 when it must be treated as read-only (an output that is a constant, or a view
@@ -157,6 +171,11 @@ EDGERT_API edgert_status edgert_program_output(const edgert_program* program, si
 EDGERT_API size_t edgert_operator_count(void);
 EDGERT_API const char* edgert_operator_name(size_t index);
 EDGERT_API const char* edgert_operator_owner(size_t index);
+/* The attributes operator `index` reads and their kinds, as "name:kind" pairs joined by commas
+ * ("axis:int,eps:float"; kinds: int, float, string, ints, floats); "" when it reads none;
+ * NULL when it declared nothing (an operator of another library) or `index` is past the end.
+ * Loading a program refuses a node giving a declared attribute a value of another kind. */
+EDGERT_API const char* edgert_operator_attributes(size_t index);
 EDGERT_API size_t edgert_backend_count(void);
 EDGERT_API const char* edgert_backend_name(size_t index);
 EDGERT_API const char* edgert_backend_owner(size_t index);

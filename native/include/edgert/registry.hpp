@@ -52,6 +52,33 @@ struct OperatorEntry {
   std::string owner;  // path of the shared library that registered it ("" when unknown)
 };
 
+// The kind of value an attribute holds: the program format's attribute kinds
+// (docs/program-format.md). A Float attribute also takes an Int (2 for 2.0), a Floats one a
+// list of ints; nothing else converts.
+enum class AttributeKind : uint8_t { Int = 0, Float = 1, String = 2, Ints = 3, Floats = 4 };
+EDGERT_API const char* attribute_kind_name(AttributeKind kind);  // "int", "float", "string", "ints", "floats"
+
+// One attribute an operator reads, and its kind.
+struct AttributeSpec {
+  const char* name;
+  AttributeKind kind;
+};
+
+// Declares the attributes operator `name` reads (EDGERT_OPERATOR_ATTRIBUTES): loading a
+// program refuses a node of the operator that gives one of them a value of another kind
+// (InvalidProgram naming the node, the operator, the attribute and the kind expected), so no
+// kernel runs with a default in place of a mistaken value. Attributes it does not declare
+// are left to the kernel. A second declaration for one name aborts, like a second
+// registration. Returns true so it can initialize a static.
+EDGERT_API bool register_operator_attributes(const char* name, std::vector<AttributeSpec> attributes = {});
+// The attributes operator `name` declared, as "name:kind" pairs joined by commas
+// ("axis:int,eps:float"); "" for an operator declaring that it reads none; null when it
+// declared nothing. The text lives as long as the process.
+EDGERT_API const char* operator_attributes(const std::string& name);
+// Ok, or the InvalidProgram error for the first attribute of node `position` whose value is
+// not of the kind its operator declared (the loader calls this for every node).
+EDGERT_API Status check_attribute_kinds(const Node& node, size_t position);
+
 // Aborts the process on a duplicate name. Returns true so it can initialize a static.
 EDGERT_API bool register_operator(const char* name, KernelFn kernel);
 EDGERT_API bool register_operator(const char* name, KernelFn kernel, PrepareFn prepare);
@@ -123,6 +150,14 @@ EDGERT_API std::vector<OperatorEntry> list_backends();  // name + owning library
       edgert_registration_record_, __LINE__)[] = "op:" name_literal;                           \
   static const bool EDGERT_CONCAT(edgert_registered_, __LINE__) =                              \
       ::edgert::register_operator(name_literal, kernel, prepare)
+
+// The attributes an operator reads and their kinds (register_operator_attributes above):
+//   EDGERT_OPERATOR_ATTRIBUTES("edgert::layer_norm", {{"axis", ::edgert::AttributeKind::Int},
+//                                                     {"eps", ::edgert::AttributeKind::Float}});
+//   EDGERT_OPERATOR_ATTRIBUTES("edgert::add");  // an operator that reads none
+#define EDGERT_OPERATOR_ATTRIBUTES(...)                                \
+  static const bool EDGERT_CONCAT(edgert_attribute_kinds_, __LINE__) = \
+      ::edgert::register_operator_attributes(__VA_ARGS__)
 
 #define EDGERT_REGISTER_BACKEND(name_literal, backend_object)                                  \
   __attribute__((used, section(EDGERT_REGISTRATION_SECTION))) static const char EDGERT_CONCAT( \

@@ -88,6 +88,16 @@ class EDGERT_API Program {
   // Binds an input. A view (Tensor::view) is read in place, not copied: its memory must stay
   // valid and unchanged until the input is bound again or release_values() is called.
   Status set_input(size_t index, Tensor tensor);
+  // The most bytes of tensor memory a run may hold at once (0: no limit, the default unless
+  // EDGERT_MEMORY_LIMIT was set when the program was loaded). Every tensor the running
+  // thread allocates during run() counts (node outputs, graph outputs included, and the
+  // tensors kernels and backends allocate for themselves) while it lives; an allocation that
+  // would take the count past the limit is refused before it is made, and run() fails with
+  // OutOfMemory giving the bytes the run needed and the limit. The bound inputs and the
+  // constants are not counted, nor memory a kernel takes other than as tensors, nor memory
+  // of a device (docs/operators.md, "Memory limit").
+  void set_memory_limit(size_t bytes) { memory_limit_ = bytes; }
+  size_t memory_limit() const { return memory_limit_; }
   Status run();
   const Tensor& output(size_t index) const;
   // Drops the bound inputs and the last run's outputs: afterwards the program holds no
@@ -113,6 +123,7 @@ class EDGERT_API Program {
   static Status load_checked(const void* data, size_t size, std::shared_ptr<const void> keep_alive,
                              ConstantStorage storage, std::unique_ptr<Program>& program);
   Status run_checked();
+  Status memory_limit_status(size_t needed, size_t requested) const;
   Status run_step(size_t index);
   Status plan();
   void adopt_constants(ConstantStorage storage);
@@ -158,6 +169,8 @@ class EDGERT_API Program {
   Ranges constant_ranges_;                                      // the constants' memory, merged
   Ranges input_ranges_;                                         // the bound inputs' memory, merged (each run)
   MemoryPlan memory_;
+  size_t memory_limit_ = 0;  // bytes; 0: none
+  size_t running_step_ = 0;  // the step run() is in (steps_.size(): none)
 };
 
 }  // namespace edgert

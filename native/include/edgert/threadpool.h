@@ -50,19 +50,39 @@ EDGERT_THREADPOOL_API void edgert_threadpool_parallel_for(int64_t begin, int64_t
 #ifdef __cplusplus
 } /* extern "C" */
 
+#include <atomic>
+#include <exception>
 #include <type_traits>
 
 namespace edgert {
 // Runs fn(begin, end) over chunks of [begin, end) through the process pool, even when the range
 // is one chunk: the pool then counts the caller while fn runs (how it sees programs running side
-// by side, edgert_threadpool_available).
+// by side, edgert_threadpool_available). An exception fn throws (std::bad_alloc, a run's memory
+// limit) never crosses the pool's C frames: the first one is kept, the chunks not begun yet
+// are skipped, and it is thrown again here once every chunk has returned.
 template <class Fn>
 void run_on_pool(int64_t begin, int64_t end, int64_t grain, Fn&& fn) {
   // Fn is deduced as a reference type for lvalue callables: strip it before forming a pointer.
   using Callable = typename std::remove_reference<Fn>::type;
+  struct Region {
+    Callable* fn = nullptr;
+    std::atomic<bool> failed{false};
+    std::exception_ptr error;
+  } region;
+  region.fn = &fn;
   edgert_threadpool_parallel_for(
-      begin, end, grain, [](void* context, int64_t b, int64_t e) { (*static_cast<Callable*>(context))(b, e); },
-      const_cast<void*>(static_cast<const void*>(&fn)));
+      begin, end, grain,
+      [](void* context, int64_t b, int64_t e) {
+        auto* held = static_cast<Region*>(context);
+        if (held->failed.load(std::memory_order_relaxed)) return;
+        try {
+          (*held->fn)(b, e);
+        } catch (...) {
+          if (!held->failed.exchange(true)) held->error = std::current_exception();
+        }
+      },
+      &region);
+  if (region.error) std::rethrow_exception(region.error);
 }
 
 // Runs fn(begin, end) over chunks of [begin, end) on the process pool; a range within one grain

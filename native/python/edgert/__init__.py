@@ -79,6 +79,7 @@ __all__ = [
     "Program",
     "load",
     "operators",
+    "operator_attributes",
     "backends",
     "available_backends",
     "installed_backends",
@@ -212,9 +213,17 @@ class Program:
         """Nodes the named backend ran in the last run."""
         return int(extension().delegated_nodes(self._handle, backend))
 
-    def run(self, inputs: Sequence[object]) -> list[npt.NDArray[Any]]:
+    def run(
+        self, inputs: Sequence[object], *, memory_limit: int | None = None
+    ) -> list[npt.NDArray[Any]]:
         """Runs the program on ``inputs`` (one per input, in order) and returns its outputs
         as new numpy arrays.
+
+        ``memory_limit`` caps, for this run, the bytes of tensor memory it may hold at once
+        (0: no cap; None: the program's own cap, which the environment variable
+        ``EDGERT_MEMORY_LIMIT`` sets when it is loaded). An allocation that would go past it
+        is refused before it is made: OutOfMemoryError gives the bytes the run needed and
+        the cap (docs/operators.md, "Memory limit").
 
         An input is an array of the input's declared dtype (``input_info``): C-contiguous
         little-endian numpy arrays are read in place, other layouts and byte orders are
@@ -225,8 +234,9 @@ class Program:
         names the input, its dtype and the one expected (``x.astype(np.float32)``)."""
         if type(inputs) is not list and type(inputs) is not tuple:
             inputs = _input_list(inputs)
+        limit = () if memory_limit is None else (_memory_limit(memory_limit),)
         try:
-            return self._run(self._handle, inputs)  # type: ignore[no-any-return]
+            return self._run(self._handle, inputs, *limit)  # type: ignore[no-any-return]
         except self._native_error as error:
             code, message = error.args
             failure: EdgertError = error_for(int(code), str(message))
@@ -240,10 +250,23 @@ class Program:
         if converted is None:
             raise failure from None
         try:
-            return self._run(self._handle, converted)  # type: ignore[no-any-return]
+            return self._run(self._handle, converted, *limit)  # type: ignore[no-any-return]
         except self._native_error as error:
             code, message = error.args
             raise error_for(int(code), str(message)) from None
+
+
+_MAX_MEMORY_LIMIT = 2**63 - 1
+
+
+def _memory_limit(value: object) -> int:
+    """``memory_limit`` checked: a whole number of bytes, 0 (no cap) or more."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"memory_limit must be a whole number of bytes, not {type(value).__name__}")
+    if not 0 <= int(value) <= _MAX_MEMORY_LIMIT:
+        raise ValueError(f"memory_limit must be from 0 (no cap) to {_MAX_MEMORY_LIMIT} bytes, "
+                         f"not {int(value)}")
+    return int(value)
 
 
 class ProgramFormatWarning(UserWarning):
@@ -348,6 +371,18 @@ def _file_error(path: str | bytes, error: NotFoundError) -> NotFoundError:
 def operators() -> list[Registration]:
     """Every registered operator and the library that registered it, sorted by name."""
     return [Registration(*entry) for entry in extension().operators()]
+
+
+def operator_attributes() -> dict[str, dict[str, str] | None]:
+    """The attributes each registered operator reads and their kinds (``int``, ``float``,
+    ``string``, ``ints``, ``floats``), by operator: loading a program refuses a node that
+    gives one of them a value of another kind. None for an operator that declared nothing
+    (one of another library, left to its kernel)."""
+    declared: dict[str, dict[str, str] | None] = {}
+    for name, text in extension().operator_attributes():
+        declared[name] = None if text is None else dict(
+            pair.split(":", 1) for pair in text.split(",") if pair)
+    return declared
 
 
 def backends() -> list[Registration]:

@@ -146,6 +146,30 @@ static PyObject* py_operators(PyObject* Py_UNUSED(self), PyObject* Py_UNUSED(unu
   return registry_list(edgert_operator_count, edgert_operator_name, edgert_operator_owner);
 }
 
+/* [(operator, "name:kind,..." or None)] in the registry's order. */
+static PyObject* py_operator_attributes(PyObject* Py_UNUSED(self), PyObject* Py_UNUSED(unused)) {
+  size_t total = edgert_operator_count();
+  PyObject* list = PyList_New(0);
+  for (size_t i = 0; list != NULL && i < total; ++i) {
+    const char* op = edgert_operator_name(i);
+    const char* declared = edgert_operator_attributes(i);
+    PyObject* text = Py_None;
+    if (declared == NULL) {
+      Py_INCREF(Py_None);
+    } else {
+      text = PyUnicode_FromString(declared);
+    }
+    PyObject* item = text == NULL ? NULL : Py_BuildValue("(sN)", op ? op : "", text);
+    if (item == NULL || PyList_Append(list, item) != 0) {
+      Py_XDECREF(item);
+      Py_DECREF(list);
+      return NULL;
+    }
+    Py_DECREF(item);
+  }
+  return list;
+}
+
 static PyObject* py_backends(PyObject* Py_UNUSED(self), PyObject* Py_UNUSED(unused)) {
   return registry_list(edgert_backend_count, edgert_backend_name, edgert_backend_owner);
 }
@@ -575,8 +599,10 @@ static PyObject* wrong_input_count(size_t expected, Py_ssize_t given) {
 }
 
 /* Runs with the prepared inputs, with the GIL released (the runtime holds the program's lock
-   meanwhile); the list of output arrays, or NULL with an error set. */
-static PyObject* run_prepared(edgert_program* program, const edgert_tensor_view* views, size_t count) {
+   meanwhile), under `memory_limit` bytes when it is not negative (else the program's own
+   limit); the list of output arrays, or NULL with an error set. */
+static PyObject* run_prepared(edgert_program* program, const edgert_tensor_view* views, size_t count,
+                              long long memory_limit) {
   size_t output_count = edgert_program_output_count(program);
   edgert_tensor* stack_tensors[INPUTS_ON_STACK];
   edgert_tensor** tensors = stack_tensors;
@@ -585,7 +611,10 @@ static PyObject* run_prepared(edgert_program* program, const edgert_tensor_view*
     if (tensors == NULL) return PyErr_NoMemory();
   }
   edgert_status status;
-  Py_BEGIN_ALLOW_THREADS status = edgert_program_run_with(program, views, count, tensors, output_count);
+  Py_BEGIN_ALLOW_THREADS status =
+      memory_limit < 0
+          ? edgert_program_run_with(program, views, count, tensors, output_count)
+          : edgert_program_run_with_limit(program, views, count, tensors, output_count, (uint64_t)memory_limit);
   Py_END_ALLOW_THREADS PyObject* result =
       status == EDGERT_OK ? output_list(tensors, output_count) : raise_status(status);
   if (tensors != stack_tensors) PyMem_Free(tensors);
@@ -593,11 +622,17 @@ static PyObject* run_prepared(edgert_program* program, const edgert_tensor_view*
 }
 
 static PyObject* py_run(PyObject* Py_UNUSED(self), PyObject* args) {
-  PyObject* capsule = PyTuple_Size(args) == 2 ? PyTuple_GetItem(args, 0) : NULL;
+  const Py_ssize_t given = PyTuple_Size(args);
+  PyObject* capsule = given == 2 || given == 3 ? PyTuple_GetItem(args, 0) : NULL;
   PyObject* inputs = capsule == NULL ? NULL : PyTuple_GetItem(args, 1);
+  long long memory_limit = -1; /* the program's own */
+  if (inputs != NULL && given == 3) {
+    memory_limit = PyLong_AsLongLong(PyTuple_GetItem(args, 2));
+    if (memory_limit == -1 && PyErr_Occurred()) return NULL;
+  }
   if (inputs == NULL || !(PyList_Check(inputs) || PyTuple_Check(inputs))) {
     PyErr_Clear();
-    PyErr_SetString(PyExc_TypeError, "run(handle, inputs) takes a program handle and a list of arrays");
+    PyErr_SetString(PyExc_TypeError, "run(handle, inputs[, memory_limit]) takes a program handle and a list of arrays");
     return NULL;
   }
   edgert_program* program = program_of(capsule);
@@ -632,7 +667,7 @@ static PyObject* py_run(PyObject* Py_UNUSED(self), PyObject* args) {
   while (prepared < count && prepare_input(PyTuple_GetItem(items, prepared), &slots[prepared], &views[prepared]) == 0) {
     ++prepared;
   }
-  if (prepared == count) result = run_prepared(program, views, (size_t)count);
+  if (prepared == count) result = run_prepared(program, views, (size_t)count, memory_limit);
   for (Py_ssize_t i = 0; i <= prepared && i < count; ++i) release_input(&slots[i]);
   if (slots != stack_slots) {
     PyMem_Free(slots);
@@ -646,6 +681,8 @@ static PyMethodDef methods[] = {
     {"version", py_version, METH_NOARGS, "edgert version string"},
     {"operators", py_operators, METH_NOARGS, "[(name, owner library path)] sorted by name"},
     {"backends", py_backends, METH_NOARGS, "[(name, owner library path)] sorted by name"},
+    {"operator_attributes", py_operator_attributes, METH_NOARGS,
+     "[(operator, 'name:kind,...' or None)]: the attributes each operator declared"},
     {"threadpool_size", py_threadpool_size, METH_NOARGS, "threads of the process pool"},
     {"set_threadpool_size", py_set_threadpool_size, METH_VARARGS, "resize the process pool"},
     {"threadpool_instance", py_threadpool_instance, METH_NOARGS, "address of the process pool"},
@@ -668,8 +705,9 @@ static PyMethodDef methods[] = {
     {"set_backends", py_set_backends, METH_VARARGS, "set_backends(handle, 'a,b')"},
     {"delegated_nodes", py_delegated_nodes, METH_VARARGS, "delegated_nodes(handle, name)"},
     {"run", py_run, METH_VARARGS,
-     "run(handle, [arrays]) -> [arrays]: inputs are read in place, outputs are new arrays; "
-     "safe to call on one handle from several threads"},
+     "run(handle, [arrays][, memory_limit]) -> [arrays]: inputs are read in place, outputs are new "
+     "arrays; memory_limit (bytes, 0: none) for this call only; safe to call on one handle from "
+     "several threads"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {

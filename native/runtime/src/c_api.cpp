@@ -5,7 +5,9 @@
 // Each program carries a mutex: calls on one program from several threads are serialized,
 // and edgert_program_run_with holds it across binding, running and reading. A forked child
 // gets every program's mutex unlocked (LivePrograms below).
+#include <algorithm>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -240,19 +242,24 @@ edgert_status bind_and_run(edgert::Program& program, const edgert_tensor_view* i
 
 // edgert_program_run_with's unit under the program's lock: bind, run, take the outputs, and
 // drop whatever the program still holds of the call, whatever happens.
+// `memory_limit` (null: the program's own) applies to this call only.
 edgert_status run_and_take(edgert_program& program, const edgert_tensor_view* inputs, size_t count,
-                           std::vector<edgert::Program::Output>& taken) {
+                           std::vector<edgert::Program::Output>& taken, const size_t* memory_limit = nullptr) {
   std::lock_guard<std::mutex> hold(program.lock);
   edgert::Program& held = *program.program;
+  const size_t own_limit = held.memory_limit();
+  if (memory_limit != nullptr) held.set_memory_limit(*memory_limit);
   edgert_status status = EDGERT_ERROR_INTERNAL;
   try {
     status = bind_and_run(held, inputs, count);
     if (status == EDGERT_OK) taken = held.take_outputs();
   } catch (...) {
     held.release_values();
+    held.set_memory_limit(own_limit);
     throw;
   }
   held.release_values();  // nothing borrowed from the caller stays behind
+  held.set_memory_limit(own_limit);
   return status;
 }
 
@@ -435,6 +442,40 @@ edgert_status edgert_program_run_with(edgert_program* program, const edgert_tens
   });
 }
 
+edgert_status edgert_program_run_with_limit(edgert_program* program, const edgert_tensor_view* inputs,
+                                            size_t input_count, edgert_tensor** outputs, size_t output_capacity,
+                                            uint64_t memory_limit) {
+  if (edgert_status code = require_program(program)) return code;
+  const size_t output_count = program->program->output_count();
+  if (output_count > 0 && (outputs == nullptr || output_capacity < output_count)) {
+    return fail(EDGERT_ERROR_INVALID_ARGUMENT, "room for " + std::to_string(output_capacity) +
+                                                   " outputs given, the program has " + std::to_string(output_count) +
+                                                   " (pass an array of edgert_program_output_count() pointers)");
+  }
+  for (size_t i = 0; i < output_count; ++i) outputs[i] = nullptr;
+  return guarded([&] {
+    std::vector<edgert::Program::Output> taken;
+    const size_t limit = static_cast<size_t>(std::min<uint64_t>(memory_limit, std::numeric_limits<size_t>::max()));
+    if (edgert_status code = run_and_take(*program, inputs, input_count, taken, &limit)) return code;
+    hand_over(taken, outputs);
+    return EDGERT_OK;
+  });
+}
+
+edgert_status edgert_program_set_memory_limit(edgert_program* program, uint64_t bytes) {
+  if (edgert_status code = require_program(program)) return code;
+  std::lock_guard<std::mutex> hold(program->lock);
+  program->program->set_memory_limit(
+      static_cast<size_t>(std::min<uint64_t>(bytes, std::numeric_limits<size_t>::max())));
+  return EDGERT_OK;
+}
+
+uint64_t edgert_program_memory_limit(const edgert_program* program) {
+  if (require_program(program) != EDGERT_OK) return 0;
+  std::lock_guard<std::mutex> hold(program->lock);
+  return program->program->memory_limit();
+}
+
 edgert_status edgert_tensor_info(const edgert_tensor* tensor, edgert_tensor_view* view, int* exclusive) {
   if (tensor == nullptr) return fail(EDGERT_ERROR_INVALID_ARGUMENT, "null tensor");
   if (view != nullptr) {
@@ -490,6 +531,12 @@ const char* edgert_operator_name(size_t index) {
 }
 const char* edgert_operator_owner(size_t index) {
   return guarded_value<const char*>(nullptr, [&] { return edgert::registry::operator_owner(index); });
+}
+const char* edgert_operator_attributes(size_t index) {
+  return guarded_value<const char*>(nullptr, [&]() -> const char* {
+    const char* name = edgert::registry::operator_name(index);
+    return name == nullptr ? nullptr : edgert::operator_attributes(name);
+  });
 }
 size_t edgert_backend_count(void) {
   return guarded_value(size_t{0}, [] { return edgert::registry::backend_count(); });

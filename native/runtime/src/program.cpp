@@ -8,6 +8,7 @@
 
 #include "caught_exception.hpp"
 #include "edgert/runtime.hpp"
+#include "memory_limit.hpp"
 #include "program_file.hpp"
 #include "program_format.hpp"
 #include "registry_internal.hpp"
@@ -126,7 +127,13 @@ Status Program::load_checked(const void* data, size_t size, std::shared_ptr<cons
   try {
     std::unique_ptr<Program> loaded(new Program());
     EDGERT_RETURN_IF_ERROR(parse_program_in_place(data, size, keep_alive, loaded->graph_));
+    // Every attribute of the kind its operator declared (registry.hpp), for every operator,
+    // before any kernel could read a default in place of a mistaken value.
+    for (size_t i = 0; i < loaded->graph_.nodes.size(); ++i) {
+      EDGERT_RETURN_IF_ERROR(check_attribute_kinds(loaded->graph_.nodes[i], i));
+    }
     loaded->adopt_constants(storage);
+    EDGERT_RETURN_IF_ERROR(memory_limit_from_environment(loaded->memory_limit_));
     EDGERT_RETURN_IF_ERROR(loaded->plan());
     program = std::move(loaded);
     return Status::success();

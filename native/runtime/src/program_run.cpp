@@ -1,12 +1,15 @@
 // Program::run: executes the planned steps in order, releasing each computed value as soon
 // as its last reader has run (the plan, program.cpp), and accounts for the memory it held.
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <new>
 #include <stdexcept>
+#include <string>
 
 #include "caught_exception.hpp"
 #include "edgert/runtime.hpp"
+#include "memory_limit.hpp"
 #include "prepared_cache.hpp"
 
 namespace edgert {
@@ -91,8 +94,15 @@ size_t overlap(uintptr_t begin, uintptr_t end, const Ranges& ranges) {
 
 Status Program::run() {
   Status status;
+  std::shared_ptr<MemoryBudget> budget;
+  running_step_ = steps_.size();
   try {
+    if (memory_limit_ != 0) budget = std::make_shared<MemoryBudget>(memory_limit_);
+    MemoryBudgetScope counted(budget);  // (none without a limit)
     status = run_checked();
+  } catch (const MemoryLimitReached&) {
+    status = budget ? memory_limit_status(budget->held_when_refused, budget->refused_bytes)
+                    : Status(Code::OutOfMemory, "out of memory while running the program");
   } catch (const std::length_error& error) {
     status = Status(Code::InvalidArgument, std::string("a tensor size is too large: ") + error.what());
   } catch (const std::bad_alloc&) {
@@ -125,9 +135,11 @@ Status Program::run_checked() {
   live_.clear();
   memory_.peak_bytes = 0;
   for (size_t index = 0; index < steps_.size(); ++index) {
+    running_step_ = index;
     EDGERT_RETURN_IF_ERROR(run_step(index));
     account_step(index);
   }
+  running_step_ = steps_.size();
   memory_.output_bytes = 0;
   for (int32_t index : graph_.outputs) {
     Tensor& output = values_[static_cast<size_t>(index)];
@@ -135,6 +147,45 @@ Status Program::run_checked() {
     memory_.output_bytes += output.nbytes();
   }
   return Status::success();
+}
+
+namespace {
+
+std::string bytes_text(size_t bytes) {
+  std::string text = std::to_string(bytes) + " bytes";
+  const char* units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double scaled = static_cast<double>(bytes);
+  int unit = -1;
+  while (scaled >= 1024.0 && unit < 5) {
+    scaled /= 1024.0;
+    ++unit;
+  }
+  if (unit < 0) return text;
+  char shown[32];
+  std::snprintf(shown, sizeof shown, " (%.1f %s)", scaled, units[unit]);
+  return text + shown;
+}
+
+}  // namespace
+
+// The run was refused an allocation of `requested` bytes while it held `held`: the figure
+// it needed at least, the limit, and the step that asked.
+Status Program::memory_limit_status(size_t held, size_t requested) const {
+  std::string where = "finishing the run";
+  if (running_step_ < steps_.size()) {
+    const Step& step = steps_[running_step_];
+    where = step.backend == nullptr
+                ? "node " + std::to_string(step.first) + " (" + graph_.nodes[step.first].op + ")"
+                : std::string("backend ") + step.backend->name() + "'s nodes " + std::to_string(step.first) + ".." +
+                      std::to_string(step.first + step.count - 1);
+  }
+  const size_t needed = held > ~size_t{0} - requested ? ~size_t{0} : held + requested;
+  return Status(Code::OutOfMemory, "memory limit: the run needs at least " + bytes_text(needed) +
+                                       ", over its memory limit of " + bytes_text(memory_limit_) + " (" + where +
+                                       " asked for " + bytes_text(requested) + " while the run held " +
+                                       bytes_text(held) +
+                                       "; refused before allocating it: raise the limit, memory_limit= or "
+                                       "EDGERT_MEMORY_LIMIT, or run smaller inputs)");
 }
 
 Status Program::run_step(size_t index) {

@@ -12,6 +12,9 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <variant>
+#include <vector>
 
 #include "edgert/registry.hpp"
 #include "registry_internal.hpp"
@@ -34,6 +37,13 @@ class Table {
     auto found = entries_.find(name);
     if (found != entries_.end()) abort_duplicate(kind, name, found->second.owner, owner);
     entries_.emplace(name, Registered<Item>{item, std::move(owner)});
+  }
+
+  // The entry's item, or null; map nodes are stable and never erased.
+  const Item* find_stable(const std::string& name) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto found = entries_.find(name);
+    return found == entries_.end() ? nullptr : &found->second.item;
   }
 
   Item find(const std::string& name) const {
@@ -117,6 +127,37 @@ Table<Backend*>& backends() {
   return *table;
 }
 
+// An operator's declared attributes (names copied: the declaring library's literals).
+struct AttributeSchema {
+  std::vector<std::pair<std::string, AttributeKind>> attributes;
+  std::string text;  // "axis:int,eps:float"
+};
+
+Table<AttributeSchema>& attribute_schemas() {
+  static auto* table = new Table<AttributeSchema>();
+  return *table;
+}
+
+AttributeKind kind_of(const AttributeValue& value) {
+  return static_cast<AttributeKind>(value.index());  // the variant's order is the kinds'
+}
+
+bool accepts(AttributeKind declared, AttributeKind given) {
+  return declared == given || (declared == AttributeKind::Float && given == AttributeKind::Int) ||
+         (declared == AttributeKind::Floats && given == AttributeKind::Ints);
+}
+
+const char* kind_with_article(AttributeKind kind) {
+  switch (kind) {
+    case AttributeKind::Int: return "an int";
+    case AttributeKind::Float: return "a float";
+    case AttributeKind::String: return "a string";
+    case AttributeKind::Ints: return "a list of ints";
+    case AttributeKind::Floats: return "a list of floats";
+  }
+  return "an unknown kind";
+}
+
 }  // namespace
 
 Backend::~Backend() = default;
@@ -142,6 +183,51 @@ class Unprepared final : public Prepared {
 
 Status Backend::prepare(const Graph& graph, size_t first, size_t count, std::unique_ptr<Prepared>& prepared) {
   prepared = std::make_unique<Unprepared>(*this, graph, first, count);
+  return Status::success();
+}
+
+static_assert(std::variant_size_v<AttributeValue> == 5, "AttributeKind follows AttributeValue's alternatives");
+
+const char* attribute_kind_name(AttributeKind kind) {
+  switch (kind) {
+    case AttributeKind::Int: return "int";
+    case AttributeKind::Float: return "float";
+    case AttributeKind::String: return "string";
+    case AttributeKind::Ints: return "ints";
+    case AttributeKind::Floats: return "floats";
+  }
+  return "unknown";
+}
+
+bool register_operator_attributes(const char* name, std::vector<AttributeSpec> attributes) {
+  AttributeSchema schema;
+  for (const AttributeSpec& spec : attributes) {
+    const std::string attribute = spec.name ? spec.name : "";
+    schema.attributes.emplace_back(attribute, spec.kind);
+    schema.text += (schema.text.empty() ? "" : ",") + attribute + ":" + attribute_kind_name(spec.kind);
+  }
+  attribute_schemas().add("operator attributes", name ? name : "", std::move(schema),
+                          static_cast<const void*>(name));  // a literal of the declaring library
+  return true;
+}
+
+const char* operator_attributes(const std::string& name) {
+  const AttributeSchema* schema = attribute_schemas().find_stable(name);
+  return schema ? schema->text.c_str() : nullptr;
+}
+
+Status check_attribute_kinds(const Node& node, size_t position) {
+  const AttributeSchema* schema = attribute_schemas().find_stable(node.op);
+  if (schema == nullptr) return Status::success();
+  for (const auto& [name, declared] : schema->attributes) {
+    auto given = node.attributes.all().find(name);
+    if (given == node.attributes.all().end()) continue;
+    const AttributeKind kind = kind_of(given->second);
+    if (accepts(declared, kind)) continue;
+    return Status(Code::InvalidProgram, "invalid program: node " + std::to_string(position) + ": " + node.op +
+                                            ": attribute " + name + " must be " + kind_with_article(declared) +
+                                            ", not " + kind_with_article(kind));
+  }
   return Status::success();
 }
 

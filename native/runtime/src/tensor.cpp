@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #if !defined(_WIN32)
 #if !defined(_WIN32)
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "edgert/runtime.hpp"
+#include "memory_limit.hpp"
 
 namespace edgert {
 namespace {
@@ -79,7 +81,7 @@ BlockCache& block_cache() {
   return *cache;
 }
 
-std::shared_ptr<void> allocate(size_t nbytes, bool zeroed) {
+std::shared_ptr<void> allocate_unbudgeted(size_t nbytes, bool zeroed) {
   if (nbytes < kCacheMinimum) {
     void* memory = ::operator new(nbytes == 0 ? 1 : nbytes, std::align_val_t(kAlignment));
     if (zeroed) std::memset(memory, 0, nbytes);
@@ -89,6 +91,30 @@ std::shared_ptr<void> allocate(size_t nbytes, bool zeroed) {
   if (memory == nullptr) memory = ::operator new(nbytes, std::align_val_t(kAlignment));
   if (zeroed) std::memset(memory, 0, nbytes);
   return std::shared_ptr<void>(memory, [nbytes](void* p) { block_cache().give(p, nbytes); });
+}
+
+// The budget of the run this thread is in (memory_limit.hpp), or null.
+thread_local std::shared_ptr<MemoryBudget> current_budget;
+
+// Memory for a tensor: refused before it is allocated when it would take the run's budget
+// past its limit; counted against the budget as long as it lives.
+std::shared_ptr<void> allocate(size_t nbytes, bool zeroed) {
+  std::shared_ptr<MemoryBudget> budget = current_budget;
+  if (!budget) return allocate_unbudgeted(nbytes, zeroed);
+  const size_t held = budget->held.load();
+  if (nbytes > budget->limit || held > budget->limit - nbytes) {
+    budget->refused_bytes = nbytes;
+    budget->held_when_refused = held;
+    throw MemoryLimitReached();
+  }
+  std::shared_ptr<void> memory = allocate_unbudgeted(nbytes, zeroed);
+  budget->held += nbytes;
+  void* data = memory.get();
+  // (Should this control block not be allocated, the deleter runs at once: nothing leaks.)
+  return std::shared_ptr<void>(data, [memory = std::move(memory), budget, nbytes](void*) mutable {
+    budget->held -= nbytes;
+    memory.reset();
+  });
 }
 
 int64_t product(const std::vector<int64_t>& shape) {
@@ -113,6 +139,52 @@ void copy_strided(const char* source, const std::vector<int64_t>& shape, const s
 }
 
 }  // namespace
+
+MemoryBudgetScope::MemoryBudgetScope(std::shared_ptr<MemoryBudget> budget) : saved_(std::move(current_budget)) {
+  current_budget = std::move(budget);
+}
+
+MemoryBudgetScope::~MemoryBudgetScope() {
+  current_budget = std::move(saved_);
+}
+
+Status parse_memory_limit(const std::string& text, size_t& bytes) {
+  bytes = 0;
+  if (text.empty()) return Status::success();
+  size_t digits = text.size();
+  unsigned shift = 0;
+  switch (text.back()) {
+    case 'k':
+    case 'K': shift = 10; break;
+    case 'm':
+    case 'M': shift = 20; break;
+    case 'g':
+    case 'G': shift = 30; break;
+    case 't':
+    case 'T': shift = 40; break;
+    default: break;
+  }
+  if (shift != 0) --digits;
+  bool valid = digits > 0 && digits <= 19;  // 19 digits always fit in 64 bits
+  uint64_t value = 0;
+  for (size_t i = 0; valid && i < digits; ++i) {
+    valid = text[i] >= '0' && text[i] <= '9';
+    value = value * 10 + static_cast<uint64_t>(text[i] - '0');
+  }
+  if (!valid || value > (static_cast<uint64_t>(std::numeric_limits<size_t>::max()) >> shift)) {
+    return Status(Code::InvalidArgument,
+                  "EDGERT_MEMORY_LIMIT is '" + text.substr(0, 40) +
+                      "', not a byte count (a whole number of bytes, or of KiB, MiB, GiB or TiB with the suffix "
+                      "K, M, G or T, e.g. 512M; 0 or empty: no limit)");
+  }
+  bytes = static_cast<size_t>(value << shift);
+  return Status::success();
+}
+
+Status memory_limit_from_environment(size_t& bytes) {
+  const char* text = std::getenv("EDGERT_MEMORY_LIMIT");
+  return parse_memory_limit(text ? text : "", bytes);
+}
 
 bool checked_element_count(const std::vector<int64_t>& shape, size_t element_size, int64_t* count) {
   int64_t total = 1;
