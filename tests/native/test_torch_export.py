@@ -151,6 +151,72 @@ def test_bundled_model_from_its_pytorch_definition(edgert: ModuleType) -> None:
     assert ours.tobytes() == theirs.tobytes()
 
 
+class LiftedTensors(torch.nn.Module):
+    """Every kind of tensor torch.export lifts out of a module: a parameter, a persistent
+    and a non-persistent buffer (Hugging Face models register their position ids, causal
+    masks and rotary frequencies so), a plain tensor attribute (a lifted constant), and a
+    Python number attribute (inlined)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(6, 6)
+        self.register_buffer("shift", torch.linspace(-1.0, 1.0, 6))
+        self.register_buffer("scale", torch.linspace(0.5, 2.0, 6), persistent=False)
+        self.table = torch.arange(6, dtype=torch.float32) / 10  # not registered
+        self.factor = 0.75
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (self.linear(x) + self.shift) * self.scale * self.factor - self.table
+
+
+def test_every_lifted_tensor_kind_is_a_constant(edgert: ModuleType) -> None:
+    from edgert.export import from_torch
+
+    model = LiftedTensors().eval()
+    with torch.no_grad():
+        exported = torch.export.export(model, (torch.randn(2, 6),))
+    persistent = {
+        s.target: s.persistent
+        for s in exported.graph_signature.input_specs
+        if s.persistent is not None
+    }
+    assert persistent == {"shift": True, "scale": False}  # what torch.export lifted
+    assert exported.constants  # the non-persistent buffer and the tensor attribute
+    data = from_torch(model, (torch.randn(2, 6),), dynamic_shapes=({0: torch.export.Dim("batch")},))
+    x = torch.randn(5, 6)
+    with torch.no_grad():
+        expected = model(x)
+    assert_matches_eager(edgert.load(data).run([x.numpy()]), expected)
+
+
+def test_a_failing_lowering_is_one_line_naming_the_node(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lowering that meets an operand it did not expect (here: a KeyError) is refused as
+    an ExportError naming the operator and the module, never a raw Python exception."""
+    from edgert._torch import operators
+    from edgert.export import UnsupportedOperatorError, from_torch
+
+    def broken(ctx: object, node: object, args: object) -> object:
+        raise KeyError("m.embeddings.position_ids")
+
+    monkeypatch.setitem(operators.LOWERINGS, torch.ops.aten.tanh.default, broken)
+    with pytest.raises(UnsupportedOperatorError) as raised:
+        from_torch(Nested2Tanh(), (torch.randn(2, 4),))
+    message = str(raised.value)
+    assert "\n" not in message
+    assert "aten.tanh.default" in message and "module 'block.1' (Tanh)" in message
+    assert "KeyError" in message and "position_ids" in message
+    assert raised.value.operator == "aten.tanh.default"
+
+
+class Nested2Tanh(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.block = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.block(x)
+
+
 # ---------------------------------------------------------------------------- refusals
 
 

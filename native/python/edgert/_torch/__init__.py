@@ -72,8 +72,16 @@ def from_torch(
             raise ExportError(
                 f"torch could not decompose the exported program: {_first_line(error)}"
             ) from None
-    program = prune(fuse_activations(fold_batch_norm(_lower(decomposed))))
-    data = write_program(program)
+    lowered = _lower(decomposed)
+    try:
+        data = write_program(prune(fuse_activations(fold_batch_norm(lowered))))
+    except ExportError:
+        raise
+    except Exception as error:  # a pass met a program it did not expect
+        raise ExportError(
+            f"edgert could not finish the lowered program ({type(error).__name__}: "
+            f"{_first_line(error)}) (fix: report the model with this message)"
+        ) from None
     if check and example is not None:
         _check_against_eager(data, exported, example)
     return data
@@ -135,10 +143,10 @@ def _lower(exported: ExportedProgram) -> ProgramDef:
         environment[node] = _placeholder(context, exported, node, spec)
     for node in graph.nodes:
         if node.op == "call_function":
-            environment[node] = _call(context, environment, node)
+            environment[node] = _guarded(node, _call, context, environment, node)
             _remember_sizes(context, node, environment[node])
         elif node.op == "output":
-            _outputs(context, exported, node, environment)
+            _guarded(node, _outputs, context, exported, node, environment)
         elif node.op != "placeholder":
             raise refuse(
                 node,
@@ -148,17 +156,43 @@ def _lower(exported: ExportedProgram) -> ProgramDef:
     return context.builder.program
 
 
+_LIFTED = {
+    InputKind.PARAMETER: "parameter",
+    InputKind.BUFFER: "buffer",
+    InputKind.CONSTANT_TENSOR: "tensor constant",
+}
+
+
+def _guarded(node: torch.fx.Node, lower: Any, *args: Any) -> Any:
+    """``lower(*args)`` with any failure that is not already an ExportError (a KeyError,
+    TypeError... from an operand the lowering did not expect) refused in one line naming
+    the node being lowered and its operator."""
+    try:
+        return lower(*args)
+    except ExportError:
+        raise
+    except Exception as error:
+        raise refuse(
+            node,
+            f"the front end failed on it ({type(error).__name__}: {_first_line(error)})",
+            "report the model with this message; export the part before it meanwhile",
+        ) from None
+
+
 def _placeholder(
     context: Lowering, exported: ExportedProgram, node: torch.fx.Node, spec: Any
 ) -> object:
-    if spec.kind in (InputKind.PARAMETER, InputKind.BUFFER):
-        return exported.state_dict[spec.target].detach()
-    if spec.kind == InputKind.CONSTANT_TENSOR:
-        return exported.constants[spec.target].detach()
+    if spec.kind in _LIFTED:
+        return _lifted(exported, node, spec)
     if spec.kind != InputKind.USER_INPUT:
+        what = {
+            InputKind.CUSTOM_OBJ: "a custom (TorchScript) object",
+            InputKind.TOKEN: "an effect token (an operator with side effects)",
+        }.get(spec.kind, f"a {spec.kind.name.lower()} input")
         raise ExportError(
-            f"the model takes a {spec.kind.name.lower()} input ({node.name}); "
-            "edgert programs take tensors only"
+            f"cannot export the model's input '{node.name}' ({spec.target or 'no target'}): "
+            f"it is {what}, and edgert programs take tensors only (fix: keep it out of "
+            "the exported module, or hold it as a tensor attribute)"
         )
     fake = node.meta.get("val")
     if not isinstance(fake, torch.Tensor):
@@ -177,6 +211,31 @@ def _placeholder(
     index = context.builder.input(DTYPES[fake.dtype], [-1 if d is None else d for d in shape])
     context.symbolic_sizes[index] = tuple(fake.shape)
     return Value(index, fake.dtype, shape)
+
+
+def _lifted(exported: ExportedProgram, node: torch.fx.Node, spec: Any) -> torch.Tensor:
+    """A tensor torch.export lifted out of the module: a parameter or persistent buffer
+    (``state_dict``), or a non-persistent buffer or tensor constant (``constants``)."""
+    kind = _LIFTED[spec.kind]
+    if spec.kind == InputKind.BUFFER and getattr(spec, "persistent", True) is False:
+        kind = "non-persistent buffer"
+    found: object = None
+    for table in (exported.state_dict, exported.constants):
+        if spec.target in table:
+            found = table[spec.target]
+            break
+    if found is None:
+        raise ExportError(
+            f"cannot export the model's {kind} '{spec.target}' ({node.name}): torch.export "
+            "lifted it, but the exported program holds no value for it (fix: register it "
+            "as a parameter or buffer of the module)"
+        )
+    if not isinstance(found, torch.Tensor):
+        raise ExportError(
+            f"cannot export the model's {kind} '{spec.target}' ({node.name}): it is a "
+            f"{type(found).__name__}, not a tensor (fix: hold it as a tensor)"
+        )
+    return found.detach()
 
 
 def _remember_sizes(context: Lowering, node: torch.fx.Node, item: object) -> None:
