@@ -5,6 +5,7 @@ front end cannot lower is refused in one line naming the ATen operator and the m
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import ModuleType
 
 import numpy as np
@@ -215,6 +216,122 @@ class Nested2Tanh(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.block(x)
+
+
+class TwoInputs(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3, padding=1)
+        self.head = torch.nn.Linear(4 + 5, 3)
+
+    def forward(self, image: torch.Tensor, extra: torch.Tensor) -> torch.Tensor:
+        pooled = self.conv(image).mean(dim=(2, 3))
+        return self.head(torch.cat([pooled, extra], dim=1))
+
+
+@pytest.mark.parametrize("form", ["tuple", "dict"])
+def test_a_batch_1_example_exports_a_dynamic_batch(edgert: ModuleType, form: str) -> None:
+    """torch specialises a size-1 dimension ("Constraints violated (batch)"); from_torch
+    traces from the example repeated to batch 2 and checks on the caller's batch-1 example."""
+    from edgert.export import from_torch
+
+    batch = torch.export.Dim("batch")
+    dynamic: object = (
+        ({0: batch}, {0: batch}) if form == "tuple" else {"image": {0: batch}, "extra": {0: batch}}
+    )
+    model = TwoInputs().eval()
+    example = (torch.randn(1, 3, 8, 8), torch.randn(1, 5))
+    with pytest.raises(Exception, match="Constraints violated"):  # what torch does alone
+        torch.export.export(model, example, dynamic_shapes=dynamic)
+    program = edgert.load(from_torch(model, example, dynamic_shapes=dynamic))
+    assert [info.shape for info in program.input_info] == [(-1, 3, 8, 8), (-1, 5)]
+    for size in (1, 4):
+        inputs = (torch.randn(size, 3, 8, 8), torch.randn(size, 5))
+        with torch.no_grad():
+            expected = model(*inputs)
+        assert_matches_eager(program.run([t.numpy() for t in inputs]), expected)
+
+
+class ReshapeToTwoRows(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.reshape(2, 3)
+
+
+class BranchOnData(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x if x.sum() > 0 else -x
+
+
+def test_a_model_that_fixes_the_dynamic_dimension_is_refused_saying_so() -> None:
+    from edgert.export import ExportError, from_torch
+
+    with pytest.raises(ExportError) as raised:
+        from_torch(
+            ReshapeToTwoRows(), (torch.randn(1, 6),), dynamic_shapes=({0: torch.export.Dim("b")},)
+        )
+    message = str(raised.value)
+    assert "\n" not in message
+    assert "fixed size for a dimension dynamic_shapes names" in message
+    assert "repeated to size 2 along input 0 dim 0 (b)" in message
+
+
+def test_a_data_dependent_failure_is_not_blamed_on_the_batch_1_example() -> None:
+    """The widened trace fails, but so does the caller's own example traced statically: the
+    error is torch's data-dependent one, with no word about the dynamic dimension."""
+    from edgert.export import ExportError, from_torch
+
+    with pytest.raises(ExportError) as raised:
+        from_torch(
+            BranchOnData(), (torch.randn(1, 3),), dynamic_shapes=({0: torch.export.Dim("b")},)
+        )
+    message = str(raised.value)
+    assert "\n" not in message
+    assert "data-dependent" in message
+    assert "dynamic_shapes" not in message and "repeated" not in message
+
+
+class DocsModel(torch.nn.Module):
+    """Stands for the docs' ``MyModel``: a small classifier of 224x224 images."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.features = torch.nn.Sequential(
+            torch.nn.Conv2d(3, 8, 3, stride=4, padding=1),
+            torch.nn.BatchNorm2d(8),
+            torch.nn.ReLU(),
+            torch.nn.AdaptiveAvgPool2d(1),
+        )
+        self.classifier = torch.nn.Linear(8, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.classifier(torch.flatten(self.features(x), 1))
+
+
+def test_the_docs_export_example_runs_as_written(
+    edgert: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/bring-your-model.md's export block, executed as it is written there (a batch-1
+    example with a dynamic batch), with ``MyModel`` a small CNN."""
+    from tests import doc_blocks
+
+    (block,) = [
+        b
+        for b in doc_blocks.blocks()
+        if b.page == "docs/bring-your-model.md"
+        and b.reason.endswith("::test_the_docs_export_example_runs_as_written")
+    ]
+    monkeypatch.chdir(tmp_path)
+    namespace: dict[str, object] = {"MyModel": DocsModel}
+    exec(compile(block.code, block.name, "exec"), namespace)
+    (output,) = namespace["outputs"]  # type: ignore[misc]
+    assert output.shape == (1, 10)
+    program = edgert.load(tmp_path / "model.edgert")
+    assert program.input_info[0].shape == (-1, 3, 224, 224)
+    model = namespace["model"]
+    x = torch.randn(3, 3, 224, 224)
+    with torch.no_grad():
+        expected = model(x)  # type: ignore[operator]
+    assert_matches_eager(program.run([x.numpy()]), expected)
 
 
 # ---------------------------------------------------------------------------- refusals

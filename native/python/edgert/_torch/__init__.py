@@ -12,6 +12,7 @@ Only this package imports torch, and only when it is called."""
 from __future__ import annotations
 
 import contextlib
+import inspect
 import operator
 import warnings
 from collections.abc import Iterator, Sequence
@@ -119,16 +120,104 @@ def _export(
         raise TypeError("from_torch(module, args): pass example inputs, e.g. (torch.randn(1, 16),)")
     arguments = tuple(args) if isinstance(args, (tuple, list)) else (args,)
     model.eval()
+    traced, widened = _widened(model, arguments, dynamic_shapes)
     try:
         with torch.no_grad():
-            exported = torch.export.export(model, arguments, dynamic_shapes=dynamic_shapes)
+            exported = torch.export.export(model, traced, dynamic_shapes=dynamic_shapes)
     except Exception as error:  # torch.export's refusal (data-dependent control flow, ...)
-        raise ExportError(
-            f"torch.export could not capture the model: {_first_line(error)} "
+        raise _capture_error(model, arguments, widened, error) from None
+    return exported, (arguments, {})
+
+
+def _capture_error(
+    model: torch.nn.Module, arguments: tuple[Any, ...], widened: list[str], error: Exception
+) -> ExportError:
+    """The one-line refusal for a model torch.export could not capture. When the example was
+    widened, the model is traced once more as the caller gave it, all static: if that fails
+    too, the cause is not the dynamic dimension and torch's own message for it is given."""
+    text = _first_line(error)
+    fixed = "Constraints violated" in text
+    if widened:
+        try:
+            with torch.no_grad():
+                torch.export.export(model, arguments)
+        except Exception as static_error:
+            text, fixed = _first_line(static_error), False
+        else:
+            fixed = True
+    if not fixed:
+        return ExportError(
+            f"torch.export could not capture the model: {text} "
             "(fix: make the model traceable by torch.export; see its docs on "
             "data-dependent control flow)"
-        ) from None
-    return exported, (arguments, {})
+        )
+    traced_from = (
+        f"; traced from the example repeated to size 2 along {', '.join(widened)}, as torch "
+        "specialises a dimension of size 1"
+        if widened
+        else ""
+    )
+    return ExportError(
+        f"torch.export could not capture the model with the dynamic dimensions asked for: "
+        f"{text} (the model computes with a fixed size for a dimension dynamic_shapes names"
+        f"{traced_from}; fix: leave that dimension out of dynamic_shapes, or remove what fixes "
+        'its size, e.g. a reshape to a literal batch size; TORCH_LOGS="+dynamic" says where)'
+    )
+
+
+def _is_dynamic(spec: object) -> bool:
+    """Whether a dynamic_shapes entry for one dimension asks for a run-time size."""
+    from torch.export.dynamic_shapes import _DimHint, _StaticDim
+
+    if isinstance(spec, _StaticDim):
+        return False
+    if isinstance(spec, torch.export.Dim):
+        return True
+    return isinstance(spec, _DimHint) and spec == torch.export.Dim.DYNAMIC
+
+
+def _widened(
+    model: torch.nn.Module, arguments: tuple[Any, ...], dynamic_shapes: Any
+) -> tuple[tuple[Any, ...], list[str]]:
+    """The example to trace: torch.export specialises every dimension of size 1, so a
+    dimension that ``dynamic_shapes`` names and the example gives size 1 (a batch-1 example
+    with a dynamic batch) is widened to 2 by repeating the example along it. The check
+    against eager still runs on the caller's own example. Returns the arguments to trace
+    and the dimensions widened (``"input 0 dim 0 (batch)"``)."""
+    if dynamic_shapes is None:
+        return arguments, []
+    specs: list[Any]
+    if isinstance(dynamic_shapes, dict):
+        try:
+            bound = inspect.signature(model.forward).bind(*arguments)
+        except (TypeError, ValueError):
+            return arguments, []
+        names = list(bound.arguments)
+        specs = [dynamic_shapes.get(name) for name in names[: len(arguments)]]
+    elif isinstance(dynamic_shapes, (tuple, list)):
+        specs = list(dynamic_shapes)
+    else:
+        return arguments, []
+    traced = list(arguments)
+    widened: list[str] = []
+    for position, (argument, spec) in enumerate(zip(arguments, specs, strict=False)):
+        if not isinstance(argument, torch.Tensor) or spec is None:
+            continue
+        per_dim = (
+            dict(spec)
+            if isinstance(spec, dict)
+            else dict(enumerate(spec))
+            if isinstance(spec, (tuple, list))
+            else {}
+        )
+        for dim, named in per_dim.items():
+            if not isinstance(dim, int) or not -argument.dim() <= dim < argument.dim():
+                continue
+            if argument.shape[dim] == 1 and _is_dynamic(named):
+                traced[position] = torch.cat([traced[position]] * 2, dim=dim)
+                label = getattr(named, "__name__", None) or str(named)
+                widened.append(f"input {position} dim {dim % argument.dim()} ({label})")
+    return tuple(traced), widened
 
 
 # ---------------------------------------------------------------------------- lowering
