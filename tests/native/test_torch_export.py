@@ -11,6 +11,7 @@ from types import ModuleType
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 from tests.native.support import MLP_MODEL, NativeInstall
 from tests.native.torch_models import CASES, Case
@@ -334,28 +335,96 @@ def test_the_docs_export_example_runs_as_written(
     assert_matches_eager(program.run([x.numpy()]), expected)
 
 
+class TransformerPatterns(torch.nn.Module):
+    """What Hugging Face transformers' code does with sizes known only at run time (the
+    batch and the sequence): buffers sliced to the sequence and expanded to the batch,
+    arange/zeros/ones/full/new_* of those sizes, a causal mask from tril and comparisons
+    combined with a padding mask, a mask picked with two index tensors (a vmap over the
+    batch), a rotary table from cos/sin, rotate-half by slicing and cat, masked_fill,
+    attention with a mask and with is_causal, views that split heads, cumsum."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = torch.nn.Linear(8, 8)
+        self.register_buffer("position_ids", torch.arange(32).expand(1, -1), persistent=False)
+        frequencies = 1.0 / (10000 ** (torch.arange(0, 4, 2).float() / 4))
+        self.register_buffer("inv_freq", frequencies, persistent=False)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        b, s, _ = x.shape
+        positions = self.position_ids[:, :s].expand(b, s)
+        counts = torch.arange(s).unsqueeze(0) + torch.zeros(b, s, dtype=torch.long)
+        causal = torch.ones(s, s, dtype=torch.bool).tril()
+        causal = causal[None, None] & mask[:, None, None, :].bool()
+        later = torch.arange(s)[None, :] > torch.arange(s)[:, None]
+        picked = mask.bool()[torch.arange(b)[:, None], torch.arange(s)]
+        q = self.proj(x).view(b, s, 2, 4).transpose(1, 2)
+        frequencies = positions[:, :, None].float() * self.inv_freq
+        table = torch.cat([frequencies, frequencies], -1)[:, None]
+        rotated = torch.cat([-q[..., 2:], q[..., :2]], -1)
+        q = q * table.cos() + rotated * table.sin()
+        masked = F.scaled_dot_product_attention(q, q, q, attn_mask=causal)
+        ordered = F.scaled_dot_product_attention(q, q, q, is_causal=True)
+        scores = (q @ q.transpose(-1, -2)).masked_fill(later, float("-inf")).softmax(-1)
+        filled = x.masked_fill(~picked[..., None], -1.0)
+        extra = (
+            x.new_zeros(b, s, 1)
+            + x.new_ones(b, 1, 1)
+            + torch.full((b, s, 1), 2.0)
+            + torch.cumsum(x, 1)
+            + counts[..., None]
+            + positions[..., None]
+        )
+        heads = (masked + ordered + scores @ q).transpose(1, 2).reshape(b, s, 8)
+        return heads + filled + extra
+
+
+def test_transformer_patterns_with_a_dynamic_batch_and_sequence(edgert: ModuleType) -> None:
+    from edgert.export import from_torch, read_program
+
+    model = TransformerPatterns().eval()
+    batch, sequence = torch.export.Dim("batch"), torch.export.Dim("sequence", max=32)
+    x = torch.randn(2, 5, 8)
+    mask = torch.ones(2, 5, dtype=torch.long)
+    mask[1, 3:] = 0
+    data = from_torch(
+        model, (x, mask), dynamic_shapes=({0: batch, 1: sequence}, {0: batch, 1: sequence})
+    )
+    ops = {node.op for node in read_program(data).nodes}
+    assert {"edgert::cumsum", "edgert::cos", "edgert::sin", "edgert::index_select"} <= ops
+    program = edgert.load(data)
+    assert [info.shape for info in program.input_info] == [(-1, -1, 8), (-1, -1)]
+    for size, length in ((1, 7), (3, 5), (4, 2)):
+        x = torch.randn(size, length, 8)
+        mask = torch.ones(size, length, dtype=torch.long)
+        mask[0, length // 2 :] = 0
+        with torch.no_grad():
+            expected = model(x, mask)
+        assert_matches_eager(program.run([x.numpy(), mask.numpy()]), expected)
+
+
 # ---------------------------------------------------------------------------- refusals
 
 
-class CumulativeSum(torch.nn.Module):
+class CumulativeProduct(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.inner = torch.nn.Sequential(torch.nn.Linear(4, 4))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.cumsum(self.inner(x), dim=-1)
+        return torch.cumprod(self.inner(x), dim=-1)
 
 
 def test_an_unsupported_operator_is_one_line_naming_it(edgert: ModuleType) -> None:
     from edgert.export import UnsupportedOperatorError, from_torch
 
     with pytest.raises(UnsupportedOperatorError) as raised:
-        from_torch(CumulativeSum(), (torch.randn(2, 4),))
+        from_torch(CumulativeProduct(), (torch.randn(2, 4),))
     message = str(raised.value)
     assert "\n" not in message
-    assert "aten.cumsum.default" in message and "CumulativeSum" in message
+    assert "aten.cumprod.default" in message and "CumulativeProduct" in message
     assert "bring-your-model.md" in message
-    assert raised.value.operator == "aten.cumsum.default"
+    assert raised.value.operator == "aten.cumprod.default"
     assert isinstance(raised.value, edgert.ExportError) and isinstance(
         raised.value, edgert.EdgertError
     )
@@ -364,7 +433,7 @@ def test_an_unsupported_operator_is_one_line_naming_it(edgert: ModuleType) -> No
 class Nested(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()
-        self.block = torch.nn.Sequential(torch.nn.Linear(4, 4), CumulativeSum())
+        self.block = torch.nn.Sequential(torch.nn.Linear(4, 4), CumulativeProduct())
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.block(x)
@@ -376,7 +445,7 @@ def test_the_module_path_is_named() -> None:
     with pytest.raises(UnsupportedOperatorError) as raised:
         from_torch(Nested(), (torch.randn(2, 4),))
     assert raised.value.module == "block.1"
-    assert "module 'block.1' (CumulativeSum)" in str(raised.value)
+    assert "module 'block.1' (CumulativeProduct)" in str(raised.value)
 
 
 def test_float64_is_refused_not_approximated() -> None:

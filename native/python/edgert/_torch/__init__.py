@@ -298,8 +298,9 @@ def _placeholder(
         )
     shape = shape_of_meta(fake)
     index = context.builder.input(DTYPES[fake.dtype], [-1 if d is None else d for d in shape])
-    context.symbolic_sizes[index] = tuple(fake.shape)
-    return Value(index, fake.dtype, shape)
+    made = Value(index, fake.dtype, shape)
+    context.remember(made, tuple(fake.shape))
+    return made
 
 
 def _lifted(exported: ExportedProgram, node: torch.fx.Node, spec: Any) -> torch.Tensor:
@@ -330,7 +331,7 @@ def _lifted(exported: ExportedProgram, node: torch.fx.Node, spec: Any) -> torch.
 def _remember_sizes(context: Lowering, node: torch.fx.Node, item: object) -> None:
     fake = node.meta.get("val")
     if isinstance(item, Value) and isinstance(fake, torch.Tensor):
-        context.symbolic_sizes.setdefault(item.index, tuple(fake.shape))
+        context.remember(item, tuple(fake.shape))
 
 
 def _items(item: object, environment: dict[torch.fx.Node, object]) -> Any:
