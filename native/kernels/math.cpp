@@ -1,5 +1,5 @@
 // The unary float32 functions (sigmoid, tanh, silu, hardswish, hardsigmoid, exp, log, sqrt,
-// rsqrt, reciprocal, erf, floor, ceil, round), abs, neg and clamp (docs/operators.md).
+// rsqrt, reciprocal, erf, sin, cos, floor, ceil, round), abs, neg and clamp (docs/operators.md).
 // Float32 tensors run through simd.hpp's vector loops: contiguous ones in flat chunks split
 // across the thread pool, strided ones a row piece at a time gathered into a buffer and run
 // through the same loops, so both give the same bytes on every instruction set.
@@ -163,6 +163,18 @@ Status erf_kernel(KernelContext& context) {
   return Status::success();
 }
 
+// sin and cos are std::sin and std::cos, element by element (the same code on every
+// instruction set; rotary position embeddings compute their tables with them).
+template <bool Sine>
+Status trigonometric_kernel(KernelContext& context) {
+  EDGERT_RETURN_IF_ERROR(float_input(context));
+  (*context.outputs)[0] =
+      map_floats(*context.inputs[0], int64_t{1} << 15, [](const float* in, float* out, int64_t count) {
+        for (int64_t i = 0; i < count; ++i) out[i] = Sine ? std::sin(in[i]) : std::cos(in[i]);
+      });
+  return Status::success();
+}
+
 Status unsupported_dtype(const KernelContext& context, DType dtype) {
   return invalid(context, std::string("dtype ") + dtype_name(dtype) + " is not supported (float32, int32, int64)");
 }
@@ -310,6 +322,10 @@ EDGERT_REGISTER_OPERATOR("edgert::reciprocal", float_kernel<Function::Reciprocal
 EDGERT_OPERATOR_ATTRIBUTES("edgert::reciprocal");
 EDGERT_REGISTER_OPERATOR("edgert::erf", erf_kernel);
 EDGERT_OPERATOR_ATTRIBUTES("edgert::erf");
+EDGERT_REGISTER_OPERATOR("edgert::sin", trigonometric_kernel<true>);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::sin");
+EDGERT_REGISTER_OPERATOR("edgert::cos", trigonometric_kernel<false>);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::cos");
 EDGERT_REGISTER_OPERATOR("edgert::floor", float_kernel<Function::Floor>);
 EDGERT_OPERATOR_ATTRIBUTES("edgert::floor");
 EDGERT_REGISTER_OPERATOR("edgert::ceil", float_kernel<Function::Ceil>);

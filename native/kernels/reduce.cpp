@@ -1,5 +1,5 @@
 // Reductions (docs/operators.md): sum, mean, max, min, any and all over `axes`, argmax and
-// argmin along one axis or the flattened tensor. Each output is reduced by one thread in the
+// argmin along one axis or the flattened tensor, and cumsum along one axis. Each output is reduced by one thread in the
 // documented order; outputs are split across the thread pool, so results do not depend on
 // the pool's size. Float sums keep 8 interleaved float64 partial sums (element r of the
 // reduced run goes to partial r mod 8, the partials added in order 0..7, one rounding to
@@ -439,8 +439,63 @@ Status arg_kernel(KernelContext& context) {
   return Status::success();
 }
 
+// ---------------------------------------------------------------- cumsum
+
+// out[..., r, ...] = x[..., 0, ...] + ... + x[..., r, ...] along `axis`, in order. float32
+// accumulates in float64 and rounds each output once (as torch's CPU cumsum); integers wrap.
+template <class T, class Accumulator>
+void cumulative_sums(const Reduction& plan, T* out) {
+  const T* data = plan.data.data_as<T>();
+  const int64_t lines = plan.outer * plan.inner;
+  parallel_for(0, lines, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(plan.length, 1)),
+               [&](int64_t begin, int64_t end) {
+                 for (int64_t line = begin; line < end; ++line) {
+                   const int64_t o = line / plan.inner, i = line % plan.inner;
+                   const int64_t base = o * plan.length * plan.inner + i;
+                   Accumulator sum = 0;
+                   for (int64_t r = 0; r < plan.length; ++r) {
+                     const int64_t at = base + r * plan.inner;
+                     if constexpr (std::is_integral_v<T>) {
+                       sum = static_cast<Accumulator>(static_cast<uint64_t>(sum) + static_cast<uint64_t>(data[at]));
+                     } else {
+                       sum += static_cast<Accumulator>(data[at]);
+                     }
+                     out[at] = static_cast<T>(sum);
+                   }
+                 }
+               });
+}
+
+// Attribute `axis` (required): the running sum along it, the input's shape and dtype.
+Status cumsum_kernel(KernelContext& context) {
+  EDGERT_RETURN_IF_ERROR(check_arity(context, 1, 1));
+  const Tensor& x = *context.inputs[0];
+  const DType dtype = x.dtype();
+  if (dtype != DType::Float32 && dtype != DType::Int32 && dtype != DType::Int64) {
+    return unsupported(context, dtype, "float32, int32, int64");
+  }
+  if (!context.attributes || !context.attributes->has("axis")) return invalid(context, "attribute axis is required");
+  const int64_t* axis = std::get_if<int64_t>(&context.attributes->all().at("axis"));
+  if (!axis) return invalid(context, "attribute axis must be an int");
+  int64_t resolved = 0;
+  EDGERT_RETURN_IF_ERROR(resolve_axis(context, *axis, x.dim(), resolved));
+  std::vector<bool> reduced(static_cast<size_t>(x.dim()), false);
+  if (x.dim() > 0) reduced[static_cast<size_t>(resolved)] = true;
+  const Reduction plan = plan_reduction(x, reduced, true);
+  Tensor out = Tensor::uninitialized(dtype, x.shape());  // every element is written
+  switch (dtype) {
+    case DType::Float32: cumulative_sums<float, double>(plan, out.data_as<float>()); break;
+    case DType::Int32: cumulative_sums<int32_t, int32_t>(plan, out.data_as<int32_t>()); break;
+    default: cumulative_sums<int64_t, int64_t>(plan, out.data_as<int64_t>()); break;
+  }
+  (*context.outputs)[0] = std::move(out);
+  return Status::success();
+}
+
 }  // namespace
 
+EDGERT_REGISTER_OPERATOR("edgert::cumsum", cumsum_kernel);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::cumsum", {{"axis", AttributeKind::Int}});
 EDGERT_REGISTER_OPERATOR("edgert::sum", reduce_kernel<Kind::Sum>);
 EDGERT_OPERATOR_ATTRIBUTES("edgert::sum", {{"axes", AttributeKind::Ints}, {"keepdim", AttributeKind::Int}});
 EDGERT_REGISTER_OPERATOR("edgert::mean", reduce_kernel<Kind::Mean>);

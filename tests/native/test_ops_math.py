@@ -245,6 +245,42 @@ def test_erf_matches_float64(edgert: ModuleType) -> None:
     assert ulp_errors(one(edgert, "erf", [x]), reference).max() <= 1.0
 
 
+@pytest.mark.parametrize("op", ["sin", "cos"])
+def test_sin_and_cos_match_float64(edgert: ModuleType, op: str) -> None:
+    x = np.concatenate([SPECIAL, np.linspace(-100, 100, 20001, dtype=F32)])
+    function = getattr(math, op)
+    reference = np.array([function(v) if math.isfinite(v) else math.nan for v in x.astype(float)])
+    assert ulp_errors(one(edgert, op, [x]), reference).max() <= 1.0
+
+
+@pytest.mark.parametrize("dtype", NUMERIC)
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_cumsum_is_torchs_running_sum(edgert: ModuleType, dtype: type, axis: int) -> None:
+    """float32 sums in float64, rounded once per output (torch's CPU cumsum gives the same
+    bytes); integers wrap."""
+    torch = torch_module()
+    x = values((4, 37, 5), dtype, 3)
+    if dtype != F32:
+        x = (x % 1000).astype(dtype)
+    expected = torch.cumsum(torch.from_numpy(x), dim=axis).numpy().astype(dtype)
+    result = one(edgert, "cumsum", [x], {"axis": axis})
+    assert result.dtype == dtype and result.tobytes() == expected.tobytes()
+    long = values((3, 5000), dtype, 4) if dtype == F32 else x  # float64 sums of long runs
+    wanted = torch.cumsum(torch.from_numpy(long), dim=axis % long.ndim).numpy().astype(dtype)
+    assert one(edgert, "cumsum", [long], {"axis": axis % long.ndim}).tobytes() == wanted.tobytes()
+    big = np.array([2**62, 2**62, 2**62], np.int64)
+    assert one(edgert, "cumsum", [big], {"axis": 0})[-1] == np.int64(-(2**62))  # wraps
+
+
+def test_cumsum_takes_empty_and_rank_0_tensors_and_refuses_bool(edgert: ModuleType) -> None:
+    assert one(edgert, "cumsum", [np.zeros((2, 0), F32)], {"axis": 1}).shape == (2, 0)
+    assert one(edgert, "cumsum", [np.array(2.5, F32)], {"axis": 0}) == F32(2.5)
+    with pytest.raises(edgert.EdgertError, match="edgert::cumsum: dtype bool is not supported"):
+        one(edgert, "cumsum", [np.zeros(3, np.bool_)], {"axis": 0})
+    with pytest.raises(edgert.EdgertError, match="attribute axis is required"):
+        one(edgert, "cumsum", [np.zeros(3, F32)])
+
+
 UNARY_FLOAT = [
     "sigmoid",
     "tanh",
@@ -257,6 +293,8 @@ UNARY_FLOAT = [
     "rsqrt",
     "reciprocal",
     "erf",
+    "sin",
+    "cos",
     "floor",
     "ceil",
     "round",

@@ -5,11 +5,13 @@ front end cannot lower is refused in one line naming the ATen operator and the m
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 from tests.native.support import MLP_MODEL, NativeInstall
 from tests.native.torch_models import CASES, Case
@@ -151,28 +153,278 @@ def test_bundled_model_from_its_pytorch_definition(edgert: ModuleType) -> None:
     assert ours.tobytes() == theirs.tobytes()
 
 
+class LiftedTensors(torch.nn.Module):
+    """Every kind of tensor torch.export lifts out of a module: a parameter, a persistent
+    and a non-persistent buffer (Hugging Face models register their position ids, causal
+    masks and rotary frequencies so), a plain tensor attribute (a lifted constant), and a
+    Python number attribute (inlined)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(6, 6)
+        self.register_buffer("shift", torch.linspace(-1.0, 1.0, 6))
+        self.register_buffer("scale", torch.linspace(0.5, 2.0, 6), persistent=False)
+        self.table = torch.arange(6, dtype=torch.float32) / 10  # not registered
+        self.factor = 0.75
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (self.linear(x) + self.shift) * self.scale * self.factor - self.table
+
+
+def test_every_lifted_tensor_kind_is_a_constant(edgert: ModuleType) -> None:
+    from edgert.export import from_torch
+
+    model = LiftedTensors().eval()
+    with torch.no_grad():
+        exported = torch.export.export(model, (torch.randn(2, 6),))
+    persistent = {
+        s.target: s.persistent
+        for s in exported.graph_signature.input_specs
+        if s.persistent is not None
+    }
+    assert persistent == {"shift": True, "scale": False}  # what torch.export lifted
+    assert exported.constants  # the non-persistent buffer and the tensor attribute
+    data = from_torch(model, (torch.randn(2, 6),), dynamic_shapes=({0: torch.export.Dim("batch")},))
+    x = torch.randn(5, 6)
+    with torch.no_grad():
+        expected = model(x)
+    assert_matches_eager(edgert.load(data).run([x.numpy()]), expected)
+
+
+def test_a_failing_lowering_is_one_line_naming_the_node(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lowering that meets an operand it did not expect (here: a KeyError) is refused as
+    an ExportError naming the operator and the module, never a raw Python exception."""
+    from edgert._torch import operators
+    from edgert.export import UnsupportedOperatorError, from_torch
+
+    def broken(ctx: object, node: object, args: object) -> object:
+        raise KeyError("m.embeddings.position_ids")
+
+    monkeypatch.setitem(operators.LOWERINGS, torch.ops.aten.tanh.default, broken)
+    with pytest.raises(UnsupportedOperatorError) as raised:
+        from_torch(Nested2Tanh(), (torch.randn(2, 4),))
+    message = str(raised.value)
+    assert "\n" not in message
+    assert "aten.tanh.default" in message and "module 'block.1' (Tanh)" in message
+    assert "KeyError" in message and "position_ids" in message
+    assert raised.value.operator == "aten.tanh.default"
+
+
+class Nested2Tanh(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.block = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.block(x)
+
+
+class TwoInputs(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3, padding=1)
+        self.head = torch.nn.Linear(4 + 5, 3)
+
+    def forward(self, image: torch.Tensor, extra: torch.Tensor) -> torch.Tensor:
+        pooled = self.conv(image).mean(dim=(2, 3))
+        return self.head(torch.cat([pooled, extra], dim=1))
+
+
+@pytest.mark.parametrize("form", ["tuple", "dict"])
+def test_a_batch_1_example_exports_a_dynamic_batch(edgert: ModuleType, form: str) -> None:
+    """torch specialises a size-1 dimension ("Constraints violated (batch)"); from_torch
+    traces from the example repeated to batch 2 and checks on the caller's batch-1 example."""
+    from edgert.export import from_torch
+
+    batch = torch.export.Dim("batch")
+    dynamic: object = (
+        ({0: batch}, {0: batch}) if form == "tuple" else {"image": {0: batch}, "extra": {0: batch}}
+    )
+    model = TwoInputs().eval()
+    example = (torch.randn(1, 3, 8, 8), torch.randn(1, 5))
+    with pytest.raises(Exception, match="Constraints violated"):  # what torch does alone
+        torch.export.export(model, example, dynamic_shapes=dynamic)
+    program = edgert.load(from_torch(model, example, dynamic_shapes=dynamic))
+    assert [info.shape for info in program.input_info] == [(-1, 3, 8, 8), (-1, 5)]
+    for size in (1, 4):
+        inputs = (torch.randn(size, 3, 8, 8), torch.randn(size, 5))
+        with torch.no_grad():
+            expected = model(*inputs)
+        assert_matches_eager(program.run([t.numpy() for t in inputs]), expected)
+
+
+class ReshapeToTwoRows(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.reshape(2, 3)
+
+
+class BranchOnData(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x if x.sum() > 0 else -x
+
+
+def test_a_model_that_fixes_the_dynamic_dimension_is_refused_saying_so() -> None:
+    from edgert.export import ExportError, from_torch
+
+    with pytest.raises(ExportError) as raised:
+        from_torch(
+            ReshapeToTwoRows(), (torch.randn(1, 6),), dynamic_shapes=({0: torch.export.Dim("b")},)
+        )
+    message = str(raised.value)
+    assert "\n" not in message
+    assert "fixed size for a dimension dynamic_shapes names" in message
+    assert "repeated to size 2 along input 0 dim 0 (b)" in message
+
+
+def test_a_data_dependent_failure_is_not_blamed_on_the_batch_1_example() -> None:
+    """The widened trace fails, but so does the caller's own example traced statically: the
+    error is torch's data-dependent one, with no word about the dynamic dimension."""
+    from edgert.export import ExportError, from_torch
+
+    with pytest.raises(ExportError) as raised:
+        from_torch(
+            BranchOnData(), (torch.randn(1, 3),), dynamic_shapes=({0: torch.export.Dim("b")},)
+        )
+    message = str(raised.value)
+    assert "\n" not in message
+    assert "data-dependent" in message
+    assert "dynamic_shapes" not in message and "repeated" not in message
+
+
+class DocsModel(torch.nn.Module):
+    """Stands for the docs' ``MyModel``: a small classifier of 224x224 images."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.features = torch.nn.Sequential(
+            torch.nn.Conv2d(3, 8, 3, stride=4, padding=1),
+            torch.nn.BatchNorm2d(8),
+            torch.nn.ReLU(),
+            torch.nn.AdaptiveAvgPool2d(1),
+        )
+        self.classifier = torch.nn.Linear(8, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.classifier(torch.flatten(self.features(x), 1))
+
+
+def test_the_docs_export_example_runs_as_written(
+    edgert: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/bring-your-model.md's export block, executed as it is written there (a batch-1
+    example with a dynamic batch), with ``MyModel`` a small CNN."""
+    from tests import doc_blocks
+
+    (block,) = [
+        b
+        for b in doc_blocks.blocks()
+        if b.page == "docs/bring-your-model.md"
+        and b.reason.endswith("::test_the_docs_export_example_runs_as_written")
+    ]
+    monkeypatch.chdir(tmp_path)
+    namespace: dict[str, object] = {"MyModel": DocsModel}
+    exec(compile(block.code, block.name, "exec"), namespace)
+    (output,) = namespace["outputs"]  # type: ignore[misc]
+    assert output.shape == (1, 10)
+    program = edgert.load(tmp_path / "model.edgert")
+    assert program.input_info[0].shape == (-1, 3, 224, 224)
+    model = namespace["model"]
+    x = torch.randn(3, 3, 224, 224)
+    with torch.no_grad():
+        expected = model(x)  # type: ignore[operator]
+    assert_matches_eager(program.run([x.numpy()]), expected)
+
+
+class TransformerPatterns(torch.nn.Module):
+    """What Hugging Face transformers' code does with sizes known only at run time (the
+    batch and the sequence): buffers sliced to the sequence and expanded to the batch,
+    arange/zeros/ones/full/new_* of those sizes, a causal mask from tril and comparisons
+    combined with a padding mask, a mask picked with two index tensors (a vmap over the
+    batch), a rotary table from cos/sin, rotate-half by slicing and cat, masked_fill,
+    attention with a mask and with is_causal, views that split heads, cumsum."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = torch.nn.Linear(8, 8)
+        self.register_buffer("position_ids", torch.arange(32).expand(1, -1), persistent=False)
+        frequencies = 1.0 / (10000 ** (torch.arange(0, 4, 2).float() / 4))
+        self.register_buffer("inv_freq", frequencies, persistent=False)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        b, s, _ = x.shape
+        positions = self.position_ids[:, :s].expand(b, s)
+        counts = torch.arange(s).unsqueeze(0) + torch.zeros(b, s, dtype=torch.long)
+        causal = torch.ones(s, s, dtype=torch.bool).tril()
+        causal = causal[None, None] & mask[:, None, None, :].bool()
+        later = torch.arange(s)[None, :] > torch.arange(s)[:, None]
+        picked = mask.bool()[torch.arange(b)[:, None], torch.arange(s)]
+        q = self.proj(x).view(b, s, 2, 4).transpose(1, 2)
+        frequencies = positions[:, :, None].float() * self.inv_freq
+        table = torch.cat([frequencies, frequencies], -1)[:, None]
+        rotated = torch.cat([-q[..., 2:], q[..., :2]], -1)
+        q = q * table.cos() + rotated * table.sin()
+        masked = F.scaled_dot_product_attention(q, q, q, attn_mask=causal)
+        ordered = F.scaled_dot_product_attention(q, q, q, is_causal=True)
+        scores = (q @ q.transpose(-1, -2)).masked_fill(later, float("-inf")).softmax(-1)
+        filled = x.masked_fill(~picked[..., None], -1.0)
+        extra = (
+            x.new_zeros(b, s, 1)
+            + x.new_ones(b, 1, 1)
+            + torch.full((b, s, 1), 2.0)
+            + torch.cumsum(x, 1)
+            + counts[..., None]
+            + positions[..., None]
+        )
+        heads = (masked + ordered + scores @ q).transpose(1, 2).reshape(b, s, 8)
+        return heads + filled + extra
+
+
+def test_transformer_patterns_with_a_dynamic_batch_and_sequence(edgert: ModuleType) -> None:
+    from edgert.export import from_torch, read_program
+
+    model = TransformerPatterns().eval()
+    batch, sequence = torch.export.Dim("batch"), torch.export.Dim("sequence", max=32)
+    x = torch.randn(2, 5, 8)
+    mask = torch.ones(2, 5, dtype=torch.long)
+    mask[1, 3:] = 0
+    data = from_torch(
+        model, (x, mask), dynamic_shapes=({0: batch, 1: sequence}, {0: batch, 1: sequence})
+    )
+    ops = {node.op for node in read_program(data).nodes}
+    assert {"edgert::cumsum", "edgert::cos", "edgert::sin", "edgert::index_select"} <= ops
+    program = edgert.load(data)
+    assert [info.shape for info in program.input_info] == [(-1, -1, 8), (-1, -1)]
+    for size, length in ((1, 7), (3, 5), (4, 2)):
+        x = torch.randn(size, length, 8)
+        mask = torch.ones(size, length, dtype=torch.long)
+        mask[0, length // 2 :] = 0
+        with torch.no_grad():
+            expected = model(x, mask)
+        assert_matches_eager(program.run([x.numpy(), mask.numpy()]), expected)
+
+
 # ---------------------------------------------------------------------------- refusals
 
 
-class CumulativeSum(torch.nn.Module):
+class CumulativeProduct(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.inner = torch.nn.Sequential(torch.nn.Linear(4, 4))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.cumsum(self.inner(x), dim=-1)
+        return torch.cumprod(self.inner(x), dim=-1)
 
 
 def test_an_unsupported_operator_is_one_line_naming_it(edgert: ModuleType) -> None:
     from edgert.export import UnsupportedOperatorError, from_torch
 
     with pytest.raises(UnsupportedOperatorError) as raised:
-        from_torch(CumulativeSum(), (torch.randn(2, 4),))
+        from_torch(CumulativeProduct(), (torch.randn(2, 4),))
     message = str(raised.value)
     assert "\n" not in message
-    assert "aten.cumsum.default" in message and "CumulativeSum" in message
+    assert "aten.cumprod.default" in message and "CumulativeProduct" in message
     assert "bring-your-model.md" in message
-    assert raised.value.operator == "aten.cumsum.default"
+    assert raised.value.operator == "aten.cumprod.default"
     assert isinstance(raised.value, edgert.ExportError) and isinstance(
         raised.value, edgert.EdgertError
     )
@@ -181,7 +433,7 @@ def test_an_unsupported_operator_is_one_line_naming_it(edgert: ModuleType) -> No
 class Nested(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()
-        self.block = torch.nn.Sequential(torch.nn.Linear(4, 4), CumulativeSum())
+        self.block = torch.nn.Sequential(torch.nn.Linear(4, 4), CumulativeProduct())
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.block(x)
@@ -193,7 +445,7 @@ def test_the_module_path_is_named() -> None:
     with pytest.raises(UnsupportedOperatorError) as raised:
         from_torch(Nested(), (torch.randn(2, 4),))
     assert raised.value.module == "block.1"
-    assert "module 'block.1' (CumulativeSum)" in str(raised.value)
+    assert "module 'block.1' (CumulativeProduct)" in str(raised.value)
 
 
 def test_float64_is_refused_not_approximated() -> None:

@@ -12,6 +12,7 @@ Only this package imports torch, and only when it is called."""
 from __future__ import annotations
 
 import contextlib
+import inspect
 import operator
 import warnings
 from collections.abc import Iterator, Sequence
@@ -72,8 +73,16 @@ def from_torch(
             raise ExportError(
                 f"torch could not decompose the exported program: {_first_line(error)}"
             ) from None
-    program = prune(fuse_activations(fold_batch_norm(_lower(decomposed))))
-    data = write_program(program)
+    lowered = _lower(decomposed)
+    try:
+        data = write_program(prune(fuse_activations(fold_batch_norm(lowered))))
+    except ExportError:
+        raise
+    except Exception as error:  # a pass met a program it did not expect
+        raise ExportError(
+            f"edgert could not finish the lowered program ({type(error).__name__}: "
+            f"{_first_line(error)}) (fix: report the model with this message)"
+        ) from None
     if check and example is not None:
         _check_against_eager(data, exported, example)
     return data
@@ -111,16 +120,104 @@ def _export(
         raise TypeError("from_torch(module, args): pass example inputs, e.g. (torch.randn(1, 16),)")
     arguments = tuple(args) if isinstance(args, (tuple, list)) else (args,)
     model.eval()
+    traced, widened = _widened(model, arguments, dynamic_shapes)
     try:
         with torch.no_grad():
-            exported = torch.export.export(model, arguments, dynamic_shapes=dynamic_shapes)
+            exported = torch.export.export(model, traced, dynamic_shapes=dynamic_shapes)
     except Exception as error:  # torch.export's refusal (data-dependent control flow, ...)
-        raise ExportError(
-            f"torch.export could not capture the model: {_first_line(error)} "
+        raise _capture_error(model, arguments, widened, error) from None
+    return exported, (arguments, {})
+
+
+def _capture_error(
+    model: torch.nn.Module, arguments: tuple[Any, ...], widened: list[str], error: Exception
+) -> ExportError:
+    """The one-line refusal for a model torch.export could not capture. When the example was
+    widened, the model is traced once more as the caller gave it, all static: if that fails
+    too, the cause is not the dynamic dimension and torch's own message for it is given."""
+    text = _first_line(error)
+    fixed = "Constraints violated" in text
+    if widened:
+        try:
+            with torch.no_grad():
+                torch.export.export(model, arguments)
+        except Exception as static_error:
+            text, fixed = _first_line(static_error), False
+        else:
+            fixed = True
+    if not fixed:
+        return ExportError(
+            f"torch.export could not capture the model: {text} "
             "(fix: make the model traceable by torch.export; see its docs on "
             "data-dependent control flow)"
-        ) from None
-    return exported, (arguments, {})
+        )
+    traced_from = (
+        f"; traced from the example repeated to size 2 along {', '.join(widened)}, as torch "
+        "specialises a dimension of size 1"
+        if widened
+        else ""
+    )
+    return ExportError(
+        f"torch.export could not capture the model with the dynamic dimensions asked for: "
+        f"{text} (the model computes with a fixed size for a dimension dynamic_shapes names"
+        f"{traced_from}; fix: leave that dimension out of dynamic_shapes, or remove what fixes "
+        'its size, e.g. a reshape to a literal batch size; TORCH_LOGS="+dynamic" says where)'
+    )
+
+
+def _is_dynamic(spec: object) -> bool:
+    """Whether a dynamic_shapes entry for one dimension asks for a run-time size."""
+    from torch.export.dynamic_shapes import _DimHint, _StaticDim
+
+    if isinstance(spec, _StaticDim):
+        return False
+    if isinstance(spec, torch.export.Dim):
+        return True
+    return isinstance(spec, _DimHint) and spec == torch.export.Dim.DYNAMIC
+
+
+def _widened(
+    model: torch.nn.Module, arguments: tuple[Any, ...], dynamic_shapes: Any
+) -> tuple[tuple[Any, ...], list[str]]:
+    """The example to trace: torch.export specialises every dimension of size 1, so a
+    dimension that ``dynamic_shapes`` names and the example gives size 1 (a batch-1 example
+    with a dynamic batch) is widened to 2 by repeating the example along it. The check
+    against eager still runs on the caller's own example. Returns the arguments to trace
+    and the dimensions widened (``"input 0 dim 0 (batch)"``)."""
+    if dynamic_shapes is None:
+        return arguments, []
+    specs: list[Any]
+    if isinstance(dynamic_shapes, dict):
+        try:
+            bound = inspect.signature(model.forward).bind(*arguments)
+        except (TypeError, ValueError):
+            return arguments, []
+        names = list(bound.arguments)
+        specs = [dynamic_shapes.get(name) for name in names[: len(arguments)]]
+    elif isinstance(dynamic_shapes, (tuple, list)):
+        specs = list(dynamic_shapes)
+    else:
+        return arguments, []
+    traced = list(arguments)
+    widened: list[str] = []
+    for position, (argument, spec) in enumerate(zip(arguments, specs, strict=False)):
+        if not isinstance(argument, torch.Tensor) or spec is None:
+            continue
+        per_dim = (
+            dict(spec)
+            if isinstance(spec, dict)
+            else dict(enumerate(spec))
+            if isinstance(spec, (tuple, list))
+            else {}
+        )
+        for dim, named in per_dim.items():
+            if not isinstance(dim, int) or not -argument.dim() <= dim < argument.dim():
+                continue
+            if argument.shape[dim] == 1 and _is_dynamic(named):
+                traced[position] = torch.cat([traced[position]] * 2, dim=dim)
+                label = getattr(named, "__name__", None) or str(named)
+                widened.append(f"input {position} dim {dim % argument.dim()} ({label})")
+    return tuple(traced), widened
 
 
 # ---------------------------------------------------------------------------- lowering
@@ -135,10 +232,10 @@ def _lower(exported: ExportedProgram) -> ProgramDef:
         environment[node] = _placeholder(context, exported, node, spec)
     for node in graph.nodes:
         if node.op == "call_function":
-            environment[node] = _call(context, environment, node)
+            environment[node] = _guarded(node, _call, context, environment, node)
             _remember_sizes(context, node, environment[node])
         elif node.op == "output":
-            _outputs(context, exported, node, environment)
+            _guarded(node, _outputs, context, exported, node, environment)
         elif node.op != "placeholder":
             raise refuse(
                 node,
@@ -148,17 +245,43 @@ def _lower(exported: ExportedProgram) -> ProgramDef:
     return context.builder.program
 
 
+_LIFTED = {
+    InputKind.PARAMETER: "parameter",
+    InputKind.BUFFER: "buffer",
+    InputKind.CONSTANT_TENSOR: "tensor constant",
+}
+
+
+def _guarded(node: torch.fx.Node, lower: Any, *args: Any) -> Any:
+    """``lower(*args)`` with any failure that is not already an ExportError (a KeyError,
+    TypeError... from an operand the lowering did not expect) refused in one line naming
+    the node being lowered and its operator."""
+    try:
+        return lower(*args)
+    except ExportError:
+        raise
+    except Exception as error:
+        raise refuse(
+            node,
+            f"the front end failed on it ({type(error).__name__}: {_first_line(error)})",
+            "report the model with this message; export the part before it meanwhile",
+        ) from None
+
+
 def _placeholder(
     context: Lowering, exported: ExportedProgram, node: torch.fx.Node, spec: Any
 ) -> object:
-    if spec.kind in (InputKind.PARAMETER, InputKind.BUFFER):
-        return exported.state_dict[spec.target].detach()
-    if spec.kind == InputKind.CONSTANT_TENSOR:
-        return exported.constants[spec.target].detach()
+    if spec.kind in _LIFTED:
+        return _lifted(exported, node, spec)
     if spec.kind != InputKind.USER_INPUT:
+        what = {
+            InputKind.CUSTOM_OBJ: "a custom (TorchScript) object",
+            InputKind.TOKEN: "an effect token (an operator with side effects)",
+        }.get(spec.kind, f"a {spec.kind.name.lower()} input")
         raise ExportError(
-            f"the model takes a {spec.kind.name.lower()} input ({node.name}); "
-            "edgert programs take tensors only"
+            f"cannot export the model's input '{node.name}' ({spec.target or 'no target'}): "
+            f"it is {what}, and edgert programs take tensors only (fix: keep it out of "
+            "the exported module, or hold it as a tensor attribute)"
         )
     fake = node.meta.get("val")
     if not isinstance(fake, torch.Tensor):
@@ -175,14 +298,40 @@ def _placeholder(
         )
     shape = shape_of_meta(fake)
     index = context.builder.input(DTYPES[fake.dtype], [-1 if d is None else d for d in shape])
-    context.symbolic_sizes[index] = tuple(fake.shape)
-    return Value(index, fake.dtype, shape)
+    made = Value(index, fake.dtype, shape)
+    context.remember(made, tuple(fake.shape))
+    return made
+
+
+def _lifted(exported: ExportedProgram, node: torch.fx.Node, spec: Any) -> torch.Tensor:
+    """A tensor torch.export lifted out of the module: a parameter or persistent buffer
+    (``state_dict``), or a non-persistent buffer or tensor constant (``constants``)."""
+    kind = _LIFTED[spec.kind]
+    if spec.kind == InputKind.BUFFER and getattr(spec, "persistent", True) is False:
+        kind = "non-persistent buffer"
+    found: object = None
+    for table in (exported.state_dict, exported.constants):
+        if spec.target in table:
+            found = table[spec.target]
+            break
+    if found is None:
+        raise ExportError(
+            f"cannot export the model's {kind} '{spec.target}' ({node.name}): torch.export "
+            "lifted it, but the exported program holds no value for it (fix: register it "
+            "as a parameter or buffer of the module)"
+        )
+    if not isinstance(found, torch.Tensor):
+        raise ExportError(
+            f"cannot export the model's {kind} '{spec.target}' ({node.name}): it is a "
+            f"{type(found).__name__}, not a tensor (fix: hold it as a tensor)"
+        )
+    return found.detach()
 
 
 def _remember_sizes(context: Lowering, node: torch.fx.Node, item: object) -> None:
     fake = node.meta.get("val")
     if isinstance(item, Value) and isinstance(fake, torch.Tensor):
-        context.symbolic_sizes.setdefault(item.index, tuple(fake.shape))
+        context.remember(item, tuple(fake.shape))
 
 
 def _items(item: object, environment: dict[torch.fx.Node, object]) -> Any:

@@ -35,6 +35,11 @@ DTYPES: dict[torch.dtype, str] = {
     torch.bool: "bool",
 }
 FLOAT = torch.float32
+MERGED_REASON = (
+    "it reads a view that merges dimensions known only at run time into one beside another "
+    "such dimension, which only a batched product or a view back can read"
+)
+MERGED_FIX = "keep one of those dimensions static in dynamic_shapes"
 INT64_MAX = 2**63 - 1
 
 
@@ -56,6 +61,18 @@ class Missing:
     """An output of an ATen operator that the program does not compute, and why."""
 
     what: str
+
+
+@dataclass(frozen=True)
+class Merged:
+    """A view that merges the leading ``count`` dimensions of ``source`` into one when sizes
+    known only at run time are both among them and after them ([B, H, S, E] to [B·H, S, E]):
+    no reshape can write it, so it is not made. A batched product of two such views is
+    computed on their sources, and a view back to the source's sizes is the source; anything
+    else reading it is refused."""
+
+    source: Value
+    count: int
 
 
 def is_symbolic(item: object) -> bool:
@@ -159,6 +176,20 @@ class Lowering:
         self.node: torch.fx.Node | None = None  # the node being lowered, for errors
         # Value index -> its sizes as torch.export traced them (symbolic ones included).
         self.symbolic_sizes: dict[int, tuple[object, ...]] = {}
+        # A size known only at run time (its expression) -> the first value that has it,
+        # and where: what a tensor of that size is made from (``extent``).
+        self._size_sources: dict[object, tuple[Value, int]] = {}
+        self._extents: dict[tuple[object, torch.dtype], Value] = {}
+        # A [B·S, K] value (its index) made by merging the leading dimensions of a value with
+        # several run-time sizes -> that value: a reshape back to [B, S, K] returns it.
+        self.flattened: dict[int, Value] = {}
+
+    def remember(self, item: Value, sizes: tuple[object, ...]) -> None:
+        """Records the sizes torch.export traced for a value (symbolic ones included)."""
+        self.symbolic_sizes.setdefault(item.index, sizes)
+        for axis, size in enumerate(sizes):
+            if is_symbolic(size):
+                self._size_sources.setdefault(size.node.expr, (item, axis))  # type: ignore[attr-defined]
 
     # ------------------------------------------------------------------ errors
 
@@ -254,6 +285,8 @@ class Lowering:
             )
         if isinstance(item, torch.SymInt):
             return self.index(int(item), dtype)
+        if isinstance(item, Merged):
+            raise self.refuse(MERGED_REASON, MERGED_FIX)
         raise self.refuse(f"an operand is {type(item).__name__}, not a tensor")
 
     def emit(
@@ -298,6 +331,102 @@ class Lowering:
             wired.append(None if item is None else self.index(item, wanted))
         return wired
 
+    def extent(self, size: object, dtype: torch.dtype) -> Value:
+        """A rank-1 tensor of ``size`` zeros (false for bool) of ``dtype``, where ``size`` is
+        known only at run time: the dimension of the first value that has that size, the
+        other dimensions sliced to one element. Tensors of run-time sizes (``full``, an
+        ``expand`` to the batch) are broadcast against it."""
+        expression = size.node.expr  # type: ignore[attr-defined]
+        made = self._extents.get((expression, dtype))
+        if made is not None:
+            return made
+        found = self._size_sources.get(expression)
+        if found is None:
+            raise self.refuse(
+                f"it makes a tensor of a size known only at run time ({expression}) that no "
+                "input or earlier value of the program has",
+                "derive that size from an input's dimension, or keep it static",
+            )
+        current, axis = found
+        for other in range(current.rank):
+            if other != axis and current.shape[other] != 1:
+                shape = list(current.shape)
+                shape[other] = 1
+                current = self.emit(
+                    "edgert::slice",
+                    [current],
+                    {"axis": other, "start": 0, "end": 1, "step": 1},
+                    dtype=current.dtype,
+                    shape=shape,
+                )
+        if current.rank != 1:
+            current = self.emit(
+                "edgert::reshape", [current], {"shape": [-1]}, dtype=current.dtype, shape=(None,)
+            )
+        made = self.emit(
+            "edgert::full_like",
+            [current],
+            {"value": 0.0, "dtype": self.edgert_dtype(dtype)},
+            dtype=dtype,
+            shape=(None,),
+        )
+        self._extents[(expression, dtype)] = made
+        return made
+
+    def broadcast_to(self, item: object, sizes: Sequence[object]) -> Value:
+        """``item`` broadcast to ``sizes``, some of them known only at run time: each such
+        size where ``item`` has none (or 1) comes from an ``extent`` through ``where``,
+        which broadcasts its operands (so any dtype)."""
+        source = item if isinstance(item, Value) else None
+        if source is None:
+            source = Value(self.index(item), self.dtype_of(item), tuple(_shape_of(item)))
+        rank = len(sizes)
+        shape: list[int | None] = [None] * rank
+        offset = rank - source.rank
+        for position, size in enumerate(sizes):
+            inner = position - offset
+            fixed = static_int(size)
+            if inner >= 0 and source.shape[inner] != 1:
+                shape[position] = source.shape[inner]
+            else:
+                shape[position] = fixed if fixed is not None else 1
+        result = source
+        current = [1] * offset + list(source.shape)
+        for position, size in enumerate(sizes):
+            fixed = static_int(size)
+            if fixed is not None or current[position] != 1:
+                continue
+            extent = self.extent(size, torch.bool)
+            layout = [1] * rank
+            layout[position] = -1
+            condition = self.emit(
+                "edgert::reshape",
+                [extent],
+                {"shape": layout},
+                dtype=torch.bool,
+                shape=[None if d == position else 1 for d in range(rank)],
+            )
+            current[position] = None
+            result = self.emit(
+                "edgert::where",
+                [condition, result, result],
+                dtype=source.dtype,
+                shape=[None if current[d] is None else shape[d] for d in range(rank)],
+            )
+        if any(
+            static_int(size) is not None and result_size != static_int(size)
+            for size, result_size in zip(sizes, _padded(result.shape, rank), strict=True)
+        ):
+            target = [static_int(size) if static_int(size) is not None else -1 for size in sizes]
+            result = self.emit(
+                "edgert::expand",
+                [result],
+                {"shape": target},
+                dtype=source.dtype,
+                shape=[static_int(size) for size in sizes],
+            )
+        return result
+
     def cast(self, item: object, dtype: torch.dtype) -> Value:
         """``item`` converted to ``dtype`` (a run-time cast node)."""
         if isinstance(item, Value):
@@ -313,6 +442,14 @@ class Lowering:
         raise self.refuse("a cast of a non-tensor")  # constants are converted in index()
 
 
+def _shape_of(item: object) -> tuple[int, ...]:
+    return tuple(item.shape) if isinstance(item, torch.Tensor) else ()
+
+
+def _padded(shape: Sequence[int | None], rank: int) -> list[int | None]:
+    return [1] * (rank - len(shape)) + list(shape)
+
+
 def flatten_items(item: object) -> Iterator[object]:
     """Every leaf of nested tuples/lists of items."""
     if isinstance(item, (tuple, list)):
@@ -325,5 +462,6 @@ def flatten_items(item: object) -> Iterator[object]:
 def contains_runtime(item: object) -> bool:
     """Whether an argument holds a run-time value or a symbolic size (cannot be folded)."""
     return any(
-        isinstance(leaf, (Value, Missing)) or is_symbolic(leaf) for leaf in flatten_items(item)
+        isinstance(leaf, (Value, Missing, Merged)) or is_symbolic(leaf)
+        for leaf in flatten_items(item)
     )

@@ -16,7 +16,10 @@ import torch
 from edgert._torch.context import (
     FLOAT,
     INT64_MAX,
+    MERGED_FIX,
+    MERGED_REASON,
     Lowering,
+    Merged,
     Missing,
     Value,
     same_size,
@@ -97,6 +100,8 @@ def value(ctx: Lowering, item: object, what: str = "input") -> Value:
         return Value(ctx.constant(item), dtype, tuple(item.shape))
     if isinstance(item, Missing):
         raise ctx.refuse(f"it reads {item.what}, which the program does not compute")
+    if isinstance(item, Merged):
+        raise ctx.refuse(MERGED_REASON, MERGED_FIX)
     raise ctx.refuse(f"its {what} is {type(item).__name__}, not a tensor")
 
 
@@ -225,6 +230,8 @@ for _name, _op in (
     ("neg", "neg"),
     ("reciprocal", "reciprocal"),
     ("erf", "erf"),
+    ("sin", "sin"),
+    ("cos", "cos"),
     ("floor", "floor"),
     ("ceil", "ceil"),
     ("silu", "silu"),
@@ -455,18 +462,107 @@ def _meta_size(ctx: Lowering, source: Value, position: int) -> object:
     aten._unsafe_view.default,
     aten.reshape.default,
     aten.view_copy.default,
-    to="edgert::reshape",
+    to="edgert::reshape, edgert::squeeze, edgert::unsqueeze",
 )
 def _view(ctx: Lowering, node: torch.fx.Node, args: Args) -> object:
+    if isinstance(args["self"], Merged):
+        merged = args["self"]
+        if _same_sizes(ctx, merged.source, list(args["size"])):
+            return merged.source
+        raise ctx.refuse(MERGED_REASON, MERGED_FIX)
     source = value(ctx, args["self"])
     dtype, shape = meta(node)
     if None not in shape and shape == source.shape:
         return source
-    target, keep = _target_shape(ctx, source, args["size"])
+    sizes = list(args["size"])
+    inserted = _ones_moved(ctx, node, source, sizes)
+    if inserted is not None:
+        return inserted
+    unflattened = ctx.flattened.get(source.index)
+    if unflattened is not None and _same_sizes(ctx, unflattened, sizes):
+        return unflattened  # [B·S, N] back to the [B, S, N] it was computed from
+    merging = _merged_leading(ctx, source, sizes)
+    if merging:
+        return Merged(source, merging)
+    target, keep = _target_shape(ctx, source, sizes)
     attributes: dict[str, Any] = {"shape": target}
     if keep:
         attributes["keep"] = keep
-    return like(ctx, node, "edgert::reshape", [source], attributes)
+    result = like(ctx, node, "edgert::reshape", [source], attributes)
+    if (
+        len(sizes) == 2
+        and source.rank > 2
+        and sum(d is None for d in source.shape[:-1]) > 1
+        and same_size(sizes[1], _meta_size(ctx, source, source.rank - 1))
+    ):
+        # Leading dimensions, two or more of them known only at run time, merged into one:
+        # [B, S, K] to [B·S, K]. The reshape back cannot be written with run-time sizes, so
+        # the product that follows is computed on the unmerged value (_product).
+        ctx.flattened[result.index] = source
+    return result
+
+
+def _merged_leading(ctx: Lowering, source: Value, sizes: Sequence[object]) -> int:
+    """How many leading dimensions of ``source`` the view to ``sizes`` merges into one when
+    one of them is known only at run time and the rest stay as they are, a run-time size
+    among them (a reshape cannot write such a view: two sizes to infer); 0 otherwise."""
+    had = ctx.symbolic_sizes.get(source.index)
+    if had is None or len(sizes) < 2 or len(sizes) > len(had):
+        return 0
+    count = len(had) - len(sizes) + 1
+    rest_same = all(same_size(a, b) for a, b in zip(had[count:], sizes[1:], strict=True))
+    leading_dynamic = sum(static_int(size) is None for size in had[:count])
+    rest_dynamic = any(static_int(size) is None for size in sizes[1:])
+    if count < 2 or not rest_same or leading_dynamic < 1 or not rest_dynamic:
+        return 0
+    return count
+
+
+def _same_sizes(ctx: Lowering, item: Value, sizes: Sequence[object]) -> bool:
+    had = ctx.symbolic_sizes.get(item.index)
+    return (
+        had is not None
+        and len(had) == len(sizes)
+        and all(same_size(a, b) for a, b in zip(had, sizes, strict=True))
+    )
+
+
+def _ones_moved(
+    ctx: Lowering, node: torch.fx.Node, source: Value, sizes: list[object]
+) -> Value | None:
+    """A view that only removes and inserts dimensions of size 1 around dimensions known only
+    at run time ([B, S] to [B, 1, S]): a squeeze then unsqueezes, which need no sizes. None
+    for any other view (and for one without two run-time dimensions: reshape takes it)."""
+    if sum(static_int(size) is None for size in sizes) < 2:
+        return None
+    had = ctx.symbolic_sizes.get(source.index)
+    if had is None:
+        return None
+    kept_source = [(axis, size) for axis, size in enumerate(had) if static_int(size) != 1]
+    kept_target = [(axis, size) for axis, size in enumerate(sizes) if static_int(size) != 1]
+    if len(kept_source) != len(kept_target) or not all(
+        same_size(a, b) for (_, a), (_, b) in zip(kept_source, kept_target, strict=True)
+    ):
+        return None
+    dtype, shape = meta(node)
+    current = source
+    ones = [axis for axis, size in enumerate(had) if static_int(size) == 1]
+    if ones:
+        current = ctx.emit(
+            "edgert::squeeze",
+            [current],
+            {"axes": ones},
+            dtype=dtype,
+            shape=[d for axis, d in enumerate(source.shape) if axis not in ones],
+        )
+    for axis, size in enumerate(sizes):
+        if static_int(size) == 1:
+            grown = list(current.shape)
+            grown.insert(axis, 1)
+            current = ctx.emit(
+                "edgert::unsqueeze", [current], {"axis": axis}, dtype=dtype, shape=grown
+            )
+    return current
 
 
 @lowers(aten.permute.default, aten.permute_copy.default, to="edgert::transpose")
@@ -505,11 +601,8 @@ def _expand(ctx: Lowering, node: torch.fx.Node, args: Args) -> object:
             shape.append(-1 if inner >= 0 and fixed == source.shape[inner] else fixed)
         elif inner >= 0 and same_size(size, _meta_size(ctx, source, inner)):
             shape.append(-1)
-        else:
-            raise ctx.refuse(
-                "it expands to a size known only at run time that is not the input's own",
-                "expand to static sizes",
-            )
+        else:  # a run-time size the input does not have (a constant expanded to the batch)
+            return ctx.broadcast_to(source, sizes)
     if offset == 0 and all(size == -1 for size in shape):
         return source
     return like(ctx, node, "edgert::expand", [source], {"shape": shape})
@@ -550,7 +643,7 @@ def _slice_bound(ctx: Lowering, item: object, size: int | None, default: int) ->
     raise ctx.refuse("it slices at a position known only at run time", "slice at static positions")
 
 
-@lowers(aten.slice.Tensor, aten.slice_copy.Tensor, to="edgert::slice")
+@lowers(aten.slice.Tensor, aten.slice_copy.Tensor, to="edgert::slice, edgert::index_select")
 def _slice(ctx: Lowering, node: torch.fx.Node, args: Args) -> object:
     source = value(ctx, args["self"])
     axis = axes_of(args.get("dim", 0), source.rank)[0]
@@ -562,9 +655,16 @@ def _slice(ctx: Lowering, node: torch.fx.Node, args: Args) -> object:
         and same_size(end_item, _meta_size(ctx, source, axis))
     ):
         end_item = None
+    step = int(args.get("step") or 1)
+    if end_item is not None and static_int(end_item) is None:
+        start_at = static_int(args.get("start") or 0)
+        if step == 1 and start_at is not None and start_at >= 0:
+            # x[start:n] for a run-time n that is not x's size (a buffer cut to the length
+            # of the input): the rows start..n-1 picked by index.
+            positions = _counting(ctx, end_item, start_at)
+            return like(ctx, node, "edgert::index_select", [source, positions], {"axis": axis})
     start = _slice_bound(ctx, args.get("start"), size, 0)
     end = _slice_bound(ctx, end_item, size, INT64_MAX)
-    step = int(args.get("step") or 1)
     if start == 0 and step == 1 and (end == INT64_MAX or (size is not None and end >= size)):
         return source
     return like(
@@ -685,9 +785,103 @@ def _full_like(fill: float | None) -> Lower:
     return lower
 
 
+def _new_tensor(fill: float | None) -> Lower:
+    """full/zeros/ones/empty (and their new_* forms) of a size known only at run time: a
+    constant of the static sizes broadcast against the run-time ones (``extent``)."""
+
+    def lower(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
+        dtype, _ = meta(node)
+        sizes = list(args["size"])
+        amount = fill if fill is not None else args["fill_value"]
+        if (
+            isinstance(amount, (Value, torch.Tensor))
+            or static_int(amount) is None
+            and not (isinstance(amount, (int, float, bool)))
+        ):
+            raise ctx.refuse("a fill value known only at run time", "fill with a constant")
+        static = [static_int(size) for size in sizes]
+        constant = torch.full([1 if s is None else s for s in static], amount, dtype=dtype)
+        ctx.edgert_dtype(dtype)
+        return ctx.broadcast_to(constant, sizes)
+
+    return lower
+
+
+lowers(aten.full.default, aten.new_full.default, to="edgert::full_like, edgert::where")(
+    _new_tensor(None)
+)
+lowers(
+    aten.zeros.default,
+    aten.new_zeros.default,
+    aten.empty.memory_format,
+    aten.new_empty.default,
+    to="edgert::full_like, edgert::where",
+)(_new_tensor(0.0))
+lowers(aten.ones.default, aten.new_ones.default, to="edgert::full_like, edgert::where")(
+    _new_tensor(1.0)
+)
 lowers(aten.full_like.default, to="edgert::full_like")(_full_like(None))
 lowers(aten.zeros_like.default, to="edgert::full_like")(_full_like(0.0))
 lowers(aten.ones_like.default, to="edgert::full_like")(_full_like(1.0))
+
+
+@lowers(aten.cumsum.default, to="edgert::cumsum")
+def _cumsum(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
+    dtype, _ = meta(node)
+    source = value(ctx, args["self"])
+    axis = axes_of(args["dim"], max(source.rank, 1))[0]
+    return like(ctx, node, "edgert::cumsum", [source], {"axis": axis}, input_dtypes=[dtype])
+
+
+@lowers(
+    aten.arange.default,
+    aten.arange.start,
+    aten.arange.start_step,
+    to="edgert::full_like, edgert::cumsum, edgert::add",
+)
+def _arange(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
+    """arange up to a size known only at run time (a static one is folded): the running sum
+    of ones over the extent of that size, from ``start``."""
+    dtype, shape = meta(node)
+    end = args["end"]
+    start = static_int(args.get("start") or 0)
+    step = static_int(args.get("step") or 1)
+    if start is None or step != 1 or start < 0 or static_int(end) is not None:
+        raise ctx.refuse(
+            "arange with a start or step known only at run time, or a step other than 1",
+            "count from a constant start in steps of 1",
+        )
+    counted = _counting(ctx, end, start)
+    return ctx.cast(counted, dtype) if counted.dtype != dtype else counted
+
+
+def _counting(ctx: Lowering, end: object, start: int) -> Value:
+    """int64 ``start, start + 1, ..., end - 1`` for an ``end`` known only at run time."""
+    ones = ctx.emit(
+        "edgert::full_like",
+        [ctx.extent(end, torch.int64)],
+        {"value": 1.0, "dtype": "int64"},
+        dtype=torch.int64,
+        shape=(None,),
+    )
+    if start:
+        ones = ctx.emit(
+            "edgert::slice",
+            [ones],
+            {"axis": 0, "start": start, "end": INT64_MAX, "step": 1},
+            dtype=torch.int64,
+            shape=(None,),
+        )
+    counted = ctx.emit("edgert::cumsum", [ones], {"axis": 0}, dtype=torch.int64, shape=(None,))
+    if start == 1:
+        return counted
+    return ctx.emit(
+        "edgert::add",
+        [counted, start - 1],
+        dtype=torch.int64,
+        shape=(None,),
+        input_dtypes=[torch.int64, torch.int64],
+    )
 
 
 # ---------------------------------------------------------------------------- indexing
@@ -724,12 +918,14 @@ def _gather(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
     )
 
 
-@lowers(aten.index.Tensor, to="edgert::embedding, edgert::index_select")
+@lowers(aten.index.Tensor, to="edgert::embedding, edgert::index_select, edgert::add")
 def _index(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
     indices = list(args["indices"])
     used = [(axis, index) for axis, index in enumerate(indices) if index is not None]
-    if len(used) != 1:
-        raise ctx.refuse("indexing with several index tensors", "index one dimension at a time")
+    if len(used) > 1:
+        return _index_several(ctx, node, args["self"], indices)
+    if not used:
+        raise ctx.refuse("indexing with no index tensor", "index at least one dimension")
     axis, index = used[0]
     if ctx.dtype_of(index) == torch.bool:
         raise ctx.refuse(
@@ -748,6 +944,152 @@ def _index(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
             "use torch.gather or index_select",
         )
     return like(ctx, node, "edgert::index_select", [source, index], {"axis": axis})
+
+
+def _index_several(
+    ctx: Lowering, node: torch.fx.Node, source: object, indices: list[object]
+) -> Value:
+    """x[i0, i1, ..., ik-1] over the leading dimensions: one flat index
+    (sum of i_j times the stride of dimension j, broadcast) into x seen as a table of rows
+    [d0·...·dk-1, rest] (an embedding lookup). Dimensions 1..k-1 and the rest must be static."""
+    dtype, shape = meta(node)
+    x = value(ctx, source)
+    count = len(indices)
+    if any(index is None for index in indices) or count > x.rank:
+        raise ctx.refuse(
+            "indexing several dimensions that are not the leading ones",
+            "index the leading dimensions, or one dimension at a time",
+        )
+    if any(ctx.dtype_of(index) == torch.bool for index in indices):
+        raise ctx.refuse(
+            "boolean-mask indexing gives a shape that depends on the data",
+            "use torch.where to keep the shape",
+        )
+    orthogonal = _index_orthogonal(ctx, node, x, indices)
+    if orthogonal is not None:
+        return orthogonal
+    inner = ints(ctx, x.shape[1:count], "indexed dimensions after the first")
+    rest = ints(ctx, x.shape[count:], "dimensions after the indexed ones")
+    width = 1
+    for size in rest:
+        width *= size
+    flat: object = None
+    stride = width
+    for position in reversed(range(count)):
+        term: object = indices[position]
+        multiplier = stride // width
+        if multiplier != 1:
+            term = ctx.emit(
+                "edgert::mul",
+                [term, multiplier],
+                dtype=torch.int64,
+                shape=_item_shape(term),
+                input_dtypes=[torch.int64, torch.int64],
+            )
+        flat = (
+            term
+            if flat is None
+            else ctx.emit(
+                "edgert::add",
+                [flat, term],
+                dtype=torch.int64,
+                shape=_broadcast_shape(_item_shape(flat), _item_shape(term)),
+                input_dtypes=[torch.int64, torch.int64],
+            )
+        )
+        if position > 0:
+            stride *= inner[position - 1]
+    assert flat is not None
+    table = ctx.emit(
+        "edgert::reshape",
+        [x],
+        {"shape": [-1, width]},
+        dtype=x.dtype,
+        shape=(None, width),
+    )
+    if not isinstance(flat, Value):
+        flat = value(ctx, flat)
+    index_shape = list(shape[: len(shape) - len(rest)])
+    if flat.shape != tuple(index_shape):  # a lone index tensor broadcast by the others
+        flat = ctx.broadcast_to(flat, _meta_sizes(node)[: len(index_shape)])
+    rows = ctx.emit(
+        "edgert::embedding",
+        [table, flat],
+        dtype=x.dtype,
+        shape=(*index_shape, width),
+    )
+    if rest == [width]:
+        return ctx.cast(rows, dtype)
+    if not rest:
+        return like(ctx, node, "edgert::squeeze", [rows], {"axes": [len(index_shape)]})
+    keep = list(range(len(index_shape)))
+    return like(
+        ctx,
+        node,
+        "edgert::reshape",
+        [rows],
+        {"shape": [1] * len(index_shape) + rest, "keep": keep},
+    )
+
+
+def _index_orthogonal(
+    ctx: Lowering, node: torch.fx.Node, x: Value, indices: list[object]
+) -> Value | None:
+    """x[i0, ..., ik-1] where index j varies along broadcast dimension j only (i0 of shape
+    [n0, 1], i1 of shape [n1], as a vmap over the batch makes): one index_select per
+    dimension, in place. None when the indices are not of that form."""
+    count = len(indices)
+    shapes = [_item_shape(index) for index in indices]
+    for position, shape in enumerate(shapes):
+        padded = (1,) * (count - len(shape)) + shape
+        if len(shape) > count or any(
+            size != 1 for axis, size in enumerate(padded) if axis != position
+        ):
+            return None
+    result = x
+    for position, index in enumerate(indices):
+        flat = value(ctx, index)
+        if flat.rank != 1:
+            flat = ctx.emit(
+                "edgert::reshape",
+                [flat],
+                {"shape": [-1]},
+                dtype=flat.dtype,
+                shape=(flat.shape[-1] if flat.rank else 1,),
+            )
+        out_shape = list(result.shape)
+        out_shape[position] = flat.shape[0]
+        result = ctx.emit(
+            "edgert::index_select",
+            [result, flat],
+            {"axis": position},
+            dtype=x.dtype,
+            shape=out_shape,
+        )
+    return result
+
+
+def _broadcast_shape(
+    first: tuple[int | None, ...], second: tuple[int | None, ...]
+) -> tuple[int | None, ...]:
+    rank = max(len(first), len(second))
+    a = (1,) * (rank - len(first)) + first
+    b = (1,) * (rank - len(second)) + second
+    return tuple(
+        y if x == 1 else x if y == 1 else (x if x == y else None) for x, y in zip(a, b, strict=True)
+    )
+
+
+def _item_shape(item: object) -> tuple[int | None, ...]:
+    if isinstance(item, Value):
+        return item.shape
+    if isinstance(item, torch.Tensor):
+        return tuple(item.shape)
+    return ()
+
+
+def _meta_sizes(node: torch.fx.Node) -> list[object]:
+    return list(node.meta["val"].shape)
 
 
 # ---------------------------------------------------------------------------- reductions
@@ -1137,6 +1479,23 @@ def _product(
         and right.dim() == 2
         and (bias is None or (isinstance(bias, torch.Tensor) and bias.dim() == 1))
     ):
+        unflattened = ctx.flattened.get(left.index) if isinstance(left, Value) else None
+        if unflattened is not None:
+            # The rows of a [B·S, K] view of [B, S, K]: the linear on [B, S, K] itself, and
+            # the [B·S, N] view of its result for whatever reads it.
+            dtype, shape = meta(node)
+            wide = ctx.emit(
+                "edgert::linear",
+                [unflattened, right.t().contiguous(), bias],
+                dtype=dtype,
+                shape=(*unflattened.shape[:-1], shape[-1]),
+                input_dtypes=[FLOAT] * 3,
+            )
+            had = ctx.symbolic_sizes.get(unflattened.index, (None,) * unflattened.rank)
+            ctx.remember(wide, (*had[:-1], int(right.shape[1])))
+            rows = like(ctx, node, "edgert::reshape", [wide], {"shape": [-1, int(right.shape[1])]})
+            ctx.flattened[rows.index] = wide
+            return rows
         return like(
             ctx,
             node,
@@ -1161,8 +1520,33 @@ def _addmm(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
 
 
 @lowers(aten.mm.default, aten.bmm.default, aten.matmul.default, to="edgert::linear, edgert::matmul")
-def _mm(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
-    return _product(ctx, node, args["self"], args.get("mat2", args.get("other")))
+def _mm(ctx: Lowering, node: torch.fx.Node, args: Args) -> object:
+    left, right = args["self"], args.get("mat2", args.get("other"))
+    if isinstance(left, Merged) or isinstance(right, Merged):
+        return _merged_product(ctx, node, left, right)
+    return _product(ctx, node, left, right)
+
+
+def _merged_product(ctx: Lowering, node: torch.fx.Node, left: object, right: object) -> Merged:
+    """A batched product of two views that merge the same leading dimensions: the product of
+    their sources (broadcast over those dimensions), itself seen merged again."""
+    if not (isinstance(left, Merged) and isinstance(right, Merged) and left.count == right.count):
+        raise ctx.refuse(MERGED_REASON, MERGED_FIX)
+    lead_left = ctx.symbolic_sizes[left.source.index][: left.count]
+    lead_right = ctx.symbolic_sizes[right.source.index][: right.count]
+    if not all(same_size(a, b) for a, b in zip(lead_left, lead_right, strict=True)):
+        raise ctx.refuse(MERGED_REASON, MERGED_FIX)
+    dtype, shape = meta(node)
+    product = ctx.emit(
+        "edgert::matmul",
+        [left.source, right.source],
+        dtype=dtype,
+        shape=(*left.source.shape[: left.count], *shape[1:]),
+        input_dtypes=[FLOAT, FLOAT],
+    )
+    sizes = tuple(node.meta["val"].shape)
+    ctx.remember(product, (*lead_left, *sizes[1:]))
+    return Merged(product, left.count)
 
 
 @lowers(aten.scaled_dot_product_attention.default, to="edgert::scaled_dot_product_attention")

@@ -1,0 +1,52 @@
+"""The model zoo (tests/native/zoo_models.py): architectures from torchvision, timm and
+Hugging Face transformers, built from their constructors and configs with random weights,
+each exported once with from_torch (a dynamic batch, and a dynamic sequence where the model
+allows) and compared with eager PyTorch on fresh inputs of other batch sizes than the
+export's: the largest error relative to the output's largest magnitude stays within the
+model's stated tolerance (random-init outputs can be tiny, so the error is relative)."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+import numpy as np
+import pytest
+import torch
+
+from tests.native.zoo_models import ZOO, ZooModel
+
+
+def relative_error(got: np.ndarray, want: torch.Tensor) -> float:
+    reference = want.detach().numpy()
+    assert got.shape == reference.shape and got.dtype == reference.dtype
+    scale = float(np.abs(reference).max(initial=0.0))
+    assert scale > 0.0
+    return float(np.abs(got.astype(np.float64) - reference).max()) / scale
+
+
+@pytest.fixture(scope="module")
+def zoo_programs(edgert_for_module: ModuleType) -> dict[str, tuple[torch.nn.Module, bytes]]:
+    """Every zoo model exported once (the export's own check runs on its example)."""
+    from edgert.export import from_torch
+
+    programs = {}
+    for entry in ZOO:
+        model = entry.make()
+        data = from_torch(model, entry.inputs(2, 0), dynamic_shapes=entry.dynamic())
+        programs[entry.name] = (model, data)
+    return programs
+
+
+@pytest.mark.parametrize("entry", ZOO, ids=[entry.name for entry in ZOO])
+def test_zoo_model_matches_eager(
+    edgert: ModuleType, zoo_programs: dict[str, tuple[torch.nn.Module, bytes]], entry: ZooModel
+) -> None:
+    model, data = zoo_programs[entry.name]
+    program = edgert.load(data)
+    assert all(info.shape[0] == -1 for info in program.input_info)  # the batch is dynamic
+    for batch, seed in ((1, 11), (3, 12)):
+        inputs = entry.inputs(batch, seed)
+        with torch.no_grad():
+            expected = model(*inputs)
+        (got,) = program.run([tensor.numpy() for tensor in inputs])
+        assert relative_error(got, expected) <= entry.rtol, entry.name

@@ -1,0 +1,161 @@
+"""Architectures nobody here wrote, for the model zoo (tests/native/test_model_zoo.py): built
+from the constructors and configs of torchvision, timm and Hugging Face transformers with
+random weights (nothing downloads weights), each with the inputs it is exported and checked
+on, the dynamic dimensions it is exported with, and the relative error it must stay within.
+
+The torchvision wheels that install beside the CPU torch are CUDA builds whose C++ operators
+do not load; ``import torchvision`` then fails while registering fake kernels for
+``torchvision::nms``. ``libraries()`` declares those two operator schemas first (the models
+need none of torchvision's own operators), so torchvision, timm and transformers import."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import ModuleType
+
+import torch
+from torch import nn
+from torch.export import Dim
+
+# The largest relative error (max |edgert - eager| / max |eager|) a zoo model may show.
+RTOL = 1e-4
+
+
+@dataclass(frozen=True)
+class ZooModel:
+    name: str
+    library: str  # "torchvision", "timm" or "transformers"
+    kind: str  # what it stands for in the docs' table
+    make: Callable[[], nn.Module]
+    inputs: Callable[[int, int], tuple[torch.Tensor, ...]]  # (batch, seed) -> inputs
+    dynamic: Callable[[], object]  # dynamic_shapes (Dim objects are made per export)
+    rtol: float = RTOL
+
+
+_KEEP: list[object] = []  # the torchvision operator schemas, alive for the process
+
+
+@functools.cache
+def libraries() -> tuple[ModuleType, ModuleType, ModuleType]:
+    """(torchvision.models, timm, transformers), imported once."""
+    if not hasattr(torch.ops.torchvision, "nms"):
+        library = torch.library.Library("torchvision", "DEF")
+        library.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+        library.define("qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+        _KEEP.append(library)
+    import timm
+    import torchvision.models
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    return torchvision.models, timm, transformers
+
+
+# ---------------------------------------------------------------------------- inputs
+
+
+def tokens_and_mask(vocabulary: int = 100) -> Callable[[int, int], tuple[torch.Tensor, ...]]:
+    """Token ids and an attention mask whose first sequence is padded at the end; the
+    length differs from one seed to the next (6 to 12 tokens)."""
+
+    def make(batch: int, seed: int) -> tuple[torch.Tensor, ...]:
+        generator = torch.Generator().manual_seed(seed)
+        length = 6 + seed % 7
+        ids = torch.randint(0, vocabulary, (batch, length), generator=generator)
+        mask = torch.ones(batch, length, dtype=torch.long)
+        mask[0, length - 3 :] = 0
+        return ids, mask
+
+    return make
+
+
+def _batch_and_sequence() -> object:
+    batch, sequence = Dim("batch"), Dim("sequence", min=2, max=64)
+    return ({0: batch, 1: sequence}, {0: batch, 1: sequence})
+
+
+class LastHiddenState(nn.Module):
+    """A transformers model called with ids and a mask, returning its last hidden state."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return self.model(input_ids=ids, attention_mask=mask).last_hidden_state  # type: ignore[no-any-return]
+
+
+def _transformer(name: str, **config: object) -> Callable[[], nn.Module]:
+    def make() -> nn.Module:
+        transformers = libraries()[2]
+        torch.manual_seed(0)
+        model_class = getattr(transformers, f"{name}Model")
+        config_class = getattr(transformers, f"{name}Config")
+        return LastHiddenState(model_class(config_class(**config))).eval()
+
+    return make
+
+
+TRANSFORMERS = [
+    ZooModel(
+        "bert",
+        "transformers",
+        "encoder-only text (BERT)",
+        _transformer(
+            "Bert",
+            vocab_size=100,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=64,
+            max_position_embeddings=64,
+        ),
+        tokens_and_mask(),
+        _batch_and_sequence,
+    ),
+    ZooModel(
+        "distilbert",
+        "transformers",
+        "encoder-only text (DistilBERT)",
+        _transformer(
+            "DistilBert",
+            vocab_size=100,
+            dim=32,
+            n_layers=2,
+            n_heads=4,
+            hidden_dim=64,
+            max_position_embeddings=64,
+        ),
+        tokens_and_mask(),
+        _batch_and_sequence,
+    ),
+    ZooModel(
+        "gpt2",
+        "transformers",
+        "decoder-only text (GPT-2)",
+        _transformer("GPT2", vocab_size=100, n_embd=32, n_layer=2, n_head=4, n_positions=64),
+        tokens_and_mask(),
+        _batch_and_sequence,
+    ),
+    ZooModel(
+        "llama",
+        "transformers",
+        "decoder-only text (Llama: RoPE, RMSNorm, grouped-query attention)",
+        _transformer(
+            "Llama",
+            vocab_size=100,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            intermediate_size=64,
+            max_position_embeddings=64,
+        ),
+        tokens_and_mask(),
+        _batch_and_sequence,
+    ),
+]
+
+ZOO = [*TRANSFORMERS]
