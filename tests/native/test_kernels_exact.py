@@ -182,6 +182,95 @@ def test_prepared_conv2d_weight_is_the_same_arithmetic(edgert: ModuleType, case:
     np.testing.assert_array_equal(at_run_time, expected)
 
 
+# Depthwise convolutions (one input channel per group), the direct kernel: its vectors run
+# across the rows of an output plane (a 7×7 plane is one step of 64 outputs, wider ones many,
+# with partial last vectors), so the cases cross those tails with odd sizes; strides 1, 2 (the
+# vectorized column split) and 3, dilation, 3×3, 5×5 and rectangular kernels, asymmetric
+# padding, two outputs per channel, a 1×1 image, and padding far wider than the input (the row
+# path). (x shape, kernel (KH, KW), stride, padding, dilation, outputs per channel)
+DEPTHWISE_CASES = [
+    ((1, 3, 7, 7), (3, 3), (1, 1), (1, 1), (1, 1), 1),
+    ((1, 5, 14, 14), (3, 3), (2, 2), (1, 1), (1, 1), 1),
+    ((2, 4, 13, 17), (5, 5), (1, 1), (2, 2), (1, 1), 1),
+    ((1, 3, 23, 29), (5, 5), (2, 2), (2, 2), (1, 1), 1),
+    ((1, 2, 19, 11), (3, 3), (1, 1), (2, 2), (2, 2), 1),
+    ((1, 2, 17, 21), (3, 5), (2, 1), (0, 3), (1, 2), 2),
+    ((1, 3, 31, 33), (3, 3), (3, 3), (1, 0), (1, 1), 1),
+    ((1, 2, 1, 1), (3, 3), (1, 1), (1, 1), (1, 1), 1),
+    ((1, 2, 5, 4), (5, 5), (2, 2), (2, 2), (1, 1), 1),
+    ((1, 16, 35, 35), (3, 3), (2, 2), (0, 0), (1, 1), 1),
+    ((1, 3, 71, 67), (3, 3), (1, 1), (1, 1), (1, 1), 1),
+    ((1, 2, 3, 2), (3, 3), (1, 1), (3, 40), (1, 1), 1),
+]
+
+
+def depthwise_operands(case: tuple, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+    x_shape, kernel, stride, padding, dilation, multiplier = case
+    channels = x_shape[1]
+    x = values(x_shape, seed)
+    weight = values((channels * multiplier, 1, *kernel), seed + 1)
+    bias = values((channels * multiplier,), seed + 2)
+    return x, weight, bias, conv_attributes_of(stride, padding, dilation, channels)
+
+
+def conv_attributes_of(stride: tuple, padding: tuple, dilation: tuple, groups: int,
+                       **extra: object) -> dict:
+    return {"stride": list(stride), "padding": list(padding), "dilation": list(dilation),
+            "groups": groups, **extra}
+
+
+@pytest.mark.parametrize("case", DEPTHWISE_CASES)
+@pytest.mark.parametrize("activation", ["none", "relu"])
+def test_depthwise_conv2d_adds_products_in_order(edgert: ModuleType, case: tuple,
+                                                 activation: str) -> None:
+    """The direct kernel's bytes are the contract's in-order sums (numpy), with and without a
+    bias, its weights given at run time or as constants; and within rounding of torch."""
+    from tests.native.test_ops_nn import TORCH_TOLERANCE, conv_reference, torch_module
+
+    x, weight, bias, attributes = depthwise_operands(case, 30)
+    attributes["activation"] = activation
+    _, _, stride, padding, dilation, _ = case
+    groups = x.shape[1]
+    relu = activation == "relu"
+    expected = conv_reference(x, weight, bias, stride, padding, dilation, groups, relu=relu)
+    (out,) = run_op(edgert, "edgert::conv2d", [x, weight, bias], attributes, backends=[])
+    np.testing.assert_array_equal(out, expected)
+    np.testing.assert_array_equal(
+        run_with_constants(edgert, "edgert::conv2d", x, [weight, bias], attributes), expected)
+    (no_bias,) = run_op(edgert, "edgert::conv2d", [x, weight], attributes, backends=[])
+    np.testing.assert_array_equal(
+        no_bias, conv_reference(x, weight, None, stride, padding, dilation, groups, relu=relu))
+    torch = torch_module()
+    reference = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(weight),
+                                           torch.from_numpy(bias), stride, padding, dilation,
+                                           groups)
+    if relu:
+        reference = torch.relu(reference)
+    np.testing.assert_allclose(out, reference.numpy(), **TORCH_TOLERANCE)
+
+
+def test_depthwise_conv2d_with_a_dynamic_batch(edgert: ModuleType) -> None:
+    """One program, its batch known only at run time: each batch size gives the in-order sums
+    (the kernel's buffers are sized per run)."""
+    from edgert.export import ProgramBuilder
+
+    from tests.native.test_ops_nn import conv_reference
+
+    case = ((1, 6, 15, 13), (5, 5), (2, 2), (2, 2), (1, 1), 1)
+    _, weight, bias, attributes = depthwise_operands(case, 40)
+    builder = ProgramBuilder()
+    x_value = builder.input(F32, (-1, 6, 15, 13))
+    builder.output(builder.op("edgert::conv2d", [x_value, builder.constant(weight),  # type: ignore[arg-type]
+                                                 builder.constant(bias)], attributes))
+    program = edgert.load(builder.to_bytes())
+    program.set_backends([])
+    for batch in (1, 3, 2, 5):
+        x = values((batch, 6, 15, 13), 41 + batch)
+        (out,) = program.run([x])
+        np.testing.assert_array_equal(
+            out, conv_reference(x, weight, bias, (2, 2), (2, 2), (1, 1), 6))
+
+
 def test_fused_linear_relu_is_the_same_arithmetic(edgert: ModuleType) -> None:
     x, weight, bias = values((100, 300), 4), values((70, 300), 5), values((70,), 6)
     from edgert.export import ProgramBuilder
@@ -254,10 +343,12 @@ def run(op, arrays, attributes=None, constants=0, backends=()):
     program.set_backends(list(backends))
     return program.run(inputs)[0].tobytes()
 conv = {"padding": [1, 1], "stride": [1, 1], "dilation": [1, 1], "groups": 1}
+depthwise = {"padding": [2, 2], "stride": [2, 2], "dilation": [1, 1], "groups": 5}
 def cases():
     linear_weights = [values((45, 300), 2), values((45,), 3)]
     wide_weights = [values((1100, 64), 10), values((1100,), 11)]
     conv_arrays = [values((1, 30, 19, 17), 13), values((100, 30, 3, 3), 14), values((100,), 15)]
+    depthwise_arrays = [values((2, 5, 23, 29), 16), values((5, 1, 5, 5), 17), values((5,), 18)]
     return [
         run("edgert::linear", [values((101, 300), 1), *linear_weights]),
         run("edgert::linear", [values((1, 300), 1), *linear_weights]),
@@ -271,6 +362,8 @@ def cases():
         run("edgert::matmul", [values((3, 2, 70), 4), values((70, 1100), 5)]),
         run("edgert::conv2d", conv_arrays, conv),
         run("edgert::conv2d", conv_arrays, conv, constants=2),
+        run("edgert::conv2d", depthwise_arrays, depthwise),
+        run("edgert::conv2d", depthwise_arrays[:2], {**depthwise, "stride": [1, 1]}),
         run("edgert::softmax", [softmax_input()]),
         run("edgert::softmax", [softmax_input()], {"axis": 1}),
         run("edgert::add", [values((33, 77), 6), values((77,), 7)]),
