@@ -16,6 +16,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "activation.hpp"
 #include "common.hpp"
 #include "edgert/threadpool.h"
 #include "gemm.hpp"
@@ -38,7 +39,7 @@ struct Convolution {
   const float* weight;  // contiguous [O, C/groups, KH, KW]
   const float* bias;    // [O] or null
   float* out;           // contiguous [N, O, OH, OW]
-  bool relu;
+  FusedActivation activation;
   // The weight already in gemm's left panels, one matrix per group (prepare), or null.
   const PackedPanels* packed_weight = nullptr;
 };
@@ -71,7 +72,7 @@ bool is_pointwise(const ConvolutionGeometry& g) {
 void convolve_pointwise(const Convolution& conv) {
   const ConvolutionGeometry& g = conv.geometry;
   GemmEpilogue epilogue;
-  epilogue.relu = conv.relu;
+  epilogue.activation = conv.activation;
   gemm(group_products(conv, true), g.group_out_channels(), g.out_plane(), g.group_channels(), RightLayout::KByN,
        epilogue);
 }
@@ -290,7 +291,7 @@ void pack_padded_im2col(const void* context, size_t entry, int64_t depth_begin, 
 void convolve_im2col(const Convolution& conv) {
   const ConvolutionGeometry& g = conv.geometry;
   GemmEpilogue epilogue;
-  epilogue.relu = conv.relu;
+  epilogue.activation = conv.activation;
   if (PaddedInput::fits(g)) {
     const PaddedInput padded(g, conv.x);
     const std::pair<const Convolution*, const PaddedInput*> context{&conv, &padded};
@@ -305,7 +306,7 @@ void convolve_im2col(const Convolution& conv) {
 // ----------------------------------------------------------------- depthwise
 
 // One output row of a depthwise convolution: out[ow] = Σ_t taps[t][ow]·weights[t] from +0,
-// t in (kh, kw) order, then + bias, then relu. taps[t] + ow is the input (or a zero of the
+// t in (kh, kw) order, then + bias (the activation follows per plane). taps[t] + ow is the input (or a zero of the
 // padding) that output ow's tap t reads. Each output's terms stay in registers until the
 // sum is complete; every lane does the same rounded multiplies and adds as the scalar loop.
 struct DepthwiseRow {
@@ -314,16 +315,12 @@ struct DepthwiseRow {
   int64_t tap_count;
   int64_t count;
   const float* bias;  // one value, or null
-  bool relu;
   float* out;
 };
 
-float finish_output(const DepthwiseRow& row, float sum) {
-  if (row.bias) sum = sum + *row.bias;
-  return row.relu ? (sum > 0.0f ? sum : 0.0f) : sum;
+inline __attribute__((always_inline)) float finish_output(const DepthwiseRow& row, float sum) {
+  return row.bias ? sum + *row.bias : sum;
 }
-
-typedef int32_t Int4 __attribute__((vector_size(16)));
 
 // Outputs [first, count) in four lanes, the last few one by one (inlined into the AVX
 // versions' tails, as deinterleave_portable).
@@ -337,7 +334,6 @@ inline __attribute__((always_inline)) void depthwise_row_portable(const Depthwis
       sum = sum + value * (Float4{} + row.weights[t]);
     }
     if (row.bias) sum = sum + *row.bias;
-    if (row.relu) sum = (Float4)((Int4)sum & (sum > Float4{}));
     std::memcpy(row.out + ow, &sum, sizeof(sum));
   }
   for (; ow < row.count; ++ow) {
@@ -356,7 +352,6 @@ __attribute__((target("avx2"))) void depthwise_row_avx2(const DepthwiseRow& row,
       sum = _mm256_add_ps(sum, _mm256_mul_ps(_mm256_loadu_ps(row.taps[t] + ow), _mm256_set1_ps(row.weights[t])));
     }
     if (row.bias) sum = _mm256_add_ps(sum, _mm256_set1_ps(*row.bias));
-    if (row.relu) sum = _mm256_max_ps(sum, _mm256_setzero_ps());  // NaN and -0 give +0
     _mm256_storeu_ps(row.out + ow, sum);
   }
   depthwise_row_portable(row, ow);
@@ -370,7 +365,6 @@ __attribute__((target("avx512f"))) void depthwise_row_avx512(const DepthwiseRow&
       sum = _mm512_add_ps(sum, _mm512_mul_ps(_mm512_loadu_ps(row.taps[t] + ow), _mm512_set1_ps(row.weights[t])));
     }
     if (row.bias) sum = _mm512_add_ps(sum, _mm512_set1_ps(*row.bias));
-    if (row.relu) sum = _mm512_max_ps(sum, _mm512_setzero_ps());
     _mm512_storeu_ps(row.out + ow, sum);
   }
   depthwise_row_avx2(row, ow);
@@ -644,12 +638,7 @@ void depthwise_planes(const Convolution& conv, int64_t begin, int64_t end) {
       planes.load_channel(conv.x, n * g.channels + o / g.group_out_channels());
       float* out = conv.out + index * g.out_plane();
       planes.compute(conv.weight + o * g.kernel_height * g.kernel_width, conv.bias ? conv.bias + o : nullptr, out);
-      if (conv.relu) {
-        simd::map(out, out, g.out_plane(), [](const auto& x) {
-          using V = std::decay_t<decltype(x)>;
-          return simd::select(x > V{}, x, V{});  // NaN and -0 give +0, as relu()
-        });
-      }
+      apply_activation(conv.activation, out, g.out_plane());  // the plane is still in cache
     }
     return;
   }
@@ -664,13 +653,13 @@ void depthwise_planes(const Convolution& conv, int64_t begin, int64_t end) {
                      g.kernel_height * g.kernel_width,
                      g.out_width,
                      conv.bias ? conv.bias + o : nullptr,
-                     conv.relu,
                      nullptr};
     for (int64_t oh = 0; oh < g.out_height; ++oh) {
       source.point_taps(conv.x + channel * g.height * g.width, oh);
       row.out = conv.out + index * g.out_plane() + oh * g.out_width;
       kernel(row, 0);
     }
+    apply_activation(conv.activation, conv.out + index * g.out_plane(), g.out_plane());
   }
 }
 
@@ -693,7 +682,7 @@ Status check_bias(const KernelContext& context, const Tensor* bias, int64_t out_
 }
 
 // Inputs: x [N, C, H, W], weight [O, C/groups, KH, KW], bias [O] (optional). Attributes:
-// stride, padding, dilation (2 ints each), groups, activation ("none" or "relu").
+// stride, padding, dilation (2 ints each), groups, activation (activation.hpp).
 // The weight's packed panels when prepare made them for this geometry and this process's
 // kernels.
 const PackedPanels* usable_weight(const KernelContext& context, const ConvolutionGeometry& g) {
@@ -712,8 +701,8 @@ Status conv2d_kernel(KernelContext& context) {
   ConvolutionGeometry geometry;
   EDGERT_RETURN_IF_ERROR(convolution_geometry(context, input.shape(), weight.shape(), geometry));
   EDGERT_RETURN_IF_ERROR(check_bias(context, bias, geometry.out_channels));
-  bool relu = false;
-  EDGERT_RETURN_IF_ERROR(read_relu_activation(context, relu));
+  FusedActivation activation;
+  EDGERT_RETURN_IF_ERROR(read_activation(context, activation));
   Tensor out = Tensor::uninitialized(DType::Float32, geometry.output_shape());
   if (out.numel() > 0) {
     const Tensor x = input.contiguous(), w = weight.contiguous();
@@ -723,7 +712,7 @@ Status conv2d_kernel(KernelContext& context) {
                            w.data_as<float>(),
                            bias ? b.data_as<float>() : nullptr,
                            out.data_as<float>(),
-                           relu,
+                           activation,
                            usable_weight(context, geometry)};
     if (geometry.group_channels() == 1)
       convolve_depthwise(conv);

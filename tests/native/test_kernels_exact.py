@@ -271,6 +271,100 @@ def test_depthwise_conv2d_with_a_dynamic_batch(edgert: ModuleType) -> None:
             out, conv_reference(x, weight, bias, (2, 2), (2, 2), (1, 1), 6))
 
 
+# An activation fused into conv2d or linear (attribute `activation`, clamp's bounds as
+# `activation_min` / `activation_max`) and the separate operator after the unfused node.
+FUSED_ACTIVATIONS = [
+    ("relu", "edgert::relu", {}),
+    ("clamp", "edgert::clamp", {"min": 0.0, "max": 6.0}),
+    ("clamp", "edgert::clamp", {"min": -1.5}),
+    ("clamp", "edgert::clamp", {"max": 1}),
+    ("hardswish", "edgert::hardswish", {}),
+    ("hardsigmoid", "edgert::hardsigmoid", {}),
+    ("silu", "edgert::silu", {}),
+    ("sigmoid", "edgert::sigmoid", {}),
+]
+# (x shape, weight shape, stride, padding, dilation, groups): im2col, pointwise, grouped,
+# depthwise (the direct kernel and its row path).
+FUSED_CONV_CASES = [
+    ((2, 5, 13, 11), (7, 5, 3, 3), (1, 1), (1, 1), (1, 1), 1),
+    ((1, 6, 7, 5), (4, 3, 1, 1), (1, 1), (0, 0), (1, 1), 2),
+    ((2, 6, 9, 9), (9, 6, 1, 1), (1, 1), (0, 0), (1, 1), 1),
+    ((1, 8, 15, 14), (8, 1, 5, 5), (2, 2), (2, 2), (1, 1), 8),
+    ((1, 3, 2, 3), (3, 1, 3, 3), (1, 1), (3, 40), (1, 1), 3),
+]
+
+
+def fused_and_apart(edgert: ModuleType, op: str, x: np.ndarray, constants: list[np.ndarray],
+                    attributes: dict, activation: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """``op`` with the activation fused, and ``op`` followed by the activation's operator."""
+    from edgert.export import ProgramBuilder
+
+    kind, activation_op, bounds = activation
+    fused = {**attributes, "activation": kind,
+             **{f"activation_{name}": value for name, value in bounds.items()}}
+    results = []
+    for together in (True, False):
+        builder = ProgramBuilder()
+        wired = [builder.input(F32, x.shape), *(builder.constant(c) for c in constants)]
+        value = builder.op(op, wired, fused if together else attributes)
+        if not together:
+            value = builder.op(activation_op, [value], bounds)  # type: ignore[list-item]
+        builder.output(value)  # type: ignore[arg-type]
+        program = edgert.load(builder.to_bytes())
+        program.set_backends([])
+        results.append(program.run([x])[0])
+    return results[0], results[1]
+
+
+def with_special_values(x: np.ndarray) -> np.ndarray:
+    """x scaled to reach every activation's regions (sigmoid's and silu's far tails, clamp's
+    bounds), with a NaN, infinities and a -0."""
+    x = x * F32(40)
+    flat = x.reshape(-1)
+    flat[:4] = [np.nan, np.inf, -np.inf, -0.0]
+    return x
+
+
+@pytest.mark.parametrize("activation", FUSED_ACTIVATIONS)
+@pytest.mark.parametrize("case", FUSED_CONV_CASES)
+def test_a_fused_conv2d_activation_gives_the_bytes_of_the_separate_operator(
+        edgert: ModuleType, case: tuple, activation: tuple) -> None:
+    from tests.native.test_ops_nn import conv_attributes
+
+    x_shape, w_shape, stride, padding, dilation, groups = case
+    x = with_special_values(values(x_shape, 50))
+    constants = [values(w_shape, 51), values((w_shape[0],), 52)]
+    attributes = conv_attributes(stride, padding, dilation, groups)
+    fused, apart = fused_and_apart(edgert, "edgert::conv2d", x, constants, attributes, activation)
+    assert fused.tobytes() == apart.tobytes()
+
+
+@pytest.mark.parametrize("activation", FUSED_ACTIVATIONS)
+@pytest.mark.parametrize("rows", [1, 3, 5, 130])
+def test_a_fused_linear_activation_gives_the_bytes_of_the_separate_operator(
+        edgert: ModuleType, rows: int, activation: tuple) -> None:
+    x = with_special_values(values((rows, 70), 53))
+    constants = [values((45, 70), 54), values((45,), 55)]
+    fused, apart = fused_and_apart(edgert, "edgert::linear", x, constants, {}, activation)
+    assert fused.tobytes() == apart.tobytes()
+    (at_run_time,) = run_op(edgert, "edgert::linear", [x, *constants],  # the weight not prepared
+                            {"activation": activation[0],
+                             **{f"activation_{k}": v for k, v in activation[2].items()}},
+                            backends=[])
+    assert at_run_time.tobytes() == apart.tobytes()
+
+
+@pytest.mark.parametrize("op", ["edgert::conv2d", "edgert::linear"])
+def test_an_unknown_activation_is_refused(edgert: ModuleType, op: str) -> None:
+    x = values((1, 2, 5, 5), 56) if op == "edgert::conv2d" else values((3, 4), 56)
+    weight = values((2, 2, 3, 3), 57) if op == "edgert::conv2d" else values((5, 4), 57)
+    with pytest.raises(edgert.EdgertError, match="activation must be one of"):
+        run_op(edgert, op, [x, weight], {"activation": "tanh"}, backends=[])
+    with pytest.raises(edgert.EdgertError, match="activation_min is NaN"):
+        run_op(edgert, op, [x, weight], {"activation": "clamp", "activation_min": float("nan")},
+               backends=[])
+
+
 def test_fused_linear_relu_is_the_same_arithmetic(edgert: ModuleType) -> None:
     x, weight, bias = values((100, 300), 4), values((70, 300), 5), values((70,), 6)
     from edgert.export import ProgramBuilder
@@ -364,6 +458,10 @@ def cases():
         run("edgert::conv2d", conv_arrays, conv, constants=2),
         run("edgert::conv2d", depthwise_arrays, depthwise),
         run("edgert::conv2d", depthwise_arrays[:2], {**depthwise, "stride": [1, 1]}),
+        run("edgert::conv2d", depthwise_arrays, {**depthwise, "activation": "silu"}),
+        run("edgert::conv2d", conv_arrays, {**conv, "activation": "hardswish"}, constants=2),
+        run("edgert::linear", [values((5, 300), 1), *linear_weights],
+            {"activation": "clamp", "activation_min": 0.0, "activation_max": 6.0}, constants=2),
         run("edgert::softmax", [softmax_input()]),
         run("edgert::softmax", [softmax_input()], {"axis": 1}),
         run("edgert::add", [values((33, 77), 6), values((77,), 7)]),
