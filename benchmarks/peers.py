@@ -1,15 +1,28 @@
-"""edgert against its peers on the same models, in one process: an MLP, a small CNN and a
-transformer encoder block, exported to edgert with ``edgert.export.from_torch`` and built as
-ONNX graphs with the ``onnx`` package from the same weights, run by ONNX Runtime's CPU
-execution provider and by eager PyTorch, with the same number of threads. Prints the median
-time of a run at batch 1 and 64 and the ratio edgert / ONNX Runtime (target <= 1.5). The
-three take turns sample by sample, so load from other work on the machine falls on each alike.
+"""edgert against its peers on the same models, in one process. Two suites:
+
+- ``models``: an MLP, a small CNN and a transformer encoder block, exported to edgert with
+  ``edgert.export.from_torch`` and built as ONNX graphs with the ``onnx`` package from the same
+  weights, run by ONNX Runtime's CPU execution provider and by eager PyTorch, with the same
+  number of threads, at batch 1 and 64 (target edgert / ONNX Runtime <= 1.5).
+- ``zoo``: torchvision's mobilenet_v2, mobilenet_v3_small, efficientnet_b0 and resnet18
+  (random weights, eval mode), exported with ``from_torch`` and with
+  ``torch.onnx.export(dynamo=True)``, at batch 1 (target <= 1.0, issue 34). Each row also says
+  which edgert kernel ran the model's depthwise convolutions (its path, by the geometry rule of
+  native/kernels/convolution.cpp, and the instruction set ``edgert_kernels_isa()`` reports)
+  and how many activations the export fused into convolutions and linears.
+
+The sides take turns sample by sample, so load from other work on the machine falls on each
+alike; the median of each side's samples is printed (at least 7, for ``--budget`` seconds).
 
     python benchmarks/peers.py [--prefix build/linux-x86_64-cpu/install] [--threads 1 2]
+    python benchmarks/peers.py --suite zoo --threads 1
 
-Each side is checked to compute the same outputs (max relative difference printed) before
-it is timed. OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are removed from the environment (the
-script runs itself again without them); ONNX Runtime and torch use their own kernels.
+Each side is checked to compute the same outputs (max relative difference to eager torch
+printed) before it is timed. OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are removed from the
+environment (the script runs itself again without them); ONNX Runtime and torch use their own
+kernels. torchvision's wheel on PyPI is built against CUDA torch; next to a CPU torch its
+operator library does not load, so the zoo imports torchvision without registering those
+operators (the four models use none of them).
 """
 
 from __future__ import annotations
@@ -27,6 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from kernels import DEFAULT_PREFIX, rerun_without_openblas_overrides  # noqa: E402
 
 TARGET = 1.5
+ZOO_TARGET = 1.0
+ZOO = ("mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0", "resnet18")
 
 
 def median_seconds(functions: list[Callable[[], object]], budget: float = 1.5) -> list[float]:
@@ -214,18 +229,164 @@ def measure(threads: int) -> list[str]:
     return rows
 
 
+# ---------------------------------------------------------------------------- the zoo
+
+
+def torchvision_models() -> object:
+    """``torchvision.models``, imported without torchvision's operator library (see the
+    module docstring): a PyPI torchvision next to a CPU torch fails while registering it."""
+    import types
+
+    try:
+        import torchvision
+    except RuntimeError:
+        for name in [n for n in sys.modules if n.startswith("torchvision")]:
+            del sys.modules[name]
+        sys.modules["torchvision._meta_registrations"] = types.ModuleType(
+            "torchvision._meta_registrations")
+        import torchvision
+    return torchvision.models
+
+
+def onnx_export(module: object, x: object) -> bytes:
+    """The module as ONNX, through torch.onnx.export's dynamo exporter."""
+    import tempfile
+
+    import torch
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "model.onnx"
+        torch.onnx.export(module, (x,), str(path), dynamo=True, external_data=False,  # type: ignore[arg-type]
+                          verbose=False)
+        return path.read_bytes()
+
+
+def kernels_library(edgert: object) -> Path:
+    return Path(edgert.lib_dir()) / "libedgert_kernels.so"  # type: ignore[attr-defined]
+
+
+def depthwise_kernel_name(library: Path) -> str:
+    """Which depthwise kernel the library holds, from its (local) symbols."""
+    import subprocess
+
+    listed = subprocess.run(["nm", "-C", str(library)], capture_output=True, text=True,
+                            check=False).stdout
+    if "depthwise_flat_sums" in listed:
+        return "plane"
+    return "rows" if "depthwise_row" in listed else "?"
+
+
+def depthwise_report(data: bytes, kernel: str, isa: str) -> str:
+    """The program's depthwise conv2d nodes (one input channel per group), their kernel
+    sizes and strides, and the path that ran them: "plane" (vectors across the rows of an
+    output plane) unless the padding exceeds the input by more than 32, then "rows"."""
+    from collections import Counter
+
+    from edgert.export import read_program
+    program = read_program(data)
+    shapes: Counter[str] = Counter()
+    paths: Counter[str] = Counter()
+    fused: Counter[str] = Counter()
+    for node in program.nodes:
+        activation = node.attributes.get("activation", "none")
+        if node.op in ("edgert::conv2d", "edgert::linear") and activation != "none":
+            fused[str(activation)] += 1
+        if node.op != "edgert::conv2d" or len(node.inputs) < 2:
+            continue
+        weight = program.values[node.inputs[1]].shape
+        if len(weight) != 4 or weight[1] != 1:  # the depthwise kernel takes every C/groups == 1
+            continue
+        stride = node.attributes.get("stride", [1, 1])
+        padding: list[int] = node.attributes.get("padding", [0, 0])  # type: ignore[assignment]
+        shapes[f"{weight[2]}x{weight[3]}/s{stride[0]}"] += 1  # type: ignore[index]
+        # the row path only where the padding exceeds the input by more than 32 (the input's
+        # size is not recorded in the program: a padding of at most 32 never does)
+        path = kernel if max(padding) <= 32 or kernel == "rows" else f"{kernel} or rows"
+        paths[path] += 1
+    fusions = ", ".join(f"{kind} {count}" for kind, count in sorted(fused.items())) or "none"
+    if not shapes:
+        return f"no depthwise conv; fused: {fusions}"
+    sizes = " ".join(f"{shape}:{count}" for shape, count in sorted(shapes.items()))
+    ran = " ".join(f"{path} {count}" for path, count in sorted(paths.items()))
+    return f"{sum(shapes.values())} depthwise ({sizes}) ran {ran} [{isa}]; fused: {fusions}"
+
+
+def measure_zoo(threads: int, names: list[str], budget: float) -> list[str]:
+    import ctypes
+
+    import edgert
+    import onnxruntime
+    import torch
+    from edgert.export import from_torch
+
+    edgert.set_threadpool_size(threads)
+    torch.set_num_threads(threads)
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    library = kernels_library(edgert)
+    handle = ctypes.CDLL(str(library))
+    handle.edgert_kernels_isa.restype = ctypes.c_char_p
+    isa = handle.edgert_kernels_isa().decode()
+    kernel = depthwise_kernel_name(library)
+    models = torchvision_models()
+    rows = []
+    for name in names:
+        torch.manual_seed(0)
+        module = getattr(models, name)(weights=None).eval()
+        example = torch.randn(1, 3, 224, 224)
+        with torch.no_grad():
+            data = from_torch(module, (example,))
+            onnx_model = onnx_export(module, example)
+        program = edgert.load(data)
+        session = onnxruntime.InferenceSession(onnx_model, options,
+                                               providers=["CPUExecutionProvider"])
+        feed = session.get_inputs()[0].name
+        x = np.random.default_rng(1).standard_normal((1, 3, 224, 224), np.float32)
+        with torch.no_grad():
+            expected = module(torch.from_numpy(x)).numpy()
+        ours = program.run([x])[0]
+        theirs = session.run(None, {feed: x})[0]
+        scale = float(np.abs(expected).max())
+        difference = max(float(np.abs(ours - expected).max()),
+                         float(np.abs(theirs - expected).max())) / scale
+        with torch.no_grad():
+            edgert_time, onnx_time, torch_time = median_seconds([
+                lambda: program.run([x]),  # noqa: B023
+                lambda: session.run(None, {feed: x}),  # noqa: B023
+                lambda: module(torch.from_numpy(x)),  # noqa: B023
+            ], budget)
+        ratio = edgert_time / onnx_time
+        rows.append(f"{name:<19} {threads:>7} {edgert_time * 1e3:>9.2f} {onnx_time * 1e3:>8.2f} "
+                    f"{torch_time * 1e3:>8.2f} {ratio:>10.2f}{'' if ratio <= ZOO_TARGET else ' *'}"
+                    f"  {difference:.1e}  {depthwise_report(data, kernel, isa)}")
+        print(rows[-1], flush=True)
+    return rows
+
+
 def main() -> int:
     rerun_without_openblas_overrides()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--prefix", type=Path, default=DEFAULT_PREFIX)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--suite", choices=["models", "zoo", "all"], default="all")
+    parser.add_argument("--models", nargs="+", choices=ZOO, default=list(ZOO),
+                        help="the zoo's models to run")
+    parser.add_argument("--budget", type=float, default=1.5,
+                        help="seconds of interleaved samples per case (at least 7 samples)")
     arguments = parser.parse_args()
     sys.path.insert(0, str(arguments.prefix))
-    print("model        batch threads edgert ms  ORT ms  torch ms  edgert/ORT  max rel diff")
-    for threads in arguments.threads:
-        for row in measure(threads):
-            print(row)
-    print(f"* over the target ({TARGET})")
+    if arguments.suite in ("models", "all"):
+        print("model        batch threads edgert ms  ORT ms  torch ms  edgert/ORT  max rel diff")
+        for threads in arguments.threads:
+            for row in measure(threads):
+                print(row)
+        print(f"* over the target ({TARGET})")
+    if arguments.suite in ("zoo", "all"):
+        print("zoo, batch 1        threads edgert ms   ORT ms torch ms edgert/ORT  max rel diff"
+              "  depthwise kernel; fused activations")
+        for threads in arguments.threads:
+            measure_zoo(threads, arguments.models, arguments.budget)
+        print(f"* over the target ({ZOO_TARGET})")
     return 0
 
 

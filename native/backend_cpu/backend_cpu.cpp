@@ -35,6 +35,7 @@ bool is_fusable_pair(const Graph& graph, size_t index) {
   const Node& linear = graph.nodes[index];
   const Node& relu = graph.nodes[index + 1];
   if (linear.op != "edgert::linear" || relu.op != "edgert::relu") return false;
+  if (linear.attributes.get_string("activation", "none") != "none") return false;  // one of its own
   if (linear.inputs.size() < 2 || linear.inputs.size() > 3 || linear.outputs.size() != 1) return false;
   if (relu.inputs.size() != 1 || relu.outputs.size() != 1) return false;
   for (int32_t input : linear.inputs) {

@@ -275,6 +275,8 @@ Status CudaBackend::initialize() const {
 
 bool CudaBackend::claims_node(const Graph& graph, const Node& node) const {
   if (!is_supported(node.op) || node.outputs.size() != 1) return false;
+  // A linear with a fused activation (docs/operators.md) stays on the CPU kernels.
+  if (node.attributes.get_string("activation", "none") != "none") return false;
   const size_t inputs = node.op == "edgert::linear" ? 3 : node.op == "edgert::add" ? 2 : 1;
   if (node.inputs.size() < (inputs == 3 ? 2 : inputs) || node.inputs.size() > inputs) return false;
   for (size_t i = 0; i < node.inputs.size(); ++i) {

@@ -5,19 +5,23 @@
 // Three ways to compute it, all with that order for every output:
 // - pointwise (1×1, stride 1, no padding): out[n, g] = w[g] · x[n, g] as a matrix product
 //   on the stored input (gemm.hpp);
-// - depthwise (one input channel per group): directly, output row by output row, each
-//   output's taps summed in registers (vectorized over the row);
+// - depthwise (one input channel per group): directly, each output's taps summed in
+//   registers, vectorized over the output plane numbered across rows (DepthwisePlanes), or
+//   output row by output row when the padding is far wider than the input;
 // - otherwise im2col: the matrix [(c, kh, kw), (oh, ow)] of the taps' inputs is the right
 //   operand of gemm with the weight [O/g, C/g·KH·KW] on the left, so the product lands in
 //   NCHW. gemm asks for it block by block (RightPacker): it is packed straight from x and
 //   never materialized.
 #include <cmath>
+#include <type_traits>
 #include <utility>
 
+#include "activation.hpp"
 #include "common.hpp"
 #include "edgert/threadpool.h"
 #include "gemm.hpp"
 #include "isa.hpp"
+#include "simd.hpp"
 #include "sliding_window.hpp"
 
 #if defined(__x86_64__)
@@ -35,7 +39,7 @@ struct Convolution {
   const float* weight;  // contiguous [O, C/groups, KH, KW]
   const float* bias;    // [O] or null
   float* out;           // contiguous [N, O, OH, OW]
-  bool relu;
+  FusedActivation activation;
   // The weight already in gemm's left panels, one matrix per group (prepare), or null.
   const PackedPanels* packed_weight = nullptr;
 };
@@ -68,7 +72,7 @@ bool is_pointwise(const ConvolutionGeometry& g) {
 void convolve_pointwise(const Convolution& conv) {
   const ConvolutionGeometry& g = conv.geometry;
   GemmEpilogue epilogue;
-  epilogue.relu = conv.relu;
+  epilogue.activation = conv.activation;
   gemm(group_products(conv, true), g.group_out_channels(), g.out_plane(), g.group_channels(), RightLayout::KByN,
        epilogue);
 }
@@ -287,7 +291,7 @@ void pack_padded_im2col(const void* context, size_t entry, int64_t depth_begin, 
 void convolve_im2col(const Convolution& conv) {
   const ConvolutionGeometry& g = conv.geometry;
   GemmEpilogue epilogue;
-  epilogue.relu = conv.relu;
+  epilogue.activation = conv.activation;
   if (PaddedInput::fits(g)) {
     const PaddedInput padded(g, conv.x);
     const std::pair<const Convolution*, const PaddedInput*> context{&conv, &padded};
@@ -302,7 +306,7 @@ void convolve_im2col(const Convolution& conv) {
 // ----------------------------------------------------------------- depthwise
 
 // One output row of a depthwise convolution: out[ow] = Σ_t taps[t][ow]·weights[t] from +0,
-// t in (kh, kw) order, then + bias, then relu. taps[t] + ow is the input (or a zero of the
+// t in (kh, kw) order, then + bias (the activation follows per plane). taps[t] + ow is the input (or a zero of the
 // padding) that output ow's tap t reads. Each output's terms stay in registers until the
 // sum is complete; every lane does the same rounded multiplies and adds as the scalar loop.
 struct DepthwiseRow {
@@ -311,19 +315,16 @@ struct DepthwiseRow {
   int64_t tap_count;
   int64_t count;
   const float* bias;  // one value, or null
-  bool relu;
   float* out;
 };
 
-float finish_output(const DepthwiseRow& row, float sum) {
-  if (row.bias) sum = sum + *row.bias;
-  return row.relu ? (sum > 0.0f ? sum : 0.0f) : sum;
+inline __attribute__((always_inline)) float finish_output(const DepthwiseRow& row, float sum) {
+  return row.bias ? sum + *row.bias : sum;
 }
 
-typedef int32_t Int4 __attribute__((vector_size(16)));
-
-// Outputs [first, count) in four lanes, the last few one by one.
-void depthwise_row_portable(const DepthwiseRow& row, int64_t first) {
+// Outputs [first, count) in four lanes, the last few one by one (inlined into the AVX
+// versions' tails, as deinterleave_portable).
+inline __attribute__((always_inline)) void depthwise_row_portable(const DepthwiseRow& row, int64_t first) {
   int64_t ow = first;
   for (; ow + 4 <= row.count; ow += 4) {
     Float4 sum{};
@@ -333,7 +334,6 @@ void depthwise_row_portable(const DepthwiseRow& row, int64_t first) {
       sum = sum + value * (Float4{} + row.weights[t]);
     }
     if (row.bias) sum = sum + *row.bias;
-    if (row.relu) sum = (Float4)((Int4)sum & (sum > Float4{}));
     std::memcpy(row.out + ow, &sum, sizeof(sum));
   }
   for (; ow < row.count; ++ow) {
@@ -352,7 +352,6 @@ __attribute__((target("avx2"))) void depthwise_row_avx2(const DepthwiseRow& row,
       sum = _mm256_add_ps(sum, _mm256_mul_ps(_mm256_loadu_ps(row.taps[t] + ow), _mm256_set1_ps(row.weights[t])));
     }
     if (row.bias) sum = _mm256_add_ps(sum, _mm256_set1_ps(*row.bias));
-    if (row.relu) sum = _mm256_max_ps(sum, _mm256_setzero_ps());  // NaN and -0 give +0
     _mm256_storeu_ps(row.out + ow, sum);
   }
   depthwise_row_portable(row, ow);
@@ -366,7 +365,6 @@ __attribute__((target("avx512f"))) void depthwise_row_avx512(const DepthwiseRow&
       sum = _mm512_add_ps(sum, _mm512_mul_ps(_mm512_loadu_ps(row.taps[t] + ow), _mm512_set1_ps(row.weights[t])));
     }
     if (row.bias) sum = _mm512_add_ps(sum, _mm512_set1_ps(*row.bias));
-    if (row.relu) sum = _mm512_max_ps(sum, _mm512_setzero_ps());
     _mm512_storeu_ps(row.out + ow, sum);
   }
   depthwise_row_avx2(row, ow);
@@ -461,10 +459,189 @@ struct DepthwiseSource {
   }
 };
 
+// even[m] = input[2m] for m < ceil(count / 2), odd[m] = input[2m + 1] for m < count / 2:
+// a stride-2 row split into its two column phases. Inlined into the AVX2 and AVX-512
+// versions' tails: a call from them into baseline (SSE) code costs more than the row (the
+// processor's switch between AVX and SSE register states made the column split 25 times
+// slower on this page's machine).
+inline __attribute__((always_inline)) void deinterleave_portable(const float* input, int64_t count, float* even,
+                                                                 float* odd) {
+  int64_t m = 0;
+  for (; 2 * m + 1 < count; ++m) even[m] = input[2 * m], odd[m] = input[2 * m + 1];
+  if (2 * m < count) even[m] = input[2 * m];
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) void deinterleave_avx512(const float* input, int64_t count, float* even,
+                                                            float* odd) {
+  const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odds = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  int64_t m = 0;
+  for (; 2 * m + 32 <= count; m += 16) {
+    const __m512 low = _mm512_loadu_ps(input + 2 * m), high = _mm512_loadu_ps(input + 2 * m + 16);
+    _mm512_storeu_ps(even + m, _mm512_permutex2var_ps(low, evens, high));
+    _mm512_storeu_ps(odd + m, _mm512_permutex2var_ps(low, odds, high));
+  }
+  deinterleave_portable(input + 2 * m, count - 2 * m, even + m, odd + m);
+}
+
+__attribute__((target("avx2"))) void deinterleave_avx2(const float* input, int64_t count, float* even, float* odd) {
+  int64_t m = 0;
+  for (; 2 * m + 16 <= count; m += 8) {
+    const __m256 low = _mm256_loadu_ps(input + 2 * m), high = _mm256_loadu_ps(input + 2 * m + 8);
+    // (l0 l2 h0 h2 | l4 l6 h4 h6), then its 64-bit pairs in the order 0, 2, 1, 3.
+    const __m256d evens = _mm256_castps_pd(_mm256_shuffle_ps(low, high, 0x88));
+    const __m256d odds = _mm256_castps_pd(_mm256_shuffle_ps(low, high, 0xdd));
+    _mm256_storeu_ps(even + m, _mm256_castpd_ps(_mm256_permute4x64_pd(evens, 0xd8)));
+    _mm256_storeu_ps(odd + m, _mm256_castpd_ps(_mm256_permute4x64_pd(odds, 0xd8)));
+  }
+  deinterleave_portable(input + 2 * m, count - 2 * m, even + m, odd + m);
+}
+#endif
+
+void deinterleave_row(const float* input, int64_t count, float* even, float* odd) {
+  switch (kernel_isa()) {
+#if defined(__x86_64__)
+    case Isa::Avx512: return deinterleave_avx512(input, count, even, odd);
+    case Isa::Avx2: return deinterleave_avx2(input, count, even, odd);
+#endif
+    default: return deinterleave_portable(input, count, even, odd);
+  }
+}
+
+// sums[p] = Σ_t plane[offsets[t] + p]·weights[t] from +0, t in order, then + *bias, for p
+// below `count` rounded up to 16 (sums and plane hold that many): four vectors of outputs
+// side by side, each tap one load, one multiply and one add per vector.
+void depthwise_flat_sums(const float* plane, const int64_t* offsets, const float* weights, int64_t taps,
+                         const float* bias, int64_t count, float* sums) {
+  simd::dispatch([=](auto width) {
+    using V = typename decltype(width)::Float;
+    constexpr int64_t kLanes = decltype(width)::lanes;
+    int64_t p = 0;
+    for (; p + 4 * kLanes <= count; p += 4 * kLanes) {
+      V s0{}, s1{}, s2{}, s3{};
+      for (int64_t t = 0; t < taps; ++t) {
+        const V w = simd::splat<V>(weights[t]);
+        const float* x = plane + offsets[t] + p;
+        s0 = s0 + simd::load<V>(x) * w;
+        s1 = s1 + simd::load<V>(x + kLanes) * w;
+        s2 = s2 + simd::load<V>(x + 2 * kLanes) * w;
+        s3 = s3 + simd::load<V>(x + 3 * kLanes) * w;
+      }
+      if (bias) {
+        const V b = simd::splat<V>(*bias);
+        s0 = s0 + b, s1 = s1 + b, s2 = s2 + b, s3 = s3 + b;
+      }
+      simd::store(sums + p, s0);
+      simd::store(sums + p + kLanes, s1);
+      simd::store(sums + p + 2 * kLanes, s2);
+      simd::store(sums + p + 3 * kLanes, s3);
+    }
+    for (; p < count; p += kLanes) {
+      V s{};
+      for (int64_t t = 0; t < taps; ++t) s = s + simd::load<V>(plane + offsets[t] + p) * simd::splat<V>(weights[t]);
+      if (bias) s = s + simd::splat<V>(*bias);
+      simd::store(sums + p, s);
+    }
+  });
+}
+
+// The direct depthwise kernel ("flat"): each input channel is copied once into a zero-padded
+// copy split into stride phases along both dimensions, phase (qh, qw) holding padded[qh + sh·i]
+// [qw + sw·j] at i·L + j with pitch L = ceil(Wp / sw). Tap (kh, kw) of output (oh, ow) then
+// reads phase ((kh·dh) % sh, (kw·dw) % sw) at (oh + kh·dh / sh)·L + ow + kw·dw / sw: with the
+// outputs numbered p = oh·L + ow, every tap is one contiguous run at a fixed offset, whatever
+// the stride, dilation and width. The sums run over p in vectors (16, 8 or 4 lanes, four
+// vectors side by side), so a narrow plane (7×7: p < 61) fills its lanes across rows instead
+// of leaving a scalar tail per row; the L - OW positions past each row's end are computed and
+// dropped. Each output's taps are added in (kh, kw) order from +0 as in every other path.
+struct DepthwisePlanes {
+  const ConvolutionGeometry& g;
+  int64_t pitch;                 // L = ceil(Wp / sw)
+  int64_t phase_size;            // ceil(Hp / sh) · L
+  int64_t column_phases;         // min(sw, Wp)
+  int64_t positions;             // (OH - 1) · L + OW: the last output's p, plus one
+  std::vector<float> plane;      // the phases, then zeros up to the furthest read
+  std::vector<int64_t> offsets;  // of each tap (kh, kw) in plane
+  std::vector<float> sums;       // [OH, L] (and the rounding up to a vector)
+  int64_t channel = -1;          // the (image · C + c) copied into plane
+
+  // Whether the padded copy stays within a few times the input (else the row path below).
+  static bool fits(const ConvolutionGeometry& g) {
+    return g.padding.height <= g.height + 32 && g.padding.width <= g.width + 32;
+  }
+
+  explicit DepthwisePlanes(const ConvolutionGeometry& geometry) : g(geometry) {
+    const int64_t padded_height = g.height + 2 * g.padding.height, padded_width = g.width + 2 * g.padding.width;
+    pitch = (padded_width + g.stride.width - 1) / g.stride.width;
+    phase_size = (padded_height + g.stride.height - 1) / g.stride.height * pitch;
+    column_phases = std::min(g.stride.width, padded_width);
+    const int64_t row_phases = std::min(g.stride.height, padded_height);
+    positions = (g.out_height - 1) * pitch + g.out_width;
+    const int64_t rounded = (positions + 15) / 16 * 16;  // the vectors' last reads and writes
+    int64_t furthest = 0;
+    for (int64_t kh = 0; kh < g.kernel_height; ++kh) {
+      for (int64_t kw = 0; kw < g.kernel_width; ++kw) {
+        const int64_t row = kh * g.dilation.height, column = kw * g.dilation.width;
+        const int64_t phase = row % g.stride.height * column_phases + column % g.stride.width;
+        offsets.push_back(phase * phase_size + row / g.stride.height * pitch + column / g.stride.width);
+        furthest = std::max(furthest, offsets.back() + rounded);
+      }
+    }
+    plane.assign(static_cast<size_t>(std::max(row_phases * column_phases * phase_size, furthest)), 0.0f);
+    sums.assign(static_cast<size_t>(std::max(g.out_height * pitch, rounded)), 0.0f);
+  }
+
+  // Copies input channel `index` into the phases (their padding stays zero).
+  void load_channel(const float* x, int64_t index) {
+    if (index == channel) return;
+    channel = index;
+    const float* source = x + index * g.height * g.width;
+    const int64_t sh = g.stride.height, sw = g.stride.width;
+    for (int64_t h = 0; h < g.height; ++h) {
+      const int64_t row = h + g.padding.height;
+      float* phases = plane.data() + row % sh * column_phases * phase_size + row / sh * pitch;
+      const float* input = source + h * g.width;
+      const int64_t first = g.padding.width;  // padded column of input 0
+      if (sw == 1) {
+        std::copy(input, input + g.width, phases + first);
+      } else if (sw == 2) {  // input 2m to column first + 2m, input 2m + 1 to first + 2m + 1
+        deinterleave_row(input, g.width, phases + first % 2 * phase_size + first / 2,
+                         phases + (first + 1) % 2 * phase_size + (first + 1) / 2);
+      } else {
+        for (int64_t w = 0; w < g.width; ++w) {
+          const int64_t column = w + first;
+          phases[column % sw * phase_size + column / sw] = input[w];
+        }
+      }
+    }
+  }
+
+  // One output plane [OH, OW] from the loaded channel: its weights [KH, KW] and bias (or null).
+  void compute(const float* weights, const float* bias, float* out) {
+    depthwise_flat_sums(plane.data(), offsets.data(), weights, static_cast<int64_t>(offsets.size()), bias, positions,
+                        sums.data());
+    for (int64_t oh = 0; oh < g.out_height; ++oh) {
+      std::memcpy(out + oh * g.out_width, sums.data() + oh * pitch, static_cast<size_t>(g.out_width) * sizeof(float));
+    }
+  }
+};
+
 // Output planes [begin, end) (plane n·O + o) of a convolution with one input channel per
 // group: output channel o reads input channel o / (O / groups).
 void depthwise_planes(const Convolution& conv, int64_t begin, int64_t end) {
   const ConvolutionGeometry& g = conv.geometry;
+  if (DepthwisePlanes::fits(g)) {
+    DepthwisePlanes planes(g);
+    for (int64_t index = begin; index < end; ++index) {
+      const int64_t n = index / g.out_channels, o = index % g.out_channels;
+      planes.load_channel(conv.x, n * g.channels + o / g.group_out_channels());
+      float* out = conv.out + index * g.out_plane();
+      planes.compute(conv.weight + o * g.kernel_height * g.kernel_width, conv.bias ? conv.bias + o : nullptr, out);
+      apply_activation(conv.activation, out, g.out_plane());  // the plane is still in cache
+    }
+    return;
+  }
   const DepthwiseRowKernel kernel = select_depthwise_row();
   DepthwiseSource source(g);
   for (int64_t index = begin; index < end; ++index) {
@@ -476,13 +653,13 @@ void depthwise_planes(const Convolution& conv, int64_t begin, int64_t end) {
                      g.kernel_height * g.kernel_width,
                      g.out_width,
                      conv.bias ? conv.bias + o : nullptr,
-                     conv.relu,
                      nullptr};
     for (int64_t oh = 0; oh < g.out_height; ++oh) {
       source.point_taps(conv.x + channel * g.height * g.width, oh);
       row.out = conv.out + index * g.out_plane() + oh * g.out_width;
       kernel(row, 0);
     }
+    apply_activation(conv.activation, conv.out + index * g.out_plane(), g.out_plane());
   }
 }
 
@@ -505,7 +682,7 @@ Status check_bias(const KernelContext& context, const Tensor* bias, int64_t out_
 }
 
 // Inputs: x [N, C, H, W], weight [O, C/groups, KH, KW], bias [O] (optional). Attributes:
-// stride, padding, dilation (2 ints each), groups, activation ("none" or "relu").
+// stride, padding, dilation (2 ints each), groups, activation (activation.hpp).
 // The weight's packed panels when prepare made them for this geometry and this process's
 // kernels.
 const PackedPanels* usable_weight(const KernelContext& context, const ConvolutionGeometry& g) {
@@ -524,8 +701,8 @@ Status conv2d_kernel(KernelContext& context) {
   ConvolutionGeometry geometry;
   EDGERT_RETURN_IF_ERROR(convolution_geometry(context, input.shape(), weight.shape(), geometry));
   EDGERT_RETURN_IF_ERROR(check_bias(context, bias, geometry.out_channels));
-  bool relu = false;
-  EDGERT_RETURN_IF_ERROR(read_relu_activation(context, relu));
+  FusedActivation activation;
+  EDGERT_RETURN_IF_ERROR(read_activation(context, activation));
   Tensor out = Tensor::uninitialized(DType::Float32, geometry.output_shape());
   if (out.numel() > 0) {
     const Tensor x = input.contiguous(), w = weight.contiguous();
@@ -535,7 +712,7 @@ Status conv2d_kernel(KernelContext& context) {
                            w.data_as<float>(),
                            bias ? b.data_as<float>() : nullptr,
                            out.data_as<float>(),
-                           relu,
+                           activation,
                            usable_weight(context, geometry)};
     if (geometry.group_channels() == 1)
       convolve_depthwise(conv);

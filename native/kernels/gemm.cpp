@@ -14,6 +14,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "activation.hpp"
 #include "common.hpp"
 #include "edgert/threadpool.h"
 #include "gemm.hpp"
@@ -137,18 +138,13 @@ void pack_right_block(const MicroKernel& kernel, const StoredRight& right, int64
 
 // ---------------------------------------------------------------- the epilogue
 
-// out = relu?(out + bias[j] + row_bias) over one row of outputs, vectorized: the same IEEE
-// operations, in the same order, as one element at a time.
+// out = activation(out + bias[j] + row_bias) over one row of outputs, vectorized: the same
+// IEEE operations, in the same order, as one element at a time.
 void finish_row(const GemmEpilogue& epilogue, const float* bias, const float* row_bias, float* out, int64_t count) {
   const auto add = [](const auto& x, const auto& y) { return x + y; };
   if (bias) simd::map2(out, 1, bias, 1, out, count, add);
   if (row_bias) simd::map2(out, 1, row_bias, 0, out, count, add);
-  if (epilogue.relu) {
-    simd::map(out, out, count, [](const auto& x) {
-      using V = std::decay_t<decltype(x)>;
-      return simd::select(x > V{}, x, V{});  // NaN and -0 give +0, as relu()
-    });
-  }
+  apply_activation(epilogue.activation, out, count);
 }
 
 // ---------------------------------------------------------------- the problem
@@ -492,8 +488,9 @@ void multiply_row(const GemmOperands& operands, int64_t n, int64_t k, const Gemm
     float v = values[j];
     if (epilogue.bias) v += epilogue.bias[j0 + j];
     if (operands.row_bias) v += operands.row_bias[0];
-    operands.c[j0 + j] = epilogue.relu ? relu(v) : v;
+    operands.c[j0 + j] = v;
   }
+  apply_activation(epilogue.activation, operands.c + j0, columns);
 }
 
 void gemm_one_row_transposed(const std::vector<GemmOperands>& batch, int64_t n, int64_t k, const GemmEpilogue& epilogue,

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "edgert/tensor.hpp"
+#include "linear.hpp"
 
 namespace edgert::kernels {
 
@@ -37,10 +38,10 @@ struct GemmOperands {
 };
 
 // Applied to each output c[i][j] after its sum: + bias[j] (when bias is set), + row_bias[i]
-// (when the product has one), then relu.
+// (when the product has one), then the activation (activation.hpp).
 struct GemmEpilogue {
   const float* bias = nullptr;
-  bool relu = false;
+  FusedActivation activation;
 };
 
 // c = a · b (+ epilogue) for every entry, all of shape m×k times k×n. Entries may carry

@@ -2,6 +2,7 @@
 // the exact same accumulation order as edgert::linear followed by edgert::relu.
 #pragma once
 
+#include <limits>
 #include <memory>
 
 #include "edgert/export.h"
@@ -10,7 +11,18 @@
 
 namespace edgert::kernels {
 
-enum class Activation { None, Relu };
+// The activation a linear or conv2d applies to each output after the bias (attribute
+// `activation`, docs/operators.md), with the arithmetic of the operator of that name.
+enum class Activation { None, Relu, Clamp, Hardswish, Hardsigmoid, Silu, Sigmoid };
+
+struct FusedActivation {
+  Activation kind = Activation::None;
+  float min = -std::numeric_limits<float>::infinity();  // Clamp's bounds
+  float max = std::numeric_limits<float>::infinity();
+
+  FusedActivation() = default;
+  FusedActivation(Activation activation) : kind(activation) {}  // NOLINT: implicit on purpose
+};
 
 // A weight packed once into the panels the matrix-product kernels read (gemm.hpp).
 struct PackedPanels;
@@ -22,8 +34,8 @@ struct PackedPanels;
 // `packed`, when given, is prepare_linear_weight(weight): the product reads it instead of
 // packing the weight again (the results are the same bytes).
 EDGERT_COMPONENT_API edgert::Status linear(const edgert::Tensor& input, const edgert::Tensor& weight,
-                                           const edgert::Tensor* bias, Activation activation, edgert::Tensor& output,
-                                           const PackedPanels* packed = nullptr);
+                                           const edgert::Tensor* bias, const FusedActivation& activation,
+                                           edgert::Tensor& output, const PackedPanels* packed = nullptr);
 
 // A constant weight [N, K] packed for every later linear() call of this process; null when
 // it is not a float32 matrix (linear() then reports the error).

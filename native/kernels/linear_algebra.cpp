@@ -3,6 +3,7 @@
 // Both run on gemm (gemm.hpp): every output element is accumulated over k in increasing
 // order in one float by one thread, so results are identical for any thread count and
 // instruction set.
+#include "activation.hpp"
 #include "common.hpp"
 #include "gemm.hpp"
 #include "linear.hpp"
@@ -20,8 +21,8 @@ const float* usable_panels(const PackedPanels* packed, int64_t features_out, int
 
 }  // namespace
 
-Status linear(const Tensor& input, const Tensor& weight, const Tensor* bias, Activation activation, Tensor& output,
-              const PackedPanels* packed) {
+Status linear(const Tensor& input, const Tensor& weight, const Tensor* bias, const FusedActivation& activation,
+              Tensor& output, const PackedPanels* packed) {
   const KernelContext context;
   EDGERT_RETURN_IF_ERROR(check_dtype(context, input, DType::Float32, "input"));
   EDGERT_RETURN_IF_ERROR(check_dtype(context, weight, DType::Float32, "weight"));
@@ -49,7 +50,7 @@ Status linear(const Tensor& input, const Tensor& weight, const Tensor* bias, Act
     const Tensor b = bias ? bias->contiguous() : Tensor();
     GemmEpilogue epilogue;
     epilogue.bias = bias ? b.data_as<float>() : nullptr;
-    epilogue.relu = activation == Activation::Relu;
+    epilogue.activation = activation;
     GemmOperands operands{x.data_as<float>(), w.data_as<float>(), out.data_as<float>()};
     operands.packed_b = panels;
     gemm({operands}, rows, features_out, features_in, RightLayout::NByK, epilogue);
@@ -75,10 +76,13 @@ Status prepare_linear(const PrepareContext& context, std::shared_ptr<const void>
   return Status::success();
 }
 
+// Attribute: activation (activation.hpp), applied after the bias.
 Status linear_kernel(KernelContext& context) {
   EDGERT_RETURN_IF_ERROR(check_arity(context, 2, 3));
-  return linear(*context.inputs[0], *context.inputs[1], optional_input(context, 2), Activation::None,
-                (*context.outputs)[0], static_cast<const PackedPanels*>(context.prepared));
+  FusedActivation activation;
+  EDGERT_RETURN_IF_ERROR(read_activation(context, activation));
+  return linear(*context.inputs[0], *context.inputs[1], optional_input(context, 2), activation, (*context.outputs)[0],
+                static_cast<const PackedPanels*>(context.prepared));
 }
 
 // A 1-D operand is promoted like numpy: [K] as a row [1, K] (left) or a column [K, 1] (right),

@@ -7,8 +7,10 @@
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <variant>
 
+#include "activation.hpp"
 #include "common.hpp"
 #include "edgert/graph.hpp"
 #include "edgert/threadpool.h"
@@ -299,6 +301,64 @@ Status clamp_kernel(KernelContext& context) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------- fused activations
+
+Status read_activation(const KernelContext& context, FusedActivation& activation) {
+  const std::string name = context.attributes ? context.attributes->get_string("activation", "none") : "none";
+  static const std::pair<const char*, Activation> kNames[] = {{"none", Activation::None},
+                                                              {"relu", Activation::Relu},
+                                                              {"clamp", Activation::Clamp},
+                                                              {"hardswish", Activation::Hardswish},
+                                                              {"hardsigmoid", Activation::Hardsigmoid},
+                                                              {"silu", Activation::Silu},
+                                                              {"sigmoid", Activation::Sigmoid}};
+  activation = FusedActivation();
+  bool known = false;
+  for (const auto& [text, kind] : kNames) {
+    if (name == text) activation.kind = kind, known = true;
+  }
+  if (!known) {
+    return invalid(context,
+                   "attribute activation must be one of none, relu, clamp, hardswish, hardsigmoid, silu, "
+                   "sigmoid; got \"" +
+                       name + "\"");
+  }
+  if (activation.kind != Activation::Clamp) return Status::success();
+  Bound lower, upper;  // read as clamp reads its min and max
+  EDGERT_RETURN_IF_ERROR(read_bound(context, "activation_min", lower));
+  EDGERT_RETURN_IF_ERROR(read_bound(context, "activation_max", upper));
+  activation.min = float_bound(lower, -std::numeric_limits<float>::infinity());
+  activation.max = float_bound(upper, std::numeric_limits<float>::infinity());
+  return Status::success();
+}
+
+// The same vector code as the operators relu, clamp, hardswish, hardsigmoid, silu and
+// sigmoid, so a fused activation gives the bytes of the separate node.
+void apply_activation(const FusedActivation& activation, float* data, int64_t count) {
+  switch (activation.kind) {
+    case Activation::None: return;
+    case Activation::Relu:
+      return simd::map(data, data, count, [](const auto& x) {
+        using V = std::decay_t<decltype(x)>;
+        return simd::select(x > V{}, x, V{});  // NaN and -0 give +0, as relu()
+      });
+    case Activation::Clamp: {
+      const float low = activation.min, high = activation.max;
+      return simd::map(data, data, count, [low, high](const auto& v) {
+        using V = std::decay_t<decltype(v)>;
+        return simd::minimum(simd::maximum(v, simd::splat<V>(low)), simd::splat<V>(high));
+      });
+    }
+    case Activation::Hardswish:
+      return simd::map(data, data, count, [](const auto& v) { return apply<Function::Hardswish>(v); });
+    case Activation::Hardsigmoid:
+      return simd::map(data, data, count, [](const auto& v) { return apply<Function::Hardsigmoid>(v); });
+    case Activation::Silu: return simd::map(data, data, count, [](const auto& v) { return apply<Function::Silu>(v); });
+    case Activation::Sigmoid:
+      return simd::map(data, data, count, [](const auto& v) { return apply<Function::Sigmoid>(v); });
+  }
+}
 
 EDGERT_REGISTER_OPERATOR("edgert::sigmoid", float_kernel<Function::Sigmoid>);
 EDGERT_OPERATOR_ATTRIBUTES("edgert::sigmoid");

@@ -121,7 +121,8 @@ typedef int32_t Int4 __attribute__((vector_size(16)));
 // The same fold four lanes at a time, without branches (the comparisons of max pooling are
 // unpredictable). Each lane computes exactly what the scalar fold computes.
 template <Fold kind>
-void fold_line_portable(const float* inputs, int64_t step, float* results, int64_t count) {
+inline __attribute__((always_inline)) void fold_line_portable(const float* inputs, int64_t step, float* results,
+                                                              int64_t count) {
   int64_t i = 0;
   for (; i + 4 <= count; i += 4) {
     Float4 result, value;

@@ -13,6 +13,12 @@
 #include <immintrin.h>
 #endif
 
+// The portable loops also finish the AVX2 and AVX-512 loops' last elements: inlined there,
+// since a call from AVX code into baseline (SSE) code costs more than a short row on some
+// processors (the switch between the two register states), and rows of 7 to 56 elements
+// (a convolution's channel rows broadcast against a per-channel scale) are common.
+#define EDGERT_BASELINE_TAIL inline __attribute__((always_inline))
+
 namespace edgert::kernels {
 namespace {
 
@@ -58,7 +64,8 @@ T apply(T a, T b) {
 }
 
 template <BinaryOp Op>
-void binary_portable(const float* a, int64_t a_step, const float* b, int64_t b_step, float* out, int64_t count) {
+EDGERT_BASELINE_TAIL void binary_portable(const float* a, int64_t a_step, const float* b, int64_t b_step, float* out,
+                                          int64_t count) {
   int64_t i = 0;
   for (; i + 4 <= count; i += 4) {
     store4(out + i, apply<Op>(load4(a + i * a_step, a_step), load4(b + i * b_step, b_step)));
@@ -66,7 +73,7 @@ void binary_portable(const float* a, int64_t a_step, const float* b, int64_t b_s
   for (; i < count; ++i) out[i] = apply<Op>(a[i * a_step], b[i * b_step]);
 }
 
-void relu_portable(const float* x, float* out, int64_t count) {
+EDGERT_BASELINE_TAIL void relu_portable(const float* x, float* out, int64_t count) {
   int64_t i = 0;
   for (; i + 4 <= count; i += 4) {
     const Float4 value = load4(x + i, 1);
@@ -75,13 +82,14 @@ void relu_portable(const float* x, float* out, int64_t count) {
   for (; i < count; ++i) out[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
-float max_portable(const float* x, int64_t count) {
+EDGERT_BASELINE_TAIL float max_portable(const float* x, int64_t count) {
   float result = x[0];
   for (int64_t i = 1; i < count; ++i) result = std::max(result, x[i]);
   return result;
 }
 
-void exp_portable(const float* x, const float* shift, int64_t shift_step, float* out, int64_t count) {
+EDGERT_BASELINE_TAIL void exp_portable(const float* x, const float* shift, int64_t shift_step, float* out,
+                                       int64_t count) {
   for (int64_t i = 0; i < count; ++i) out[i] = exp_nonpositive(x[i] - shift[i * shift_step]);
 }
 

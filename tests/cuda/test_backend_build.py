@@ -13,6 +13,7 @@ import pytest
 from cuda import coverage_model, cuobjdump, fatbin
 from cuda.fatbin import EntryKind
 from platforms.linux.loader import origin_relative
+from tests.native.support import EXPORTED_API, defined_dynamic_symbols, standard_library_entity
 
 pytestmark = [pytest.mark.integration, pytest.mark.index]
 PROBE = Path(__file__).resolve().parent / "load_probe.py"
@@ -49,10 +50,12 @@ def test_links_the_runtime_wheel_dynamically_with_a_relative_search_path(cuda_bu
     assert f"[{cuda_build.variant.runtime.library}]" in dynamic
     runpath = origin_relative("edgert/lib/x.so", cuda_build.variant.runtime.dir)
     assert f"runpath: [$ORIGIN:{runpath}]" in dynamic
-    symbols = subprocess.run(["nm", "-D", "--defined-only", str(cuda_build.library)],
-                             capture_output=True, text=True, check=True).stdout
+    symbols = defined_dynamic_symbols(cuda_build.library)
     assert "edgert_backend_cuda_component" in symbols
-    assert "cudaLibraryLoadData" not in symbols  # no static cudart inside
+    assert not any("cudaLibraryLoadData" in name for name in symbols)  # no static cudart inside
+    # Only its API (cmake/edgert.map), as for the CPU libraries (tests/native/test_host_safety.py)
+    assert [name for name in symbols if not EXPORTED_API.match(name)] == []
+    assert [name for name in symbols if standard_library_entity(name)] == []
 
 
 def test_loads_without_a_gpu_and_resolves_cudart_from_the_wheel(cuda_build) -> None:  # type: ignore[no-untyped-def]

@@ -4,6 +4,7 @@ operator as a program. Imported as ``tests.native.support`` (conftest.py holds t
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -16,6 +17,34 @@ ROOT = Path(__file__).resolve().parents[2]
 NATIVE = ROOT / "native"
 MLP_MODEL = NATIVE / "python" / "edgert" / "models" / "mlp.edgert"
 
+# What cmake/edgert.map exports, by mangled name: C names, and C++ entities whose outermost
+# scope is namespace edgert (with their typeinfo, vtables, VTTs and guard variables).
+EXPORTED_API = re.compile(
+    r"^(edgert_|PyInit_|_ZN[KRO]*6edgert|_ZNK[RO]?6edgert|_ZT[ISVT]N6edgert|_ZGVN6edgert)")
+# The mangled scope of an entity of the C++ standard library: std:: ("St", or one of the
+# abbreviations Sa Sb Ss Si So Sd) or libstdc++'s __gnu_cxx.
+_STANDARD_SCOPE = re.compile(r"^(S[tabsiod]|9__gnu_cxx|10__cxxabiv1)")
+
+
+def standard_library_entity(mangled: str) -> bool:
+    """Whether a mangled symbol defines something of the C++ standard library: a function,
+    variable, typeinfo, vtable or guard variable in std:: (an instance of a std template
+    included, whatever its template arguments or return type)."""
+    if not mangled.startswith("_Z"):
+        return False
+    rest = re.sub(r"^(T[ISVT]|GV|GR|TH|TW|Th[n0-9]+_|Tv[n0-9_]+_)", "", mangled[2:])
+    rest = re.sub(r"^Z", "", rest)            # a local entity: the scope of its function
+    rest = re.sub(r"^N[rVKRO]*", "", rest)    # a nested name and its qualifiers
+    return bool(_STANDARD_SCOPE.match(rest))
+
+
+def defined_dynamic_symbols(library: Path, *, demangle: bool = False) -> list[str]:
+    """The names a shared library defines in its dynamic symbol table (nm -D --defined-only),
+    mangled or demangled."""
+    command = ["nm", "-D", "--defined-only", *(["-C"] if demangle else []), str(library)]
+    listed = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    # "address type name": a demangled name may hold spaces, so split off the first two only
+    return [fields[2] for line in listed.splitlines() if len(fields := line.split(maxsplit=2)) == 3]
 
 @dataclass(frozen=True)
 class NativeInstall:

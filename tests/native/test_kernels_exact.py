@@ -182,6 +182,189 @@ def test_prepared_conv2d_weight_is_the_same_arithmetic(edgert: ModuleType, case:
     np.testing.assert_array_equal(at_run_time, expected)
 
 
+# Depthwise convolutions (one input channel per group), the direct kernel: its vectors run
+# across the rows of an output plane (a 7×7 plane is one step of 64 outputs, wider ones many,
+# with partial last vectors), so the cases cross those tails with odd sizes; strides 1, 2 (the
+# vectorized column split) and 3, dilation, 3×3, 5×5 and rectangular kernels, asymmetric
+# padding, two outputs per channel, a 1×1 image, and padding far wider than the input (the row
+# path). (x shape, kernel (KH, KW), stride, padding, dilation, outputs per channel)
+DEPTHWISE_CASES = [
+    ((1, 3, 7, 7), (3, 3), (1, 1), (1, 1), (1, 1), 1),
+    ((1, 5, 14, 14), (3, 3), (2, 2), (1, 1), (1, 1), 1),
+    ((2, 4, 13, 17), (5, 5), (1, 1), (2, 2), (1, 1), 1),
+    ((1, 3, 23, 29), (5, 5), (2, 2), (2, 2), (1, 1), 1),
+    ((1, 2, 19, 11), (3, 3), (1, 1), (2, 2), (2, 2), 1),
+    ((1, 2, 17, 21), (3, 5), (2, 1), (0, 3), (1, 2), 2),
+    ((1, 3, 31, 33), (3, 3), (3, 3), (1, 0), (1, 1), 1),
+    ((1, 2, 1, 1), (3, 3), (1, 1), (1, 1), (1, 1), 1),
+    ((1, 2, 5, 4), (5, 5), (2, 2), (2, 2), (1, 1), 1),
+    ((1, 16, 35, 35), (3, 3), (2, 2), (0, 0), (1, 1), 1),
+    ((1, 3, 71, 67), (3, 3), (1, 1), (1, 1), (1, 1), 1),
+    ((1, 2, 3, 2), (3, 3), (1, 1), (3, 40), (1, 1), 1),
+]
+
+
+def depthwise_operands(case: tuple, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+    x_shape, kernel, stride, padding, dilation, multiplier = case
+    channels = x_shape[1]
+    x = values(x_shape, seed)
+    weight = values((channels * multiplier, 1, *kernel), seed + 1)
+    bias = values((channels * multiplier,), seed + 2)
+    return x, weight, bias, conv_attributes_of(stride, padding, dilation, channels)
+
+
+def conv_attributes_of(stride: tuple, padding: tuple, dilation: tuple, groups: int,
+                       **extra: object) -> dict:
+    return {"stride": list(stride), "padding": list(padding), "dilation": list(dilation),
+            "groups": groups, **extra}
+
+
+@pytest.mark.parametrize("case", DEPTHWISE_CASES)
+@pytest.mark.parametrize("activation", ["none", "relu"])
+def test_depthwise_conv2d_adds_products_in_order(edgert: ModuleType, case: tuple,
+                                                 activation: str) -> None:
+    """The direct kernel's bytes are the contract's in-order sums (numpy), with and without a
+    bias, its weights given at run time or as constants; and within rounding of torch."""
+    from tests.native.test_ops_nn import TORCH_TOLERANCE, conv_reference, torch_module
+
+    x, weight, bias, attributes = depthwise_operands(case, 30)
+    attributes["activation"] = activation
+    _, _, stride, padding, dilation, _ = case
+    groups = x.shape[1]
+    relu = activation == "relu"
+    expected = conv_reference(x, weight, bias, stride, padding, dilation, groups, relu=relu)
+    (out,) = run_op(edgert, "edgert::conv2d", [x, weight, bias], attributes, backends=[])
+    np.testing.assert_array_equal(out, expected)
+    np.testing.assert_array_equal(
+        run_with_constants(edgert, "edgert::conv2d", x, [weight, bias], attributes), expected)
+    (no_bias,) = run_op(edgert, "edgert::conv2d", [x, weight], attributes, backends=[])
+    np.testing.assert_array_equal(
+        no_bias, conv_reference(x, weight, None, stride, padding, dilation, groups, relu=relu))
+    torch = torch_module()
+    reference = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(weight),
+                                           torch.from_numpy(bias), stride, padding, dilation,
+                                           groups)
+    if relu:
+        reference = torch.relu(reference)
+    np.testing.assert_allclose(out, reference.numpy(), **TORCH_TOLERANCE)
+
+
+def test_depthwise_conv2d_with_a_dynamic_batch(edgert: ModuleType) -> None:
+    """One program, its batch known only at run time: each batch size gives the in-order sums
+    (the kernel's buffers are sized per run)."""
+    from edgert.export import ProgramBuilder
+
+    from tests.native.test_ops_nn import conv_reference
+
+    case = ((1, 6, 15, 13), (5, 5), (2, 2), (2, 2), (1, 1), 1)
+    _, weight, bias, attributes = depthwise_operands(case, 40)
+    builder = ProgramBuilder()
+    x_value = builder.input(F32, (-1, 6, 15, 13))
+    builder.output(builder.op("edgert::conv2d", [x_value, builder.constant(weight),  # type: ignore[arg-type]
+                                                 builder.constant(bias)], attributes))
+    program = edgert.load(builder.to_bytes())
+    program.set_backends([])
+    for batch in (1, 3, 2, 5):
+        x = values((batch, 6, 15, 13), 41 + batch)
+        (out,) = program.run([x])
+        np.testing.assert_array_equal(
+            out, conv_reference(x, weight, bias, (2, 2), (2, 2), (1, 1), 6))
+
+
+# An activation fused into conv2d or linear (attribute `activation`, clamp's bounds as
+# `activation_min` / `activation_max`) and the separate operator after the unfused node.
+FUSED_ACTIVATIONS = [
+    ("relu", "edgert::relu", {}),
+    ("clamp", "edgert::clamp", {"min": 0.0, "max": 6.0}),
+    ("clamp", "edgert::clamp", {"min": -1.5}),
+    ("clamp", "edgert::clamp", {"max": 1}),
+    ("hardswish", "edgert::hardswish", {}),
+    ("hardsigmoid", "edgert::hardsigmoid", {}),
+    ("silu", "edgert::silu", {}),
+    ("sigmoid", "edgert::sigmoid", {}),
+]
+# (x shape, weight shape, stride, padding, dilation, groups): im2col, pointwise, grouped,
+# depthwise (the direct kernel and its row path).
+FUSED_CONV_CASES = [
+    ((2, 5, 13, 11), (7, 5, 3, 3), (1, 1), (1, 1), (1, 1), 1),
+    ((1, 6, 7, 5), (4, 3, 1, 1), (1, 1), (0, 0), (1, 1), 2),
+    ((2, 6, 9, 9), (9, 6, 1, 1), (1, 1), (0, 0), (1, 1), 1),
+    ((1, 8, 15, 14), (8, 1, 5, 5), (2, 2), (2, 2), (1, 1), 8),
+    ((1, 3, 2, 3), (3, 1, 3, 3), (1, 1), (3, 40), (1, 1), 3),
+]
+
+
+def fused_and_apart(edgert: ModuleType, op: str, x: np.ndarray, constants: list[np.ndarray],
+                    attributes: dict, activation: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """``op`` with the activation fused, and ``op`` followed by the activation's operator."""
+    from edgert.export import ProgramBuilder
+
+    kind, activation_op, bounds = activation
+    fused = {**attributes, "activation": kind,
+             **{f"activation_{name}": value for name, value in bounds.items()}}
+    results = []
+    for together in (True, False):
+        builder = ProgramBuilder()
+        wired = [builder.input(F32, x.shape), *(builder.constant(c) for c in constants)]
+        value = builder.op(op, wired, fused if together else attributes)
+        if not together:
+            value = builder.op(activation_op, [value], bounds)  # type: ignore[list-item]
+        builder.output(value)  # type: ignore[arg-type]
+        program = edgert.load(builder.to_bytes())
+        program.set_backends([])
+        results.append(program.run([x])[0])
+    return results[0], results[1]
+
+
+def with_special_values(x: np.ndarray) -> np.ndarray:
+    """x scaled to reach every activation's regions (sigmoid's and silu's far tails, clamp's
+    bounds), with a NaN, infinities and a -0."""
+    x = x * F32(40)
+    flat = x.reshape(-1)
+    flat[:4] = [np.nan, np.inf, -np.inf, -0.0]
+    return x
+
+
+@pytest.mark.parametrize("activation", FUSED_ACTIVATIONS)
+@pytest.mark.parametrize("case", FUSED_CONV_CASES)
+def test_a_fused_conv2d_activation_gives_the_bytes_of_the_separate_operator(
+        edgert: ModuleType, case: tuple, activation: tuple) -> None:
+    from tests.native.test_ops_nn import conv_attributes
+
+    x_shape, w_shape, stride, padding, dilation, groups = case
+    x = with_special_values(values(x_shape, 50))
+    constants = [values(w_shape, 51), values((w_shape[0],), 52)]
+    attributes = conv_attributes(stride, padding, dilation, groups)
+    fused, apart = fused_and_apart(edgert, "edgert::conv2d", x, constants, attributes, activation)
+    assert fused.tobytes() == apart.tobytes()
+
+
+@pytest.mark.parametrize("activation", FUSED_ACTIVATIONS)
+@pytest.mark.parametrize("rows", [1, 3, 5, 130])
+def test_a_fused_linear_activation_gives_the_bytes_of_the_separate_operator(
+        edgert: ModuleType, rows: int, activation: tuple) -> None:
+    x = with_special_values(values((rows, 70), 53))
+    constants = [values((45, 70), 54), values((45,), 55)]
+    fused, apart = fused_and_apart(edgert, "edgert::linear", x, constants, {}, activation)
+    assert fused.tobytes() == apart.tobytes()
+    (at_run_time,) = run_op(edgert, "edgert::linear", [x, *constants],  # the weight not prepared
+                            {"activation": activation[0],
+                             **{f"activation_{k}": v for k, v in activation[2].items()}},
+                            backends=[])
+    assert at_run_time.tobytes() == apart.tobytes()
+
+
+@pytest.mark.parametrize("op", ["edgert::conv2d", "edgert::linear"])
+def test_an_unknown_activation_is_refused(edgert: ModuleType, op: str) -> None:
+    x = values((1, 2, 5, 5), 56) if op == "edgert::conv2d" else values((3, 4), 56)
+    weight = values((2, 2, 3, 3), 57) if op == "edgert::conv2d" else values((5, 4), 57)
+    with pytest.raises(edgert.EdgertError, match="activation must be one of"):
+        run_op(edgert, op, [x, weight], {"activation": "tanh"}, backends=[])
+    with pytest.raises(edgert.EdgertError, match="activation_min is NaN"):
+        run_op(edgert, op, [x, weight], {"activation": "clamp", "activation_min": float("nan")},
+               backends=[])
+
+
 def test_fused_linear_relu_is_the_same_arithmetic(edgert: ModuleType) -> None:
     x, weight, bias = values((100, 300), 4), values((70, 300), 5), values((70,), 6)
     from edgert.export import ProgramBuilder
@@ -254,10 +437,12 @@ def run(op, arrays, attributes=None, constants=0, backends=()):
     program.set_backends(list(backends))
     return program.run(inputs)[0].tobytes()
 conv = {"padding": [1, 1], "stride": [1, 1], "dilation": [1, 1], "groups": 1}
+depthwise = {"padding": [2, 2], "stride": [2, 2], "dilation": [1, 1], "groups": 5}
 def cases():
     linear_weights = [values((45, 300), 2), values((45,), 3)]
     wide_weights = [values((1100, 64), 10), values((1100,), 11)]
     conv_arrays = [values((1, 30, 19, 17), 13), values((100, 30, 3, 3), 14), values((100,), 15)]
+    depthwise_arrays = [values((2, 5, 23, 29), 16), values((5, 1, 5, 5), 17), values((5,), 18)]
     return [
         run("edgert::linear", [values((101, 300), 1), *linear_weights]),
         run("edgert::linear", [values((1, 300), 1), *linear_weights]),
@@ -271,6 +456,12 @@ def cases():
         run("edgert::matmul", [values((3, 2, 70), 4), values((70, 1100), 5)]),
         run("edgert::conv2d", conv_arrays, conv),
         run("edgert::conv2d", conv_arrays, conv, constants=2),
+        run("edgert::conv2d", depthwise_arrays, depthwise),
+        run("edgert::conv2d", depthwise_arrays[:2], {**depthwise, "stride": [1, 1]}),
+        run("edgert::conv2d", depthwise_arrays, {**depthwise, "activation": "silu"}),
+        run("edgert::conv2d", conv_arrays, {**conv, "activation": "hardswish"}, constants=2),
+        run("edgert::linear", [values((5, 300), 1), *linear_weights],
+            {"activation": "clamp", "activation_min": 0.0, "activation_max": 6.0}, constants=2),
         run("edgert::softmax", [softmax_input()]),
         run("edgert::softmax", [softmax_input()], {"axis": 1}),
         run("edgert::add", [values((33, 77), 6), values((77,), 7)]),

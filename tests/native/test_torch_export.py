@@ -81,6 +81,70 @@ def test_batch_norm_dropout_and_views_are_folded(exported: dict[str, bytes]) -> 
     assert encoder.count("edgert::linear") == 4  # in and out projections, two feed-forward
 
 
+@pytest.mark.parametrize(
+    ("name", "host", "fused"),
+    [("squeeze_excite", "edgert::conv2d", ["clamp", "hardsigmoid", "hardswish", "relu"]),
+     ("decoder", "edgert::linear", ["silu"])],
+)
+def test_activations_are_fused_with_the_same_bytes(
+    edgert: ModuleType, exported: dict[str, bytes], name: str, host: str, fused: list[str]
+) -> None:
+    """relu6 (clamp), hardswish, hardsigmoid, relu after a convolution and silu after a linear
+    become the producer's ``activation``; the program with them split out again
+    (unfuse_activations) computes the same bytes."""
+    from edgert._passes import unfuse_activations
+    from edgert.export import read_program, write_program
+
+    program = read_program(exported[name])
+    kinds = sorted(str(n.attributes["activation"]) for n in program.nodes
+                   if n.op == host and n.attributes.get("activation", "none") != "none")
+    assert kinds == fused
+    ops = {node.op for node in program.nodes}
+    assert not ops & {"edgert::clamp", "edgert::hardswish", "edgert::hardsigmoid", "edgert::silu"}
+    unfused = unfuse_activations(program, frozenset({"edgert::conv2d", "edgert::linear"}))
+    assert len(unfused.nodes) == len(program.nodes) + len(fused)
+    case = next(c for c in CASES if c.name == name)
+    for inputs in [case.example, *case.inputs]:
+        arrays = [t.numpy() for t in inputs]
+        together = edgert.load(exported[name]).run(arrays)
+        apart = edgert.load(write_program(unfused)).run(arrays)
+        for one, other in zip(together, apart, strict=True):
+            assert one.tobytes() == other.tobytes()
+
+
+def test_fuse_activations_takes_only_what_the_producer_can_apply(edgert: ModuleType) -> None:
+    """Not fused: a relu after a float linear (the CPU delegate fuses linear → relu itself),
+    an activation whose input something else reads too, a second activation; a clamp's
+    bounds move to activation_min / activation_max; unfuse_activations restores the nodes."""
+    from edgert._passes import fuse_activations, prune, unfuse_activations
+    from edgert.export import ProgramBuilder, read_program
+
+    builder = ProgramBuilder()
+    x = builder.input(np.float32, (1, 2, 4, 4))
+    weight = builder.constant(np.ones((2, 2, 1, 1), np.float32))
+    conv = builder.op("edgert::conv2d", [x, weight])
+    clamped = builder.op("edgert::clamp", [conv], {"min": 0.0, "max": 6.0})
+    twice = builder.op("edgert::sigmoid", [clamped])  # a second activation: stays a node
+    shared = builder.op("edgert::conv2d", [x, weight])
+    silu = builder.op("edgert::silu", [shared])  # its input is also an output: stays a node
+    flat = builder.input(np.float32, (1, 3))
+    linear = builder.op("edgert::linear", [flat, builder.constant(np.ones((3, 3), np.float32))])
+    relu = builder.op("edgert::relu", [linear])  # left to the CPU delegate
+    for value in (twice, shared, silu, relu):
+        builder.output(value)  # type: ignore[arg-type]
+    program = read_program(builder.to_bytes())
+    fused = prune(fuse_activations(program))
+    assert [(n.op, n.attributes.get("activation")) for n in fused.nodes] == [
+        ("edgert::conv2d", "clamp"), ("edgert::sigmoid", None), ("edgert::conv2d", None),
+        ("edgert::silu", None), ("edgert::linear", None), ("edgert::relu", None)]
+    first = fused.nodes[0].attributes
+    assert first["activation_min"] == 0.0 and first["activation_max"] == 6.0
+    restored = unfuse_activations(fused, frozenset({"edgert::conv2d"}))
+    assert [n.op for n in restored.nodes][:2] == ["edgert::conv2d", "edgert::clamp"]
+    assert restored.nodes[1].attributes == {"min": 0.0, "max": 6.0}
+    assert "activation" not in restored.nodes[0].attributes
+
+
 def test_constants_are_the_parameters(exported: dict[str, bytes]) -> None:
     from edgert.export import read_program
 

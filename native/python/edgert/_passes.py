@@ -14,12 +14,40 @@ import numpy.typing as npt
 
 from edgert.export import NodeDef, ProgramDef, ValueDef
 
-__all__ = ["fold_batch_norm", "fuse_activations", "prune", "readers", "producers"]
+__all__ = [
+    "fold_batch_norm",
+    "fuse_activations",
+    "unfuse_activations",
+    "prune",
+    "readers",
+    "producers",
+]
 
-# Operators that take an `activation` attribute ("none" or "relu") applied to each output.
-_ACTIVATION_HOSTS = frozenset(
-    {"edgert::conv2d", "edgert_quantized::conv2d", "edgert_quantized::linear"}
+# What an operator's `activation` attribute may take over, per operator: the float conv2d and
+# linear apply relu, clamp, hardswish, hardsigmoid, silu and sigmoid with the separate
+# operator's arithmetic (the same bytes, docs/operators.md); the quantized conv2d and linear
+# know relu only. A relu after a float linear is left to the CPU delegate, which runs
+# linear → relu chains fused itself.
+_FLOAT_ACTIVATIONS = frozenset(
+    {"edgert::clamp", "edgert::hardswish", "edgert::hardsigmoid", "edgert::silu", "edgert::sigmoid"}
 )
+_ACTIVATION_HOSTS: dict[str, frozenset[str]] = {
+    "edgert::conv2d": _FLOAT_ACTIVATIONS | {"edgert::relu"},
+    "edgert::linear": _FLOAT_ACTIVATIONS,
+    "edgert_quantized::conv2d": frozenset({"edgert::relu"}),
+    "edgert_quantized::linear": frozenset({"edgert::relu"}),
+}
+# The operator each `activation` value stands for, and clamp's bounds as attributes.
+_ACTIVATION_OPERATORS = {
+    "relu": "edgert::relu",
+    "clamp": "edgert::clamp",
+    "hardswish": "edgert::hardswish",
+    "hardsigmoid": "edgert::hardsigmoid",
+    "silu": "edgert::silu",
+    "sigmoid": "edgert::sigmoid",
+}
+_ACTIVATION_NAMES = {op: name for name, op in _ACTIVATION_OPERATORS.items()}
+_BOUNDS = (("min", "activation_min"), ("max", "activation_max"))
 
 
 def readers(program: ProgramDef) -> Counter[int]:
@@ -121,29 +149,62 @@ def _without(program: ProgramDef, dropped: set[int], renamed: dict[int, int]) ->
 
 
 def fuse_activations(program: ProgramDef) -> ProgramDef:
-    """An ``edgert::relu`` whose input comes from an operator with an ``activation``
-    attribute (conv2d, the quantized conv2d and linear) and is read by nothing else is
-    folded into that operator."""
+    """An activation node (relu, clamp, hardswish, hardsigmoid, silu, sigmoid) whose input
+    comes from an operator that can apply it (``_ACTIVATION_HOSTS``) and is read by nothing
+    else is folded into that operator's ``activation`` attribute (clamp's ``min`` and ``max``
+    become ``activation_min`` and ``activation_max``). The fused node computes the same bytes."""
     result = replace(program, nodes=list(program.nodes))
     made_by = producers(result)
     counts = readers(result)
     renamed: dict[int, int] = {}
     dropped: set[int] = set()
     for position, node in enumerate(result.nodes):
-        if node.op != "edgert::relu" or counts[node.inputs[0]] != 1:
+        kind = _ACTIVATION_NAMES.get(node.op)
+        if kind is None or len(node.inputs) != 1 or counts[node.inputs[0]] != 1:
             continue
         host_position = made_by.get(node.inputs[0])
         if host_position is None:
             continue
         host = result.nodes[host_position]
-        if host.op not in _ACTIVATION_HOSTS or host.attributes.get("activation", "none") != "none":
+        if node.op not in _ACTIVATION_HOSTS.get(host.op, frozenset()):
             continue
-        result.nodes[host_position] = replace(
-            host, attributes={**host.attributes, "activation": "relu"}
-        )
+        if host.attributes.get("activation", "none") != "none" or len(host.outputs) != 1:
+            continue
+        if result.values[node.inputs[0]].dtype != "float32":
+            continue
+        attributes = {**host.attributes, "activation": kind}
+        for bound, name in _BOUNDS:
+            if kind == "clamp" and bound in node.attributes:
+                attributes[name] = node.attributes[bound]
+        result.nodes[host_position] = replace(host, attributes=attributes)
         renamed[node.outputs[0]] = node.inputs[0]
         dropped.add(position)
     return _without(result, dropped, renamed)
+
+
+def unfuse_activations(
+    program: ProgramDef, ops: frozenset[str], keep: frozenset[str] = frozenset({"none"})
+) -> ProgramDef:
+    """The inverse of ``fuse_activations`` for the nodes of ``ops`` whose ``activation`` is not
+    in ``keep``: the node computes without it, into a new value, and a node of the activation's
+    operator after it writes the original output (the same bytes)."""
+    result = replace(program, values=list(program.values), nodes=[])
+    for node in program.nodes:
+        kind = node.attributes.get("activation", "none")
+        if node.op not in ops or kind in keep or not isinstance(kind, str):
+            result.nodes.append(node)
+            continue
+        output = node.outputs[0]
+        hidden = len(result.values)
+        result.values.append(ValueDef(result.values[output].dtype, result.values[output].shape))
+        names = {"activation", *(name for _, name in _BOUNDS)}
+        attributes = {key: item for key, item in node.attributes.items() if key not in names}
+        result.nodes.append(
+            replace(node, outputs=[hidden, *node.outputs[1:]], attributes=attributes)
+        )
+        bounds = {bound: node.attributes[n] for bound, n in _BOUNDS if n in node.attributes}
+        result.nodes.append(NodeDef(_ACTIVATION_OPERATORS[kind], [hidden], [output], bounds))
+    return result
 
 
 def prune(program: ProgramDef) -> ProgramDef:

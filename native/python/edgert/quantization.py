@@ -32,7 +32,7 @@ import numpy.typing as npt
 
 from edgert._errors import EdgertError, InvalidArgumentError, error_for
 from edgert._native import load_library
-from edgert._passes import fuse_activations, prune
+from edgert._passes import fuse_activations, prune, unfuse_activations
 from edgert.export import NodeDef, ProgramDef, ValueDef, read_program, write_program
 
 __all__ = ["quantize_program", "quantize_linear_layers", "quantize_weights_per_channel",
@@ -189,6 +189,8 @@ def quantize_linear_layers(program: bytes | ProgramDef) -> bytes:
     source = read_program(bytes(program)) if isinstance(program, (bytes, bytearray)) else program
     if not isinstance(source, ProgramDef):
         raise TypeError(f"expected program bytes or a ProgramDef, got {type(source).__name__}")
+    # the quantized linear made here applies no activation: a fused one becomes its own node
+    source = unfuse_activations(source, frozenset({"edgert::linear"}))
     result = ProgramDef(
         values=list(source.values),
         nodes=[],
@@ -327,6 +329,9 @@ def quantize_program(program: bytes | ProgramDef, calibration: Iterable[object] 
     source = read_program(bytes(program)) if isinstance(program, (bytes, bytearray)) else program
     if not isinstance(source, ProgramDef):
         raise TypeError(f"expected program bytes or a ProgramDef, got {type(source).__name__}")
+    # The quantized layers apply relu only: any other fused activation becomes its own node
+    # again (and relu is fused back by fuse_activations below).
+    source = unfuse_activations(source, frozenset(_QUANTIZED), frozenset({"none", "relu"}))
     result = ProgramDef(values=list(source.values), nodes=list(source.nodes),
                         inputs=list(source.inputs), outputs=list(source.outputs))
     positions = _candidates(result)
