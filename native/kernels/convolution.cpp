@@ -747,6 +747,8 @@ EDGERT_OPERATOR_ATTRIBUTES("edgert::conv2d", {{"stride", AttributeKind::Ints},
                                               {"padding", AttributeKind::Ints},
                                               {"dilation", AttributeKind::Ints},
                                               {"groups", AttributeKind::Int},
-                                              {"activation", AttributeKind::String}});
+                                              {"activation", AttributeKind::String},
+                                              {"activation_min", AttributeKind::Float},
+                                              {"activation_max", AttributeKind::Float}});
 
 }  // namespace edgert::kernels

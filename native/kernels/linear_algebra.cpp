@@ -143,6 +143,8 @@ Status matmul_kernel(KernelContext& context) {
 EDGERT_REGISTER_OPERATOR("edgert::matmul", matmul_kernel);
 EDGERT_OPERATOR_ATTRIBUTES("edgert::matmul");
 EDGERT_REGISTER_PREPARED_OPERATOR("edgert::linear", linear_kernel, prepare_linear);
-EDGERT_OPERATOR_ATTRIBUTES("edgert::linear");
+EDGERT_OPERATOR_ATTRIBUTES("edgert::linear", {{"activation", AttributeKind::String},
+                                              {"activation_min", AttributeKind::Float},
+                                              {"activation_max", AttributeKind::Float}});
 
 }  // namespace edgert::kernels
