@@ -160,6 +160,9 @@ def parse(data: dict[str, Any], *, source: str) -> CudaVariant:
         raise ConfigurationError(f"{source}.schema: only schema 1 is understood",
                                  fix="update the release tools")
     name, major = root.string("name"), root.integer("major")
+    if not 1 <= major <= 99:   # it names libraries (libcudart.so.12) and distributions
+        raise ConfigurationError(f"{source}.major is {major}, not a CUDA major version",
+                                 fix="write the CUDA major version, from 1 to 99 (e.g. 12)")
     claims, ptx = _capabilities(root, "claims"), _capabilities(root, "ptx")
     runtime = _runtime(root.table("runtime"))
     toolchain = root.table("toolchain")

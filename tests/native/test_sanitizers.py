@@ -71,6 +71,11 @@ def test_bad_dtype_codes_are_refused_without_undefined_behaviour(sanitized: Nati
 def test_native_tests_pass_under_sanitizers(sanitized: NativeInstall, tmp_path: Path) -> None:
     runtime = subprocess.run(["gcc", "-print-file-name=libasan.so"], capture_output=True,
                              text=True, check=True).stdout.strip()
+    # libstdc++ preloaded too: ASan resolves the real __cxa_throw when it starts, and Python
+    # links no C++ runtime, so without it the first C++ exception thrown (a run refused by
+    # its memory limit) stops the process in ASan's own CHECK.
+    cxx = subprocess.run(["gcc", "-print-file-name=libstdc++.so"], capture_output=True,
+                         text=True, check=True).stdout.strip()
     tests = [str(ROOT / "tests" / "native" / name) for name in
              ("test_host_safety.py", "test_threadpool.py", "test_kernels.py",
               "test_program_loader.py", "test_memory_plan.py", "test_constants.py",
@@ -82,7 +87,7 @@ def test_native_tests_pass_under_sanitizers(sanitized: NativeInstall, tmp_path: 
          "-k", "not fuzzer and not load_time and not cannot_be_allocated and not resident "
          "and not forked and not gil", *tests], cwd=ROOT,
         capture_output=True, text=True, timeout=900,
-        env={**os.environ, **environment, "LD_PRELOAD": runtime,
+        env={**os.environ, **environment, "LD_PRELOAD": f"{runtime} {cxx}",
              "EDGERT_TEST_NATIVE_BUILD": str(sanitized.build_dir)})
     output = completed.stdout + completed.stderr + "".join(
         path.read_text(errors="replace") for path in sorted(tmp_path.glob("report*")))

@@ -161,3 +161,16 @@ def test_nesting_is_measured_without_recursion() -> None:
         deep = [deep]
     assert _toml.depth(deep) == _toml.MAX_DEPTH + 1      # stops once past the bound
     assert _toml.depth({"a": {"b": [1, 2]}}) == 3 and _toml.depth(5) == 0
+
+
+@pytest.mark.parametrize("major", ["100000000000000000000", "0", "-12", "100"])
+def test_a_cuda_variant_major_version_is_bounded(tmp_path: Path, major: str) -> None:
+    """The variant file a manifest's variant names (its `config`) is bounded the same way."""
+    from cuda import gpu_variant
+    source = ROOT / "cuda" / "variants" / "cu12.toml"
+    text, count = re.subn(r"(?m)^major = 12$", f"major = {major}", source.read_text())
+    assert count == 1
+    path = tmp_path / "cu12.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigurationError, match=r"\.major is -?\d+, not a CUDA major version"):
+        gpu_variant.load(path)

@@ -6,7 +6,10 @@
  * edgert_program_output views would still be reading.) Then, on a pool of two
  * threads, two threads run their own programs at once on a batch large enough for the
  * matrix products to split over the pool: a barrier starts each round's runs together, so
- * their parallel regions share the pool. Exits 0 when every result matches the first one of
+ * their parallel regions share the pool; those programs run under a memory limit, and each
+ * round also runs once under a limit that grows round by round (from one that refuses the
+ * first output to ones that pass or refuse inside a parallel region), which must either match
+ * or fail with EDGERT_ERROR_OUT_OF_MEMORY. Exits 0 when every result matches the first one of
  * its batch size. Usage: threads_stress MODEL.edgert (an MLP of 16 inputs and at most 8
  * outputs) */
 #include <pthread.h>
@@ -75,6 +78,32 @@ static int run_with_rows(edgert_program* program, int rows, float* out, size_t* 
   return failed;
 }
 
+/* Under `limit` bytes for this call: EDGERT_OK with the output matching `expected`, or a
+ * refusal by the limit; anything else is a failure. */
+static void run_limited_and_check(edgert_program* program, const Expected* expected, uint64_t limit) {
+  static __thread float out[BATCH * OUTPUTS];
+  int64_t shape[2] = {expected->rows, FEATURES};
+  edgert_tensor_view view = {EDGERT_FLOAT32, 2, shape, input, (size_t)expected->rows * FEATURES * sizeof(float)};
+  edgert_tensor* outputs[8] = {NULL};
+  edgert_status status = edgert_program_run_with_limit(program, &view, 1, outputs, 8, limit);
+  int failed = status != EDGERT_OK && status != EDGERT_ERROR_OUT_OF_MEMORY;
+  if (status == EDGERT_OK) {
+    edgert_tensor_view result;
+    failed = edgert_tensor_info(outputs[0], &result, NULL) != EDGERT_OK ||
+             result.nbytes != expected->count * sizeof(float);
+    if (!failed) {
+      memcpy(out, result.data, result.nbytes);
+      failed = memcmp(out, expected->values, result.nbytes) != 0;
+    }
+  }
+  for (size_t i = 0; i < edgert_program_output_count(program); ++i) edgert_tensor_free(outputs[i]);
+  if (failed) {
+    pthread_mutex_lock(&failures_lock);
+    ++failures;
+    pthread_mutex_unlock(&failures_lock);
+  }
+}
+
 /* Runs `program` on `expected->rows` rows; a failed run or a different output is a failure. */
 static void run_and_check(edgert_program* program, const Expected* expected, int with) {
   static __thread float out[BATCH * OUTPUTS];
@@ -115,6 +144,7 @@ static void* side_by_side(void* program) {
   for (int round = 0; round < ROUNDS; ++round) {
     pthread_barrier_wait(&round_start);
     run_and_check((edgert_program*)program, &batch, 0);
+    run_limited_and_check((edgert_program*)program, &batch, (uint64_t)(round + 1) * 8192);
   }
   return NULL;
 }
@@ -124,6 +154,7 @@ static int run_side_by_side(void) {
   edgert_program* programs[2] = {NULL, NULL};
   for (int i = 0; i < 2; ++i) {
     if (edgert_program_load_file(model, &programs[i])) return 1;
+    if (edgert_program_set_memory_limit(programs[i], (uint64_t)256 << 20)) return 1;
   }
   pthread_barrier_init(&round_start, NULL, 2);
   pthread_t pair[2];
