@@ -35,7 +35,7 @@ from release import (
     wheel_variant,
 )
 from release.build_options import BuildOptions, Form, Stage, VerifyMode, default_cache_dir
-from release.buildrecord import RECORD_FILE, BuildRecord
+from release.buildrecord import RECORD_FILE
 from release.errors import (
     CommandError,
     ConfigurationError,
@@ -45,12 +45,10 @@ from release.errors import (
     VerificationFailed,
 )
 from release.host import Host
-from release.manifest import Component, Manifest, Target, Variant
-from release.platform import Platform, SearchPath
+from release.manifest import Manifest, Target, Variant
 from release.repair import repair_request
 from release.resolved import ResolvedRelease, resolve, target_of
 from release.tool import Tool
-from release.variants import BuildVariant
 from release.verify.api import verify_wheel
 from release.verify.options import VerifyOptions
 from release.verify.report import Report
@@ -89,43 +87,6 @@ class Plan:
     options: BuildOptions
     environ: Mapping[str, str]
     cache: Path
-
-    @property
-    def manifest(self) -> Manifest:
-        return self.release.manifest
-
-    @property
-    def host(self) -> Host:
-        """The machine the build runs on (architecture, system)."""
-        return self.release.host
-
-    @property
-    def target(self) -> Target:
-        return self.release.target
-
-    @property
-    def platform(self) -> Platform:
-        return self.release.platform
-
-    @property
-    def variant(self) -> BuildVariant:
-        return self.release.variant
-
-    @property
-    def distribution(self) -> str:
-        return self.release.distribution
-
-    @property
-    def components(self) -> tuple[Component, ...]:
-        return self.release.components
-
-    @property
-    def search_paths(self) -> tuple[SearchPath, ...]:
-        return self.release.search_paths
-
-    @property
-    def record(self) -> BuildRecord:
-        return self.release.record
 
 
 def make_plan(manifest: Manifest, options: BuildOptions, environ: Mapping[str, str],
@@ -176,7 +137,8 @@ def run(manifest: Manifest, options: BuildOptions,
     went."""
     plan = make_plan(manifest, options, os.environ if environ is None else environ, host,
                      resolved=resolved)
-    result = BuildResult(wheel=None, target=plan.target.name, variant=plan.variant.name,
+    release = plan.release
+    result = BuildResult(wheel=None, target=release.target.name, variant=release.variant.name,
                          build_dir=plan.build_dir)
     buildfolder.check_writable(options.out_dir)   # before any work, not after the build
     with buildfolder.locked(plan.build_dir), buildfolder.scratch(plan.build_dir) as scratch:
@@ -192,7 +154,7 @@ def run(manifest: Manifest, options: BuildOptions,
         if state.wheel is not None:
             # the index is merged before the wheel is published: a bad index stops both
             index = None if state.variant_json is None else wheel_variant.merged_index(
-                options.out_dir, plan.distribution, manifest.version, state.variant_json)
+                options.out_dir, plan.release.distribution, manifest.version, state.variant_json)
             result.wheel = buildfolder.publish(state.wheel, options.out_dir).resolve()
             if index is not None:
                 wheel_variant.write_atomically(*index)
@@ -216,9 +178,9 @@ class _State:
 def _search_path_arguments(plan: Plan) -> list[str]:
     """The decided search paths, handed to CMake (EDGERT_SEARCH_PATH_<component>)."""
     names = {plan.release.extension_file: "EXTENSION",
-             **{plan.release.component_file(c): c.name for c in plan.components}}
+             **{plan.release.component_file(c): c.name for c in plan.release.components}}
     return [f"-DEDGERT_SEARCH_PATH_{names[entry.binary]}={';'.join(entry.entries)}"
-            for entry in plan.search_paths]
+            for entry in plan.release.search_paths]
 
 
 @dataclass(frozen=True)
@@ -231,25 +193,25 @@ class _Part:
 
 
 def _parts(plan: Plan) -> list[_Part]:
-    parts = plan.platform.parts(plan.target)
-    if parts == (plan.target,):
-        return [_Part(plan.target, plan.build_dir)]
+    parts = plan.release.platform.parts(plan.release.target)
+    if parts == (plan.release.target,):
+        return [_Part(plan.release.target, plan.build_dir)]
     return [_Part(part, plan.build_dir / part.arch) for part in parts]
 
 
 def _configure_arguments(plan: Plan, part: _Part, toolchain_arguments: list[str]) -> list[str]:
-    opt_in = [c.cmake_component or c.name for c in plan.manifest.components if c.opt_in]
-    registering = [c.cmake_component for c in plan.manifest.components
+    opt_in = [c.cmake_component or c.name for c in plan.release.manifest.components if c.opt_in]
+    registering = [c.cmake_component for c in plan.release.manifest.components
                    if c.registers and c.cmake_component]
     arguments = [
         "-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={tools.ninja(cache=plan.cache)}",
         "-DCMAKE_BUILD_TYPE=Release",
         f"-DCMAKE_INSTALL_PREFIX={part.build_dir / 'install'}",
-        f"-DEDGERT_PACKAGE_DIR={plan.manifest.package}",
+        f"-DEDGERT_PACKAGE_DIR={plan.release.manifest.package}",
         f"-DEDGERT_OPT_IN_COMPONENTS={';'.join(opt_in)}",
         f"-DEDGERT_REGISTRATION_ONLY_COMPONENTS={';'.join(registering)}",
         f"-DPython_EXECUTABLE={sys.executable}",
-        *plan.platform.cmake_arguments(part.target, host=plan.host,
+        *plan.release.platform.cmake_arguments(part.target, host=plan.release.host,
                                         ccache=plan.options.ccache, cache=plan.cache,
                                         build_dir=part.build_dir),
         *_search_path_arguments(plan),
@@ -297,14 +259,14 @@ def _write_atomically(path: Path, text: str) -> None:
 
 
 def _configure(plan: Plan, state: _State) -> None:
-    toolchain = plan.variant.provision(environ=plan.environ, cache=plan.cache)
+    toolchain = plan.release.variant.provision(environ=plan.environ, cache=plan.cache)
     state.toolchain = toolchain.tools()
     for part in _parts(plan):
         _configure_part(plan, part, toolchain.cmake_arguments())
 
 
 def _configure_part(plan: Plan, part: _Part, toolchain_arguments: list[str]) -> None:
-    source = Path(plan.manifest.native_source).resolve()
+    source = Path(plan.release.manifest.native_source).resolve()
     build_dir = part.build_dir
     build_dir.mkdir(parents=True, exist_ok=True)
     wanted = {"source": str(source), "arguments": _configure_arguments(
@@ -323,7 +285,7 @@ def _configure_part(plan: Plan, part: _Part, toolchain_arguments: list[str]) -> 
         (build_dir / "CMakeCache.txt").unlink()
     first = not (build_dir / "CMakeCache.txt").exists()
     waiting = ("CMake detects the compilers and the platform before it prints anything "
-               f"({plan.platform.first_configure_note})")
+               f"({plan.release.platform.first_configure_note})")
     with progress.long_step(f"first configure of {build_dir}", waiting_for=waiting) if first \
             else nullcontext():
         _native([tools.cmake(cache=plan.cache), "-S", source, "-B", build_dir,
@@ -372,7 +334,7 @@ def compiler_cache_environment(plan: Plan) -> dict[str, str]:
     is left out of its keys."""
     if not plan.options.ccache:
         return {}
-    base = os.path.commonpath([plan.manifest.root.resolve(), plan.build_dir])
+    base = os.path.commonpath([plan.release.manifest.root.resolve(), plan.build_dir])
     settings = {"CCACHE_SLOPPINESS": "locale"}
     return settings if base == os.path.sep else {**settings, "CCACHE_BASEDIR": base}
 
@@ -395,19 +357,19 @@ def _install(plan: Plan, state: _State) -> None:
                  "--prefix", prefix], part.build_dir, what="CMake install",
                 fix="check the install() rules in native/")
     if len(parts) > 1:
-        merged = plan.platform.merge([part.build_dir / "install" for part in parts],
-                                     plan.build_dir / "install", host=plan.host)
+        merged = plan.release.platform.merge([part.build_dir / "install" for part in parts],
+                                     plan.build_dir / "install", host=plan.release.host)
         log.info("merged %d binaries of %s into %s", len(merged),
-                 " + ".join(part.target.arch for part in parts), plan.target.arch)
+                 " + ".join(part.target.arch for part in parts), plan.release.target.arch)
 
 
 def _lay_out(plan: Plan, state: _State) -> None:
     """The staging folder as the wheel holds it: the installed package, the build record and
     the .dist-info files that depend on the project alone (the SBOM is the pack stage's)."""
-    package = plan.manifest.package
+    package = plan.release.manifest.package
     installed = plan.build_dir / "install" / package
     shutil.copytree(installed, state.staging / package, symlinks=True)
-    missing = [f"{c.name} ({c.file})" for c in plan.record.components
+    missing = [f"{c.name} ({c.file})" for c in plan.release.record.components
                if not (state.staging / c.file).is_file()]
     extension = plan.release.extension_file
     if not (state.staging / extension).is_file():
@@ -416,14 +378,15 @@ def _lay_out(plan: Plan, state: _State) -> None:
         raise ConfigurationError(f"the build did not install: {', '.join(missing)}",
                                  fix="every manifest component needs its edgert_add_component() "
                                      "in native/ and an install rule")
-    (state.staging / package / RECORD_FILE).write_text(plan.record.to_text())
+    (state.staging / package / RECORD_FILE).write_text(plan.release.record.to_text())
     distinfo.write_files(state.staging / distinfo.folder_name(plan.release),
                          distinfo.layout_files(plan.release))
 
 
 def _fix_up(plan: Plan, state: _State) -> None:
     """The shipped binaries' search paths, as the plan decided them (binaries only)."""
-    changed = plan.platform.fix_up(state.staging, plan.search_paths, host=plan.host)
+    release = plan.release
+    changed = release.platform.fix_up(state.staging, release.search_paths, host=release.host)
     log.info("search paths rewritten in %d files", len(changed))
 
 
@@ -447,7 +410,7 @@ def _toolchain(plan: Plan, state: _State) -> tuple[Tool, ...]:
     ninja = _cmd.run([tools.ninja(cache=plan.cache), "--version"], what="ninja --version")
     found.add(Tool("ninja", ninja.strip(), f"pkg:generic/ninja@{ninja.strip()}"))
     found.add(Tool(f"{sys.implementation.name} headers", platform_module.python_version()))
-    platform_tools = plan.platform.toolchain_tools(plan.target, plan.host)
+    platform_tools = plan.release.platform.toolchain_tools(plan.release.target, plan.release.host)
     return tuple(sorted({*found, *state.toolchain, *platform_tools}))
 
 
@@ -455,7 +418,8 @@ def _repair(plan: Plan, state: _State) -> None:
     assert state.wheel is not None
     out_dir = state.scratch / "repaired"
     out_dir.mkdir()
-    repaired = plan.platform.repair(repair_request(plan.record, state.wheel, out_dir))
+    repaired = plan.release.platform.repair(repair_request(plan.release.record, state.wheel,
+                                                           out_dir))
     wheel.normalize(repaired, epoch=wheel.source_date_epoch(plan.environ))
     state.wheel = repaired
 
@@ -470,7 +434,7 @@ def _label(plan: Plan, state: _State) -> None:
     out_dir = state.scratch / "variant"
     out_dir.mkdir()
     state.wheel, state.variant_json = wheel_variant.make_variant_wheel(
-        state.wheel, out_dir, declared.wheel_variant, plan.manifest.variant_providers,
+        state.wheel, out_dir, declared.wheel_variant, plan.release.manifest.variant_providers,
         epoch=wheel.source_date_epoch(plan.environ))
     log.info("variant wheel %s", state.wheel.name)
 
@@ -481,17 +445,18 @@ def _verify(plan: Plan, state: _State) -> None:
         log.info("verify skipped (--verify none)")
         return
     runner = None if plan.options.verify is VerifyMode.STATIC else \
-        plan.platform.runner(plan.target, host=plan.host, cache=plan.cache)
+        plan.release.platform.runner(plan.release.target, host=plan.release.host, cache=plan.cache)
     static = runner is None
     if static and plan.options.verify is not VerifyMode.STATIC:
-        log.info("verify reads files only: this host cannot run %s binaries", plan.target.arch)
+        log.info("verify reads files only: this host cannot run %s binaries",
+                 plan.release.target.arch)
     options = VerifyOptions(sites=() if static else _dependency_sites(plan),
-                            build_paths=(str(plan.build_dir), str(plan.manifest.root)),
+                            build_paths=(str(plan.build_dir), str(plan.release.manifest.root)),
                             sandbox="prefer")
     # the runner the platform just provisioned for the target (an emulator's root folder)
     emulated = (runner,) if runner is not None and runner.prefix else ()
     report = verify_wheel(state.wheel, static=static, options=options,
-                          host=Host(plan.host.system, plan.host.machine, emulated),
+                          host=Host(plan.release.host.system, plan.release.host.machine, emulated),
                           cache=plan.cache)
     state.verify_report = report.to_json()
     if not report.ok:
@@ -532,7 +497,7 @@ def _dependency_sites(plan: Plan) -> tuple[Path, ...]:
     """Site folders holding the wheel's declared native dependencies (a variant's runtime
     wheel, installed from its own requirement), so the load checks resolve them the way an
     installed wheel would."""
-    runtime = plan.variant.runtime
+    runtime = plan.release.variant.runtime
     if runtime is None:
         return ()
     if runtime.pin:

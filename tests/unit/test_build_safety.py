@@ -202,7 +202,8 @@ def test_writability_is_checked_before_the_build_folder_is_touched(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from release import manifest
     (tmp_path / "dist").write_text("a file")
-    plan = SimpleNamespace(target=SimpleNamespace(name="t"), variant=SimpleNamespace(name="v"),
+    plan = SimpleNamespace(release=SimpleNamespace(target=SimpleNamespace(name="t"),
+                                                   variant=SimpleNamespace(name="v")),
                            build_dir=tmp_path / "build")
     monkeypatch.setattr(pipeline, "make_plan", lambda *args, **kwargs: plan)
     with pytest.raises(EnvironmentFailure) as raised:

@@ -129,8 +129,9 @@ def test_a_first_configure_says_what_it_waits_for_and_a_second_does_not(
     monkeypatch.setattr(pipeline._cmd, "run", fake_cmake)
     monkeypatch.setattr(pipeline.tools, "cmake", lambda cache=None: Path("cmake"))
     monkeypatch.setattr(pipeline, "_configure_arguments", lambda plan, part, arguments: [])
-    plan = SimpleNamespace(manifest=SimpleNamespace(native_source=str(tmp_path / "native")),
-                           platform=get_platform(platform), cache=tmp_path / "cache")
+    plan = SimpleNamespace(release=SimpleNamespace(
+        manifest=SimpleNamespace(native_source=str(tmp_path / "native")),
+        platform=get_platform(platform)), cache=tmp_path / "cache")
     part = SimpleNamespace(build_dir=tmp_path / "build")
     (tmp_path / "native").mkdir()
     with caplog.at_level(logging.INFO, logger="release"):

@@ -62,7 +62,7 @@ def test_an_apple_silicon_mac_defaults_to_arm64_whatever_the_target_order(
 def test_the_plan_holds_the_host_it_was_made_for() -> None:
     host = Host.current()
     plan = make_plan(manifest.load(ROOT), BuildOptions(platform="linux"), environ={}, host=host)
-    assert plan.host is host and plan.target.arch == host.arch("linux")
+    assert plan.release.host is host and plan.release.target.arch == host.arch("linux")
 
 
 def test_plans_are_made_with_no_compiler_on_path(monkeypatch: pytest.MonkeyPatch,
@@ -74,4 +74,5 @@ def test_plans_are_made_with_no_compiler_on_path(monkeypatch: pytest.MonkeyPatch
     for variant in ("cpu", "cu12", "cu13"):
         plan = make_plan(loaded, BuildOptions(platform="linux", variant=variant), environ={},
                          host=Host.current())
-        assert plan.target.arch == plan.host.arch("linux") and plan.variant.name == variant
+        release = plan.release
+        assert release.target.arch == release.host.arch("linux") and release.variant.name == variant

@@ -25,24 +25,24 @@ def plan_for(variant: str):  # type: ignore[no-untyped-def]
 
 def test_a_gpu_variant_plans_without_provisioning() -> None:
     plan = plan_for("cu12")
-    paths = {entry.binary: entry.entries for entry in plan.search_paths}
+    paths = {entry.binary: entry.entries for entry in plan.release.search_paths}
     assert paths["edgert/_C.abi3.so"] == ("$ORIGIN/lib",)
     assert paths["edgert/lib/libedgert_backend_cuda.so"] == (
         "$ORIGIN", "$ORIGIN/../../nvidia/cuda_runtime/lib")
     assert paths["edgert/lib/libedgert_kernels.so"] == ("$ORIGIN",)
-    assert plan.record.cuda is not None and plan.record.cuda.claims[-1] == "9.0"
-    assert plan.variant.runtime is not None
-    assert plan.variant.runtime.distribution == "nvidia-cuda-runtime-cu12"
+    assert plan.release.record.cuda is not None and plan.release.record.cuda.claims[-1] == "9.0"
+    assert plan.release.variant.runtime is not None
+    assert plan.release.variant.runtime.distribution == "nvidia-cuda-runtime-cu12"
 
 
 def test_the_cpu_variant_ships_no_gpu_component() -> None:
     plan = plan_for("cpu")
-    assert plan.record.cuda is None and plan.variant.runtime is None
-    assert "backend_cuda" not in {c.name for c in plan.record.components}
+    assert plan.release.record.cuda is None and plan.release.variant.runtime is None
+    assert "backend_cuda" not in {c.name for c in plan.release.record.components}
 
 
 def test_the_build_record_round_trips() -> None:
-    record = plan_for("cu13").record
+    record = plan_for("cu13").release.record
     assert BuildRecord.from_json(record.to_text(), where="x").to_json() == record.to_json()
 
 

@@ -66,7 +66,7 @@ def test_the_plan_and_the_matrix_entry_hold_the_same_facts() -> None:
     mine, theirs = plan.release, entry.release
     assert (mine.distribution, mine.record, mine.search_paths, mine.route) == \
         (theirs.distribution, theirs.record, theirs.search_paths, theirs.route)
-    assert mine.distribution == "edgert-cu12" == plan.record.distribution
+    assert mine.distribution == "edgert-cu12" == plan.release.record.distribution
     assert mine.metadata == theirs.metadata
     assert "Name: edgert-cu12" in mine.metadata.text.splitlines()
 
@@ -141,5 +141,5 @@ def test_a_plan_takes_the_release_it_is_handed_when_it_is_the_one_asked_for(
     other = make_plan(LOADED, BuildOptions(platform="linux", arch="x86_64", variant="cu12",
                                            form=Form.VARIANT), environ={}, host=X86_64,
                       resolved=entry.release)
-    assert other.release is not entry.release and other.distribution == "edgert"
+    assert other.release is not entry.release and other.release.distribution == "edgert"
     assert (len(routes), len(loads)) == (1, 1)

@@ -336,8 +336,9 @@ def test_form_is_an_option_and_the_variant_form_builds_the_one_distribution(
                          host=host)
     variant = make_plan(manifest, BuildOptions(platform="linux", variant="cu12",
                                                form=Form.VARIANT), environ={}, host=host)
-    assert (separate.distribution, variant.distribution) == ("edgert-cu12", "edgert")
-    assert variant.record.distribution == "edgert"
+    assert (separate.release.distribution, variant.release.distribution) == (
+        "edgert-cu12", "edgert")
+    assert variant.release.record.distribution == "edgert"
     assert separate.build_dir == variant.build_dir      # one build serves both forms
 
 
