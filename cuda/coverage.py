@@ -9,6 +9,7 @@ under --static."""
 from __future__ import annotations
 
 from cuda import coverage_model, device_code
+from cuda.record import device_code_record
 from release.findings import Finding, Severity
 from release.verify.checks._common import finding
 from release.verify.context import VerifyContext
@@ -27,4 +28,5 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
             f"for {', '.join(sorted({e.name for e in code.entries}))}; not judged: the wheel "
             "declares no claimed compute capabilities") for code in read.codes
             if code.containers]
-    return findings + coverage_model.check_device_code(read.codes, wheel.build_record.cuda)
+    return findings + coverage_model.check_device_code(read.codes,
+                                                          device_code_record(wheel.build_record))

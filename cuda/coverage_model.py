@@ -20,8 +20,8 @@ from pathlib import Path
 from cuda import device_code
 from cuda.fatbin import DeviceCode, EntryKind, FatbinContainer, FatbinEntry
 from cuda.gpu_variant import ComputeCapability
+from cuda.record import DeviceCodeRecord
 from release._toml import read_toml
-from release.buildrecord import DeviceCodeRecord
 from release.errors import ConfigurationError
 from release.findings import Finding, Severity
 
@@ -206,9 +206,9 @@ def check_wheel(files: Iterable[tuple[str, Path]],
     """Coverage findings for one wheel (what ``verify`` reports; never raises on bad input).
 
     ``files``: the wheel's shared libraries as (path inside the wheel, path on disk).
-    ``device``: the build record's device-code section (``BuildRecord.cuda``, the typed
-    ``cuda`` object of docs/build-record.md); None for a CPU wheel, where any device code is
-    an error, since nothing claims it."""
+    ``device``: the build record's device-code section (``cuda.record.device_code_record``,
+    the typed ``cuda`` object of docs/build-record.md); None for a CPU wheel, where any device
+    code is an error, since nothing claims it."""
     read = device_code.read_all(files)
     return unreadable(read) + check_device_code(read.codes, device)
 

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from cuda.record import DeviceCodeRecord
 from release import pins
 from release._toml import read_toml
-from release.buildrecord import DeviceCodeRecord, RuntimeDependency
+from release.buildrecord import RuntimeDependency
 from release.errors import ConfigurationError
 from release.pins import PythonPin
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from cuda import coverage, variant_properties
 from cuda import gpu_variant as variants
 from cuda.toolchain import CudaToolchain, provision
-from release.buildrecord import DeviceCodeRecord, RuntimeDependency
+from release.buildrecord import RuntimeDependency
 from release.tool import Tool
 from release.variants import Toolchain
 
@@ -50,8 +50,8 @@ class CudaBuildVariant:
     def provision(self, *, environ: Mapping[str, str], cache: Path) -> Toolchain:
         return _Configured(provision(self.data, environ=environ, cache=cache), self.data)
 
-    def record(self) -> DeviceCodeRecord:
-        return self.data.to_record()
+    def record(self) -> dict[str, object]:
+        return self.data.to_record().to_json()
 
 
 def build_variant(config: Path) -> CudaBuildVariant:

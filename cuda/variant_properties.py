@@ -22,7 +22,7 @@ from packaging.version import InvalidVersion, Version
 
 from cuda import device_code
 from cuda.fatbin import EntryKind
-from release.buildrecord import DeviceCodeRecord
+from cuda.record import DeviceCodeRecord, device_code_record
 from release.errors import WheelError
 from release.findings import Finding, Severity
 from release.verify.checks._common import finding
@@ -119,7 +119,7 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
     except WheelError:
         return []          # the variant check reports an invalid file
     record = wheel.build_record
-    device = None if record is None else record.cuda
+    device = device_code_record(record)
     # read once per run, shared with the coverage check (which reports unreadable ones)
     shipped = context.analyses.of(device_code.of_wheel)
     problems = judge(variant, device, sass=shipped.sm_numbers(EntryKind.CUBIN),

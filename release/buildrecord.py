@@ -2,12 +2,17 @@
 written by the pipeline and read by repair and verify.
 
 ``to_json`` gives the dict the pipeline writes (sorted keys, two-space indent);
-``from_json`` parses what a wheel carries and raises one WheelError for anything malformed."""
+``from_json`` parses what a wheel carries and raises one WheelError for anything malformed.
+A variant provider's section (the CUDA provider's ``cuda``: claims, PTX) is the provider's
+own: the record keeps it as JSON under the provider's name and the provider reads and
+validates it (its checks); what every variant has in common, the libraries its binaries load
+from other distributions, is the record's own ``runtime_dependencies``."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from release.errors import WheelError
@@ -23,23 +28,6 @@ class RuntimeDependency:
     dir: str            # its folder relative to site-packages, e.g. nvidia/cuda_runtime/lib
     pin: str = ""       # the release/pinned-tools.toml entry verify installs it from
 
-
-@dataclass(frozen=True)
-class DeviceCodeRecord:
-    """The build record's device-code section (JSON key ``cuda``): the compute capabilities
-    the wheel claims, the PTX it ships, and the runtime its device code needs."""
-
-    major: int
-    claims: tuple[str, ...]
-    ptx: tuple[str, ...]
-    runtime: RuntimeDependency
-
-    def to_json(self) -> dict[str, object]:
-        runtime = self.runtime
-        return {"major": self.major, "claims": list(self.claims), "ptx": list(self.ptx),
-                "runtime_requirement": runtime.requirement,
-                "runtime_distribution": runtime.distribution,
-                "runtime_library": runtime.library, "runtime_dir": runtime.dir}
 
 RECORD_FILE = "_release.json"
 SCHEMA = 1
@@ -83,20 +71,22 @@ class BuildRecord:
     components: tuple[ComponentRecord, ...]
     cmake_package: str
     example: ExampleRecord | None
-    cuda: DeviceCodeRecord | None
     # the variant provider packages whose verify checks judge this wheel (release/variants.py)
     providers: tuple[str, ...] = ()
     path: str = ""                   # where the record sits in the wheel (when read from one)
+    # libraries the wheel's binaries load from other distributions' wheels
+    runtime_dependencies: tuple[RuntimeDependency, ...] = ()
+    # each provider's own section (JSON, under the provider's name), read by that provider
+    sections: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @property
     def platform(self) -> str:
         """The platform part of the target ("linux" of "linux-x86_64")."""
         return self.target.split("-", 1)[0]
 
-    @property
-    def runtime_dependencies(self) -> tuple[RuntimeDependency, ...]:
-        """Libraries the wheel's binaries load from other distributions' wheels."""
-        return () if self.cuda is None else (self.cuda.runtime,)
+    def section(self, provider: str) -> Mapping[str, Any] | None:
+        """The section ``provider`` wrote (None: none)."""
+        return self.sections.get(provider)
 
     def component_for_file(self, path: str) -> ComponentRecord | None:
         return next((c for c in self.components if c.file == path), None)
@@ -119,8 +109,11 @@ class BuildRecord:
             "example": None if example is None else {
                 "consumer": example.consumer, "program": example.program,
                 "python": example.python_module},
-            "cuda": None if self.cuda is None else self.cuda.to_json(),
             "providers": list(self.providers),
+            "runtime_dependencies": [{
+                "requirement": r.requirement, "distribution": r.distribution,
+                "library": r.library, "dir": r.dir} for r in self.runtime_dependencies],
+            **{name: dict(section) for name, section in sorted(self.sections.items())},
         }
 
     def to_text(self) -> str:
@@ -146,60 +139,72 @@ class BuildRecord:
                                  "pipeline") from None
 
 
-def _text(value: object) -> str:
+def json_text(value: object) -> str:
     if not isinstance(value, str):
         raise TypeError(f"expected a string, found {type(value).__name__} ({value!r})")
     return value
 
 
 def _optional_text(value: object) -> str | None:
-    return None if value is None else _text(value)
+    return None if value is None else json_text(value)
 
 
-def _texts(value: object) -> tuple[str, ...]:
+def json_texts(value: object) -> tuple[str, ...]:
     if value is None:
         return ()
     if not isinstance(value, list):
         raise TypeError(f"expected a list, found {type(value).__name__}")
-    return tuple(_text(item) for item in value)
+    return tuple(json_text(item) for item in value)
 
 
 def _component(item: dict[str, Any]) -> ComponentRecord:
     return ComponentRecord(
-        name=_text(item["name"]), kind=_text(item.get("kind", "library")),
-        file=_text(item["file"]), cmake_component=_optional_text(item.get("cmake_component")),
+        name=json_text(item["name"]), kind=json_text(item.get("kind", "library")),
+        file=json_text(item["file"]), cmake_component=_optional_text(item.get("cmake_component")),
         cmake_variable=_optional_text(item.get("cmake_variable")),
-        opt_in=bool(item.get("opt_in", False)), depends=_texts(item.get("depends")),
-        registers=_texts(item.get("registers")), markers=_texts(item.get("markers")))
+        opt_in=bool(item.get("opt_in", False)), depends=json_texts(item.get("depends")),
+        registers=json_texts(item.get("registers")), markers=json_texts(item.get("markers")))
 
 
-def _device(item: dict[str, Any]) -> DeviceCodeRecord:
-    major = item["major"]
-    if not isinstance(major, int) or isinstance(major, bool):
-        raise TypeError(f"cuda.major must be an integer, found {major!r}")
-    return DeviceCodeRecord(
-        major=major, claims=_texts(item.get("claims")), ptx=_texts(item.get("ptx")),
-        runtime=RuntimeDependency(
-            requirement=_text(item["runtime_requirement"]),
-            distribution=_text(item["runtime_distribution"]),
-            library=_text(item["runtime_library"]), dir=_text(item["runtime_dir"])))
+def _runtime(item: object) -> RuntimeDependency:
+    if not isinstance(item, dict):
+        raise TypeError(f"a runtime dependency is a {type(item).__name__}, not an object")
+    return RuntimeDependency(requirement=json_text(item["requirement"]),
+                             distribution=json_text(item["distribution"]),
+                             library=json_text(item["library"]), dir=json_text(item["dir"]))
+
+
+def _sections(data: dict[str, Any], providers: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    """Each provider's section, as it wrote it (an object, or absent)."""
+    found = {}
+    for name in providers:
+        section = data.get(name)
+        if section is None:
+            continue
+        if not isinstance(section, dict):
+            raise TypeError(f"the {name} section is a {type(section).__name__}, not an object")
+        found[name] = section
+    return found
 
 
 def _parse(data: dict[str, Any], where: str) -> BuildRecord:
-    extension, example, cuda = data.get("extension"), data.get("example"), data.get("cuda")
+    extension, example = data.get("extension"), data.get("example")
+    providers = json_texts(data.get("providers"))
     return BuildRecord(
-        path=where, package=_text(data.get("package", "")),
-        distribution=_text(data.get("distribution", "")),
-        version=_text(data.get("version", "")), target=_text(data.get("target", "")),
-        variant=_text(data.get("variant", "")),
+        path=where, package=json_text(data.get("package", "")),
+        distribution=json_text(data.get("distribution", "")),
+        version=json_text(data.get("version", "")), target=json_text(data.get("target", "")),
+        variant=json_text(data.get("variant", "")),
         extension=None if not extension else ExtensionRecord(
-            module=_text(extension["module"]), file=_text(extension["file"]),
-            depends=_texts(extension.get("depends"))),
+            module=json_text(extension["module"]), file=json_text(extension["file"]),
+            depends=json_texts(extension.get("depends"))),
         components=tuple(_component(item) for item in data.get("components") or ()),
-        cmake_package=_text(data.get("cmake_package") or ""),
+        cmake_package=json_text(data.get("cmake_package") or ""),
         example=None if not example else ExampleRecord(
-            consumer=_text(example.get("consumer", "")),
-            program=_text(example.get("program", "")),
-            python_module=_text(example.get("python", ""))),
-        cuda=None if cuda is None else _device(cuda),
-        providers=_texts(data.get("providers")))
+            consumer=json_text(example.get("consumer", "")),
+            program=json_text(example.get("program", "")),
+            python_module=json_text(example.get("python", ""))),
+        providers=providers,
+        runtime_dependencies=tuple(_runtime(item)
+                                   for item in data.get("runtime_dependencies") or ()),
+        sections=_sections(data, providers))

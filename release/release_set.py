@@ -282,19 +282,36 @@ def _requirements(facts: WheelFacts, entry: MatrixEntry) -> list[Finding]:
                    fix="build the wheel through the pipeline (it appends the requirement)")]
 
 
+def _value(value: object) -> str:
+    return (", ".join(map(str, value)) or "none") if isinstance(value, list) else str(value)
+
+
+def _section_difference(recorded: Mapping[str, object] | None,
+                        declared: Mapping[str, object]) -> tuple[str, str]:
+    """What the record holds and what the variant declares, for the keys that differ."""
+    if recorded is None:
+        return "is missing", "; ".join(f"{key} {_value(declared[key])}" for key in sorted(declared))
+    keys = sorted(key for key in {*recorded, *declared} if recorded.get(key) != declared.get(key))
+    return ("holds " + "; ".join(f"{key} {_value(recorded.get(key, 'none'))}" for key in keys),
+            "; ".join(f"{key} {_value(declared.get(key, 'none'))}" for key in keys))
+
+
 def _claims(facts: WheelFacts, entry: MatrixEntry, report: Report) -> list[Finding]:
+    """The wheel's record carries its variant's own section as the variant declares it
+    (the CUDA provider's claims and PTX), and the provider's checks ran on the wheel."""
     variant = entry.variant
-    declared = entry.release.record.cuda
-    if declared is None:
+    declared = entry.release.record.sections
+    if not declared:
         return []
-    recorded = None if facts.record is None else facts.record.cuda
+    recorded = {} if facts.record is None else facts.record.sections
     findings = []
-    if recorded is None or (recorded.claims, recorded.ptx) != (declared.claims, declared.ptx):
-        claims = "none" if recorded is None else ", ".join(recorded.claims) or "none"
-        findings.append(_error("claims", facts.path.name, f"the build record claims {claims}; "
-                               f"variant {variant.name} declares "
-                               f"{', '.join(declared.claims)}",
-                               fix=f"rebuild from the variant's file {variant.config}"))
+    for name, section in sorted(declared.items()):
+        if recorded.get(name) != section:
+            holds, declares = _section_difference(recorded.get(name), section)
+            findings.append(_error("claims", facts.path.name,
+                                   f"the build record's {name} section {holds}; variant "
+                                   f"{variant.name} declares {declares}",
+                                   fix=f"rebuild from the variant's file {variant.config}"))
     if variant.provider is None:
         return findings
     for check in load_provider(variant.provider).CHECKS:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 from release.build_options import Form
 from release.buildrecord import BuildRecord, ComponentRecord, ExampleRecord, ExtensionRecord
@@ -104,7 +105,15 @@ def build_record(manifest: Manifest, platform: Platform, variant: BuildVariant, 
         example=ExampleRecord(consumer=f"{package}/examples/consumer",
                               program=f"{package}/models/mlp.edgert",
                               python_module=f"{package}.run_program"),
-        cuda=variant.record(), providers=providers)
+        providers=providers,
+        runtime_dependencies=() if variant.runtime is None else (variant.runtime,),
+        sections=_sections(providers, variant.record()))
+
+
+def _sections(providers: tuple[str, ...], section: Mapping[str, Any] | None
+              ) -> dict[str, Mapping[str, Any]]:
+    """The variant's own section of the record, under its provider's name."""
+    return {providers[0]: section} if providers and section is not None else {}
 
 
 @dataclass(frozen=True)

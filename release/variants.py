@@ -15,9 +15,9 @@ import importlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
-from release.buildrecord import DeviceCodeRecord, RuntimeDependency
+from release.buildrecord import RuntimeDependency
 from release.errors import ConfigurationError
 from release.tool import Tool
 
@@ -48,8 +48,9 @@ class BuildVariant(Protocol):
     def provision(self, *, environ: Mapping[str, str], cache: Path) -> Toolchain:
         """Installs or finds the variant's toolchain (may run pip; raises ToolError)."""
 
-    def record(self) -> DeviceCodeRecord | None:
-        """The variant's section of the build record."""
+    def record(self) -> Mapping[str, Any] | None:
+        """The variant's own section of the build record (JSON), written under its
+        provider's name and read back by the provider's checks; None: no section."""
 
 
 class Provider(Protocol):
@@ -80,7 +81,7 @@ class CpuVariant:
     def provision(self, *, environ: Mapping[str, str], cache: Path) -> Toolchain:
         return _NoToolchain()
 
-    def record(self) -> DeviceCodeRecord | None:
+    def record(self) -> Mapping[str, Any] | None:
         return None
 
 

@@ -9,7 +9,8 @@ import pytest
 
 from cuda import coverage_model, fatbin
 from cuda.gpu_variant import ComputeCapability
-from release.buildrecord import DeviceCodeRecord, RuntimeDependency
+from cuda.record import DeviceCodeRecord
+from release.buildrecord import RuntimeDependency
 from release.findings import Severity
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

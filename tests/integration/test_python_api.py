@@ -177,7 +177,12 @@ def _cu12_like_package(installed: Venv, folder: Path, *, delegate: bool) -> Path
     shutil.copytree(installed.site_packages / "edgert", site / "edgert")
     record_path = site / "edgert" / "_release.json"
     record = json.loads(record_path.read_text())
-    record.update(distribution="edgert-cu12", variant="cu12", cuda=CUDA_RECORD)
+    record.update(distribution="edgert-cu12", variant="cu12", providers=["cuda"],
+                  cuda=CUDA_RECORD, runtime_dependencies=[{
+                      "requirement": CUDA_RECORD["runtime_requirement"],
+                      "distribution": CUDA_RECORD["runtime_distribution"],
+                      "library": CUDA_RECORD["runtime_library"],
+                      "dir": CUDA_RECORD["runtime_dir"]}])
     record["components"].append({
         "name": "backend_cuda", "kind": "library", "file": "edgert/lib/libedgert_backend_cuda.so",
         "cmake_component": "backend_cuda", "cmake_variable": "EDGERT_CUDA_BACKEND_LIBRARY",

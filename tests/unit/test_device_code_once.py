@@ -13,9 +13,10 @@ from types import ModuleType
 import pytest
 
 from cuda import device_code
+from cuda.record import DeviceCodeRecord
 from release import manifest as manifest_module
 from release import wheel
-from release.buildrecord import DeviceCodeRecord, RuntimeDependency
+from release.buildrecord import RuntimeDependency
 from release.verify import VerifyOptions, verify_wheel
 from release.wheel_variant import WheelVariant, dist_info_text
 from tests.conftest import ROOT

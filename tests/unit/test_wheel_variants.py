@@ -18,10 +18,11 @@ from variantlib.resolver.lib import sort_and_filter_supported_variants
 from variantlib.variant_dist_info import VariantDistInfo
 from variantlib.variants_json import VariantsJson
 
+from cuda.record import DeviceCodeRecord
 from cuda.variant_properties import judge
 from release import manifest as manifest_module
 from release import wheel
-from release.buildrecord import DeviceCodeRecord, RuntimeDependency
+from release.buildrecord import RuntimeDependency
 from release.errors import ConfigurationError, WheelError
 from release.host import Host
 from release.verify.argument import file_name_tags, variant_label

@@ -109,7 +109,7 @@ def build_record_seed() -> str:
                                     False, (), ("operators",), ("demo_core_component",)),),
         cmake_package="demo/lib/cmake/demo",
         example=ExampleRecord("demo/examples/consumer", "demo/models/mlp.edgert",
-                              "demo.run_program"), cuda=None).to_text()
+                              "demo.run_program")).to_text()
 
 
 def build_record_property(text: str) -> None:

@@ -138,15 +138,18 @@ def backend_problem(name: str, registered: Iterable[str]) -> EdgertError | None:
     error = _unloaded_delegates.get(name)
     if error is None:   # present, not registered, and no load failed: not loaded yet
         return None
-    cuda = None if record is None else record.get("cuda")
-    if cuda is None or str(cuda["runtime_library"]) not in str(error):
+    # the library from another distribution's wheel it could not load, when that is why
+    runtime = next((dependency for dependency in
+                    (record or {}).get("runtime_dependencies") or ()
+                    if str(dependency["library"]) in str(error)), None)
+    if runtime is None:
         return UnavailableError(
             f"{head}: its delegate {library.name} is installed but does not load ({error}); "
             f"fix: pip install --force-reinstall {distribution}")
-    requirement = str(cuda["runtime_requirement"]).split(";")[0].strip()
+    requirement = str(runtime["requirement"]).split(";")[0].strip()
     return UnavailableError(
         f"{head}: its delegate {library.name} is installed but cannot load the CUDA runtime "
-        f"{cuda['runtime_library']}, which the {cuda['runtime_distribution']} wheel provides "
+        f"{runtime['library']}, which the {runtime['distribution']} wheel provides "
         f"({error}); fix: pip install '{requirement}'")
 
 
