@@ -32,6 +32,11 @@ class ZooModel:
     inputs: Callable[[int, int], tuple[torch.Tensor, ...]]  # (batch, seed) -> inputs
     dynamic: Callable[[], object]  # dynamic_shapes (Dim objects are made per export)
     rtol: float = RTOL
+    refusal: str = ""  # what the one-line ExportError of a model that does not export says
+
+    @property
+    def dynamic_batch(self) -> bool:
+        return self.dynamic() is not None
 
 
 _KEEP: list[object] = []  # the torchvision operator schemas, alive for the process
@@ -158,4 +163,152 @@ TRANSFORMERS = [
     ),
 ]
 
-ZOO = [*TRANSFORMERS]
+# ---------------------------------------------------------------------------- vision
+
+
+def images(size: int = 64) -> Callable[[int, int], tuple[torch.Tensor, ...]]:
+    def make(batch: int, seed: int) -> tuple[torch.Tensor, ...]:
+        generator = torch.Generator().manual_seed(seed)
+        return (torch.randn(batch, 3, size, size, generator=generator),)
+
+    return make
+
+
+def _dynamic_batch() -> object:
+    return ({0: Dim("batch")},)
+
+
+def _static() -> object:
+    return None
+
+
+def _torchvision(name: str, **arguments: object) -> Callable[[], nn.Module]:
+    def make() -> nn.Module:
+        torch.manual_seed(0)
+        return getattr(libraries()[0], name)(**arguments).eval()  # type: ignore[no-any-return]
+
+    return make
+
+
+def _timm(name: str, **arguments: object) -> Callable[[], nn.Module]:
+    def make() -> nn.Module:
+        torch.manual_seed(0)
+        return libraries()[1].create_model(name, pretrained=False, **arguments).eval()  # type: ignore[no-any-return]
+
+    return make
+
+
+# torch.export's decomposition of a graph with a dynamic batch takes 3-5 times as long as a
+# static one (its symbolic shape arithmetic): a dynamic batch for some models of each kind
+# keeps the zoo quick; the others export for the example's batch.
+TORCHVISION = [
+    ZooModel(
+        "resnet18",
+        "torchvision",
+        "classification CNN (ResNet)",
+        _torchvision("resnet18"),
+        images(),
+        _dynamic_batch,
+    ),
+    ZooModel(
+        "mobilenet_v2",
+        "torchvision",
+        "depthwise CNN (MobileNetV2)",
+        _torchvision("mobilenet_v2"),
+        images(),
+        _static,
+    ),
+    ZooModel(
+        "mobilenet_v3_small",
+        "torchvision",
+        "depthwise CNN, squeeze-excite (MobileNetV3)",
+        _torchvision("mobilenet_v3_small"),
+        images(),
+        _static,
+    ),
+    ZooModel(
+        "efficientnet_b0",
+        "torchvision",
+        "depthwise CNN, squeeze-excite (EfficientNet)",
+        _torchvision("efficientnet_b0"),
+        images(),
+        _static,
+    ),
+    ZooModel(
+        "squeezenet1_1",
+        "torchvision",
+        "classification CNN (SqueezeNet)",
+        _torchvision("squeezenet1_1"),
+        images(),
+        _dynamic_batch,
+    ),
+    ZooModel(
+        "shufflenet_v2_x0_5",
+        "torchvision",
+        "channel-shuffle CNN (ShuffleNetV2)",
+        _torchvision("shufflenet_v2_x0_5"),
+        images(),
+        _static,
+    ),
+    ZooModel(
+        "regnet_y_400mf",
+        "torchvision",
+        "classification CNN, squeeze-excite (RegNetY)",
+        _torchvision("regnet_y_400mf"),
+        images(),
+        _static,
+    ),
+]
+
+TIMM = [
+    ZooModel(
+        "timm_resnet10t",
+        "timm",
+        "classification CNN (ResNet-T)",
+        _timm("resnet10t"),
+        images(),
+        _dynamic_batch,
+    ),
+    ZooModel(
+        "timm_convnext_atto",
+        "timm",
+        "ConvNeXt (layer norm over channels)",
+        _timm("convnext_atto"),
+        images(),
+        _static,
+        refusal="cannot export aten.as_strided.default",
+    ),
+    ZooModel(
+        "timm_vit_tiny",
+        "timm",
+        "vision transformer (ViT)",
+        _timm("vit_tiny_patch16_224", img_size=64),
+        images(),
+        _dynamic_batch,
+    ),
+    ZooModel(
+        "timm_swin",
+        "timm",
+        "windowed vision transformer (Swin)",
+        _timm(
+            "swin_tiny_patch4_window7_224",
+            img_size=64,
+            window_size=2,
+            embed_dim=48,
+            depths=(1, 1, 1, 1),
+            num_heads=(2, 2, 2, 2),
+        ),
+        images(),
+        _static,
+    ),
+    ZooModel(
+        "timm_levit",
+        "timm",
+        "convolution-attention hybrid (LeViT)",
+        _timm("levit_128s", img_size=64),
+        images(),
+        _static,
+    ),
+]
+
+ZOO = [*TORCHVISION, *TIMM, *TRANSFORMERS]
