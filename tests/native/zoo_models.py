@@ -32,7 +32,6 @@ class ZooModel:
     inputs: Callable[[int, int], tuple[torch.Tensor, ...]]  # (batch, seed) -> inputs
     dynamic: Callable[[], object]  # dynamic_shapes (Dim objects are made per export)
     rtol: float = RTOL
-    refusal: str = ""  # what the one-line ExportError of a model that does not export says
 
     @property
     def dynamic_batch(self) -> bool:
@@ -272,11 +271,10 @@ TIMM = [
     ZooModel(
         "timm_convnext_atto",
         "timm",
-        "ConvNeXt (layer norm over channels)",
+        "ConvNeXt (layer norm over channels, pooling as_strided)",
         _timm("convnext_atto"),
         images(),
         _static,
-        refusal="cannot export aten.as_strided.default",
     ),
     ZooModel(
         "timm_vit_tiny",
@@ -311,4 +309,77 @@ TIMM = [
     ),
 ]
 
-ZOO = [*TORCHVISION, *TIMM, *TRANSFORMERS]
+
+class SegmentationOut(nn.Module):
+    """A torchvision segmentation model's "out" map."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.model(x)["out"]  # type: ignore[no-any-return]
+
+
+def _segmentation() -> nn.Module:
+    libraries()
+    from torchvision.models import segmentation
+
+    torch.manual_seed(0)
+    model = segmentation.lraspp_mobilenet_v3_large(
+        weights=None, weights_backbone=None, num_classes=5
+    )
+    return SegmentationOut(model).eval()
+
+
+class SpeechHiddenState(nn.Module):
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, audio: torch.Tensor) -> torch.Tensor:
+        return self.model(audio).last_hidden_state  # type: ignore[no-any-return]
+
+
+def _wav2vec2() -> nn.Module:
+    transformers = libraries()[2]
+    torch.manual_seed(0)
+    config = transformers.Wav2Vec2Config(
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        conv_dim=(16, 16),
+        conv_stride=(5, 2),
+        conv_kernel=(10, 3),
+        num_conv_pos_embeddings=8,
+        num_conv_pos_embedding_groups=4,
+        feat_extract_norm="group",
+    )
+    return SpeechHiddenState(transformers.Wav2Vec2Model(config)).eval()
+
+
+def audio(batch: int, seed: int) -> tuple[torch.Tensor, ...]:
+    return (torch.randn(batch, 400, generator=torch.Generator().manual_seed(seed)),)
+
+
+OTHERS = [
+    ZooModel(
+        "lraspp_mobilenet_v3",
+        "torchvision",
+        "segmentation (bilinear upsampling)",
+        _segmentation,
+        images(),
+        _static,
+    ),
+    ZooModel(
+        "wav2vec2",
+        "transformers",
+        "speech encoder (conv1d, group norm, positional convolution)",
+        _wav2vec2,
+        audio,
+        _static,
+    ),
+]
+
+ZOO = [*TORCHVISION, *TIMM, *TRANSFORMERS, *OTHERS]
