@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 import torch
 
-from tests.native.zoo_models import ZOO, ZooModel
+from tests.native.support import ROOT
+from tests.native.zoo_models import TABLE_MARKER, ZOO, ZooModel, docs_table
 
 
 def relative_error(got: np.ndarray, want: torch.Tensor) -> float:
@@ -57,3 +58,14 @@ def test_zoo_model_matches_eager(
             expected = model(*inputs)
         (got,) = program.run([tensor.numpy() for tensor in inputs])
         assert relative_error(got, expected) <= entry.rtol, entry.name
+
+
+def test_the_docs_model_table_is_the_zoo() -> None:
+    """docs/bring-your-model.md lists what exports today from this zoo, not by hand."""
+    text = (ROOT / "docs" / "bring-your-model.md").read_text(encoding="utf-8")
+    start = text.index(TABLE_MARKER) + len(TABLE_MARKER)
+    end = text.index("\n\n", start) + 1
+    assert text[start:end] == docs_table(), (
+        "regenerate with: python -c 'from tests.native.zoo_models import docs_table; "
+        'print(docs_table(), end="")\''
+    )

@@ -383,3 +383,33 @@ OTHERS = [
 ]
 
 ZOO = [*TORCHVISION, *TIMM, *TRANSFORMERS, *OTHERS]
+
+
+# ---------------------------------------------------------------------------- the docs' table
+
+TABLE_MARKER = (
+    "<!-- model zoo: generated from tests/native/zoo_models.py (docs_table); "
+    "do not edit by hand -->\n"
+)
+
+
+def _dimensions(entry: ZooModel) -> str:
+    shapes = entry.dynamic()
+    if shapes is None:
+        return "–"
+    names = sorted({str(dim.__name__) for spec in shapes for dim in spec.values()})  # type: ignore[attr-defined]
+    return ", ".join(names)
+
+
+def docs_table() -> str:
+    """The markdown table of docs/bring-your-model.md's "Models that export today": every
+    zoo model, which test_model_zoo.py exports and compares with eager PyTorch."""
+    rows = [
+        f"| {entry.name} | {entry.library} | {entry.kind} | {_dimensions(entry)} | "
+        f"{entry.rtol:.0e} |\n"
+        for entry in ZOO
+    ]
+    return (
+        "| model | library | architecture | dynamic in the test | max relative error |\n"
+        "|---|---|---|---|---|\n" + "".join(rows)
+    )
