@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 import torch
 
-from tests.native.zoo_models import ZOO, ZooModel
+from tests.native.support import ROOT
+from tests.native.zoo_models import TABLE_MARKER, ZOO, ZooModel, docs_table
 
 
 def relative_error(got: np.ndarray, want: torch.Tensor) -> float:
@@ -24,29 +25,47 @@ def relative_error(got: np.ndarray, want: torch.Tensor) -> float:
     return float(np.abs(got.astype(np.float64) - reference).max()) / scale
 
 
+EXPORTED = ZOO
+
+
 @pytest.fixture(scope="module")
 def zoo_programs(edgert_for_module: ModuleType) -> dict[str, tuple[torch.nn.Module, bytes]]:
-    """Every zoo model exported once (the export's own check runs on its example)."""
+    """Every zoo model that exports, exported once (the export's own check runs on its
+    example, batch 2)."""
     from edgert.export import from_torch
 
     programs = {}
-    for entry in ZOO:
+    for entry in EXPORTED:
         model = entry.make()
         data = from_torch(model, entry.inputs(2, 0), dynamic_shapes=entry.dynamic())
         programs[entry.name] = (model, data)
     return programs
 
 
-@pytest.mark.parametrize("entry", ZOO, ids=[entry.name for entry in ZOO])
+@pytest.mark.parametrize("entry", EXPORTED, ids=[entry.name for entry in EXPORTED])
 def test_zoo_model_matches_eager(
     edgert: ModuleType, zoo_programs: dict[str, tuple[torch.nn.Module, bytes]], entry: ZooModel
 ) -> None:
+    """On fresh inputs (other seeds than the export's; other batch sizes where the batch is
+    dynamic), within the model's relative tolerance."""
     model, data = zoo_programs[entry.name]
     program = edgert.load(data)
-    assert all(info.shape[0] == -1 for info in program.input_info)  # the batch is dynamic
-    for batch, seed in ((1, 11), (3, 12)):
+    batches = [1, 3] if entry.dynamic_batch else [2, 2]
+    assert all((info.shape[0] == -1) == entry.dynamic_batch for info in program.input_info)
+    for batch, seed in zip(batches, (11, 12), strict=True):
         inputs = entry.inputs(batch, seed)
         with torch.no_grad():
             expected = model(*inputs)
         (got,) = program.run([tensor.numpy() for tensor in inputs])
         assert relative_error(got, expected) <= entry.rtol, entry.name
+
+
+def test_the_docs_model_table_is_the_zoo() -> None:
+    """docs/bring-your-model.md lists what exports today from this zoo, not by hand."""
+    text = (ROOT / "docs" / "bring-your-model.md").read_text(encoding="utf-8")
+    start = text.index(TABLE_MARKER) + len(TABLE_MARKER)
+    end = text.index("\n\n", start) + 1
+    assert text[start:end] == docs_table(), (
+        "regenerate with: python -c 'from tests.native.zoo_models import docs_table; "
+        'print(docs_table(), end="")\''
+    )

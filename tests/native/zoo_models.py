@@ -33,6 +33,10 @@ class ZooModel:
     dynamic: Callable[[], object]  # dynamic_shapes (Dim objects are made per export)
     rtol: float = RTOL
 
+    @property
+    def dynamic_batch(self) -> bool:
+        return self.dynamic() is not None
+
 
 _KEEP: list[object] = []  # the torchvision operator schemas, alive for the process
 
@@ -158,4 +162,254 @@ TRANSFORMERS = [
     ),
 ]
 
-ZOO = [*TRANSFORMERS]
+# ---------------------------------------------------------------------------- vision
+
+
+def images(size: int = 64) -> Callable[[int, int], tuple[torch.Tensor, ...]]:
+    def make(batch: int, seed: int) -> tuple[torch.Tensor, ...]:
+        generator = torch.Generator().manual_seed(seed)
+        return (torch.randn(batch, 3, size, size, generator=generator),)
+
+    return make
+
+
+def _dynamic_batch() -> object:
+    return ({0: Dim("batch")},)
+
+
+def _static() -> object:
+    return None
+
+
+def _torchvision(name: str, **arguments: object) -> Callable[[], nn.Module]:
+    def make() -> nn.Module:
+        torch.manual_seed(0)
+        return getattr(libraries()[0], name)(**arguments).eval()  # type: ignore[no-any-return]
+
+    return make
+
+
+def _timm(name: str, **arguments: object) -> Callable[[], nn.Module]:
+    def make() -> nn.Module:
+        torch.manual_seed(0)
+        return libraries()[1].create_model(name, pretrained=False, **arguments).eval()  # type: ignore[no-any-return]
+
+    return make
+
+
+# torch.export's decomposition of a graph with a dynamic batch takes 3-5 times as long as a
+# static one (its symbolic shape arithmetic): a dynamic batch for some models of each kind
+# keeps the zoo quick; the others export for the example's batch.
+TORCHVISION = [
+    ZooModel(
+        "resnet18",
+        "torchvision",
+        "classification CNN (ResNet)",
+        _torchvision("resnet18"),
+        images(),
+        _dynamic_batch,
+    ),
+    ZooModel(
+        "mobilenet_v2",
+        "torchvision",
+        "depthwise CNN (MobileNetV2)",
+        _torchvision("mobilenet_v2"),
+        images(),
+        _static,
+    ),
+    ZooModel(
+        "mobilenet_v3_small",
+        "torchvision",
+        "depthwise CNN, squeeze-excite (MobileNetV3)",
+        _torchvision("mobilenet_v3_small"),
+        images(),
+        _static,
+    ),
+    ZooModel(
+        "efficientnet_b0",
+        "torchvision",
+        "depthwise CNN, squeeze-excite (EfficientNet)",
+        _torchvision("efficientnet_b0"),
+        images(),
+        _static,
+    ),
+    ZooModel(
+        "squeezenet1_1",
+        "torchvision",
+        "classification CNN (SqueezeNet)",
+        _torchvision("squeezenet1_1"),
+        images(),
+        _dynamic_batch,
+    ),
+    ZooModel(
+        "shufflenet_v2_x0_5",
+        "torchvision",
+        "channel-shuffle CNN (ShuffleNetV2)",
+        _torchvision("shufflenet_v2_x0_5"),
+        images(),
+        _static,
+    ),
+    ZooModel(
+        "regnet_y_400mf",
+        "torchvision",
+        "classification CNN, squeeze-excite (RegNetY)",
+        _torchvision("regnet_y_400mf"),
+        images(),
+        _static,
+    ),
+]
+
+TIMM = [
+    ZooModel(
+        "timm_resnet10t",
+        "timm",
+        "classification CNN (ResNet-T)",
+        _timm("resnet10t"),
+        images(),
+        _dynamic_batch,
+    ),
+    ZooModel(
+        "timm_convnext_atto",
+        "timm",
+        "ConvNeXt (layer norm over channels, pooling as_strided)",
+        _timm("convnext_atto"),
+        images(),
+        _static,
+    ),
+    ZooModel(
+        "timm_vit_tiny",
+        "timm",
+        "vision transformer (ViT)",
+        _timm("vit_tiny_patch16_224", img_size=64),
+        images(),
+        _dynamic_batch,
+    ),
+    ZooModel(
+        "timm_swin",
+        "timm",
+        "windowed vision transformer (Swin)",
+        _timm(
+            "swin_tiny_patch4_window7_224",
+            img_size=64,
+            window_size=2,
+            embed_dim=48,
+            depths=(1, 1, 1, 1),
+            num_heads=(2, 2, 2, 2),
+        ),
+        images(),
+        _static,
+    ),
+    ZooModel(
+        "timm_levit",
+        "timm",
+        "convolution-attention hybrid (LeViT)",
+        _timm("levit_128s", img_size=64),
+        images(),
+        _static,
+    ),
+]
+
+
+class SegmentationOut(nn.Module):
+    """A torchvision segmentation model's "out" map."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.model(x)["out"]  # type: ignore[no-any-return]
+
+
+def _segmentation() -> nn.Module:
+    libraries()
+    from torchvision.models import segmentation
+
+    torch.manual_seed(0)
+    model = segmentation.lraspp_mobilenet_v3_large(
+        weights=None, weights_backbone=None, num_classes=5
+    )
+    return SegmentationOut(model).eval()
+
+
+class SpeechHiddenState(nn.Module):
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, audio: torch.Tensor) -> torch.Tensor:
+        return self.model(audio).last_hidden_state  # type: ignore[no-any-return]
+
+
+def _wav2vec2() -> nn.Module:
+    transformers = libraries()[2]
+    torch.manual_seed(0)
+    config = transformers.Wav2Vec2Config(
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        conv_dim=(16, 16),
+        conv_stride=(5, 2),
+        conv_kernel=(10, 3),
+        num_conv_pos_embeddings=8,
+        num_conv_pos_embedding_groups=4,
+        feat_extract_norm="group",
+    )
+    return SpeechHiddenState(transformers.Wav2Vec2Model(config)).eval()
+
+
+def audio(batch: int, seed: int) -> tuple[torch.Tensor, ...]:
+    return (torch.randn(batch, 400, generator=torch.Generator().manual_seed(seed)),)
+
+
+OTHERS = [
+    ZooModel(
+        "lraspp_mobilenet_v3",
+        "torchvision",
+        "segmentation (bilinear upsampling)",
+        _segmentation,
+        images(),
+        _static,
+    ),
+    ZooModel(
+        "wav2vec2",
+        "transformers",
+        "speech encoder (conv1d, group norm, positional convolution)",
+        _wav2vec2,
+        audio,
+        _static,
+    ),
+]
+
+ZOO = [*TORCHVISION, *TIMM, *TRANSFORMERS, *OTHERS]
+
+
+# ---------------------------------------------------------------------------- the docs' table
+
+TABLE_MARKER = (
+    "<!-- model zoo: generated from tests/native/zoo_models.py (docs_table); "
+    "do not edit by hand -->\n"
+)
+
+
+def _dimensions(entry: ZooModel) -> str:
+    shapes = entry.dynamic()
+    if shapes is None:
+        return "–"
+    names = sorted({str(dim.__name__) for spec in shapes for dim in spec.values()})  # type: ignore[attr-defined]
+    return ", ".join(names)
+
+
+def docs_table() -> str:
+    """The markdown table of docs/bring-your-model.md's "Models that export today": every
+    zoo model, which test_model_zoo.py exports and compares with eager PyTorch."""
+    rows = [
+        f"| {entry.name} | {entry.library} | {entry.kind} | {_dimensions(entry)} | "
+        f"{entry.rtol:.0e} |\n"
+        for entry in ZOO
+    ]
+    return (
+        "| model | library | architecture | dynamic in the test | max relative error |\n"
+        "|---|---|---|---|---|\n" + "".join(rows)
+    )

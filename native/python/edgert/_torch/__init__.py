@@ -229,7 +229,7 @@ def _lower(exported: ExportedProgram) -> ProgramDef:
     graph = exported.graph
     placeholders = [node for node in graph.nodes if node.op == "placeholder"]
     for node, spec in zip(placeholders, exported.graph_signature.input_specs, strict=True):
-        environment[node] = _placeholder(context, exported, node, spec)
+        environment[node] = _guarded(node, _placeholder, context, exported, node, spec)
     for node in graph.nodes:
         if node.op == "call_function":
             environment[node] = _guarded(node, _call, context, environment, node)
@@ -445,8 +445,15 @@ def _check_against_eager(
     import edgert
 
     args, kwargs = example
-    with torch.no_grad():
-        expected = _leaves(exported.module()(*args, **kwargs))
+    try:
+        with torch.no_grad():
+            expected = _leaves(exported.module()(*args, **kwargs))
+    except Exception as error:  # the exported program itself fails on the example
+        raise ExportError(
+            f"torch's exported program does not run on the example inputs "
+            f"({type(error).__name__}: {_first_line(error)}) (fix: pass example inputs the "
+            "model takes, or check=False to skip the comparison)"
+        ) from None
     inputs = [tensor.detach().numpy() for tensor in _leaves((args, kwargs))]
     try:
         outputs = edgert.load(data).run(inputs)

@@ -1221,13 +1221,15 @@ def _pair(items: object, fill: int) -> list[int]:
     return listed * 2 if len(listed) == 1 else listed[:2]
 
 
-@lowers(aten.convolution.default, aten.conv2d.default, aten.conv1d.default, to="edgert::conv2d")
+@lowers(
+    aten.convolution.default,
+    aten.conv2d.default,
+    aten.conv1d.default,
+    to="edgert::conv2d, edgert::pad, edgert::reshape",
+)
 def _convolution(ctx: Lowering, node: torch.fx.Node, args: Args) -> object:
     if args.get("transposed"):
-        raise ctx.refuse(
-            "transposed convolution has no edgert operator yet",
-            "use upsampling followed by a convolution",
-        )
+        return _transposed_convolution(ctx, node, args)
     source = value(ctx, args["input"])
     attributes = {
         "stride": _pair(args.get("stride"), 1),
@@ -1289,6 +1291,117 @@ def _convolution_1d(
         input_dtypes=[FLOAT, FLOAT, FLOAT],
     )
     return like(ctx, node, "edgert::squeeze", [convolved], {"axes": [2]})
+
+
+def _transposed_convolution(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
+    """conv_transpose1d/2d as the convolution it is the adjoint of: the input with stride - 1
+    zeros between its elements, padded by dilation·(kernel - 1) - padding on each side (and
+    output_padding after), convolved with stride 1 by the weight with its kernel flipped and
+    its input and output channels exchanged within each group."""
+    source = value(ctx, args["input"])
+    weight = args["weight"]
+    if not isinstance(weight, torch.Tensor):
+        raise ctx.refuse(
+            "a transposed convolution whose weight is computed at run time",
+            "give the layer a parameter as its weight",
+        )
+    if source.rank not in (3, 4):
+        raise ctx.refuse(
+            f"a transposed convolution over {source.rank - 2} dimensions",
+            "edgert runs 1-D and 2-D transposed convolutions",
+        )
+    spatial = source.rank - 2
+    groups = int(args.get("groups") or 1)
+
+    def per_dim(name: str, fill: int) -> list[int]:
+        listed = args.get(name)
+        items = [listed] if isinstance(listed, int) else list(listed or [])
+        items = items or [fill]
+        return [int(items[0])] * spatial if len(items) == 1 else [int(i) for i in items]
+
+    stride, padding = per_dim("stride", 1), per_dim("padding", 0)
+    dilation, extra = per_dim("dilation", 1), per_dim("output_padding", 0)
+    kernel = list(weight.shape[2:])
+    sizes = ints(ctx, source.shape[2:], "spatial size")
+    dtype, shape = meta(node)
+    x = source
+    if spatial == 1:  # [N, C, L] as [N, C, 1, L]
+        x = ctx.emit(
+            "edgert::unsqueeze",
+            [x],
+            {"axis": 2},
+            dtype=FLOAT,
+            shape=(x.shape[0], x.shape[1], 1, x.shape[2]),
+        )
+        weight = weight.unsqueeze(2)
+        stride, dilation = [1, *stride], [1, *dilation]
+        padding, extra = [0, *padding], [0, *extra]
+        kernel, sizes = [1, *kernel], [1, *sizes]
+    batch, channels = x.shape[0], x.shape[1]
+    if stride != [1, 1]:
+        # [N, C, H, W] -> [N, C, H, 1, W, 1] -> padded to [N, C, H, sh, W, sw] -> merged
+        # to [N, C, H·sh, W·sw] -> the trailing zeros cut: (H - 1)·sh + 1 by (W - 1)·sw + 1.
+        height, width = sizes
+        spread = ctx.emit(
+            "edgert::reshape",
+            [x],
+            {"shape": [1, channels, height, 1, width, 1], "keep": [0]},
+            dtype=FLOAT,
+            shape=(batch, channels, height, 1, width, 1),
+        )
+        spread = ctx.emit(
+            "edgert::pad",
+            [spread],
+            {"pads": [0, stride[1] - 1, 0, 0, 0, stride[0] - 1], "value": 0.0},
+            dtype=FLOAT,
+            shape=(batch, channels, height, stride[0], width, stride[1]),
+        )
+        x = ctx.emit(
+            "edgert::reshape",
+            [spread],
+            {"shape": [1, channels, height * stride[0], width * stride[1]], "keep": [0]},
+            dtype=FLOAT,
+            shape=(batch, channels, height * stride[0], width * stride[1]),
+        )
+        sizes = [height * stride[0], width * stride[1]]
+    pads = []  # (before, after), the last dimension first; a negative pad crops
+    for d in reversed(range(2)):
+        before = dilation[d] * (kernel[d] - 1) - padding[d]
+        # after: less the stride - 1 zeros that follow the last element
+        pads += [before, before + extra[d] - (stride[d] - 1)]
+    padded_shape = (
+        batch,
+        channels,
+        sizes[0] + pads[2] + pads[3],
+        sizes[1] + pads[0] + pads[1],
+    )
+    x = ctx.emit("edgert::pad", [x], {"pads": pads, "value": 0.0}, dtype=FLOAT, shape=padded_shape)
+    in_channels, out_per_group = int(weight.shape[0]), int(weight.shape[1])
+    flipped = (
+        weight.detach()
+        .reshape(groups, in_channels // groups, out_per_group, *kernel)
+        .transpose(1, 2)
+        .reshape(groups * out_per_group, in_channels // groups, *kernel)
+        .flip(-1, -2)
+        .contiguous()
+    )
+    out_shape = (
+        batch,
+        groups * out_per_group,
+        padded_shape[2] - dilation[0] * (kernel[0] - 1),
+        padded_shape[3] - dilation[1] * (kernel[1] - 1),
+    )
+    convolved = ctx.emit(
+        "edgert::conv2d",
+        [x, flipped, args.get("bias")],
+        {"stride": [1, 1], "padding": [0, 0], "dilation": dilation, "groups": groups},
+        dtype=dtype,
+        shape=out_shape,
+        input_dtypes=[FLOAT, FLOAT, FLOAT],
+    )
+    if spatial == 1:
+        return like(ctx, node, "edgert::squeeze", [convolved], {"axes": [2]})
+    return convolved
 
 
 def _pool_input(ctx: Lowering, args: Args, name: str = "self") -> Value:
@@ -1369,6 +1482,188 @@ def _upsample_nearest(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
                 "give the output size instead of a scale factor",
             )
     return like(ctx, node, "edgert::upsample_nearest2d", [source], {"size": size})
+
+
+@lowers(
+    aten.upsample_bilinear2d.vec,
+    aten.upsample_bilinear2d.default,
+    to="edgert::linear, edgert::transpose",
+)
+def _upsample_bilinear(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
+    """Bilinear interpolation is separable: along the width, a linear layer whose weight
+    [W_out, W_in] holds torch's own interpolation weights (torch's kernel run on an
+    identity); then the same along the height, between two transposes."""
+    source = _pool_input(ctx, args, "input")
+    dtype, shape = meta(node)
+    sizes = ints(ctx, source.shape[2:], "input size")
+    out_sizes = ints(ctx, shape[2:], "output size")
+    corners = bool(args.get("align_corners"))
+    factors = args.get("scale_factors") or [args.get("scales_h"), args.get("scales_w")]
+    weights = []
+    for d in range(2):
+        basis = torch.eye(sizes[d], dtype=torch.float32).reshape(1, sizes[d], sizes[d], 1)
+        factor = factors[d] if factors else None
+        with torch.no_grad():
+            if factor is not None:
+                spread = aten.upsample_bilinear2d.vec(basis, None, corners, [float(factor), 1.0])
+            else:
+                spread = aten.upsample_bilinear2d.vec(basis, [out_sizes[d], 1], corners, None)
+        weights.append(spread.reshape(sizes[d], out_sizes[d]).t().contiguous())  # [out, in]
+    n, c = source.shape[:2]
+    across = ctx.emit(
+        "edgert::linear",
+        [source, weights[1], None],
+        dtype=FLOAT,
+        shape=(n, c, sizes[0], out_sizes[1]),
+        input_dtypes=[FLOAT, FLOAT, None],
+    )
+    turned = ctx.emit(
+        "edgert::transpose",
+        [across],
+        {"perm": [0, 1, 3, 2]},
+        dtype=FLOAT,
+        shape=(n, c, out_sizes[1], sizes[0]),
+    )
+    down = ctx.emit(
+        "edgert::linear",
+        [turned, weights[0], None],
+        dtype=FLOAT,
+        shape=(n, c, out_sizes[1], out_sizes[0]),
+        input_dtypes=[FLOAT, FLOAT, None],
+    )
+    return like(ctx, node, "edgert::transpose", [down], {"perm": [0, 1, 3, 2]})
+
+
+@lowers(aten.native_group_norm.default, to="edgert::reshape, edgert::layer_norm, edgert::mul")
+def _group_norm(ctx: Lowering, node: torch.fx.Node, args: Args) -> tuple[object, ...]:
+    """[N, C, ...] seen as [N, G, C/G, ...] and normalized over all but the first two
+    dimensions (a layer norm without weight), then the per-channel weight and bias."""
+    source = value(ctx, args["input"])
+    groups = int(args["group"])
+    channels = ints(ctx, [source.shape[1]], "channel count")[0]
+    rest = source.shape[2:]
+    dynamic_rest = sum(size is None for size in rest)
+    if dynamic_rest > 1:
+        raise ctx.refuse(
+            "group norm over more than one dimension known only at run time",
+            "keep all but one of the spatial dimensions static",
+        )
+    grouped_shape = [1, groups, channels // groups, *(-1 if d is None else d for d in rest)]
+    grouped = ctx.emit(
+        "edgert::reshape",
+        [source],
+        {"shape": grouped_shape, "keep": [0]},
+        dtype=FLOAT,
+        shape=(source.shape[0], groups, channels // groups, *rest),
+    )
+    normalized = ctx.emit(
+        "edgert::layer_norm",
+        [grouped, None, None],
+        {"axis": 2, "eps": float(args["eps"])},
+        dtype=FLOAT,
+        shape=grouped.shape,
+        input_dtypes=[FLOAT, None, None],
+    )
+    result = ctx.emit(
+        "edgert::reshape",
+        [normalized],
+        {"shape": [1, channels, *(-1 if d is None else d for d in rest)], "keep": [0]},
+        dtype=FLOAT,
+        shape=source.shape,
+    )
+    along = [channels] + [1] * len(rest)
+    for operand, op in ((args.get("weight"), "edgert::mul"), (args.get("bias"), "edgert::add")):
+        if operand is None:
+            continue
+        shaped = (
+            operand.reshape(along)
+            if isinstance(operand, torch.Tensor)
+            else ctx.emit(
+                "edgert::reshape",
+                [value(ctx, operand)],
+                {"shape": along},
+                dtype=FLOAT,
+                shape=tuple(along),
+            )
+        )
+        result = ctx.emit(
+            op, [result, shaped], dtype=FLOAT, shape=source.shape, input_dtypes=[FLOAT, FLOAT]
+        )
+    return result, Missing("group norm's mean"), Missing("group norm's deviation")
+
+
+@lowers(aten.as_strided.default, aten.as_strided_copy.default, to="(nothing: the value itself)")
+def _as_strided(ctx: Lowering, node: torch.fx.Node, args: Args) -> object:
+    """as_strided that reads every element where a contiguous tensor of its size has it
+    (timm's pooling restrides a [N, C, 1, 1] mean so): the value itself. Any other
+    restriding is refused."""
+    source = value(ctx, args["self"])
+    sizes = list(args["size"])
+    strides = list(args["stride"])
+    offset = static_int(args.get("storage_offset") or 0)
+    had = ctx.symbolic_sizes.get(source.index)
+    same = (
+        had is not None
+        and len(had) == len(sizes)
+        and all(same_size(a, b) for a, b in zip(had, sizes, strict=True))
+    )
+    expected: object = 1
+    for size, stride in zip(reversed(sizes), reversed(strides), strict=True):
+        if static_int(size) != 1 and not (
+            static_int(stride) is not None
+            and static_int(expected) is not None
+            and static_int(stride) == static_int(expected)
+        ):
+            same = False
+        expected = expected * size
+    if not same or offset != 0:
+        raise ctx.refuse(
+            "as_strided that reads elements other than a contiguous tensor's own",
+            "use view, permute and slicing instead of as_strided",
+        )
+    return source
+
+
+@lowers(aten.flip.default, to="edgert::index_select, edgert::cumsum, edgert::sum")
+def _flip(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
+    """Each flipped dimension read backwards by index: a constant index for a static size,
+    the size minus a running count of ones for one known only at run time."""
+    source = value(ctx, args["self"])
+    result = source
+    for axis in axes_of(args["dims"], source.rank):
+        size = source.shape[axis]
+        if size is not None:
+            reverse: object = torch.arange(size - 1, -1, -1, dtype=torch.int64)
+        else:
+            extent = _meta_size(ctx, source, axis)
+            ones = ctx.emit(
+                "edgert::full_like",
+                [ctx.extent(extent, torch.int64)],
+                {"value": 1.0, "dtype": "int64"},
+                dtype=torch.int64,
+                shape=(None,),
+            )
+            counted = ctx.emit(  # 1..n
+                "edgert::cumsum", [ones], {"axis": 0}, dtype=torch.int64, shape=(None,)
+            )
+            total = ctx.emit(  # n
+                "edgert::sum", [ones], {"axes": [0], "keepdim": 1}, dtype=torch.int64, shape=(1,)
+            )
+            reverse = ctx.emit(
+                "edgert::sub",
+                [total, counted],
+                dtype=torch.int64,
+                shape=(None,),
+                input_dtypes=[torch.int64, torch.int64],
+            )
+        result = ctx.emit(
+            "edgert::index_select",
+            [result, reverse],
+            {"axis": axis},
+            dtype=source.dtype,
+            shape=source.shape,
+        )
+    return result
 
 
 @lowers(aten._native_batch_norm_legit_no_training.default, to="edgert::batch_norm")
