@@ -312,6 +312,7 @@ def depthwise_report(data: bytes, kernel: str, isa: str) -> str:
 
 def measure_zoo(threads: int, names: list[str], budget: float) -> list[str]:
     import ctypes
+    import gc
 
     import edgert
     import onnxruntime
@@ -349,12 +350,15 @@ def measure_zoo(threads: int, names: list[str], budget: float) -> list[str]:
         scale = float(np.abs(expected).max())
         difference = max(float(np.abs(ours - expected).max()),
                          float(np.abs(theirs - expected).max())) / scale
+        gc.collect()
+        gc.freeze()  # the export's objects: no collection walks them during the samples
         with torch.no_grad():
             edgert_time, onnx_time, torch_time = median_seconds([
                 lambda: program.run([x]),  # noqa: B023
                 lambda: session.run(None, {feed: x}),  # noqa: B023
                 lambda: module(torch.from_numpy(x)),  # noqa: B023
             ], budget)
+        gc.unfreeze()
         ratio = edgert_time / onnx_time
         rows.append(f"{name:<19} {threads:>7} {edgert_time * 1e3:>9.2f} {onnx_time * 1e3:>8.2f} "
                     f"{torch_time * 1e3:>8.2f} {ratio:>10.2f}{'' if ratio <= ZOO_TARGET else ' *'}"
