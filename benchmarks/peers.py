@@ -12,7 +12,8 @@
   and how many activations the export fused into convolutions and linears.
 
 The sides take turns sample by sample, so load from other work on the machine falls on each
-alike; the median of each side's samples is printed (at least 7, for ``--budget`` seconds).
+alike; the median of each side's samples is printed (at least 7, for ``--budget`` seconds), and
+for the zoo the ratio is the median of the turns' own ratios.
 
     python benchmarks/peers.py [--prefix build/linux-x86_64-cpu/install] [--threads 1 2]
     python benchmarks/peers.py --suite zoo --threads 1
@@ -44,9 +45,10 @@ ZOO_TARGET = 1.0
 ZOO = ("mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0", "resnet18")
 
 
-def median_seconds(functions: list[Callable[[], object]], budget: float = 1.5) -> list[float]:
-    """The median time of each function, the functions taking turns sample by sample so that
-    other work on a shared machine falls on every side alike."""
+def samples_in_turns(functions: list[Callable[[], object]],
+                     budget: float = 1.5) -> list[list[float]]:
+    """Each function's times, the functions taking turns sample by sample so that other work
+    on a shared machine falls on every side alike."""
     for function in functions:
         function()
     times: list[list[float]] = [[] for _ in functions]
@@ -56,7 +58,12 @@ def median_seconds(functions: list[Callable[[], object]], budget: float = 1.5) -
             start = time.perf_counter()
             function()
             samples.append(time.perf_counter() - start)
-    return [statistics.median(samples) for samples in times]
+    return times
+
+
+def median_seconds(functions: list[Callable[[], object]], budget: float = 1.5) -> list[float]:
+    """The median time of each function, sampled in turns (samples_in_turns)."""
+    return [statistics.median(samples) for samples in samples_in_turns(functions, budget)]
 
 
 # ---------------------------------------------------------------------------- the models
@@ -312,6 +319,7 @@ def depthwise_report(data: bytes, kernel: str, isa: str) -> str:
 
 def measure_zoo(threads: int, names: list[str], budget: float) -> list[str]:
     import ctypes
+    import gc
 
     import edgert
     import onnxruntime
@@ -349,13 +357,19 @@ def measure_zoo(threads: int, names: list[str], budget: float) -> list[str]:
         scale = float(np.abs(expected).max())
         difference = max(float(np.abs(ours - expected).max()),
                          float(np.abs(theirs - expected).max())) / scale
+        gc.collect()
+        gc.freeze()  # the export's objects: no collection walks them during the samples
         with torch.no_grad():
-            edgert_time, onnx_time, torch_time = median_seconds([
+            times = samples_in_turns([
                 lambda: program.run([x]),  # noqa: B023
                 lambda: session.run(None, {feed: x}),  # noqa: B023
                 lambda: module(torch.from_numpy(x)),  # noqa: B023
             ], budget)
-        ratio = edgert_time / onnx_time
+        gc.unfreeze()
+        edgert_time, onnx_time, torch_time = (statistics.median(t) for t in times)
+        # the median of each turn's own ratio: a turn's two runs are a few ms apart, so a
+        # change of the machine's load between turns moves both sides alike
+        ratio = statistics.median(ours / theirs for ours, theirs in zip(*times[:2], strict=True))
         rows.append(f"{name:<19} {threads:>7} {edgert_time * 1e3:>9.2f} {onnx_time * 1e3:>8.2f} "
                     f"{torch_time * 1e3:>8.2f} {ratio:>10.2f}{'' if ratio <= ZOO_TARGET else ' *'}"
                     f"  {difference:.1e}  {depthwise_report(data, kernel, isa)}")

@@ -103,8 +103,37 @@ bool is_contiguous(const std::vector<int64_t>& shape, const std::vector<int64_t>
   return strides == Tensor::contiguous_strides(shape);
 }
 
+// The same element order with neighbouring dimensions merged wherever every operand steps
+// through both as through one (dimensions of size 1 dropped): [1, C, H, W] · [1, C, 1, 1]
+// becomes C rows of H·W, not C·H rows of W, so the vector loops run over whole planes.
+Broadcast coalesced(const Broadcast& plan) {
+  Broadcast merged;  // built from the last dimension, reversed at the end
+  merged.strides.resize(plan.strides.size());
+  for (size_t d = plan.shape.size(); d-- > 0;) {
+    if (plan.shape[d] == 1 && !merged.shape.empty()) continue;
+    if (!merged.shape.empty() && merged.shape.back() == 1) {  // a leading 1 of the last dims
+      merged.shape.back() = plan.shape[d];
+      for (size_t t = 0; t < plan.strides.size(); ++t) merged.strides[t].back() = plan.strides[t][d];
+      continue;
+    }
+    bool joins = !merged.shape.empty();
+    for (size_t t = 0; t < plan.strides.size() && joins; ++t)
+      joins = plan.strides[t][d] == merged.strides[t].back() * merged.shape.back();
+    if (joins) {
+      merged.shape.back() *= plan.shape[d];
+      continue;
+    }
+    merged.shape.push_back(plan.shape[d]);
+    for (size_t t = 0; t < plan.strides.size(); ++t) merged.strides[t].push_back(plan.strides[t][d]);
+  }
+  std::reverse(merged.shape.begin(), merged.shape.end());
+  for (auto& strides : merged.strides) std::reverse(strides.begin(), strides.end());
+  return merged;
+}
+
 template <class T, template <class> class Op>
-void binary_map(const Broadcast& plan, const T* a, const T* b, T* out, Op<T>& op) {
+void binary_map(const Broadcast& original, const T* a, const T* b, T* out, Op<T>& op) {
+  const Broadcast plan = coalesced(original);
   const size_t rank = plan.shape.size();
   const int64_t inner = rank ? plan.shape[rank - 1] : 1;
   const int64_t rows = product(plan.shape, 0, rank ? rank - 1 : 0);

@@ -138,13 +138,35 @@ void pack_right_block(const MicroKernel& kernel, const StoredRight& right, int64
 
 // ---------------------------------------------------------------- the epilogue
 
-// out = activation(out + bias[j] + row_bias) over one row of outputs, vectorized: the same
-// IEEE operations, in the same order, as one element at a time.
-void finish_row(const GemmEpilogue& epilogue, const float* bias, const float* row_bias, float* out, int64_t count) {
-  const auto add = [](const auto& x, const auto& y) { return x + y; };
-  if (bias) simd::map2(out, 1, bias, 1, out, count, add);
-  if (row_bias) simd::map2(out, 1, row_bias, 0, out, count, add);
-  apply_activation(epilogue.activation, out, count);
+// out[r][j] = activation(out[r][j] + bias[j] + row_bias[r]) for `rows` rows `stride` apart
+// (bias and row_bias each optional), vectorized in one pass: per element the same IEEE
+// operations, in the same order, as one element at a time, and the activation operator's own
+// vector code (activation.hpp).
+void finish_rows(const GemmEpilogue& epilogue, const float* bias, const float* row_bias, float* c, int64_t stride,
+                 int64_t rows, int64_t count) {
+  if (bias == nullptr && row_bias == nullptr && epilogue.activation.kind == Activation::None) return;
+  const float low = epilogue.activation.min, high = epilogue.activation.max;
+  with_activation(epilogue.activation.kind, [&](auto kind) {
+    simd::dispatch([&](auto width) {
+      using V = typename decltype(width)::Float;
+      constexpr int64_t kLanes = decltype(width)::lanes;
+      for (int64_t r = 0; r < rows; ++r) {
+        float* out = c + r * stride;
+        const auto finish = [&](const V& value, int64_t i, int64_t lanes) {
+          V v = value;
+          if (bias) v = v + (lanes == kLanes ? simd::load<V>(bias + i) : simd::load_partial<V>(bias + i, lanes));
+          if (row_bias) v = v + simd::splat<V>(row_bias[r]);
+          return activate<decltype(kind)::value>(v, low, high);
+        };
+        int64_t i = 0;
+        for (; i + kLanes <= count; i += kLanes) simd::store(out + i, finish(simd::load<V>(out + i), i, kLanes));
+        if (i < count) {
+          const int64_t rest = count - i;
+          simd::store_partial(out + i, rest, finish(simd::load_partial<V>(out + i, rest), i, rest));
+        }
+      }
+    });
+  });
 }
 
 // ---------------------------------------------------------------- the problem
@@ -270,12 +292,13 @@ void multiply_slice(const Problem& problem, const Block& block, const Panels& le
 
 void finish_block(const Problem& problem, const Block& block) {
   const GemmEpilogue& epilogue = problem.epilogue;
-  for (int64_t i = 0; i < block.rows; ++i) {
-    float* c = block.operands.c + (block.row + i) * problem.n + block.column;
-    if (problem.k == 0) std::fill(c, c + block.columns, 0.0f);
-    const float* row_bias = block.operands.row_bias ? block.operands.row_bias + block.row + i : nullptr;
-    finish_row(epilogue, epilogue.bias ? epilogue.bias + block.column : nullptr, row_bias, c, block.columns);
+  float* c = block.operands.c + block.row * problem.n + block.column;
+  if (problem.k == 0) {
+    for (int64_t i = 0; i < block.rows; ++i) std::fill(c + i * problem.n, c + i * problem.n + block.columns, 0.0f);
   }
+  finish_rows(epilogue, epilogue.bias ? epilogue.bias + block.column : nullptr,
+              block.operands.row_bias ? block.operands.row_bias + block.row : nullptr, c, problem.n, block.rows,
+              block.columns);
 }
 
 // The length of the k slices: k cut into as few slices of at most depth_block as it takes,
@@ -390,12 +413,11 @@ void multiply_strip(const RowsProblem& problem, size_t entry, int64_t first_pane
   const int64_t column = first_panel * width;
   const int64_t columns = std::min(out_stride, problem.n - column);
   for (int64_t r = 0; r < rows; ++r) {
-    float* c = operands.c + r * problem.n + column;
-    std::memcpy(c, sums + r * out_stride, static_cast<size_t>(columns) * sizeof(float));
-    const float* row_bias = operands.row_bias ? operands.row_bias + r : nullptr;
-    finish_row(problem.epilogue, problem.epilogue.bias ? problem.epilogue.bias + column : nullptr, row_bias, c,
-               columns);
+    std::memcpy(operands.c + r * problem.n + column, sums + r * out_stride,
+                static_cast<size_t>(columns) * sizeof(float));
   }
+  finish_rows(problem.epilogue, problem.epilogue.bias ? problem.epilogue.bias + column : nullptr, operands.row_bias,
+              operands.c + column, problem.n, rows, columns);
 }
 
 void gemm_rows(const RowsProblem& problem) {

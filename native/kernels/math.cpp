@@ -47,9 +47,9 @@ EDGERT_SIMD_INLINE V apply(const V& x) {
   else if constexpr (F == Function::Silu)
     return simd::silu(x);
   else if constexpr (F == Function::Hardswish) {
-    return x * simd::minimum(simd::maximum(x + 3.0f, V{}), simd::splat<V>(6.0f)) / 6.0f;
+    return hardswish_vector(x);
   } else if constexpr (F == Function::Hardsigmoid) {
-    return simd::minimum(simd::maximum(x + 3.0f, V{}), simd::splat<V>(6.0f)) / 6.0f;
+    return hardsigmoid_vector(x);
   } else if constexpr (F == Function::Exp)
     return simd::exp(x);
   else if constexpr (F == Function::Log)
@@ -336,28 +336,11 @@ Status read_activation(const KernelContext& context, FusedActivation& activation
 // The same vector code as the operators relu, clamp, hardswish, hardsigmoid, silu and
 // sigmoid, so a fused activation gives the bytes of the separate node.
 void apply_activation(const FusedActivation& activation, float* data, int64_t count) {
-  switch (activation.kind) {
-    case Activation::None: return;
-    case Activation::Relu:
-      return simd::map(data, data, count, [](const auto& x) {
-        using V = std::decay_t<decltype(x)>;
-        return simd::select(x > V{}, x, V{});  // NaN and -0 give +0, as relu()
-      });
-    case Activation::Clamp: {
-      const float low = activation.min, high = activation.max;
-      return simd::map(data, data, count, [low, high](const auto& v) {
-        using V = std::decay_t<decltype(v)>;
-        return simd::minimum(simd::maximum(v, simd::splat<V>(low)), simd::splat<V>(high));
-      });
-    }
-    case Activation::Hardswish:
-      return simd::map(data, data, count, [](const auto& v) { return apply<Function::Hardswish>(v); });
-    case Activation::Hardsigmoid:
-      return simd::map(data, data, count, [](const auto& v) { return apply<Function::Hardsigmoid>(v); });
-    case Activation::Silu: return simd::map(data, data, count, [](const auto& v) { return apply<Function::Silu>(v); });
-    case Activation::Sigmoid:
-      return simd::map(data, data, count, [](const auto& v) { return apply<Function::Sigmoid>(v); });
-  }
+  if (activation.kind == Activation::None) return;
+  const float low = activation.min, high = activation.max;
+  with_activation(activation.kind, [&](auto kind) {
+    simd::map(data, data, count, [low, high](const auto& v) { return activate<decltype(kind)::value>(v, low, high); });
+  });
 }
 
 EDGERT_REGISTER_OPERATOR("edgert::sigmoid", float_kernel<Function::Sigmoid>);

@@ -365,6 +365,30 @@ def test_an_unknown_activation_is_refused(edgert: ModuleType, op: str) -> None:
                backends=[])
 
 
+# Broadcasts whose neighbouring dimensions the elementwise kernels merge (a per-channel scale
+# over planes, planes over channels, size-1 dimensions anywhere) and ones they cannot.
+BROADCAST_SHAPES = [
+    ((1, 6, 7, 7), (1, 6, 1, 1)), ((2, 5, 3, 9), (2, 5, 1, 1)), ((1, 4, 5, 6), (1, 1, 5, 6)),
+    ((3, 1, 4, 1, 5), (1, 2, 1, 6, 1)), ((2, 3, 1, 4), (2, 1, 1, 4)), ((1, 1, 1), (1, 1, 1)),
+    ((4, 1), (1, 5)), ((5,), ()), ((2, 1, 3, 1), (2, 7, 3, 1)),
+]
+
+
+@pytest.mark.parametrize("op", ["edgert::add", "edgert::sub", "edgert::mul", "edgert::div"])
+@pytest.mark.parametrize("shapes", BROADCAST_SHAPES)
+def test_broadcast_elementwise_is_numpy_exactly(edgert: ModuleType, op: str,
+                                                shapes: tuple) -> None:
+    a, b = values(shapes[0], 60), values(shapes[1], 61) + F32(3)
+    expected = {"edgert::add": np.add, "edgert::sub": np.subtract, "edgert::mul": np.multiply,
+                "edgert::div": np.divide}[op](a, b)
+    for first, second, want in ((a, b, expected), (b, a, None)):
+        (out,) = run_op(edgert, op, [first, second], backends=[])
+        if want is None:
+            want = {"edgert::add": np.add, "edgert::sub": np.subtract,
+                    "edgert::mul": np.multiply, "edgert::div": np.divide}[op](b, a)
+        assert out.shape == want.shape and out.tobytes() == want.astype(F32).tobytes()
+
+
 def test_fused_linear_relu_is_the_same_arithmetic(edgert: ModuleType) -> None:
     x, weight, bias = values((100, 300), 4), values((70, 300), 5), values((70,), 6)
     from edgert.export import ProgramBuilder
