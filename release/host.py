@@ -6,6 +6,7 @@ from here; nothing else reads the host's operating system and architecture."""
 
 from __future__ import annotations
 
+import functools
 import platform as host_platform
 import sys
 from collections.abc import Callable, Sequence
@@ -73,18 +74,17 @@ _TARGET_ARCHES = {"macos": {"aarch64": "arm64"}, "windows": {"x86_64": "amd64", 
 @dataclass(frozen=True)
 class Host:
     """The machine verify runs on (passed in, so other hosts are testable anywhere), with
-    the emulated machines it can run programs for besides its own. ``provide`` is asked, once
-    and only when no runner above answers a request, for the runners the wheel's platform
-    can make (a wine prefix and its helpers): nothing is provisioned unless a check runs
-    programs."""
+    the emulated machines it can run programs for besides its own. ``provide`` is asked,
+    only when no runner above answers a request, for the runners the wheel's platform can
+    make (a wine prefix and its helpers): nothing is provisioned unless a check runs
+    programs. A Host is a value: ``provide`` is made to answer from memory once it has
+    provisioned (``provide_once``), so the Host itself keeps no state."""
 
     system: str      # "linux", "darwin", "windows"
     machine: str     # "x86_64", "aarch64"...
     emulated: tuple[Runner, ...] = ()
     provide: Callable[[], Sequence[Runner]] | None = field(default=None, compare=False,
                                                           repr=False)
-    _provided: list[tuple[Runner, ...]] = field(default_factory=list, compare=False,
-                                                repr=False)
 
     @classmethod
     def current(cls, *, emulated: Sequence[Runner] = (),
@@ -107,11 +107,19 @@ class Host:
         system = "" if system == self.system else system
         if machine == self.machine and not system:
             return Runner(machine)
-        if self.provide is not None and not self._provided:
-            self._provided.append(tuple(self.provide()))
-        candidates = (*self.emulated, *(self._provided[0] if self._provided else ()))
-        return next((runner for runner in candidates
-                     if runner.machine == machine and runner.system == system), None)
+
+        def answering(runners: Sequence[Runner]) -> Runner | None:
+            return next((runner for runner in runners
+                         if runner.machine == machine and runner.system == system), None)
+        found = answering(self.emulated)
+        if found is None and self.provide is not None:
+            found = answering(self.provide())
+        return found
 
 
-__all__ = ["Host", "Runner"]
+def provide_once(provide: Callable[[], Sequence[Runner]]) -> Callable[[], tuple[Runner, ...]]:
+    """``provide``, run on its first call only; later calls answer what it made."""
+    return functools.cache(lambda: tuple(provide()))
+
+
+__all__ = ["Host", "Runner", "provide_once"]

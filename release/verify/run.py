@@ -16,7 +16,7 @@ from pathlib import Path
 from release import tools
 from release.errors import DeadlineReached, EnvironmentFailure, ReleaseError, ToolError
 from release.findings import CheckStatus, Finding, Severity
-from release.host import Host
+from release.host import Host, provide_once
 from release.loader import HasLoader, bind_to_wheel, loader_for
 from release.verify.analyses import Analyses
 from release.verify.argument import classify
@@ -123,7 +123,8 @@ def host_for(platform: HasLoader | None, *, static: bool, cache: Path | None) ->
         return here
     chosen = platform
     return Host(here.system, here.machine,
-                provide=lambda: chosen.emulated(here, cache=cache or tools.cache_dir()))
+                provide=provide_once(lambda: chosen.emulated(
+                    here, cache=cache or tools.cache_dir())))
 
 
 def run_verify(path: Path, *, static: bool = False, options: VerifyOptions | None = None,

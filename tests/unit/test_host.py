@@ -14,7 +14,7 @@ import pytest
 
 from release import manifest
 from release.build_options import BuildOptions
-from release.host import Host
+from release.host import Host, Runner, provide_once
 from release.pipeline import make_plan
 from release.resolved import default_arch
 from tests.conftest import ROOT
@@ -76,3 +76,23 @@ def test_plans_are_made_with_no_compiler_on_path(monkeypatch: pytest.MonkeyPatch
                          host=Host.current())
         release = plan.release
         assert release.target.arch == release.host.arch("linux") and release.variant.name == variant
+
+
+def test_the_platform_s_runners_are_provisioned_once_and_only_when_asked() -> None:
+    """A Host is a value (frozen, no state of its own): the runners its platform provisions
+    are made on the first request no runner of its own answers, and remembered by the
+    callable it was given."""
+    made: list[str] = []
+
+    def provision() -> list[Runner]:
+        made.append("wine")
+        return [Runner("x86_64", system="windows")]
+
+    qemu = Runner("aarch64", prefix=("qemu-aarch64",))
+    host = Host("linux", "x86_64", emulated=(qemu,), provide=provide_once(provision))
+    assert host.runner("x86_64") == Runner("x86_64") and host.runner("aarch64") == qemu
+    assert made == []                                  # answered without provisioning
+    assert host.runner("x86_64", "windows") == Runner("x86_64", system="windows")
+    assert host.runner("x86_64", "windows") is not None and host.runner("riscv64") is None
+    assert made == ["wine"]
+    assert host == Host("linux", "x86_64", emulated=(qemu,))   # compared as a value
