@@ -86,10 +86,12 @@ class WheelFacts:
 
 @dataclass(frozen=True)
 class SetReport:
+    """What check-set found, made once at the end of the check (a value: nothing grows it)."""
+
     folder: str
-    findings: list[Finding] = field(default_factory=list)
-    wheels: dict[str, str] = field(default_factory=dict)        # matrix entry -> wheel file
-    not_buildable: dict[str, str] = field(default_factory=dict)  # matrix entry -> reason
+    findings: tuple[Finding, ...] = ()
+    wheels: Mapping[str, str] = field(default_factory=dict)        # matrix entry -> wheel
+    not_buildable: Mapping[str, str] = field(default_factory=dict)  # matrix entry -> reason
 
     @property
     def ok(self) -> bool:
@@ -440,8 +442,19 @@ def record_distribution(facts: WheelFacts) -> str:
     return facts.record.distribution if facts.record is not None else facts.name.distribution
 
 
-def _coverage(report: SetReport, entries: Sequence[MatrixEntry],
-              found: Mapping[str, list[str]], variant_found: Mapping[str, list[str]]) -> None:
+@dataclass
+class _Coverage:
+    """Which wheel covers each matrix entry, the entries not buildable yet, and what is
+    wrong with the coverage (filled entry by entry, then read into the SetReport)."""
+
+    wheels: dict[str, str]
+    not_buildable: dict[str, str]
+    findings: list[Finding]
+
+
+def _coverage(entries: Sequence[MatrixEntry], found: Mapping[str, list[str]],
+              variant_found: Mapping[str, list[str]]) -> _Coverage:
+    covered = _Coverage({}, {}, [])
     for entry in entries:
         separate, variant = found.get(entry.name, []), variant_found.get(entry.name, [])
         # in a set of variant wheels a GPU entry is covered by its variant wheel (its
@@ -454,18 +467,19 @@ def _coverage(report: SetReport, entries: Sequence[MatrixEntry],
         else:
             wheels = separate or variant
         if not entry.route.buildable:
-            report.not_buildable[entry.name] = entry.route.detail
+            covered.not_buildable[entry.name] = entry.route.detail
             if wheels:
-                report.findings.append(Finding(
+                covered.findings.append(Finding(
                     "matrix", Severity.WARNING, wheels[0], f"{entry.name} is not buildable "
                     "yet by this pipeline, but a wheel for it is here"))
         elif len(wheels) != 1:
-            report.findings.append(_error(
+            covered.findings.append(_error(
                 "matrix", ", ".join(wheels), f"{entry.name}: expected one wheel, found "
                 f"{len(wheels)}", fix=f"run the build job for {entry.name} (on "
                 f"{entry.target.runner}) and keep only its wheel"))
         else:
-            report.wheels[entry.name] = wheels[0]
+            covered.wheels[entry.name] = wheels[0]
+    return covered
 
 
 def check_release_set(folder: Path, manifest: Manifest, *, host: Host,
@@ -483,12 +497,10 @@ def check_release_set(folder: Path, manifest: Manifest, *, host: Host,
     verify = verify or (lambda path: verify_wheel(path, static=True, options=providers,
                                                   host=host))
     version = expect_version or manifest.version
-    report = SetReport(folder=str(folder))
     wheels = sorted(folder.glob("*.whl"))
-    report.findings.extend(_files(folder, wheels, manifest))
-    report.findings.extend(_sdist_versions(folder, manifest, version))
+    findings = [*_files(folder, wheels, manifest), *_sdist_versions(folder, manifest, version)]
     if expect_version and expect_version != manifest.version:
-        report.findings.append(_error("version", "pyproject.toml", f"the manifest's version is "
+        findings.append(_error("version", "pyproject.toml", f"the manifest's version is "
                                       f"{manifest.version}, the release is {expect_version}",
                                       fix="set project.version and tag that commit"))
     by_key = {(e.target.name, e.variant.name): e for e in entries}
@@ -500,10 +512,10 @@ def check_release_set(folder: Path, manifest: Manifest, *, host: Host,
         try:
             facts = read_wheel(path, manifest.package)
         except ReleaseError as error:
-            report.findings.append(_error("files", path.name, error.what, fix=error.fix))
+            findings.append(_error("files", path.name, error.what, fix=error.fix))
             continue
         entry, problems = _entry_of(facts, by_key)
-        report.findings.extend(problems)
+        findings.extend(problems)
         if entry is None:
             continue
         if facts.name.variant is None:
@@ -511,8 +523,9 @@ def check_release_set(folder: Path, manifest: Manifest, *, host: Host,
         else:
             variant_found.setdefault(entry.name, []).append(path.name)
             variants.append(facts)
-        report.findings.extend(_wheel_findings(facts, entry, version=version, images=images,
+        findings.extend(_wheel_findings(facts, entry, version=version, images=images,
                                                verify=verify))
-    report.findings.extend(_index(folder, manifest, version, variants, write_index))
-    _coverage(report, entries, found, variant_found)
-    return report
+    findings.extend(_index(folder, manifest, version, variants, write_index))
+    covered = _coverage(entries, found, variant_found)
+    return SetReport(folder=str(folder), findings=(*findings, *covered.findings),
+                     wheels=covered.wheels, not_buildable=covered.not_buildable)
