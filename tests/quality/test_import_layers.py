@@ -15,9 +15,12 @@ from pathlib import Path
 from tests.conftest import ROOT
 from tests.quality.sources import sources, tree
 
+# the shipped package's modules are imported from native/python
+SHIPPED = ROOT / "native" / "python"
 
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+
+def _module_name(path: Path, top: Path = ROOT) -> str:
+    parts = list(path.relative_to(top).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
@@ -28,8 +31,8 @@ def _imports(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom]:
             yield node
 
 
-def _graph() -> dict[str, set[str]]:
-    modules = {_module_name(path): path for path in sources()}
+def _graph(paths: list[Path] | None = None, top: Path = ROOT) -> dict[str, set[str]]:
+    modules = {_module_name(path, top): path for path in (sources() if paths is None else paths)}
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
         for node in _imports(tree(path)):
@@ -85,6 +88,14 @@ def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_no_circle_of_imports() -> None:
     assert _circles(_graph()) == []
+
+
+def test_no_circle_of_imports_in_the_shipped_package() -> None:
+    """edgert itself: the front end and the passes import the program format
+    (edgert/program_format.py), never the public ``edgert.export`` that calls them."""
+    graph = _graph(sorted((SHIPPED / "edgert").rglob("*.py")), SHIPPED)
+    assert "edgert.export" in graph and "edgert._torch" in graph
+    assert _circles(graph) == []
 
 
 def test_the_scan_finds_a_circle_and_reads_every_import() -> None:

@@ -56,7 +56,7 @@ from edgert._native import (
     load_library,
     package_dir,
 )
-from edgert.export import DTYPE_NAMES
+from edgert.program_format import DTYPE_NAMES
 
 __version__ = "0.1.0"
 
@@ -394,7 +394,7 @@ def backends() -> list[Registration]:
 def _probe_bytes() -> bytes:
     """A program of no nodes (its output is its input): set_backends on it asks each backend
     only whether it can run here, as set_backends on any program does first."""
-    from edgert.export import ProgramBuilder
+    from edgert.program_format import ProgramBuilder
 
     builder = ProgramBuilder()
     builder.output(builder.input("float32", (1,)))

@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
         print(edgert.__version__)
     elif arguments.operators:
         from edgert._operator_table import operator_table
-        print(operator_table(), end="")
+        print(operator_table(edgert.operators()), end="")
     elif arguments.cmake_prefix_path:
         print(edgert.lib_dir().parent)
     elif arguments.cmake_dir:

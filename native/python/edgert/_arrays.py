@@ -10,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from edgert._errors import InvalidArgumentError
-from edgert.export import DTYPE_CODES, DTYPE_NAMES, dtype_name
+from edgert.program_format import DTYPE_CODES, DTYPE_NAMES, dtype_name
 
 # numpy's dtype of each edgert dtype code, little-endian (the runtime's byte order).
 DTYPES = tuple(np.dtype(DTYPE_NAMES[code]).newbyteorder("<") for code in sorted(DTYPE_NAMES))

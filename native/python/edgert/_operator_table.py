@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-
-import edgert
+from collections.abc import Iterable
+from typing import Protocol
 
 HEADER = "| edgert operator | component | lowered from (ATen) |\n|---|---|---|\n"
 # What edgert.quantization.quantize_program rewrites into the quantized operators.
@@ -40,14 +40,25 @@ def _lowered_from() -> tuple[dict[str, list[str]], list[str]]:
     return by_edgert, vanish
 
 
-def operator_table() -> str:
-    """The markdown table, then the list of ATen operators that disappear."""
+class Registered(Protocol):
+    """An operator of the registry (``edgert.operators()``): its name and owning library."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def owner(self) -> str: ...
+
+
+def operator_table(registered: Iterable[Registered]) -> str:
+    """The markdown table of the ``registered`` operators (``edgert.operators()``), then the
+    list of ATen operators that disappear."""
     try:
         lowered, vanish = _lowered_from()
     except ModuleNotFoundError:  # no torch: the registry's side only
         lowered, vanish = {}, []
     rows = []
-    for entry in edgert.operators():
+    for entry in registered:
         sources = ", ".join(f"`{name}`" for name in sorted(lowered.get(entry.name, [])))
         sources = sources or QUANTIZED_FROM.get(entry.name, "–")
         rows.append(f"| `{entry.name}` | {component_of(entry.owner)} | {sources} |\n")

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from edgert.export import NodeDef, ProgramDef, ValueDef
+from edgert.program_format import NodeDef, ProgramDef, ValueDef
 
 __all__ = [
     "fold_batch_norm",

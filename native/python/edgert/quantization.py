@@ -33,7 +33,7 @@ import numpy.typing as npt
 from edgert._errors import EdgertError, InvalidArgumentError, error_for
 from edgert._native import load_library
 from edgert._passes import fuse_activations, prune, unfuse_activations
-from edgert.export import NodeDef, ProgramDef, ValueDef, read_program, write_program
+from edgert.program_format import NodeDef, ProgramDef, ValueDef, read_program, write_program
 
 __all__ = ["quantize_program", "quantize_linear_layers", "quantize_weights_per_channel",
            "reference_linear"]

@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 import edgert
-from edgert.export import ProgramDef, dtype_name, read_program
+from edgert.program_format import ProgramDef, dtype_name, read_program
 
 # Operators reading an integer input as indices: (position of the indices, position of the
 # table they index, the attribute naming its axis, or "" for axis 0).

@@ -38,7 +38,7 @@ from edgert._torch.context import (
     shape_of_meta,
 )
 from edgert._torch.operators import CHECKS, LOWERINGS, NOT_FOLDED, supported_operators
-from edgert.export import ProgramDef, write_program
+from edgert.program_format import ProgramDef, write_program
 
 __all__ = ["from_torch", "supported_operators", "PRESERVED"]
 

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from edgert._errors import ExportError, UnsupportedOperatorError
-from edgert.export import ProgramBuilder
+from edgert.program_format import ProgramBuilder
 
 # torch dtype -> edgert dtype name.
 DTYPES: dict[torch.dtype, str] = {

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from edgert.export import ProgramBuilder, save_program
+from edgert.program_format import ProgramBuilder, save_program
 from edgert.quantization import quantize_linear_layers
 
 SEED = 20240611
