@@ -35,7 +35,7 @@ class ZooModel:
 
     @property
     def dynamic_batch(self) -> bool:
-        return self.dynamic() is not None
+        return self.dynamic() is not None  # every zoo model's batch is dynamic today
 
 
 _KEEP: list[object] = []  # the torchvision operator schemas, alive for the process
@@ -177,10 +177,6 @@ def _dynamic_batch() -> object:
     return ({0: Dim("batch")},)
 
 
-def _static() -> object:
-    return None
-
-
 def _torchvision(name: str, **arguments: object) -> Callable[[], nn.Module]:
     def make() -> nn.Module:
         torch.manual_seed(0)
@@ -197,9 +193,6 @@ def _timm(name: str, **arguments: object) -> Callable[[], nn.Module]:
     return make
 
 
-# torch.export's decomposition of a graph with a dynamic batch takes 3-5 times as long as a
-# static one (its symbolic shape arithmetic): a dynamic batch for some models of each kind
-# keeps the zoo quick; the others export for the example's batch.
 TORCHVISION = [
     ZooModel(
         "resnet18",
@@ -215,7 +208,7 @@ TORCHVISION = [
         "depthwise CNN (MobileNetV2)",
         _torchvision("mobilenet_v2"),
         images(),
-        _static,
+        _dynamic_batch,
     ),
     ZooModel(
         "mobilenet_v3_small",
@@ -223,7 +216,7 @@ TORCHVISION = [
         "depthwise CNN, squeeze-excite (MobileNetV3)",
         _torchvision("mobilenet_v3_small"),
         images(),
-        _static,
+        _dynamic_batch,
     ),
     ZooModel(
         "efficientnet_b0",
@@ -231,7 +224,7 @@ TORCHVISION = [
         "depthwise CNN, squeeze-excite (EfficientNet)",
         _torchvision("efficientnet_b0"),
         images(),
-        _static,
+        _dynamic_batch,
     ),
     ZooModel(
         "squeezenet1_1",
@@ -247,7 +240,7 @@ TORCHVISION = [
         "channel-shuffle CNN (ShuffleNetV2)",
         _torchvision("shufflenet_v2_x0_5"),
         images(),
-        _static,
+        _dynamic_batch,
     ),
     ZooModel(
         "regnet_y_400mf",
@@ -255,7 +248,7 @@ TORCHVISION = [
         "classification CNN, squeeze-excite (RegNetY)",
         _torchvision("regnet_y_400mf"),
         images(),
-        _static,
+        _dynamic_batch,
     ),
 ]
 
@@ -274,7 +267,7 @@ TIMM = [
         "ConvNeXt (layer norm over channels, pooling as_strided)",
         _timm("convnext_atto"),
         images(),
-        _static,
+        _dynamic_batch,
     ),
     ZooModel(
         "timm_vit_tiny",
@@ -297,7 +290,7 @@ TIMM = [
             num_heads=(2, 2, 2, 2),
         ),
         images(),
-        _static,
+        _dynamic_batch,
     ),
     ZooModel(
         "timm_levit",
@@ -305,7 +298,7 @@ TIMM = [
         "convolution-attention hybrid (LeViT)",
         _timm("levit_128s", img_size=64),
         images(),
-        _static,
+        _dynamic_batch,
     ),
 ]
 
@@ -370,7 +363,7 @@ OTHERS = [
         "segmentation (bilinear upsampling)",
         _segmentation,
         images(),
-        _static,
+        _dynamic_batch,
     ),
     ZooModel(
         "wav2vec2",
@@ -378,7 +371,7 @@ OTHERS = [
         "speech encoder (conv1d, group norm, positional convolution)",
         _wav2vec2,
         audio,
-        _static,
+        _dynamic_batch,
     ),
 ]
 
@@ -395,8 +388,6 @@ TABLE_MARKER = (
 
 def _dimensions(entry: ZooModel) -> str:
     shapes = entry.dynamic()
-    if shapes is None:
-        return "–"
     names = sorted({str(dim.__name__) for spec in shapes for dim in spec.values()})  # type: ignore[attr-defined]
     return ", ".join(names)
 
