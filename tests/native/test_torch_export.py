@@ -374,6 +374,7 @@ class TransformerPatterns(torch.nn.Module):
             + torch.cumsum(x, 1)
             + counts[..., None]
             + positions[..., None]
+            + torch.arange(s).expand(b, -1)[..., None]
         )
         heads = (masked + ordered + scores @ q).transpose(1, 2).reshape(b, s, 8)
         return heads + filled + extra

@@ -611,7 +611,15 @@ def _expand(ctx: Lowering, node: torch.fx.Node, args: Args) -> object:
         elif inner >= 0 and same_size(size, _meta_size(ctx, source, inner)):
             shape.append(-1)
         else:  # a run-time size the input does not have (a constant expanded to the batch)
-            return ctx.broadcast_to(source, sizes)
+            kept = [
+                wanted
+                if static_int(wanted) != -1
+                else source.shape[at - offset]
+                if source.shape[at - offset] is not None
+                else _meta_size(ctx, source, at - offset)
+                for at, wanted in enumerate(sizes)
+            ]
+            return ctx.broadcast_to(source, kept)
     if offset == 0 and all(size == -1 for size in shape):
         return source
     return like(ctx, node, "edgert::expand", [source], {"shape": shape})
