@@ -25,7 +25,8 @@ def relative_error(got: np.ndarray, want: torch.Tensor) -> float:
     return float(np.abs(got.astype(np.float64) - reference).max()) / scale
 
 
-EXPORTED = ZOO
+EXPORTED = [entry for entry in ZOO if not entry.refusal]
+REFUSED = [entry for entry in ZOO if entry.refusal]
 
 
 @pytest.fixture(scope="module")
@@ -69,3 +70,14 @@ def test_the_docs_model_table_is_the_zoo() -> None:
         "regenerate with: python -c 'from tests.native.zoo_models import docs_table; "
         'print(docs_table(), end="")\''
     )
+
+
+@pytest.mark.parametrize("entry", REFUSED, ids=[entry.name for entry in REFUSED])
+def test_a_zoo_model_that_does_not_export_says_why_in_one_line(entry: ZooModel) -> None:
+    """It stays in the zoo with its refusal, so that the docs' table says what is left."""
+    from edgert.export import ExportError, from_torch
+
+    with pytest.raises(ExportError) as raised:
+        from_torch(entry.make(), entry.inputs(2, 0), dynamic_shapes=entry.dynamic())
+    message = str(raised.value)
+    assert "\n" not in message and entry.refusal in message

@@ -438,6 +438,7 @@ class TransformerPatterns(torch.nn.Module):
             + torch.cumsum(x, 1)
             + counts[..., None]
             + positions[..., None]
+            + torch.arange(s).expand(b, -1)[..., None]
         )
         heads = (masked + ordered + scores @ q).transpose(1, 2).reshape(b, s, 8)
         return heads + filled + extra
@@ -465,6 +466,74 @@ def test_transformer_patterns_with_a_dynamic_batch_and_sequence(edgert: ModuleTy
         with torch.no_grad():
             expected = model(x, mask)
         assert_matches_eager(program.run([x.numpy(), mask.numpy()]), expected)
+
+
+class InPlace(torch.nn.Module):
+    """In-place operators as users write them (relu_, +=, batch norm, flatten)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3, padding=1)
+        self.norm = torch.nn.BatchNorm2d(4)
+        self.head = torch.nn.Linear(4 * 8 * 8, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.norm(self.conv(x)).relu_()
+        y += self.conv(x)
+        return self.head(torch.flatten(y, 1))
+
+
+class ReadBeforeWrite(torch.nn.Module):
+    """x is read again after relu_ overwrote a view of it: not the functional relu."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = x * 2
+        z = y.view(-1)
+        y.relu_()
+        return z + 1
+
+
+def _count_decompositions(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls: list[int] = []
+    original = torch.export.ExportedProgram.run_decompositions
+
+    def counted(self: torch.export.ExportedProgram, *args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(torch.export.ExportedProgram, "run_decompositions", counted)
+    return calls
+
+
+def test_a_graph_of_lowerable_operators_is_not_decomposed(
+    edgert: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """torch's decomposition re-traces the model (slowly with a dynamic batch): a graph whose
+    operators all have lowerings, in-place ones included, is lowered as torch.export made it."""
+    from edgert.export import from_torch
+
+    calls = _count_decompositions(monkeypatch)
+    model = InPlace().eval()
+    data = from_torch(
+        model, (torch.randn(2, 3, 8, 8),), dynamic_shapes=({0: torch.export.Dim("b")},)
+    )
+    assert calls == []
+    x = torch.randn(5, 3, 8, 8)
+    with torch.no_grad():
+        expected = model(x)
+    assert_matches_eager(edgert.load(data).run([x.numpy()]), expected)
+
+
+def test_an_in_place_write_another_value_sees_is_decomposed(
+    edgert: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from edgert.export import from_torch
+
+    calls = _count_decompositions(monkeypatch)
+    data = from_torch(ReadBeforeWrite(), (torch.randn(2, 3),))
+    assert calls == [1]
+    x = torch.randn(2, 3)
+    assert_matches_eager(edgert.load(data).run([x.numpy()]), ReadBeforeWrite()(x))
 
 
 # ---------------------------------------------------------------------------- refusals

@@ -64,6 +64,17 @@ def from_torch(
     """See ``edgert.export.from_torch``."""
     with _quiet_torch():
         exported, example = _export(model, args, dynamic_shapes)
+        if not isinstance(model, ExportedProgram) and _direct(exported):
+            # Every operator of the graph torch.export made has a lowering: no decomposition
+            # (which re-traces the whole graph, slowly with dynamic sizes). Should that
+            # program fail, the decomposed graph is lowered instead.
+            try:
+                data = _program(exported)
+                if check and example is not None:
+                    _check_against_eager(data, model, exported, example)
+                return data
+            except ExportError:
+                pass
         table = torch.export.default_decompositions()
         for kept in PRESERVED:
             table.pop(kept, None)  # type: ignore[no-untyped-call]  # torch leaves it untyped
@@ -73,9 +84,16 @@ def from_torch(
             raise ExportError(
                 f"torch could not decompose the exported program: {_first_line(error)}"
             ) from None
-    lowered = _lower(decomposed)
+    data = _program(decomposed)
+    if check and example is not None:
+        _check_against_eager(data, model, exported, example)
+    return data
+
+
+def _program(exported: ExportedProgram) -> bytes:
+    lowered = _lower(exported)
     try:
-        data = write_program(prune(fuse_activations(fold_batch_norm(lowered))))
+        return write_program(prune(fuse_activations(fold_batch_norm(lowered))))
     except ExportError:
         raise
     except Exception as error:  # a pass met a program it did not expect
@@ -83,9 +101,45 @@ def from_torch(
             f"edgert could not finish the lowered program ({type(error).__name__}: "
             f"{_first_line(error)}) (fix: report the model with this message)"
         ) from None
-    if check and example is not None:
-        _check_against_eager(data, exported, example)
-    return data
+
+
+def _functional(target: object) -> object:
+    """The functional overload of an in-place ATen overload (relu_ -> relu), or None."""
+    schema = getattr(target, "_schema", None)
+    name = getattr(schema, "name", "")
+    if not name.startswith("aten::") or not name.endswith("_") or name.endswith("__"):
+        return None
+    packet = getattr(aten, name[len("aten::") : -1], None)
+    overload = getattr(target, "_overloadname", "default")
+    return getattr(packet, overload, None) if packet is not None else None
+
+
+def _direct(exported: ExportedProgram) -> bool:
+    """Whether every node of the graph torch.export made has a lowering as it is: then it is
+    lowered without torch's decomposition. An in-place operator counts as its functional
+    form when nothing else reads the tensor it writes (then the two compute the same), and
+    the graph (the front end's own export) is rewritten to that form."""
+    rewrites = []
+    for node in exported.graph.nodes:
+        if node.op != "call_function":
+            continue
+        target = node.target
+        if target in CHECKS or target is operator.getitem or target in LOWERINGS:
+            continue
+        functional = _functional(target)
+        written = node.args[0] if node.args else None
+        if (
+            functional is None
+            or functional not in LOWERINGS
+            or not isinstance(written, torch.fx.Node)
+            or written.op == "placeholder"
+            or len(written.users) != 1
+        ):
+            return False
+        rewrites.append((node, functional))
+    for node, functional in rewrites:
+        node.target = functional
+    return True
 
 
 @contextlib.contextmanager
@@ -439,18 +493,23 @@ def _leaves(tree: object) -> list[torch.Tensor]:
 
 
 def _check_against_eager(
-    data: bytes, exported: ExportedProgram, example: tuple[tuple[Any, ...], dict[str, Any]]
+    data: bytes,
+    model: object,
+    exported: ExportedProgram,
+    example: tuple[tuple[Any, ...], dict[str, Any]],
 ) -> None:
-    """Runs the program on the example inputs and compares with eager PyTorch."""
+    """Runs the program on the example inputs and compares with eager PyTorch: the module
+    itself when one was given (in eval mode), else the exported program's module."""
     import edgert
 
     args, kwargs = example
+    eager = model if isinstance(model, torch.nn.Module) else exported.module()
     try:
         with torch.no_grad():
-            expected = _leaves(exported.module()(*args, **kwargs))
+            expected = _leaves(eager(*args, **kwargs))
     except Exception as error:  # the exported program itself fails on the example
         raise ExportError(
-            f"torch's exported program does not run on the example inputs "
+            f"the model does not run on the example inputs "
             f"({type(error).__name__}: {_first_line(error)}) (fix: pass example inputs the "
             "model takes, or check=False to skip the comparison)"
         ) from None

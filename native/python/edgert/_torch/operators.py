@@ -465,6 +465,8 @@ def _meta_size(ctx: Lowering, source: Value, position: int) -> object:
     to="edgert::reshape, edgert::squeeze, edgert::unsqueeze",
 )
 def _view(ctx: Lowering, node: torch.fx.Node, args: Args) -> object:
+    if "size" not in args:  # aten.reshape names it shape
+        args = {**args, "size": args["shape"]}
     if isinstance(args["self"], Merged):
         merged = args["self"]
         if _same_sizes(ctx, merged.source, list(args["size"])):
@@ -565,6 +567,13 @@ def _ones_moved(
     return current
 
 
+@lowers(aten.flatten.using_ints, aten.reshape_as.default, aten.unflatten.int, to="edgert::reshape")
+def _flatten(ctx: Lowering, node: torch.fx.Node, args: Args) -> object:
+    """flatten, reshape_as and unflatten as torch.export records them before decomposition:
+    a view to the sizes it traced."""
+    return _view(ctx, node, {"self": args["self"], "size": list(node.meta["val"].shape)})
+
+
 @lowers(aten.permute.default, aten.permute_copy.default, to="edgert::transpose")
 def _permute(ctx: Lowering, node: torch.fx.Node, args: Args) -> object:
     source = value(ctx, args["self"])
@@ -602,7 +611,15 @@ def _expand(ctx: Lowering, node: torch.fx.Node, args: Args) -> object:
         elif inner >= 0 and same_size(size, _meta_size(ctx, source, inner)):
             shape.append(-1)
         else:  # a run-time size the input does not have (a constant expanded to the batch)
-            return ctx.broadcast_to(source, sizes)
+            kept = [
+                wanted
+                if static_int(wanted) != -1
+                else source.shape[at - offset]
+                if source.shape[at - offset] is not None
+                else _meta_size(ctx, source, at - offset)
+                for at, wanted in enumerate(sizes)
+            ]
+            return ctx.broadcast_to(source, kept)
     if offset == 0 and all(size == -1 for size in shape):
         return source
     return like(ctx, node, "edgert::expand", [source], {"shape": shape})
@@ -718,6 +735,11 @@ def _split_tensor(ctx: Lowering, node: torch.fx.Node, args: Args) -> list[Value]
     return _split(ctx, node, source, axis, ints(ctx, sizes, "split sizes"))
 
 
+@lowers(aten.chunk.default, to="edgert::split")
+def _chunk(ctx: Lowering, node: torch.fx.Node, args: Args) -> list[Value]:
+    return _split_tensor(ctx, node, args)
+
+
 @lowers(aten.unbind.int, aten.unbind_copy.int, to="edgert::split, edgert::squeeze")
 def _unbind(ctx: Lowering, node: torch.fx.Node, args: Args) -> list[Value]:
     source = value(ctx, args["self"])
@@ -758,8 +780,10 @@ def _cat(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
     )
 
 
-@lowers(aten.constant_pad_nd.default, to="edgert::pad")
+@lowers(aten.constant_pad_nd.default, aten.pad.default, to="edgert::pad")
 def _pad(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
+    if (args.get("mode") or "constant") != "constant":
+        raise ctx.refuse(f"{args['mode']} padding", "pad with a constant")
     pads = ints(ctx, args["pad"], "padding")
     return like(
         ctx,
@@ -1699,6 +1723,45 @@ def _batch_norm_training(ctx: Lowering, node: torch.fx.Node, args: Args) -> tupl
             "call model.eval() before exporting",
         )
     return _batch_norm(ctx, node, args)
+
+
+@lowers(aten.batch_norm.default, to="edgert::batch_norm")
+def _batch_norm_composite(ctx: Lowering, node: torch.fx.Node, args: Args) -> object:
+    """batch_norm as torch.export records it before decomposition."""
+    if args.get("training"):
+        raise ctx.refuse(
+            "batch norm in training mode computes statistics of the batch",
+            "call model.eval() before exporting",
+        )
+    return like(
+        ctx,
+        node,
+        "edgert::batch_norm",
+        [
+            args["input"],
+            args.get("weight"),
+            args.get("bias"),
+            args["running_mean"],
+            args["running_var"],
+        ],
+        {"eps": float(args["eps"])},
+        input_dtypes=[FLOAT] * 5,
+    )
+
+
+@lowers(aten.layer_norm.default, to="edgert::layer_norm")
+def _layer_norm_composite(ctx: Lowering, node: torch.fx.Node, args: Args) -> object:
+    """layer_norm as torch.export records it before decomposition."""
+    dtype, shape = meta(node)
+    axis = len(shape) - len(args["normalized_shape"])
+    return like(
+        ctx,
+        node,
+        "edgert::layer_norm",
+        [args["input"], args.get("weight"), args.get("bias")],
+        {"axis": axis, "eps": float(args["eps"])},
+        input_dtypes=[FLOAT] * 3,
+    )
 
 
 @lowers(aten.native_layer_norm.default, to="edgert::layer_norm")
