@@ -326,7 +326,7 @@ def _operator_hint(name: str) -> str:
     (the table of ``python -m edgert --operators``): the one that registered it, or, when none
     did, the component providing its namespace (which lacks it), or that no shipped component
     provides that namespace."""
-    from edgert._operator_table import component_of
+    from edgert._native import component_of
 
     providers: dict[str, dict[str, str]] = {}   # namespace -> component -> library file
     for entry in operators():

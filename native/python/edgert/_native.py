@@ -7,6 +7,7 @@ import functools
 import importlib
 import json
 import os
+import re
 import sys
 import warnings
 from collections.abc import Callable, Iterable
@@ -195,3 +196,10 @@ def load_library(component: str) -> ctypes.CDLL:
         except OSError as error:
             raise EdgertError(f"cannot load {path}: {error}") from None
     return _loaded_libraries[name]
+
+
+def component_of(owner: str) -> str:
+    """The component of a registering library's path (libedgert_kernels.so -> kernels)."""
+    name = re.split(r"[\\/]", owner)[-1]
+    match = re.match(r"(?:lib)?edgert_([a-z0-9_]+?)(?:\.so.*|\.dylib|\.dll)?$", name)
+    return match.group(1) if match else name

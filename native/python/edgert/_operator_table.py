@@ -4,10 +4,11 @@ lowers to each (``python -m edgert --operators``)."""
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import Protocol
+
+from edgert._native import component_of
 
 HEADER = "| edgert operator | component | lowered from (ATen) |\n|---|---|---|\n"
 # What edgert.quantization.quantize_program rewrites into the quantized operators.
@@ -15,13 +16,6 @@ QUANTIZED_FROM = {
     "edgert_quantized::linear": "`edgert::linear` (quantize_program)",
     "edgert_quantized::conv2d": "`edgert::conv2d` (quantize_program)",
 }
-
-
-def component_of(owner: str) -> str:
-    """The component of a registering library's path (libedgert_kernels.so -> kernels)."""
-    name = re.split(r"[\\/]", owner)[-1]
-    match = re.match(r"(?:lib)?edgert_([a-z0-9_]+?)(?:\.so.*|\.dylib|\.dll)?$", name)
-    return match.group(1) if match else name
 
 
 def _lowered_from() -> tuple[dict[str, list[str]], list[str]]:
