@@ -2,7 +2,7 @@
 the wheel claims (build record ``cuda.claims``) runs some shipped device code, and no library
 carries code for an architecture nobody claimed. The fatbinary reader and the rules are
 fatbin.py and coverage_model.py; the wheel's `.nv_fatbin` sections are read once per run by
-device_code.py (``context.analyses.of(device_code.of_wheel)``, shared with the
+device_code.py (``context.analysis(device_code.of_wheel)``, shared with the
 variant-properties check), from the zip or the extracted files alike, so this also runs
 under --static."""
 
@@ -20,7 +20,7 @@ RUNS_PROGRAMS = False
 
 
 def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
-    read = context.analyses.of(device_code.of_wheel)
+    read = context.analysis(device_code.of_wheel)
     findings = coverage_model.unreadable(read)
     if wheel.build_record is None:
         return findings + [finding(

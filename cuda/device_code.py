@@ -1,7 +1,7 @@
 """The device code of a wheel's binaries, read once per verify run: the one place in the CUDA
 provider that reads fatbinaries (cuda/fatbin.py), shared by the ``coverage`` check
 (cuda/coverage.py) and the ``variant-properties`` check (cuda/variant_properties.py) through the
-run's analyses (``context.analyses.of(of_wheel)``, release/verify/analyses.py).
+run's analyses (``context.analysis(of_wheel)``, release/verify/analyses.py).
 
 A binary is read from the wheel model (its fatbinary section, from the extracted file or
 from the zip alike, so this also runs under --static) or, for callers outside verify
@@ -74,5 +74,5 @@ def read_all(binaries: Iterable[tuple[str, BinaryFile | Path]]) -> WheelDeviceCo
 
 
 def of_wheel(wheel: WheelModel, context: VerifyContext) -> WheelDeviceCode:
-    """The analysis both CUDA checks ask for: ``context.analyses.of(of_wheel)``."""
+    """The analysis both CUDA checks ask for: ``context.analysis(of_wheel)``."""
     return read_all((binary.path, binary) for binary in wheel.binaries)

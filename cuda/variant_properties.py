@@ -121,7 +121,7 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
     record = wheel.build_record
     device = device_code_record(record)
     # read once per run, shared with the coverage check (which reports unreadable ones)
-    shipped = context.analyses.of(device_code.of_wheel)
+    shipped = context.analysis(device_code.of_wheel)
     problems = judge(variant, device, sass=shipped.sm_numbers(EntryKind.CUBIN),
                      ptx=shipped.sm_numbers(EntryKind.PTX))
     if device is not None and not wheel.metadata.requires_distribution(

@@ -5,10 +5,10 @@ once per run on first use: release/verify/analyses.py)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from release.errors import ToolError
 from release.host import Host, Runner
@@ -17,6 +17,9 @@ from release.verify.analyses import Analyses
 from release.verify.data import DistributionDir, ImportedLibrary, ToolkitLibrary
 from release.verify.options import VerifyOptions
 from release.verify.sandbox import Sandbox
+from release.verify.wheel_model import WheelModel
+
+T = TypeVar("T")
 
 __all__ = ["Host", "VerifyContext"]
 
@@ -36,8 +39,9 @@ class VerifyContext:
     toolkit_libraries: tuple[ToolkitLibrary, ...] = ()    # CUDA toolkit libraries, preloaded
     sandbox: Sandbox | None = None   # where the wheel's code runs (None: nowhere, --static)
 
-    def __post_init__(self) -> None:
-        self.analyses.bind(self)
+    def analysis(self, factory: Callable[[WheelModel, VerifyContext], T]) -> T:
+        """``factory(wheel, self)``, computed once per run (release/verify/analyses.py)."""
+        return self.analyses.of(factory, self)
 
     def run(self, argv: Sequence[str | os.PathLike[str]], *, runner: Runner | None = None,
             **options: Any) -> str:

@@ -256,7 +256,7 @@ class Linkage:
 def analyze(wheel: WheelModel, context: VerifyContext) -> Linkage:
     """The linkage analysis (empty when no loader model claims the wheel). Checks read it
     through ``resolutions(context)`` and ``chains(context)``: computed once per run
-    (``context.analyses.of``)."""
+    (``context.analysis``)."""
     if context.loader is None or context.policy is None:
         return Linkage()
     key = context.loader.file_key
@@ -271,9 +271,9 @@ def analyze(wheel: WheelModel, context: VerifyContext) -> Linkage:
 
 def resolutions(context: VerifyContext) -> tuple[Resolution, ...]:
     """Every needed library of every binary of the run's wheel, resolved (computed once)."""
-    return context.analyses.of(analyze).resolutions
+    return context.analysis(analyze).resolutions
 
 
 def chains(context: VerifyContext) -> Mapping[str, tuple[Chain, ...]]:
     """For each binary of the run's wheel (installed path), the chains that load it."""
-    return context.analyses.of(analyze).chains
+    return context.analysis(analyze).chains

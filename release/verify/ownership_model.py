@@ -83,7 +83,7 @@ def _heuristic(wheel: WheelModel) -> Ownership:
 
 def analyze(wheel: WheelModel, context: VerifyContext) -> Ownership:
     """Who registers what. Checks read it through ``of(context)``: computed once per run
-    (``context.analyses.of``)."""
+    (``context.analysis``)."""
     if wheel.build_record is not None and not context.options.heuristic_ownership:
         return _exact(wheel)
     if context.options.heuristic_ownership:
@@ -93,4 +93,4 @@ def analyze(wheel: WheelModel, context: VerifyContext) -> Ownership:
 
 def of(context: VerifyContext) -> Ownership:
     """Who registers what in the run's wheel (computed once)."""
-    return context.analyses.of(analyze)
+    return context.analysis(analyze)

@@ -461,9 +461,9 @@ def test_the_device_code_scan_sees_each_form() -> None:
 
 
 def test_the_cuda_checks_ask_the_analyses_for_the_device_code() -> None:
-    """Both checks reach the device code as ``context.analyses.of(device_code.of_wheel)``."""
+    """Both checks reach the device code as ``context.analysis(device_code.of_wheel)``."""
     for name in ("cuda/coverage.py", "cuda/variant_properties.py"):
         asked = [ast.unparse(node) for node in ast.walk(parsed(ROOT / name))
                  if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                 and node.func.attr == "of"]
-        assert asked == ["context.analyses.of(device_code.of_wheel)"], name
+                 and node.func.attr == "analysis"]
+        assert asked == ["context.analysis(device_code.of_wheel)"], name

@@ -100,7 +100,7 @@ def test_the_run_turns_what_each_check_said_into_its_status() -> None:
 
 def _count(monkeypatch: pytest.MonkeyPatch, module: ModuleType) -> list[int]:
     """Counts the calls of ``module.analyze``, the analysis the checks share through
-    ``context.analyses.of``."""
+    ``context.analysis``."""
     calls = [0]
     original = module.analyze
 
@@ -117,9 +117,10 @@ def test_the_linkage_analysis_is_computed_once_per_run(tmp_path: Path,
     asked = [0]
     of = Analyses.of
 
-    def counted(self: Analyses[object], factory: Callable[..., object]) -> object:
+    def counted(self: Analyses[object], factory: Callable[..., object],
+                context: object) -> object:
         asked[0] += factory is linkage_model.analyze
-        return of(self, factory)
+        return of(self, factory, context)
     monkeypatch.setattr(Analyses, "of", counted)
     loader = ToyLoader()
     path = toy_wheel(tmp_path / f"toy-1.0-py3-none-{TAG}.whl", {
@@ -139,24 +140,32 @@ def test_the_ownership_analysis_is_computed_once_per_analyses(
     shared: Analyses[object] = Analyses(SimpleNamespace(build_record=None))  # type: ignore[arg-type]
     context = SimpleNamespace(options=SimpleNamespace(heuristic_ownership=False),
                               analyses=shared)
-    shared.bind(context)
+    context.analysis = lambda factory: shared.of(factory, context)
     first, second = ownership_model.of(context), ownership_model.of(context)  # type: ignore[arg-type]
     assert first is second and first.mode == "none" and computed == [1]
 
 
-def test_analyses_belong_to_one_context() -> None:
+def test_analyses_serve_one_context() -> None:
     shared = Analyses(SimpleNamespace())  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="not bound"):
-        shared.of(ownership_model.analyze)
-    shared.bind(SimpleNamespace())  # type: ignore[arg-type]
+    first = SimpleNamespace()
+    assert shared.of(lambda wheel, context: context, first) is first  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="another verify context"):
-        shared.bind(SimpleNamespace())  # type: ignore[arg-type]
+        shared.of(lambda wheel, context: 1, SimpleNamespace())  # type: ignore[arg-type]
 
 
-def _bound(wheel: object) -> Analyses:
-    shared = Analyses(wheel)  # type: ignore[arg-type]
-    shared.bind(SimpleNamespace())  # type: ignore[arg-type]
-    return shared
+class _Bound:
+    """Analyses asked always with one context, as ``VerifyContext.analysis`` asks."""
+
+    def __init__(self, wheel: object) -> None:
+        self.shared: Analyses[object] = Analyses(wheel)  # type: ignore[arg-type]
+        self.context = SimpleNamespace()
+
+    def of(self, factory: Callable[..., object]) -> object:
+        return self.shared.of(factory, self.context)
+
+
+def _bound(wheel: object) -> _Bound:
+    return _Bound(wheel)
 
 
 def test_a_providers_analysis_is_computed_once_per_factory() -> None:
@@ -189,9 +198,3 @@ def test_a_providers_analysis_is_computed_once_per_factory() -> None:
         shared.of(flaky)
     assert shared.of(flaky) == "second time" and shared.of(flaky) == "second time"
     assert failures == [2]
-
-
-def test_a_providers_analysis_needs_the_bound_context() -> None:
-    shared = Analyses(SimpleNamespace())  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="not bound"):
-        shared.of(lambda wheel, context: 1)

@@ -1,5 +1,5 @@
 """The CUDA provider's two checks (``coverage``, ``variant-properties``) read the device code
-of the wheel's binaries through one shared analysis (``context.analyses.of(of_wheel)``):
+of the wheel's binaries through one shared analysis (``context.analysis(of_wheel)``):
 every fatbinary is read once per verify run although both checks use it (counted, not
 timed), and each check still says what it said when it read them itself."""
 
