@@ -424,8 +424,12 @@ edgert_status edgert_program_run(edgert_program* program) {
   });
 }
 
-edgert_status edgert_program_run_with(edgert_program* program, const edgert_tensor_view* inputs, size_t input_count,
-                                      edgert_tensor** outputs, size_t output_capacity) {
+namespace {
+
+// Runs into the caller's output array; `limit` overrides the program's memory limit for this
+// call (nullptr: the program's own).
+edgert_status run_into(edgert_program* program, const edgert_tensor_view* inputs, size_t input_count,
+                       edgert_tensor** outputs, size_t output_capacity, const size_t* limit) {
   if (edgert_status code = require_program(program)) return code;
   const size_t output_count = program->program->output_count();
   if (output_count > 0 && (outputs == nullptr || output_capacity < output_count)) {
@@ -436,30 +440,24 @@ edgert_status edgert_program_run_with(edgert_program* program, const edgert_tens
   for (size_t i = 0; i < output_count; ++i) outputs[i] = nullptr;
   return guarded([&] {
     std::vector<edgert::Program::Output> taken;
-    if (edgert_status code = run_and_take(*program, inputs, input_count, taken)) return code;
+    if (edgert_status code = run_and_take(*program, inputs, input_count, taken, limit)) return code;
     hand_over(taken, outputs);
     return EDGERT_OK;
   });
 }
 
+}  // namespace
+
+edgert_status edgert_program_run_with(edgert_program* program, const edgert_tensor_view* inputs, size_t input_count,
+                                      edgert_tensor** outputs, size_t output_capacity) {
+  return run_into(program, inputs, input_count, outputs, output_capacity, nullptr);
+}
+
 edgert_status edgert_program_run_with_limit(edgert_program* program, const edgert_tensor_view* inputs,
                                             size_t input_count, edgert_tensor** outputs, size_t output_capacity,
                                             uint64_t memory_limit) {
-  if (edgert_status code = require_program(program)) return code;
-  const size_t output_count = program->program->output_count();
-  if (output_count > 0 && (outputs == nullptr || output_capacity < output_count)) {
-    return fail(EDGERT_ERROR_INVALID_ARGUMENT, "room for " + std::to_string(output_capacity) +
-                                                   " outputs given, the program has " + std::to_string(output_count) +
-                                                   " (pass an array of edgert_program_output_count() pointers)");
-  }
-  for (size_t i = 0; i < output_count; ++i) outputs[i] = nullptr;
-  return guarded([&] {
-    std::vector<edgert::Program::Output> taken;
-    const size_t limit = static_cast<size_t>(std::min<uint64_t>(memory_limit, std::numeric_limits<size_t>::max()));
-    if (edgert_status code = run_and_take(*program, inputs, input_count, taken, &limit)) return code;
-    hand_over(taken, outputs);
-    return EDGERT_OK;
-  });
+  const size_t limit = static_cast<size_t>(std::min<uint64_t>(memory_limit, std::numeric_limits<size_t>::max()));
+  return run_into(program, inputs, input_count, outputs, output_capacity, &limit);
 }
 
 edgert_status edgert_program_set_memory_limit(edgert_program* program, uint64_t bytes) {
