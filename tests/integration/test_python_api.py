@@ -107,7 +107,8 @@ def test_backends_of_the_cpu_build(installed_cpu_wheel: Venv) -> None:
 
 DOCSTRINGS = """
 import inspect, json
-import edgert, edgert._C, edgert.export, edgert.models, edgert.quantization
+import edgert, edgert._C, edgert.export, edgert.models, edgert.program_format
+import edgert.quantization
 
 missing = []
 
@@ -115,7 +116,8 @@ def check(where, obj):
     if not (getattr(obj, "__doc__", None) or "").strip():
         missing.append(where)
 
-for module in (edgert, edgert.export, edgert.models, edgert.quantization):
+for module in (edgert, edgert.export, edgert.models, edgert.program_format,
+               edgert.quantization):
     check(module.__name__, module)
     for name in module.__all__:
         value = getattr(module, name)

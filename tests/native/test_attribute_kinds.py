@@ -15,7 +15,7 @@ import pytest
 from tests.native.support import NATIVE
 
 sys.path.insert(0, str(NATIVE / "python"))
-from edgert import export  # noqa: E402  (pure Python: no extension needed)
+from edgert import export, program_format  # noqa: E402  (pure Python: no extension needed)
 
 # A value of another kind for each declared kind (a float attribute takes an int too).
 WRONG = {"int": "text", "float": "text", "string": 1, "ints": [0.5, 1.5], "floats": "text"}
@@ -24,7 +24,7 @@ ARTICLE = {"int": "an int", "float": "a float", "string": "a string", "ints": "a
 GIVEN = {str: "a string", int: "an int", list: "a list of floats"}
 
 
-def _one_node(op: str, attributes: dict[str, export.AttributeValue]) -> bytes:
+def _one_node(op: str, attributes: dict[str, program_format.AttributeValue]) -> bytes:
     builder = export.ProgramBuilder()
     x = builder.input("float32", (2, 3))
     builder.output(builder.op(op, [x], attributes))
@@ -41,9 +41,9 @@ def _one_node(op: str, attributes: dict[str, export.AttributeValue]) -> bytes:
     ("edgert::concat", {"axis": 1.0},
      "node 0: edgert::concat: attribute axis must be an int, not a float"),
 ])
-def test_the_issue_s_mistakes_are_refused_at_load(edgert: ModuleType, op: str,
-                                                  attributes: dict[str, export.AttributeValue],
-                                                  words: str) -> None:
+def test_the_issue_s_mistakes_are_refused_at_load(
+        edgert: ModuleType, op: str, attributes: dict[str, program_format.AttributeValue],
+        words: str) -> None:
     with pytest.raises(edgert.InvalidProgramError) as refused:
         edgert.load(_one_node(op, attributes))
     assert words in str(refused.value)

@@ -17,7 +17,6 @@ from edgert.program_format import (
     DTYPE_NAMES,
     MAGIC,
     VERSION,
-    AttributeValue,
     NodeDef,
     ProgramBuilder,
     ProgramDef,
@@ -31,7 +30,7 @@ from edgert.program_format import (
 )
 
 __all__ = ["CHECKSUM_OFFSET", "CONSTANT_ALIGNMENT", "DTYPE_CODES", "DTYPE_NAMES", "MAGIC",
-           "VERSION", "AttributeValue", "ValueDef", "NodeDef", "ProgramDef", "ProgramBuilder",
+           "VERSION", "ValueDef", "NodeDef", "ProgramDef", "ProgramBuilder",
            "dtype_name", "write_program", "read_program", "program_checksum", "seal_program",
            "save_program", "from_torch", "ExportError", "InvalidProgramError",
            "UnsupportedOperatorError"]

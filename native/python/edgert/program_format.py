@@ -21,7 +21,7 @@ import numpy as np
 from edgert._errors import ExportError, InvalidProgramError
 
 __all__ = ["DTYPE_CODES", "DTYPE_NAMES", "ValueDef", "NodeDef", "ProgramDef", "ProgramBuilder",
-           "AttributeValue", "dtype_name", "write_program", "read_program", "program_checksum",
+           "dtype_name", "write_program", "read_program", "program_checksum",
            "seal_program", "save_program"]
 
 MAGIC = b"EDGRTPRG"
