@@ -101,8 +101,10 @@ struct CenteredInput {
 };
 
 // target[i] = quantize_value(source[i], scale, zero, int8) - zero for i < count.
+// (Inlined into quantize_centered_avx2 for its last elements: see EDGERT_BASELINE_TAIL.)
 template <class Integer>
-void quantize_centered_scalar(const float* source, int64_t count, float scale, int32_t zero, Integer* target) {
+EDGERT_BASELINE_TAIL void quantize_centered_scalar(const float* source, int64_t count, float scale, int32_t zero,
+                                                   Integer* target) {
   for (int64_t i = 0; i < count; ++i) {
     target[i] = static_cast<Integer>(int64_t{quantize_value(source[i], scale, zero, kInt8)} - zero);
   }
@@ -263,21 +265,18 @@ __attribute__((target("avx2"))) void dot_block_avx2(const int16_t* patches, cons
   }
 }
 
-// Blocks of four patches × two weight rows; the last rows and patches through dot_rows.
-__attribute__((target("avx2"))) void sums_int16_avx2(const int16_t* patches, const int16_t* weights, int64_t length,
-                                                     int64_t channels, int64_t count, int64_t* sums) {
+// Blocks of four patches × two weight rows; returns how many patches it did (multiples of
+// four). The last weight row of an odd count and the last patches are the caller's, through
+// dot_rows (baseline code, not called from here).
+__attribute__((target("avx2"))) int64_t sums_int16_blocks_avx2(const int16_t* patches, const int16_t* weights,
+                                                               int64_t length, int64_t channels, int64_t count,
+                                                               int64_t* sums) {
   int64_t i = 0;
   for (; i + 4 <= count; i += 4) {
-    int64_t o = 0;
-    for (; o + 2 <= channels; o += 2)
+    for (int64_t o = 0; o + 2 <= channels; o += 2)
       dot_block_avx2(patches + i * length, weights, length, channels, o, sums + i * channels);
-    for (int64_t r = 0; r < 4 && o < channels; ++r) {
-      int32_t last = 0;
-      dot_rows(patches + (i + r) * length, weights + o * length, length, 1, &last);
-      sums[(i + r) * channels + o] = last;
-    }
   }
-  sums_int16_rows(patches, weights, length, channels, i, count, sums);
+  return i;
 }
 #endif
 
@@ -287,7 +286,13 @@ void sums_int16(const void* patches, const void* weights, int64_t length, int64_
   const int16_t* w = static_cast<const int16_t*>(weights);
 #if defined(__x86_64__)
   if (edgert::kernels::kernel_isa() != edgert::kernels::Isa::Portable) {
-    return sums_int16_avx2(x, w, length, channels, count, sums);
+    const int64_t done = sums_int16_blocks_avx2(x, w, length, channels, count, sums);
+    for (int64_t i = 0; i < done && channels % 2 == 1; ++i) {
+      int32_t last = 0;
+      dot_rows(x + i * length, w + (channels - 1) * length, length, 1, &last);
+      sums[i * channels + channels - 1] = last;
+    }
+    return sums_int16_rows(x, w, length, channels, done, count, sums);
   }
 #endif
   sums_int16_rows(x, w, length, channels, 0, count, sums);
