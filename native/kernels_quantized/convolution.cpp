@@ -375,7 +375,7 @@ struct DepthwisePlanes {
   std::vector<int64_t> offsets;  // of each tap (kh, kw) in plane
   std::vector<float> weights;    // one output channel's centered weights, as float32
   std::vector<float> sums;       // [OH, L] (and the rounding up to a vector)
-  std::vector<float> row;        // one quantized input row, before its split into phases
+  std::vector<float> quantized;  // one quantized input plane, before its split into phases
   int64_t channel = -1;          // the (image · C + c) copied into plane
 
   explicit DepthwisePlanes(const ConvolutionGeometry& geometry) : g(geometry) {
@@ -397,7 +397,7 @@ struct DepthwisePlanes {
     }
     plane.assign(static_cast<size_t>(std::max(row_phases * column_phases * phase_size, furthest)), 0.0f);
     weights.resize(offsets.size());
-    row.resize(static_cast<size_t>(g.width));
+    quantized.resize(static_cast<size_t>(g.height * g.width));
     sums.assign(static_cast<size_t>(std::max(g.out_height * pitch, rounded)), 0.0f);
   }
 
@@ -409,24 +409,23 @@ struct DepthwisePlanes {
     const int64_t sh = g.stride.height, sw = g.stride.width;
     const float scale = conv.image_scales[static_cast<size_t>(n)];
     const int32_t zero = conv.image_zero_points[static_cast<size_t>(n)];
-    const float* source = conv.x + index * g.height * g.width;
+    // The whole plane at once (rows of 7 or 14 values would each end in a partial vector).
+    quantize_centered_floats(conv.x + index * g.height * g.width, g.height * g.width, scale, zero, quantized.data());
     for (int64_t h = 0; h < g.height; ++h) {
       const int64_t r = h + g.padding.height, first = g.padding.width;  // padded row, column of input 0
       float* phases = plane.data() + r % sh * column_phases * phase_size + r / sh * pitch;
+      const float* row = quantized.data() + h * g.width;
       if (sw == 1) {
-        quantize_centered_floats(source + h * g.width, g.width, scale, zero, phases + first);
-        continue;
-      }
-      quantize_centered_floats(source + h * g.width, g.width, scale, zero, row.data());
-      if (sw == 2) {  // input 2m to padded column first + 2m, input 2m + 1 to first + 2m + 1
+        std::memcpy(phases + first, row, static_cast<size_t>(g.width) * sizeof(float));
+      } else if (sw == 2) {  // input 2m to padded column first + 2m, input 2m + 1 to first + 2m + 1
         float* even = phases + first % 2 * phase_size + first / 2;
         float* odd = phases + (first + 1) % 2 * phase_size + (first + 1) / 2;
-        for (int64_t m = 0; 2 * m < g.width; ++m) even[m] = row[static_cast<size_t>(2 * m)];
-        for (int64_t m = 0; 2 * m + 1 < g.width; ++m) odd[m] = row[static_cast<size_t>(2 * m + 1)];
+        for (int64_t m = 0; 2 * m < g.width; ++m) even[m] = row[2 * m];
+        for (int64_t m = 0; 2 * m + 1 < g.width; ++m) odd[m] = row[2 * m + 1];
       } else {
         for (int64_t w = 0; w < g.width; ++w) {
           const int64_t column = w + first;
-          phases[column % sw * phase_size + column / sw] = row[static_cast<size_t>(w)];
+          phases[column % sw * phase_size + column / sw] = row[w];
         }
       }
     }
@@ -591,19 +590,24 @@ PaddedPlanes padded_planes(const Int8Gemm& gemm, const QuantizedConvolution& con
   planes.height = g.height + 2 * g.padding.height, planes.width = g.width + 2 * g.padding.width;
   const int64_t image = g.channels * planes.height * planes.width;
   planes.data.resize(static_cast<size_t>(g.batch * image + kCopySlack));
-  for (int64_t n = 0; n < g.batch; ++n) {
+  // Without padding a plane is one run of values (quantized at once: no short rows with a
+  // scalar tail each), and nothing is left to fill with the zero point.
+  const bool unpadded = g.padding.height == 0 && g.padding.width == 0;
+  for (int64_t n = 0; n < g.batch && !unpadded; ++n) {
     std::fill_n(planes.data.begin() + n * image, image,
                 encoded(conv.image_zero_points[static_cast<size_t>(n)], gemm.panel_bias));
   }
-  const int64_t rows = g.batch * g.channels * g.height;
+  const int64_t run = unpadded ? g.height * g.width : g.width;
+  const int64_t runs_per_image = unpadded ? g.channels : g.channels * g.height;
   edgert::parallel_for(
-      0, rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, g.width)), [&](int64_t begin, int64_t end) {
-        for (int64_t row = begin; row < end; ++row) {  // row = (n·C + c)·H + h
-          const size_t n = static_cast<size_t>(row / (g.channels * g.height));
-          const int64_t plane = row / g.height, h = row % g.height;
+      0, g.batch * runs_per_image, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, run)),
+      [&](int64_t begin, int64_t end) {
+        for (int64_t index = begin; index < end; ++index) {  // a plane (n·C + c), or its row h
+          const size_t n = static_cast<size_t>(index / runs_per_image);
+          const int64_t plane = unpadded ? index : index / g.height, h = unpadded ? 0 : index % g.height;
           uint8_t* target =
               planes.data.data() + (plane * planes.height + h + g.padding.height) * planes.width + g.padding.width;
-          gemm.quantize_bytes(conv.x + row * g.width, g.width, conv.image_scales[n], conv.image_zero_points[n],
+          gemm.quantize_bytes(conv.x + index * run, run, conv.image_scales[n], conv.image_zero_points[n],
                               gemm.panel_bias, target);
         }
       });
