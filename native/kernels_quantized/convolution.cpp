@@ -418,10 +418,8 @@ struct DepthwisePlanes {
       if (sw == 1) {
         std::memcpy(phases + first, row, static_cast<size_t>(g.width) * sizeof(float));
       } else if (sw == 2) {  // input 2m to padded column first + 2m, input 2m + 1 to first + 2m + 1
-        float* even = phases + first % 2 * phase_size + first / 2;
-        float* odd = phases + (first + 1) % 2 * phase_size + (first + 1) / 2;
-        for (int64_t m = 0; 2 * m < g.width; ++m) even[m] = row[2 * m];
-        for (int64_t m = 0; 2 * m + 1 < g.width; ++m) odd[m] = row[2 * m + 1];
+        deinterleave(row, g.width, phases + first % 2 * phase_size + first / 2,
+                     phases + (first + 1) % 2 * phase_size + (first + 1) / 2);
       } else {
         for (int64_t w = 0; w < g.width; ++w) {
           const int64_t column = w + first;
@@ -429,6 +427,36 @@ struct DepthwisePlanes {
         }
       }
     }
+  }
+
+  // even[m] = row[2m] and odd[m] = row[2m + 1] for the m those are below count: two vectors
+  // of the row at a time, their even and odd lanes.
+  static void deinterleave(const float* row, int64_t count, float* even, float* odd) {
+    namespace simd = edgert::kernels::simd;
+    simd::dispatch([=](auto width) {
+      using V = typename decltype(width)::Float;
+      constexpr int64_t kLanes = decltype(width)::lanes;
+      int64_t m = 0;
+      for (; 2 * (m + kLanes) <= count; m += kLanes) {
+        const V a = simd::load<V>(row + 2 * m), b = simd::load<V>(row + 2 * m + kLanes);
+        if constexpr (kLanes == 16) {
+          simd::store(even + m,
+                      __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30));
+          simd::store(odd + m,
+                      __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31));
+        } else if constexpr (kLanes == 8) {
+          simd::store(even + m, __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14));
+          simd::store(odd + m, __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15));
+        } else {
+          simd::store(even + m, __builtin_shufflevector(a, b, 0, 2, 4, 6));
+          simd::store(odd + m, __builtin_shufflevector(a, b, 1, 3, 5, 7));
+        }
+      }
+      for (; 2 * m < count; ++m) {
+        even[m] = row[2 * m];
+        if (2 * m + 1 < count) odd[m] = row[2 * m + 1];
+      }
+    });
   }
 
   // out[i] = quantize_value(x[i], scale, zero, int8) - zero as float32 for i < count, in
