@@ -179,14 +179,14 @@ void pack_left(const Int8Gemm& gemm, const int8_t* source, int64_t count, int64_
 // states), and rows of 7 to 56 values (a convolution's planes) are common.
 #define EDGERT_BASELINE_TAIL inline __attribute__((always_inline))
 
-// The smaller and the larger of a and b where neither is NaN (fmin and fmax otherwise, which
-// are calls into the C library); with a NaN, a. Only the sign of a zero result can differ
-// from fmin / fmax, which the qparams of a range do not depend on.
+// fmin and fmax written out (they are calls into the C library): the smaller or the larger
+// of a and b, the other one when one is NaN. Only the sign of a zero result can differ from
+// fmin / fmax, which the qparams of a range do not depend on.
 EDGERT_BASELINE_TAIL float lower(float a, float b) {
-  return b < a ? b : a;
+  return b < a || a != a ? b : a;
 }
 EDGERT_BASELINE_TAIL float higher(float a, float b) {
-  return b > a ? b : a;
+  return b > a || a != a ? b : a;
 }
 
 EDGERT_BASELINE_TAIL bool range_tail(const float* x, int64_t count, float& low, float& high) {
