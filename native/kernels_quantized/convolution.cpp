@@ -353,11 +353,12 @@ bool fits_int16(const QuantizedConvolution& conv) {
 // ------------------------------------------------------------------- the depthwise path
 
 // One input channel per group, the float conv2d's depthwise kernel for the integer sums
-// (native/kernels/convolution.cpp, DepthwisePlanes): each input channel is quantized, centered
-// (xq - xz), once into float32 phases split by stride along both dimensions, phase (qh, qw) holding
-// padded[qh + sh·i][qw + sw·j] at i·L + j with pitch L = ceil(Wp / sw), so tap (kh, kw) of
-// output (oh, ow), numbered p = oh·L + ow, reads one contiguous run at a fixed offset
-// whatever the stride and dilation, and the sums run over p in vectors across rows.
+// (native/kernels/convolution.cpp, DepthwisePlanes): each input channel is quantized,
+// centered (xq - xz), once into float32 phases split by stride along both dimensions, phase
+// (qh, qw) holding padded[qh + sh·i][qw + sw·j] at i·L + j with pitch L = ceil(Wp / sw), so
+// tap (kh, kw) of output (oh, ow), numbered p = oh·L + ow, reads one contiguous run at a
+// fixed offset whatever the stride and dilation, and the sums run over p in vectors across
+// rows.
 // The sums are exact: every centered input and weight is an integer of magnitude at most 255
 // (zero points in int8's range), so every product and every partial sum of at most
 // kMaxDepthwiseTaps products is an integer below 2^24, which float32 holds exactly. The sum
