@@ -123,7 +123,12 @@ int64_t left_element_size(const Int8Gemm& gemm) {
 void pack_right(const int8_t* source, int64_t count, int64_t depth, uint8_t bias, uint8_t* panels, int64_t* sums) {
   const int64_t padded = padded_depth(depth);
   const int64_t bytes = panel_bytes(padded);
-  std::memset(panels, 0, static_cast<size_t>(panel_count(count) * bytes));
+  const size_t size = static_cast<size_t>(panel_count(count) * bytes);
+  if (size == 0) {  // no columns or no depth (panels may be null): every sum is 0
+    std::fill_n(sums, count, int64_t{0});
+    return;
+  }
+  std::memset(panels, 0, size);
   for (int64_t j = 0; j < count; ++j) {
     const int8_t* row = source + j * depth;
     uint8_t* column = panels + j / kPanelColumns * bytes + j % kPanelColumns * kGroupDepth;
