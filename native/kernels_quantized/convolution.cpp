@@ -366,6 +366,30 @@ bool fits_int16(const QuantizedConvolution& conv) {
 // relu are the same float32 operations as finish_output's.
 constexpr int64_t kMaxDepthwiseTaps = 256;  // 256 · 255² < 2^24
 
+// x rounded to an integer, halfway cases to even (std::nearbyint in the default rounding
+// mode): simd::round_half_even, or one instruction at the widths that have one (these
+// overloads are picked, and inlined, inside the flattened AVX2 and AVX-512 functions).
+template <class V>
+inline __attribute__((always_inline)) V round_even(const V& x) {
+  return edgert::kernels::simd::round_half_even(x);
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) inline edgert::kernels::simd::Width<8>::Float round_even(
+    const edgert::kernels::simd::Width<8>::Float& x) {
+  namespace simd = edgert::kernels::simd;
+  return simd::bit_cast<simd::Width<8>::Float>(
+      _mm256_round_ps(simd::bit_cast<__m256>(x), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
+__attribute__((target("avx512f"))) inline edgert::kernels::simd::Width<16>::Float round_even(
+    const edgert::kernels::simd::Width<16>::Float& x) {
+  namespace simd = edgert::kernels::simd;
+  return simd::bit_cast<simd::Width<16>::Float>(
+      _mm512_roundscale_ps(simd::bit_cast<__m512>(x), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+#endif
+
 struct DepthwisePlanes {
   const ConvolutionGeometry& g;
   int64_t pitch;                 // L = ceil(Wp / sw)
@@ -468,7 +492,7 @@ struct DepthwisePlanes {
     const float zero_value = static_cast<float>(zero);
     simd::map(x, out, count, [scale, zero_value](const auto& v) {
       using V = std::decay_t<decltype(v)>;
-      V rounded = simd::round_half_even(v / simd::splat<V>(scale));
+      V rounded = round_even(v / simd::splat<V>(scale));
       rounded = simd::select(simd::is_nan(rounded), V{}, rounded) + simd::splat<V>(zero_value);
       rounded = simd::select(rounded < simd::splat<V>(-128.0f), simd::splat<V>(-128.0f), rounded);
       rounded = simd::select(rounded > simd::splat<V>(127.0f), simd::splat<V>(127.0f), rounded);
