@@ -5,15 +5,19 @@
 // with the static input_scale / input_zero_point; every output is the exact integer sum
 // Σ (xq - xz)·(wq - wz[o]) over the float conv2d's window (the padding is the real value 0,
 // i.e. xq = xz, a zero term), then float32(sum) · (xs · ws[o]) + bias[o], then the
-// activation. Three paths compute the sums:
+// activation. Four paths compute the sums:
+//   - depthwise convolutions (one input channel per group, windows of at most 256 taps,
+//     every zero point in int8's range, padding at most about the input's size): directly,
+//     the float conv2d's plane kernel on the centered values in float32, where every sum of
+//     such products is an exact integer (see "the depthwise path" below);
 //   - the int8 GEMM (int8_gemm.hpp), the general case: the weights of a group are its left
 //     operand (packed once per program by the prepare function when the weight is a
 //     constant), blocks of 64 output positions of the im2col matrix its right operand,
 //     gathered from a zero-padded byte copy of the quantized input (the padding holds xz)
 //     and interleaved into panels; the epilogue writes NCHW rows directly;
 //   - int16 dot products of gathered windows (integer_dot.hpp) for groups of fewer than
-//     kMinGemmChannels output channels (depthwise convolutions), or padding far larger than
-//     the input, when every zero point lies in int8's range;
+//     kMinGemmChannels output channels (depthwise convolutions the path above does not take),
+//     or padding far larger than the input, when every zero point lies in int8's range;
 //   - int64 loops otherwise (a static input zero point outside int8's range, windows longer
 //     than the GEMM's depth).
 // Integer sums do not depend on their order, so every path gives the same outputs on every
@@ -25,6 +29,7 @@
 #include <vector>
 
 #include "../kernels/isa.hpp"
+#include "../kernels/simd.hpp"
 #include "../kernels/sliding_window.hpp"
 #include "edgert/threadpool.h"
 #include "int8_gemm.hpp"
@@ -96,8 +101,10 @@ struct CenteredInput {
 };
 
 // target[i] = quantize_value(source[i], scale, zero, int8) - zero for i < count.
+// (Inlined into quantize_centered_avx2 for its last elements: see EDGERT_BASELINE_TAIL.)
 template <class Integer>
-void quantize_centered_scalar(const float* source, int64_t count, float scale, int32_t zero, Integer* target) {
+EDGERT_BASELINE_TAIL void quantize_centered_scalar(const float* source, int64_t count, float scale, int32_t zero,
+                                                   Integer* target) {
   for (int64_t i = 0; i < count; ++i) {
     target[i] = static_cast<Integer>(int64_t{quantize_value(source[i], scale, zero, kInt8)} - zero);
   }
@@ -258,21 +265,18 @@ __attribute__((target("avx2"))) void dot_block_avx2(const int16_t* patches, cons
   }
 }
 
-// Blocks of four patches × two weight rows; the last rows and patches through dot_rows.
-__attribute__((target("avx2"))) void sums_int16_avx2(const int16_t* patches, const int16_t* weights, int64_t length,
-                                                     int64_t channels, int64_t count, int64_t* sums) {
+// Blocks of four patches × two weight rows; returns how many patches it did (multiples of
+// four). The last weight row of an odd count and the last patches are the caller's, through
+// dot_rows (baseline code, not called from here).
+__attribute__((target("avx2"))) int64_t sums_int16_blocks_avx2(const int16_t* patches, const int16_t* weights,
+                                                               int64_t length, int64_t channels, int64_t count,
+                                                               int64_t* sums) {
   int64_t i = 0;
   for (; i + 4 <= count; i += 4) {
-    int64_t o = 0;
-    for (; o + 2 <= channels; o += 2)
+    for (int64_t o = 0; o + 2 <= channels; o += 2)
       dot_block_avx2(patches + i * length, weights, length, channels, o, sums + i * channels);
-    for (int64_t r = 0; r < 4 && o < channels; ++r) {
-      int32_t last = 0;
-      dot_rows(patches + (i + r) * length, weights + o * length, length, 1, &last);
-      sums[(i + r) * channels + o] = last;
-    }
   }
-  sums_int16_rows(patches, weights, length, channels, i, count, sums);
+  return i;
 }
 #endif
 
@@ -282,7 +286,13 @@ void sums_int16(const void* patches, const void* weights, int64_t length, int64_
   const int16_t* w = static_cast<const int16_t*>(weights);
 #if defined(__x86_64__)
   if (edgert::kernels::kernel_isa() != edgert::kernels::Isa::Portable) {
-    return sums_int16_avx2(x, w, length, channels, count, sums);
+    const int64_t done = sums_int16_blocks_avx2(x, w, length, channels, count, sums);
+    for (int64_t i = 0; i < done && channels % 2 == 1; ++i) {
+      int32_t last = 0;
+      dot_rows(x + i * length, w + (channels - 1) * length, length, 1, &last);
+      sums[i * channels + channels - 1] = last;
+    }
+    return sums_int16_rows(x, w, length, channels, done, count, sums);
   }
 #endif
   sums_int16_rows(x, w, length, channels, 0, count, sums);
@@ -331,6 +341,242 @@ void convolve(const QuantizedConvolution& conv, int64_t row_length, SumsFunction
           }
         }
       });
+}
+
+bool fits_int16(const QuantizedConvolution& conv) {
+  const auto in_int8 = [](int32_t zero) { return zero >= -128 && zero <= 127; };
+  return conv.g.patch() <= kMaxInt16Taps &&
+         std::all_of(conv.image_zero_points.begin(), conv.image_zero_points.end(), in_int8) &&
+         std::all_of(conv.weight_zero_points, conv.weight_zero_points + conv.g.out_channels, in_int8);
+}
+
+// ------------------------------------------------------------------- the depthwise path
+
+// One input channel per group, the float conv2d's depthwise kernel for the integer sums
+// (native/kernels/convolution.cpp, DepthwisePlanes): each input channel is quantized,
+// centered (xq - xz), once into float32 phases split by stride along both dimensions, phase
+// (qh, qw) holding padded[qh + sh·i][qw + sw·j] at i·L + j with pitch L = ceil(Wp / sw), so
+// tap (kh, kw) of output (oh, ow), numbered p = oh·L + ow, reads one contiguous run at a
+// fixed offset whatever the stride and dilation, and the sums run over p in vectors across
+// rows.
+// The sums are exact: every centered input and weight is an integer of magnitude at most 255
+// (zero points in int8's range), so every product and every partial sum of at most
+// kMaxDepthwiseTaps products is an integer below 2^24, which float32 holds exactly. The sum
+// is the integer sum of the other paths, and float32(sum) · (xs · ws[o]) + bias[o] and the
+// relu are the same float32 operations as finish_output's.
+constexpr int64_t kMaxDepthwiseTaps = 256;  // 256 · 255² < 2^24
+
+// x rounded to an integer, halfway cases to even (std::nearbyint in the default rounding
+// mode): simd::round_half_even, or one instruction at the widths that have one (these
+// overloads are picked, and inlined, inside the flattened AVX2 and AVX-512 functions).
+template <class V>
+inline __attribute__((always_inline)) V round_even(const V& x) {
+  return edgert::kernels::simd::round_half_even(x);
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) inline edgert::kernels::simd::Width<8>::Float round_even(
+    const edgert::kernels::simd::Width<8>::Float& x) {
+  namespace simd = edgert::kernels::simd;
+  return simd::bit_cast<simd::Width<8>::Float>(
+      _mm256_round_ps(simd::bit_cast<__m256>(x), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
+__attribute__((target("avx512f"))) inline edgert::kernels::simd::Width<16>::Float round_even(
+    const edgert::kernels::simd::Width<16>::Float& x) {
+  namespace simd = edgert::kernels::simd;
+  return simd::bit_cast<simd::Width<16>::Float>(
+      _mm512_roundscale_ps(simd::bit_cast<__m512>(x), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+#endif
+
+struct DepthwisePlanes {
+  const ConvolutionGeometry& g;
+  int64_t pitch;                 // L = ceil(Wp / sw)
+  int64_t phase_size;            // ceil(Hp / sh) · L
+  int64_t column_phases;         // min(sw, Wp)
+  int64_t positions;             // (OH - 1) · L + OW: the last output's p, plus one
+  std::vector<float> plane;      // the phases, then zeros up to the furthest read
+  std::vector<int64_t> offsets;  // of each tap (kh, kw) in plane
+  std::vector<float> weights;    // one output channel's centered weights, as float32
+  std::vector<float> sums;       // [OH, L] (and the rounding up to a vector)
+  std::vector<float> quantized;  // one quantized input plane, before its split into phases
+  int64_t channel = -1;          // the (image · C + c) copied into plane
+
+  explicit DepthwisePlanes(const ConvolutionGeometry& geometry) : g(geometry) {
+    const int64_t padded_height = g.height + 2 * g.padding.height, padded_width = g.width + 2 * g.padding.width;
+    pitch = (padded_width + g.stride.width - 1) / g.stride.width;
+    phase_size = (padded_height + g.stride.height - 1) / g.stride.height * pitch;
+    column_phases = std::min(g.stride.width, padded_width);
+    const int64_t row_phases = std::min(g.stride.height, padded_height);
+    positions = (g.out_height - 1) * pitch + g.out_width;
+    const int64_t rounded = (positions + 15) / 16 * 16;  // the vectors' last reads and writes
+    int64_t furthest = 0;
+    for (int64_t kh = 0; kh < g.kernel_height; ++kh) {
+      for (int64_t kw = 0; kw < g.kernel_width; ++kw) {
+        const int64_t row = kh * g.dilation.height, column = kw * g.dilation.width;
+        const int64_t phase = row % g.stride.height * column_phases + column % g.stride.width;
+        offsets.push_back(phase * phase_size + row / g.stride.height * pitch + column / g.stride.width);
+        furthest = std::max(furthest, offsets.back() + rounded);
+      }
+    }
+    plane.assign(static_cast<size_t>(std::max(row_phases * column_phases * phase_size, furthest)), 0.0f);
+    weights.resize(offsets.size());
+    quantized.resize(static_cast<size_t>(g.height * g.width));
+    sums.assign(static_cast<size_t>(std::max(g.out_height * pitch, rounded)), 0.0f);
+  }
+
+  // Quantizes input channel `index` of image n into the phases, centered (their padding
+  // stays zero: a centered 0 is the real value 0).
+  void load_channel(const QuantizedConvolution& conv, int64_t n, int64_t index) {
+    if (index == channel) return;
+    channel = index;
+    const int64_t sh = g.stride.height, sw = g.stride.width;
+    const float scale = conv.image_scales[static_cast<size_t>(n)];
+    const int32_t zero = conv.image_zero_points[static_cast<size_t>(n)];
+    // The whole plane at once (rows of 7 or 14 values would each end in a partial vector).
+    quantize_centered_floats(conv.x + index * g.height * g.width, g.height * g.width, scale, zero, quantized.data());
+    for (int64_t h = 0; h < g.height; ++h) {
+      const int64_t r = h + g.padding.height, first = g.padding.width;  // padded row, column of input 0
+      float* phases = plane.data() + r % sh * column_phases * phase_size + r / sh * pitch;
+      const float* row = quantized.data() + h * g.width;
+      if (sw == 1) {
+        std::memcpy(phases + first, row, static_cast<size_t>(g.width) * sizeof(float));
+      } else if (sw == 2) {  // input 2m to padded column first + 2m, input 2m + 1 to first + 2m + 1
+        deinterleave(row, g.width, phases + first % 2 * phase_size + first / 2,
+                     phases + (first + 1) % 2 * phase_size + (first + 1) / 2);
+      } else {
+        for (int64_t w = 0; w < g.width; ++w) {
+          const int64_t column = w + first;
+          phases[column % sw * phase_size + column / sw] = row[w];
+        }
+      }
+    }
+  }
+
+  // even[m] = row[2m] and odd[m] = row[2m + 1] for the m those are below count: two vectors
+  // of the row at a time, their even and odd lanes.
+  static void deinterleave(const float* row, int64_t count, float* even, float* odd) {
+    namespace simd = edgert::kernels::simd;
+    simd::dispatch([=](auto width) {
+      using V = typename decltype(width)::Float;
+      constexpr int64_t kLanes = decltype(width)::lanes;
+      int64_t m = 0;
+      for (; 2 * (m + kLanes) <= count; m += kLanes) {
+        const V a = simd::load<V>(row + 2 * m), b = simd::load<V>(row + 2 * m + kLanes);
+        if constexpr (kLanes == 16) {
+          simd::store(even + m,
+                      __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30));
+          simd::store(odd + m,
+                      __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31));
+        } else if constexpr (kLanes == 8) {
+          simd::store(even + m, __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14));
+          simd::store(odd + m, __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15));
+        } else {
+          simd::store(even + m, __builtin_shufflevector(a, b, 0, 2, 4, 6));
+          simd::store(odd + m, __builtin_shufflevector(a, b, 1, 3, 5, 7));
+        }
+      }
+      for (; 2 * m < count; ++m) {
+        even[m] = row[2 * m];
+        if (2 * m + 1 < count) odd[m] = row[2 * m + 1];
+      }
+    });
+  }
+
+  // out[i] = quantize_value(x[i], scale, zero, int8) - zero as float32 for i < count, in
+  // vectors: the same float32 operations (x / scale rounded to nearest even, NaN to 0, + zero,
+  // clamped to [-128, 127]) and an exact subtraction (zero is in int8's range).
+  static void quantize_centered_floats(const float* x, int64_t count, float scale, int32_t zero, float* out) {
+    namespace simd = edgert::kernels::simd;
+    const float zero_value = static_cast<float>(zero);
+    simd::map(x, out, count, [scale, zero_value](const auto& v) {
+      using V = std::decay_t<decltype(v)>;
+      V rounded = round_even(v / simd::splat<V>(scale));
+      rounded = simd::select(simd::is_nan(rounded), V{}, rounded) + simd::splat<V>(zero_value);
+      rounded = simd::select(rounded < simd::splat<V>(-128.0f), simd::splat<V>(-128.0f), rounded);
+      rounded = simd::select(rounded > simd::splat<V>(127.0f), simd::splat<V>(127.0f), rounded);
+      return rounded - simd::splat<V>(zero_value);
+    });
+  }
+
+  // Output plane [OH, OW] of output channel o of image n from the loaded channel.
+  void compute(const QuantizedConvolution& conv, int64_t n, int64_t o, float* out) {
+    const int64_t taps = static_cast<int64_t>(offsets.size());
+    for (int64_t t = 0; t < taps; ++t) {
+      weights[static_cast<size_t>(t)] =
+          static_cast<float>(int64_t{conv.weight[o * taps + t]} - conv.weight_zero_points[o]);
+    }
+    const float factor = conv.image_scales[static_cast<size_t>(n)] * conv.weight_scales[o];
+    depthwise_sums(plane.data(), offsets.data(), weights.data(), taps, factor, conv.bias ? conv.bias + o : nullptr,
+                   conv.relu, positions, sums.data());
+    for (int64_t oh = 0; oh < g.out_height; ++oh) {
+      std::memcpy(out + oh * g.out_width, sums.data() + oh * pitch, static_cast<size_t>(g.out_width) * sizeof(float));
+    }
+  }
+
+  // out[p] = finished(Σ_t plane[offsets[t] + p]·weights[t]) for p below `count` rounded up to
+  // 16 (sums and plane hold that many): four vectors of outputs side by side, each tap one
+  // load, one multiply and one add per vector.
+  static void depthwise_sums(const float* plane, const int64_t* offsets, const float* weights, int64_t taps,
+                             float factor, const float* bias, bool relu, int64_t count, float* out) {
+    namespace simd = edgert::kernels::simd;
+    simd::dispatch([=](auto width) {
+      using V = typename decltype(width)::Float;
+      constexpr int64_t kLanes = decltype(width)::lanes;
+      const auto finish = [&](const V& sum) {
+        V v = sum * simd::splat<V>(factor);
+        if (bias) v = v + simd::splat<V>(*bias);
+        return relu ? simd::select(v > V{}, v, V{}) : v;
+      };
+      int64_t p = 0;
+      for (; p + 4 * kLanes <= count; p += 4 * kLanes) {
+        V s0{}, s1{}, s2{}, s3{};
+        for (int64_t t = 0; t < taps; ++t) {
+          const V w = simd::splat<V>(weights[t]);
+          const float* x = plane + offsets[t] + p;
+          s0 = s0 + simd::load<V>(x) * w;
+          s1 = s1 + simd::load<V>(x + kLanes) * w;
+          s2 = s2 + simd::load<V>(x + 2 * kLanes) * w;
+          s3 = s3 + simd::load<V>(x + 3 * kLanes) * w;
+        }
+        simd::store(out + p, finish(s0));
+        simd::store(out + p + kLanes, finish(s1));
+        simd::store(out + p + 2 * kLanes, finish(s2));
+        simd::store(out + p + 3 * kLanes, finish(s3));
+      }
+      for (; p < count; p += kLanes) {
+        V s{};
+        for (int64_t t = 0; t < taps; ++t) s = s + simd::load<V>(plane + offsets[t] + p) * simd::splat<V>(weights[t]);
+        simd::store(out + p, finish(s));
+      }
+    });
+  }
+};
+
+// Every output plane (n, o), on the thread pool; output channel o reads input channel
+// o / (O / groups).
+void convolve_depthwise(const QuantizedConvolution& conv) {
+  const ConvolutionGeometry& g = conv.g;
+  const int64_t work = std::max<int64_t>(1, g.out_plane() * g.kernel_height * g.kernel_width);
+  edgert::parallel_for(0, g.batch * g.out_channels, std::max<int64_t>(1, kParallelGrain / work),
+                       [&](int64_t begin, int64_t end) {
+                         DepthwisePlanes planes(g);
+                         for (int64_t index = begin; index < end; ++index) {
+                           const int64_t n = index / g.out_channels, o = index % g.out_channels;
+                           planes.load_channel(conv, n, n * g.channels + o / g.group_out_channels());
+                           planes.compute(conv, n, o, conv.out + index * g.out_plane());
+                         }
+                       });
+}
+
+// One input channel per group, windows of at most kMaxDepthwiseTaps, every zero point in
+// int8's range, and the padding at most about the input's size (the stored planes are
+// padded).
+bool depthwise_applies(const QuantizedConvolution& conv) {
+  const ConvolutionGeometry& g = conv.g;
+  return g.group_channels() == 1 && g.kernel_height * g.kernel_width <= kMaxDepthwiseTaps &&
+         g.padding.height <= g.height + 32 && g.padding.width <= g.width + 32 && fits_int16(conv);
 }
 
 // ------------------------------------------------------------------- the GEMM path
@@ -397,19 +643,24 @@ PaddedPlanes padded_planes(const Int8Gemm& gemm, const QuantizedConvolution& con
   planes.height = g.height + 2 * g.padding.height, planes.width = g.width + 2 * g.padding.width;
   const int64_t image = g.channels * planes.height * planes.width;
   planes.data.resize(static_cast<size_t>(g.batch * image + kCopySlack));
-  for (int64_t n = 0; n < g.batch; ++n) {
+  // Without padding a plane is one run of values (quantized at once: no short rows with a
+  // scalar tail each), and nothing is left to fill with the zero point.
+  const bool unpadded = g.padding.height == 0 && g.padding.width == 0;
+  for (int64_t n = 0; n < g.batch && !unpadded; ++n) {
     std::fill_n(planes.data.begin() + n * image, image,
                 encoded(conv.image_zero_points[static_cast<size_t>(n)], gemm.panel_bias));
   }
-  const int64_t rows = g.batch * g.channels * g.height;
+  const int64_t run = unpadded ? g.height * g.width : g.width;
+  const int64_t runs_per_image = unpadded ? g.channels : g.channels * g.height;
   edgert::parallel_for(
-      0, rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, g.width)), [&](int64_t begin, int64_t end) {
-        for (int64_t row = begin; row < end; ++row) {  // row = (n·C + c)·H + h
-          const size_t n = static_cast<size_t>(row / (g.channels * g.height));
-          const int64_t plane = row / g.height, h = row % g.height;
+      0, g.batch * runs_per_image, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, run)),
+      [&](int64_t begin, int64_t end) {
+        for (int64_t index = begin; index < end; ++index) {  // a plane (n·C + c), or its row h
+          const size_t n = static_cast<size_t>(index / runs_per_image);
+          const int64_t plane = unpadded ? index : index / g.height, h = unpadded ? 0 : index % g.height;
           uint8_t* target =
               planes.data.data() + (plane * planes.height + h + g.padding.height) * planes.width + g.padding.width;
-          gemm.quantize_bytes(conv.x + row * g.width, g.width, conv.image_scales[n], conv.image_zero_points[n],
+          gemm.quantize_bytes(conv.x + index * run, run, conv.image_scales[n], conv.image_zero_points[n],
                               gemm.panel_bias, target);
         }
       });
@@ -612,13 +863,6 @@ const PackedFilters& filters_for(const KernelContext& context, const Tensor& wei
   return *packed;
 }
 
-bool fits_int16(const QuantizedConvolution& conv) {
-  const auto in_int8 = [](int32_t zero) { return zero >= -128 && zero <= 127; };
-  return conv.g.patch() <= kMaxInt16Taps &&
-         std::all_of(conv.image_zero_points.begin(), conv.image_zero_points.end(), in_int8) &&
-         std::all_of(conv.weight_zero_points, conv.weight_zero_points + conv.g.out_channels, in_int8);
-}
-
 Status check_dtypes(const KernelContext& context, const Tensor& x, const Tensor& weight) {
   if (x.dtype() != DType::Float32) return invalid(context, "input must be float32");
   if (weight.dtype() != DType::Int8) return invalid(context, "weight must be int8");
@@ -637,6 +881,7 @@ Status check_optional_inputs(const KernelContext& context, const Tensor* bias, i
 
 // The outputs on the first path that serves the convolution (see the top of this file).
 void convolve_any(const KernelContext& context, const QuantizedConvolution& conv, const Tensor& weight) {
+  if (depthwise_applies(conv)) return convolve_depthwise(conv);
   if (gemm_applies(conv)) {
     std::shared_ptr<const PackedFilters> packed;
     return convolve_gemm(conv, filters_for(context, weight, packed));

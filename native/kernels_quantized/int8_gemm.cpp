@@ -77,51 +77,23 @@ const void* left_rows(const Int8Gemm& gemm, const Product& product, int64_t row)
 
 void requantize_portable(const Epilogue& epilogue, const int32_t* tile, int64_t row, int64_t rows, int64_t column,
                          int64_t columns) {
-  for (int64_t i = 0; i < rows; ++i) {
-    float* out = epilogue.out + (row + i) * epilogue.out_stride;
-    for (int64_t j = 0; j < columns; ++j) {
-      out[column + j] = requantized(epilogue, tile[i * kMaxTileColumns + j], row + i, column + j);
-    }
-  }
+  requantize_tail(epilogue, tile, row, rows, column, columns);
 }
 
 bool range_portable(const float* x, int64_t count, float& low, float& high) {
-  bool finite = true;
-  low = 0.0f, high = 0.0f;
-  for (int64_t i = 0; i < count; ++i) {
-    finite = finite && std::isfinite(x[i]);
-    low = std::fmin(low, x[i]);
-    high = std::fmax(high, x[i]);
-  }
-  return finite;
+  return range_tail(x, count, low, high);
 }
 
 int32_t quantize_left_int8_portable(const float* x, int64_t count, float scale, int32_t zero, void* out) {
-  int8_t* target = static_cast<int8_t*>(out);
-  int32_t sum = 0;
-  for (int64_t i = 0; i < count; ++i) {
-    const int32_t q = quantize_value(x[i], scale, zero, kInt8);
-    target[i] = static_cast<int8_t>(q);
-    sum += q;
-  }
-  return sum;
+  return quantize_left_tail(x, count, scale, zero, static_cast<int8_t*>(out));
 }
 
 int32_t quantize_left_int16_portable(const float* x, int64_t count, float scale, int32_t zero, void* out) {
-  int16_t* target = static_cast<int16_t*>(out);
-  int32_t sum = 0;
-  for (int64_t i = 0; i < count; ++i) {
-    const int32_t q = quantize_value(x[i], scale, zero, kInt8);
-    target[i] = static_cast<int16_t>(q);
-    sum += q;
-  }
-  return sum;
+  return quantize_left_tail(x, count, scale, zero, static_cast<int16_t*>(out));
 }
 
 void quantize_bytes_portable(const float* x, int64_t count, float scale, int32_t zero, uint8_t bias, uint8_t* out) {
-  for (int64_t i = 0; i < count; ++i) {
-    out[i] = static_cast<uint8_t>(static_cast<uint8_t>(quantize_value(x[i], scale, zero, kInt8)) ^ bias);
-  }
+  quantize_bytes_tail(x, count, scale, zero, bias, out);
 }
 
 Int8Gemm portable_gemm() {
@@ -151,7 +123,12 @@ int64_t left_element_size(const Int8Gemm& gemm) {
 void pack_right(const int8_t* source, int64_t count, int64_t depth, uint8_t bias, uint8_t* panels, int64_t* sums) {
   const int64_t padded = padded_depth(depth);
   const int64_t bytes = panel_bytes(padded);
-  std::memset(panels, 0, static_cast<size_t>(panel_count(count) * bytes));
+  const size_t size = static_cast<size_t>(panel_count(count) * bytes);
+  if (size == 0) {  // no columns or no depth (panels may be null): every sum is 0
+    std::fill_n(sums, count, int64_t{0});
+    return;
+  }
+  std::memset(panels, 0, size);
   for (int64_t j = 0; j < count; ++j) {
     const int8_t* row = source + j * depth;
     uint8_t* column = panels + j / kPanelColumns * bytes + j % kPanelColumns * kGroupDepth;

@@ -29,6 +29,7 @@
 #include <cstdint>
 
 #include "../kernels/isa.hpp"
+#include "quantized.hpp"
 
 namespace edgert_quantized {
 
@@ -171,6 +172,64 @@ void interleave_block(const uint8_t* rows, int64_t depth, uint8_t* panels, int64
 // The left operand from a row-major int8 matrix [count, depth]: rows padded to
 // padded_depth(depth), of the left type; sums[i] = Σ_k source[i][k].
 void pack_left(const Int8Gemm& gemm, const int8_t* source, int64_t count, int64_t depth, void* left, int32_t* sums);
+
+// The portable kernels' loops, also inlined where the AVX2 and AVX-512 kernels finish their
+// last elements (and do what they do not vectorize): a call from AVX code into baseline (SSE)
+// code costs more than a short row on some processors (the switch between the two register
+// states), and rows of 7 to 56 values (a convolution's planes) are common.
+#define EDGERT_BASELINE_TAIL inline __attribute__((always_inline))
+
+// fmin and fmax written out (they are calls into the C library): the smaller or the larger
+// of a and b, the other one when one is NaN. Only the sign of a zero result can differ from
+// fmin / fmax, which the qparams of a range do not depend on.
+EDGERT_BASELINE_TAIL float lower(float a, float b) {
+  return b < a || a != a ? b : a;
+}
+EDGERT_BASELINE_TAIL float higher(float a, float b) {
+  return b > a || a != a ? b : a;
+}
+
+EDGERT_BASELINE_TAIL bool range_tail(const float* x, int64_t count, float& low, float& high) {
+  bool finite = true;
+  low = 0.0f, high = 0.0f;
+  for (int64_t i = 0; i < count; ++i) {
+    finite = finite && std::isfinite(x[i]);
+    low = lower(low, x[i]);
+    high = higher(high, x[i]);
+  }
+  return finite;
+}
+
+// quantize_value of count values into target (int8 or int16); returns Σ q.
+template <class Target>
+EDGERT_BASELINE_TAIL int32_t quantize_left_tail(const float* x, int64_t count, float scale, int32_t zero,
+                                                Target* target) {
+  int32_t sum = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    const int32_t q = quantize_value(x[i], scale, zero, QuantRange{-128, 127});
+    target[i] = static_cast<Target>(q);
+    sum += q;
+  }
+  return sum;
+}
+
+EDGERT_BASELINE_TAIL void quantize_bytes_tail(const float* x, int64_t count, float scale, int32_t zero, uint8_t bias,
+                                              uint8_t* out) {
+  for (int64_t i = 0; i < count; ++i) {
+    out[i] =
+        static_cast<uint8_t>(static_cast<uint8_t>(quantize_value(x[i], scale, zero, QuantRange{-128, 127})) ^ bias);
+  }
+}
+
+EDGERT_BASELINE_TAIL void requantize_tail(const Epilogue& epilogue, const int32_t* tile, int64_t row, int64_t rows,
+                                          int64_t column, int64_t columns) {
+  for (int64_t i = 0; i < rows; ++i) {
+    float* out = epilogue.out + (row + i) * epilogue.out_stride;
+    for (int64_t j = 0; j < columns; ++j) {
+      out[column + j] = requantized(epilogue, tile[i * kMaxTileColumns + j], row + i, column + j);
+    }
+  }
+}
 
 // The portable kernels (also the parts other levels share).
 Int8Gemm portable_gemm();

@@ -213,7 +213,7 @@ void tile_avx2(int rows, int, const void* left, int64_t stride, const uint8_t* r
 
 EDGERT_TARGET_AVX512 void requantize_avx512(const Epilogue& e, const int32_t* tile, int64_t row, int64_t rows,
                                             int64_t column, int64_t columns) {
-  if (!e.exact_in_int32) return requantize_portable(e, tile, row, rows, column, columns);
+  if (!e.exact_in_int32) return requantize_tail(e, tile, row, rows, column, columns);
   for (int64_t i = 0; i < rows; ++i) {
     const int64_t r = row + i;
     const __m512i row_sum = _mm512_set1_epi32(e.row_sums[r]), row_zero = _mm512_set1_epi32(e.row_zeros[r]);
@@ -239,7 +239,7 @@ EDGERT_TARGET_AVX512 void requantize_avx512(const Epilogue& e, const int32_t* ti
 
 EDGERT_TARGET_AVX2 void requantize_avx2(const Epilogue& e, const int32_t* tile, int64_t row, int64_t rows,
                                         int64_t column, int64_t columns) {
-  if (!e.exact_in_int32) return requantize_portable(e, tile, row, rows, column, columns);
+  if (!e.exact_in_int32) return requantize_tail(e, tile, row, rows, column, columns);
   for (int64_t i = 0; i < rows; ++i) {
     const int64_t r = row + i;
     const __m256i row_sum = _mm256_set1_epi32(e.row_sums[r]), row_zero = _mm256_set1_epi32(e.row_zeros[r]);
@@ -289,9 +289,9 @@ EDGERT_TARGET_AVX512 bool range_avx512(const float* x, int64_t count, float& low
     non_finite |= _mm512_cmp_ps_mask(_mm512_abs_ps(v), largest, _CMP_NLE_UQ);  // inf or NaN
   }
   float tail_low, tail_high;
-  const bool tail_finite = range_portable(x + i, count - i, tail_low, tail_high);
-  low = std::fmin(_mm512_reduce_min_ps(lows), tail_low);
-  high = std::fmax(_mm512_reduce_max_ps(highs), tail_high);
+  const bool tail_finite = range_tail(x + i, count - i, tail_low, tail_high);
+  low = lower(_mm512_reduce_min_ps(lows), tail_low);
+  high = higher(_mm512_reduce_max_ps(highs), tail_high);
   return non_finite == 0 && tail_finite;
 }
 
@@ -372,9 +372,9 @@ EDGERT_TARGET_AVX2 bool range_avx2(const float* x, int64_t count, float& low, fl
     non_finite = _mm256_or_ps(non_finite, _mm256_cmp_ps(_mm256_and_ps(v, magnitude), largest, _CMP_NLE_UQ));
   }
   float tail_low, tail_high;
-  const bool tail_finite = range_portable(x + i, count - i, tail_low, tail_high);
-  low = std::fmin(horizontal_min(lows), tail_low);
-  high = std::fmax(horizontal_max(highs), tail_high);
+  const bool tail_finite = range_tail(x + i, count - i, tail_low, tail_high);
+  low = lower(horizontal_min(lows), tail_low);
+  high = higher(horizontal_max(highs), tail_high);
   return _mm256_movemask_ps(non_finite) == 0 && tail_finite;
 }
 
@@ -390,7 +390,7 @@ EDGERT_TARGET_AVX2 int32_t quantize_left_int16_avx2(const float* x, int64_t coun
     const __m128i packed = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(target + i), packed);
   }
-  return horizontal_sum(sums) + quantize_left_int16_portable(x + i, count - i, scale, zero, target + i);
+  return horizontal_sum(sums) + quantize_left_tail(x + i, count - i, scale, zero, target + i);
 }
 
 EDGERT_TARGET_AVX2 void quantize_bytes_avx2(const float* x, int64_t count, float scale, int32_t zero, uint8_t bias,
@@ -403,7 +403,7 @@ EDGERT_TARGET_AVX2 void quantize_bytes_avx2(const float* x, int64_t count, float
     const __m128i words = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
     _mm_storel_epi64(reinterpret_cast<__m128i*>(out + i), _mm_xor_si128(_mm_packs_epi16(words, words), flip));
   }
-  quantize_bytes_portable(x + i, count - i, scale, zero, bias, out + i);
+  quantize_bytes_tail(x + i, count - i, scale, zero, bias, out + i);
 }
 
 }  // namespace

@@ -11,7 +11,10 @@
 namespace edgert_quantized {
 namespace {
 
-void dot_rows_portable(const int16_t* x, const int16_t* w, int64_t length, int64_t rows, int32_t* out) {
+// Also the AVX2 kernel's last rows, inlined there (a call from AVX code into baseline code
+// costs more than a few rows on some processors).
+inline __attribute__((always_inline)) void dot_rows_portable(const int16_t* x, const int16_t* w, int64_t length,
+                                                             int64_t rows, int32_t* out) {
   for (int64_t n = 0; n < rows; ++n) {
     const int16_t* row = w + n * length;
     int32_t sum = 0;

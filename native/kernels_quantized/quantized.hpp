@@ -47,11 +47,17 @@ inline Status quantized_dtype(const KernelContext& context, DType& dtype) {
 }
 
 // round_half_even relies on the default floating-point rounding mode (to nearest, ties even).
-inline int32_t quantize_value(float value, float scale, int32_t zero_point, QuantRange range) {
+// (No NaN is left when it is clamped, so the comparisons are fmax and fmin, written out: the
+// vector kernels inline this for their last elements, and fmax and fmin are calls into the C
+// library, baseline code, there.)
+inline __attribute__((always_inline)) int32_t quantize_value(float value, float scale, int32_t zero_point,
+                                                             QuantRange range) {
   float rounded = std::nearbyint(value / scale);
   if (std::isnan(rounded)) rounded = 0.0f;
   rounded += static_cast<float>(zero_point);
-  rounded = std::fmin(std::fmax(rounded, static_cast<float>(range.min)), static_cast<float>(range.max));
+  const float low = static_cast<float>(range.min), high = static_cast<float>(range.max);
+  rounded = rounded < low ? low : rounded;
+  rounded = rounded > high ? high : rounded;
   return static_cast<int32_t>(rounded);
 }
 

@@ -215,6 +215,90 @@ def test_conv2d_with_a_dynamic_batch(edgert: ModuleType) -> None:
         )
 
 
+# ------------------------------------------------------------------- depthwise
+
+DEPTHWISE_CASES = [  # x shape, kernel, stride, padding, dilation, outputs per input channel
+    ((1, 5, 7, 7), (3, 3), (1, 1), (1, 1), (1, 1), 1),
+    ((2, 3, 13, 17), (3, 3), (2, 2), (1, 1), (1, 1), 1),  # odd sizes, two images
+    ((1, 4, 12, 12), (3, 3), (2, 2), (0, 0), (1, 1), 1),
+    ((1, 3, 33, 35), (5, 5), (1, 1), (2, 2), (1, 1), 1),  # rows past four vectors, tails
+    ((1, 3, 14, 15), (5, 5), (2, 2), (2, 2), (1, 1), 1),
+    ((1, 2, 11, 19), (3, 3), (1, 1), (2, 2), (2, 2), 1),  # dilation
+    ((1, 2, 16, 9), (5, 3), (2, 1), (3, 0), (1, 3), 2),  # stride and dilation per dimension
+    ((1, 2, 10, 23), (3, 3), (3, 3), (1, 1), (1, 1), 3),  # stride 3, three outputs each
+    ((1, 3, 1, 1), (3, 3), (2, 2), (1, 1), (1, 1), 1),  # a 1x1 input
+    ((1, 2, 5, 1), (1, 1), (1, 1), (0, 0), (1, 1), 4),
+    ((1, 2, 4, 4), (3, 3), (1, 2), (5, 6), (1, 1), 1),  # padding wider than the input
+    ((1, 2, 3, 3), (3, 3), (2**40, 2**40), (1, 1), (1, 1), 1),  # strides far beyond x
+    ((1, 2, 16, 20), (16, 16), (1, 1), (8, 8), (1, 1), 1),  # 256 taps: the most it takes
+    ((1, 2, 18, 18), (17, 17), (1, 1), (8, 8), (1, 1), 1),  # 289 taps: the int16 path
+    ((1, 2, 3, 70), (3, 3), (1, 1), (1, 40), (1, 1), 1),  # padding past the input + 32
+]
+
+
+@pytest.mark.parametrize("case", DEPTHWISE_CASES)
+def test_depthwise_conv2d_is_exact(edgert: ModuleType, case: tuple) -> None:
+    x_shape, kernel, stride, padding, dilation, multiplier = case
+    channels = x_shape[1]
+    w_shape = (channels * multiplier, 1, *kernel)
+    x, weight, scales, zero_points, bias = conv_inputs(x_shape, w_shape, 12)
+    attrs = attributes(stride, padding, dilation, channels)
+    (out,) = run_op(edgert, CONV, [x, weight, scales, zero_points, bias], attrs)
+    expected = conv_reference(
+        x, weight, scales, zero_points, bias, stride, padding, dilation, channels
+    )
+    assert out.tobytes() == expected.tobytes()
+    (out,) = run_op(edgert, CONV, [x, weight, scales, zero_points], attrs)
+    expected = conv_reference(x, weight, scales, zero_points, None, stride, padding, dilation,
+                              channels)
+    assert out.tobytes() == expected.tobytes()
+
+
+def test_depthwise_conv2d_extremes(edgert: ModuleType) -> None:
+    """Weights and inputs at int8's ends (the largest centered products, 255²), static
+    qparams that clamp, NaN and infinities in x, and relu."""
+    channels = 4
+    x, weight, scales, _, bias = conv_inputs((2, channels, 21, 19), (channels, 1, 5, 5), 13)
+    weight[:2] = -128
+    weight[2:] = 127
+    zero_points = np.array([127, 127, -128, -128], np.int32)
+    x[:, :2] = 1e6
+    x[:, 2:] = -1e6
+    x[0, 0, 3, 4], x[1, 2, 0, 0], x[1, 3, 5, 5] = np.nan, np.inf, -np.inf
+    finite = np.nan_to_num(x, nan=0.0, posinf=np.inf, neginf=-np.inf)  # NaN quantizes as 0
+    static = [scalar(0.5, F32), scalar(127, np.int32)]
+    attrs = attributes((1, 1), (2, 2), (1, 1), channels, activation="relu")
+    (out,) = run_op(edgert, CONV, [x, weight, scales, zero_points, bias, *static], attrs)
+    expected = conv_reference(finite, weight, scales, zero_points, bias, (1, 1), (2, 2), (1, 1),
+                              channels, relu=True, static=(F32(0.5), 127))
+    assert out.tobytes() == expected.tobytes()
+    static = [scalar(0.5, F32), scalar(-128, np.int32)]
+    attrs = attributes((2, 2), (2, 2), (1, 1), channels)
+    (out,) = run_op(edgert, CONV, [x, weight, scales, zero_points, bias, *static], attrs)
+    expected = conv_reference(finite, weight, scales, zero_points, bias, (2, 2), (2, 2), (1, 1),
+                              channels, static=(F32(0.5), -128))
+    assert out.tobytes() == expected.tobytes()
+
+
+def test_depthwise_conv2d_with_a_dynamic_batch(edgert: ModuleType) -> None:
+    from edgert.export import ProgramBuilder
+
+    _, weight, scales, zero_points, bias = conv_inputs((1, 6, 9, 9), (6, 1, 3, 3), 14)
+    builder = ProgramBuilder()
+    value = builder.input(F32, (-1, 6, 11, 9))
+    constants = [builder.constant(a) for a in (weight, scales, zero_points, bias)]
+    attrs = attributes((2, 2), (1, 1), (1, 1), 6, activation="relu")
+    builder.output(builder.op(CONV, [value, *constants], attrs))  # type: ignore[arg-type]
+    program = edgert.load(builder.to_bytes())
+    program.set_backends([])
+    for batch in (1, 3, 2):
+        x = np.random.RandomState(batch).standard_normal((batch, 6, 11, 9)).astype(F32)
+        (out,) = program.run([x])
+        expected = conv_reference(x, weight, scales, zero_points, bias, (2, 2), (1, 1), (1, 1),
+                                  6, relu=True)
+        assert out.tobytes() == expected.tobytes()
+
+
 def test_conv2d_rejects_bad_inputs(edgert: ModuleType) -> None:
     x, weight, scales, zero_points, bias = conv_inputs((1, 3, 5, 5), (4, 3, 3, 3), 8)
     nan = x.copy()
@@ -320,9 +404,15 @@ from tests.native.support import run_op
 from tests.native.test_quantized_conv import conv_inputs
 x, weight, scales, zero_points, bias = conv_inputs((2, 16, 30, 31), (24, 8, 3, 3), 11)
 static = [np.array([0.01], np.float32), np.array([2], np.int32)]
+dx, dweight, dscales, dzeros, dbias = conv_inputs((2, 16, 29, 31), (32, 1, 5, 5), 12)
 cases = [([x, weight, scales, zero_points, bias], {"padding": [1, 1], "groups": 2}),
          ([x, weight, scales, zero_points, bias, *static],
-          {"stride": [2, 1], "activation": "relu", "groups": 2})]
+          {"stride": [2, 1], "activation": "relu", "groups": 2}),
+         ([dx, dweight[::2, :, 1:4, 1:4].copy(), dscales[::2], dzeros[::2], dbias[::2]],
+          {"padding": [1, 1], "groups": 16}),
+         ([dx, dweight, dscales, dzeros, dbias, *static],
+          {"stride": [2, 2], "padding": [2, 2], "dilation": [1, 2], "groups": 16,
+           "activation": "relu"})]
 hashes = {}
 for threads in (1, 2):
     edgert.set_threadpool_size(threads)
@@ -343,6 +433,6 @@ def test_every_instruction_set_and_thread_count_gives_the_same_bytes(
         assert completed.returncode == 0, completed.stderr
         results[isa] = json.loads(completed.stdout)
     reference = results["portable"]["1"]
-    assert len(set(reference)) == 2
+    assert len(set(reference)) == 4
     for isa, hashes in results.items():
         assert hashes == {"1": reference, "2": reference}, f"{isa} differs"
