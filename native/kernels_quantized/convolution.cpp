@@ -367,28 +367,13 @@ bool fits_int16(const QuantizedConvolution& conv) {
 constexpr int64_t kMaxDepthwiseTaps = 256;  // 256 · 255² < 2^24
 
 // x rounded to an integer, halfway cases to even (std::nearbyint in the default rounding
-// mode): simd::round_half_even, or one instruction at the widths that have one (these
-// overloads are picked, and inlined, inside the flattened AVX2 and AVX-512 functions).
+// mode). The portable add-and-subtract rounding at every width: an overload returning a
+// 512-bit vector from an avx512f-only function changes the ABI of its callers, which clang
+// (the macOS and Windows toolchain) refuses in the generic lambdas that call it.
 template <class V>
 inline __attribute__((always_inline)) V round_even(const V& x) {
   return edgert::kernels::simd::round_half_even(x);
 }
-
-#if defined(__x86_64__)
-__attribute__((target("avx2"))) inline edgert::kernels::simd::Width<8>::Float round_even(
-    const edgert::kernels::simd::Width<8>::Float& x) {
-  namespace simd = edgert::kernels::simd;
-  return simd::bit_cast<simd::Width<8>::Float>(
-      _mm256_round_ps(simd::bit_cast<__m256>(x), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-}
-
-__attribute__((target("avx512f"))) inline edgert::kernels::simd::Width<16>::Float round_even(
-    const edgert::kernels::simd::Width<16>::Float& x) {
-  namespace simd = edgert::kernels::simd;
-  return simd::bit_cast<simd::Width<16>::Float>(
-      _mm512_roundscale_ps(simd::bit_cast<__m512>(x), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-}
-#endif
 
 struct DepthwisePlanes {
   const ConvolutionGeometry& g;
