@@ -21,6 +21,7 @@
 #include "edgert/threadpool.h"
 #include "gemm.hpp"
 #include "isa.hpp"
+#include "depthwise_phases.hpp"
 #include "simd.hpp"
 #include "sliding_window.hpp"
 
@@ -555,75 +556,26 @@ void depthwise_flat_sums(const float* plane, const int64_t* offsets, const float
 // vectors side by side), so a narrow plane (7×7: p < 61) fills its lanes across rows instead
 // of leaving a scalar tail per row; the L - OW positions past each row's end are computed and
 // dropped. Each output's taps are added in (kh, kw) order from +0 as in every other path.
-struct DepthwisePlanes {
-  const ConvolutionGeometry& g;
-  int64_t pitch;                 // L = ceil(Wp / sw)
-  int64_t phase_size;            // ceil(Hp / sh) · L
-  int64_t column_phases;         // min(sw, Wp)
-  int64_t positions;             // (OH - 1) · L + OW: the last output's p, plus one
-  std::vector<float> plane;      // the phases, then zeros up to the furthest read
-  std::vector<int64_t> offsets;  // of each tap (kh, kw) in plane
-  std::vector<float> sums;       // [OH, L] (and the rounding up to a vector)
-  int64_t channel = -1;          // the (image · C + c) copied into plane
-
+struct DepthwisePlanes : DepthwisePhases {
   // Whether the padded copy stays within a few times the input (else the row path below).
   static bool fits(const ConvolutionGeometry& g) {
     return g.padding.height <= g.height + 32 && g.padding.width <= g.width + 32;
   }
 
-  explicit DepthwisePlanes(const ConvolutionGeometry& geometry) : g(geometry) {
-    const int64_t padded_height = g.height + 2 * g.padding.height, padded_width = g.width + 2 * g.padding.width;
-    pitch = (padded_width + g.stride.width - 1) / g.stride.width;
-    phase_size = (padded_height + g.stride.height - 1) / g.stride.height * pitch;
-    column_phases = std::min(g.stride.width, padded_width);
-    const int64_t row_phases = std::min(g.stride.height, padded_height);
-    positions = (g.out_height - 1) * pitch + g.out_width;
-    const int64_t rounded = (positions + 15) / 16 * 16;  // the vectors' last reads and writes
-    int64_t furthest = 0;
-    for (int64_t kh = 0; kh < g.kernel_height; ++kh) {
-      for (int64_t kw = 0; kw < g.kernel_width; ++kw) {
-        const int64_t row = kh * g.dilation.height, column = kw * g.dilation.width;
-        const int64_t phase = row % g.stride.height * column_phases + column % g.stride.width;
-        offsets.push_back(phase * phase_size + row / g.stride.height * pitch + column / g.stride.width);
-        furthest = std::max(furthest, offsets.back() + rounded);
-      }
-    }
-    plane.assign(static_cast<size_t>(std::max(row_phases * column_phases * phase_size, furthest)), 0.0f);
-    sums.assign(static_cast<size_t>(std::max(g.out_height * pitch, rounded)), 0.0f);
-  }
+  explicit DepthwisePlanes(const ConvolutionGeometry& geometry) : DepthwisePhases(geometry) {}
 
   // Copies input channel `index` into the phases (their padding stays zero).
   void load_channel(const float* x, int64_t index) {
     if (index == channel) return;
     channel = index;
-    const float* source = x + index * g.height * g.width;
-    const int64_t sh = g.stride.height, sw = g.stride.width;
-    for (int64_t h = 0; h < g.height; ++h) {
-      const int64_t row = h + g.padding.height;
-      float* phases = plane.data() + row % sh * column_phases * phase_size + row / sh * pitch;
-      const float* input = source + h * g.width;
-      const int64_t first = g.padding.width;  // padded column of input 0
-      if (sw == 1) {
-        std::copy(input, input + g.width, phases + first);
-      } else if (sw == 2) {  // input 2m to column first + 2m, input 2m + 1 to first + 2m + 1
-        deinterleave_row(input, g.width, phases + first % 2 * phase_size + first / 2,
-                         phases + (first + 1) % 2 * phase_size + (first + 1) / 2);
-      } else {
-        for (int64_t w = 0; w < g.width; ++w) {
-          const int64_t column = w + first;
-          phases[column % sw * phase_size + column / sw] = input[w];
-        }
-      }
-    }
+    split(x + index * g.height * g.width, deinterleave_row);
   }
 
   // One output plane [OH, OW] from the loaded channel: its weights [KH, KW] and bias (or null).
   void compute(const float* weights, const float* bias, float* out) {
     depthwise_flat_sums(plane.data(), offsets.data(), weights, static_cast<int64_t>(offsets.size()), bias, positions,
                         sums.data());
-    for (int64_t oh = 0; oh < g.out_height; ++oh) {
-      std::memcpy(out + oh * g.out_width, sums.data() + oh * pitch, static_cast<size_t>(g.out_width) * sizeof(float));
-    }
+    copy_out(out);
   }
 };
 

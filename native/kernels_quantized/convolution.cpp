@@ -28,6 +28,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "../kernels/depthwise_phases.hpp"
 #include "../kernels/isa.hpp"
 #include "../kernels/simd.hpp"
 #include "../kernels/sliding_window.hpp"
@@ -375,40 +376,13 @@ inline __attribute__((always_inline)) V round_even(const V& x) {
   return edgert::kernels::simd::round_half_even(x);
 }
 
-struct DepthwisePlanes {
-  const ConvolutionGeometry& g;
-  int64_t pitch;                 // L = ceil(Wp / sw)
-  int64_t phase_size;            // ceil(Hp / sh) · L
-  int64_t column_phases;         // min(sw, Wp)
-  int64_t positions;             // (OH - 1) · L + OW: the last output's p, plus one
-  std::vector<float> plane;      // the phases, then zeros up to the furthest read
-  std::vector<int64_t> offsets;  // of each tap (kh, kw) in plane
+struct DepthwisePlanes : edgert::kernels::DepthwisePhases {
   std::vector<float> weights;    // one output channel's centered weights, as float32
-  std::vector<float> sums;       // [OH, L] (and the rounding up to a vector)
   std::vector<float> quantized;  // one quantized input plane, before its split into phases
-  int64_t channel = -1;          // the (image · C + c) copied into plane
 
-  explicit DepthwisePlanes(const ConvolutionGeometry& geometry) : g(geometry) {
-    const int64_t padded_height = g.height + 2 * g.padding.height, padded_width = g.width + 2 * g.padding.width;
-    pitch = (padded_width + g.stride.width - 1) / g.stride.width;
-    phase_size = (padded_height + g.stride.height - 1) / g.stride.height * pitch;
-    column_phases = std::min(g.stride.width, padded_width);
-    const int64_t row_phases = std::min(g.stride.height, padded_height);
-    positions = (g.out_height - 1) * pitch + g.out_width;
-    const int64_t rounded = (positions + 15) / 16 * 16;  // the vectors' last reads and writes
-    int64_t furthest = 0;
-    for (int64_t kh = 0; kh < g.kernel_height; ++kh) {
-      for (int64_t kw = 0; kw < g.kernel_width; ++kw) {
-        const int64_t row = kh * g.dilation.height, column = kw * g.dilation.width;
-        const int64_t phase = row % g.stride.height * column_phases + column % g.stride.width;
-        offsets.push_back(phase * phase_size + row / g.stride.height * pitch + column / g.stride.width);
-        furthest = std::max(furthest, offsets.back() + rounded);
-      }
-    }
-    plane.assign(static_cast<size_t>(std::max(row_phases * column_phases * phase_size, furthest)), 0.0f);
+  explicit DepthwisePlanes(const ConvolutionGeometry& geometry) : DepthwisePhases(geometry) {
     weights.resize(offsets.size());
     quantized.resize(static_cast<size_t>(g.height * g.width));
-    sums.assign(static_cast<size_t>(std::max(g.out_height * pitch, rounded)), 0.0f);
   }
 
   // Quantizes input channel `index` of image n into the phases, centered (their padding
@@ -416,27 +390,11 @@ struct DepthwisePlanes {
   void load_channel(const QuantizedConvolution& conv, int64_t n, int64_t index) {
     if (index == channel) return;
     channel = index;
-    const int64_t sh = g.stride.height, sw = g.stride.width;
     const float scale = conv.image_scales[static_cast<size_t>(n)];
     const int32_t zero = conv.image_zero_points[static_cast<size_t>(n)];
     // The whole plane at once (rows of 7 or 14 values would each end in a partial vector).
     quantize_centered_floats(conv.x + index * g.height * g.width, g.height * g.width, scale, zero, quantized.data());
-    for (int64_t h = 0; h < g.height; ++h) {
-      const int64_t r = h + g.padding.height, first = g.padding.width;  // padded row, column of input 0
-      float* phases = plane.data() + r % sh * column_phases * phase_size + r / sh * pitch;
-      const float* row = quantized.data() + h * g.width;
-      if (sw == 1) {
-        std::memcpy(phases + first, row, static_cast<size_t>(g.width) * sizeof(float));
-      } else if (sw == 2) {  // input 2m to padded column first + 2m, input 2m + 1 to first + 2m + 1
-        deinterleave(row, g.width, phases + first % 2 * phase_size + first / 2,
-                     phases + (first + 1) % 2 * phase_size + (first + 1) / 2);
-      } else {
-        for (int64_t w = 0; w < g.width; ++w) {
-          const int64_t column = w + first;
-          phases[column % sw * phase_size + column / sw] = row[w];
-        }
-      }
-    }
+    split(quantized.data(), deinterleave);
   }
 
   // even[m] = row[2m] and odd[m] = row[2m + 1] for the m those are below count: two vectors
@@ -495,9 +453,7 @@ struct DepthwisePlanes {
     const float factor = conv.image_scales[static_cast<size_t>(n)] * conv.weight_scales[o];
     depthwise_sums(plane.data(), offsets.data(), weights.data(), taps, factor, conv.bias ? conv.bias + o : nullptr,
                    conv.relu, positions, sums.data());
-    for (int64_t oh = 0; oh < g.out_height; ++oh) {
-      std::memcpy(out + oh * g.out_width, sums.data() + oh * pitch, static_cast<size_t>(g.out_width) * sizeof(float));
-    }
+    copy_out(out);
   }
 
   // out[p] = finished(Σ_t plane[offsets[t] + p]·weights[t]) for p below `count` rounded up to
