@@ -1690,18 +1690,27 @@ def _flip(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
     return result
 
 
+def _batch_norm_inputs(args: Args) -> list[object]:
+    """edgert::batch_norm's inputs: the input, weight and bias (each may be absent), the
+    running statistics."""
+    return [args["input"], args.get("weight"), args.get("bias"), args["running_mean"],
+            args["running_var"]]
+
+
+def _refuse_training(ctx: Lowering, args: Args) -> None:
+    if args.get("training"):
+        raise ctx.refuse(
+            "batch norm in training mode computes statistics of the batch",
+            "call model.eval() before exporting",
+        )
+
+
 @lowers(aten._native_batch_norm_legit_no_training.default, to="edgert::batch_norm")
 def _batch_norm(ctx: Lowering, node: torch.fx.Node, args: Args) -> tuple[object, ...]:
     out = node.meta["val"][0]
     normalized = ctx.emit(
         "edgert::batch_norm",
-        [
-            args["input"],
-            args.get("weight"),
-            args.get("bias"),
-            args["running_mean"],
-            args["running_var"],
-        ],
+        _batch_norm_inputs(args),
         {"eps": float(args["eps"])},
         dtype=out.dtype,
         shape=shape_of_meta(out),
@@ -1717,33 +1726,19 @@ def _batch_norm(ctx: Lowering, node: torch.fx.Node, args: Args) -> tuple[object,
     to="edgert::batch_norm",
 )
 def _batch_norm_training(ctx: Lowering, node: torch.fx.Node, args: Args) -> tuple[object, ...]:
-    if args.get("training"):
-        raise ctx.refuse(
-            "batch norm in training mode computes statistics of the batch",
-            "call model.eval() before exporting",
-        )
+    _refuse_training(ctx, args)
     return _batch_norm(ctx, node, args)
 
 
 @lowers(aten.batch_norm.default, to="edgert::batch_norm")
 def _batch_norm_composite(ctx: Lowering, node: torch.fx.Node, args: Args) -> object:
     """batch_norm as torch.export records it before decomposition."""
-    if args.get("training"):
-        raise ctx.refuse(
-            "batch norm in training mode computes statistics of the batch",
-            "call model.eval() before exporting",
-        )
+    _refuse_training(ctx, args)
     return like(
         ctx,
         node,
         "edgert::batch_norm",
-        [
-            args["input"],
-            args.get("weight"),
-            args.get("bias"),
-            args["running_mean"],
-            args["running_var"],
-        ],
+        _batch_norm_inputs(args),
         {"eps": float(args["eps"])},
         input_dtypes=[FLOAT] * 5,
     )
