@@ -49,8 +49,8 @@ _SECTION = struct.Struct("<IIQQQQIIQQ")
 
 
 def _plain_table(data: bytes | mmap.mmap | memoryview) -> tuple[int, int, int] | None:
-    if len(data) < _HEADER.size or bytes(data[:4]) != b"\x7fELF" or data[4] != 2 \
-            or data[5] != 1:
+    if (len(data) < _HEADER.size or bytes(data[:4]) != b"\x7fELF" or data[4] != 2
+            or data[5] != 1):
         return None
     fields = _HEADER.unpack_from(data, 0)
     shoff, shentsize, shnum, shstrndx = fields[6], fields[11], fields[12], fields[13]

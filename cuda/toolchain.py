@@ -147,8 +147,8 @@ def provision(variant: CudaVariant, *, environ: Mapping[str, str], cache: Path) 
     home = environ.get("CUDA_HOME", "")
     if home:
         toolchain = _from_cuda_home(Path(home), variant)
-        fix = f"set CUDA_HOME to a CUDA {variant.major} toolkit, or unset it to use the " \
-              "pinned toolchain from the package index"
+        fix = (f"set CUDA_HOME to a CUDA {variant.major} toolkit, or unset it to use the "
+              "pinned toolchain from the package index")
     else:
         toolchain = _from_index(_install(variant, cache), variant)
         fix = f"correct the pinned requirements in the {variant.name} variant file"

@@ -268,8 +268,8 @@ def process_temporary_folder() -> Iterator[None]:
         for stale in list(base.glob(TEMPORARY_PREFIX + "*")):
             pid = stale.name[len(TEMPORARY_PREFIX):].split(".", 1)[0]
             with contextlib.suppress(OSError):
-                if pid.isdigit() and not buildfolder.process_alive(int(pid)) \
-                        and stale.is_dir() and not stale.is_symlink() and _owned(stale):
+                if (pid.isdigit() and not buildfolder.process_alive(int(pid))
+                        and stale.is_dir() and not stale.is_symlink() and _owned(stale)):
                     shutil.rmtree(stale, ignore_errors=True)
     try:
         folder = Path(tempfile.mkdtemp(prefix=f"{TEMPORARY_PREFIX}{os.getpid()}.", dir=base))

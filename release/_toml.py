@@ -26,8 +26,8 @@ def depth(value: object) -> int:
     pending: list[tuple[object, int]] = [(value, 0)]
     while pending:
         item, level = pending.pop()
-        children = item.values() if isinstance(item, dict) else \
-            item if isinstance(item, list) else None
+        children = (item.values() if isinstance(item, dict) else
+            item if isinstance(item, list) else None)
         if children is None:
             continue
         deepest = max(deepest, level + 1)

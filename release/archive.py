@@ -184,8 +184,8 @@ def startup_hook(name: str) -> str:
     ``python``, ``python3``, ``pip``..."""
     installed = installed_path(name)
     parts = name.split("/")
-    if len(parts) == 3 and parts[0].endswith(".data") and parts[1] == "scripts" \
-            and _INTERPRETERS.match(parts[2]):
+    if (len(parts) == 3 and parts[0].endswith(".data") and parts[1] == "scripts"
+            and _INTERPRETERS.match(parts[2])):
         return f"installs a script named '{parts[2]}', which shadows the interpreter or pip"
     top = installed.split("/", 1)[0]
     if "/" not in installed and installed.endswith(".pth"):
@@ -346,11 +346,11 @@ def _member_end(descriptor: int, info: zipfile.ZipInfo, names: int) -> int:
     end: int = info.header_offset + _LOCAL_HEADER.size + names + info.compress_size
     if info.flag_bits & 0x08:
         signature = os.pread(descriptor, 4, end)
-        zip64 = info.file_size >= zipfile.ZIP64_LIMIT or \
-            info.compress_size >= zipfile.ZIP64_LIMIT
+        zip64 = (info.file_size >= zipfile.ZIP64_LIMIT or
+            info.compress_size >= zipfile.ZIP64_LIMIT)
         body = 20 if zip64 else 12
-        has_signature = len(signature) == 4 and \
-            struct.unpack("<I", signature)[0] == _DATA_DESCRIPTOR
+        has_signature = (len(signature) == 4 and
+            struct.unpack("<I", signature)[0] == _DATA_DESCRIPTOR)
         end += body + (4 if has_signature else 0)
     return end
 
@@ -553,9 +553,9 @@ class _LeakScanner:
         end = window.find(b"\0", position, position + _SAMPLE)
         if end < 0 or not window.endswith(_SUFFIXES, position, end):
             return False
-        if _SOURCE_FILE.match(window, position) is None or \
-                window.startswith(_SYSTEM_SOURCES, position) or \
-                window.find(b"XXXXXX", position, end) >= 0:
+        if (_SOURCE_FILE.match(window, position) is None or
+                window.startswith(_SYSTEM_SOURCES, position) or
+                window.find(b"XXXXXX", position, end) >= 0):
             return False   # (XXXXXX: a mkstemp template, not a file of the build)
         self._record(SOURCE_FILE, window, _drive_start(window, position), end)
         return True
@@ -578,8 +578,8 @@ class _LeakScanner:
         if known is not None and known.count >= _SAMPLES:
             self.found[prefix] = Leak(prefix, known.sample, known.samples, known.count + 1)
             return
-        sample = window[position:end].decode("utf-8", "replace") if end >= 0 else \
-            _sample(window, position)
+        sample = (window[position:end].decode("utf-8", "replace") if end >= 0 else
+            _sample(window, position))
         if known is None:
             self.found[prefix] = Leak(prefix, sample, (sample,), 1)
             return
@@ -635,8 +635,8 @@ def _source_files(scanner: _LeakScanner, window: bytes, limit: int) -> None:
             position = window.find(b"/", position + 1, end)
         if position < 1 or position >= limit:
             continue
-        if scanner._source_file(window, position) and \
-                scanner.found[SOURCE_FILE].count >= _SAMPLES:
+        if (scanner._source_file(window, position) and
+                scanner.found[SOURCE_FILE].count >= _SAMPLES):
             return
 
 

@@ -102,8 +102,8 @@ def _jobs(text: str) -> int:
     """A job count: a whole number from 0 (one per core) to MAX_JOBS, read without handing
     int() thousands of digits."""
     digits = text.strip()
-    if not digits.isdigit() or not digits.isascii() or len(digits.lstrip("0")) > 4 \
-            or int(digits) > MAX_JOBS:
+    if (not digits.isdigit() or not digits.isascii() or len(digits.lstrip("0")) > 4
+            or int(digits) > MAX_JOBS):
         raise ValueError(f"jobs must be a whole number from 0 (one per core) to {MAX_JOBS}, "
                          f"not '{shown(text)}'")
     return int(digits)

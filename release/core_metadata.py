@@ -195,8 +195,8 @@ def absolute_links(text: str, *, base: str | None, folder: str = "",
                     "links are then made absolute")
         path = inner.lstrip("/") if inner.startswith("/") else posixpath.normpath(
             posixpath.join(folder, inner))
-        kind = "raw" if path.split("#")[0].split("?")[0].lower().endswith(_IMAGE_SUFFIXES) \
-            else "blob"
+        kind = ("raw" if path.split("#")[0].split("?")[0].lower().endswith(_IMAGE_SUFFIXES)
+            else "blob")
         url = f"{base}/{kind}/{BRANCH}/{path}"
         return f"<{url}>" if bracketed else url
 
@@ -229,8 +229,8 @@ def absolute_links(text: str, *, base: str | None, folder: str = "",
         else:
             reference = _REFERENCE.match(line)
             if reference:
-                line = reference.group(1) + absolute(reference.group(2)) + \
-                    line[reference.end():]
+                line = (reference.group(1) + absolute(reference.group(2)) +
+                    line[reference.end():])
                 lines.append(line)
             else:
                 lines.append(prose(line))

@@ -18,8 +18,8 @@ from release.tool import Tool
 
 def folder_name(release: ResolvedRelease) -> str:
     """``edgert_cu12-0.1.0.dist-info``."""
-    return f"{wheel.normalize_distribution(release.distribution)}-" \
-           f"{release.manifest.version}.dist-info"
+    return (f"{wheel.normalize_distribution(release.distribution)}-"
+           f"{release.manifest.version}.dist-info")
 
 
 def metadata_files(release: ResolvedRelease) -> dict[str, bytes]:

@@ -88,8 +88,8 @@ class SystemPolicy:
         found = set()
         for version in required:
             prefix, _, number = version.partition("_")
-            if prefix in self.symbol_versions and number and \
-                    number not in self.symbol_versions[prefix]:
+            if (prefix in self.symbol_versions and number and
+                    number not in self.symbol_versions[prefix]):
                 found.add(version)
         return sorted(found, key=lambda v: (v.partition("_")[0], _number(v.partition("_")[2])))
 

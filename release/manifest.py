@@ -430,13 +430,13 @@ def _check_names(manifest: Manifest, release: dict[str, Any]) -> None:
             raise _refuse(root, key, f"is a name of {len(value)} characters ('{shown(value)}')",
                           fix=f"keep names to {MAX_NAME} characters (they name files, folders "
                               "and distributions)")
-    if not _DOTTED.match(manifest.package) \
-            or any(keyword.iskeyword(part) for part in manifest.package.split(".")):
+    if (not _DOTTED.match(manifest.package)
+            or any(keyword.iskeyword(part) for part in manifest.package.split("."))):
         raise _refuse(root, "tool.release.package", f"'{manifest.package}' is not an import "
                       "package name", fix="use a Python identifier (letters, digits, '_'; "
                       "dots between parts), e.g. 'edgert'")
-    if not _DOTTED.match(manifest.extension) \
-            or not manifest.extension.startswith(manifest.package + "."):
+    if (not _DOTTED.match(manifest.extension)
+            or not manifest.extension.startswith(manifest.package + ".")):
         raise _refuse(root, "tool.release.extension", f"'{manifest.extension}' is not a "
                       f"module of the package '{manifest.package}'",
                       fix=f"name it '{manifest.package}.<module>' (identifiers only)")

@@ -134,8 +134,8 @@ def _wheel_of(file: str, package: str) -> bool:
     """Whether wheel file name ``file`` is a wheel of the pinned ``package`` (name==version)."""
     name, version = package.split("==", 1)
     parts = file.split("-")
-    return file.endswith(".whl") and len(parts) >= 5 and \
-        _normalized(parts[0]) == _normalized(name) and parts[1] == version
+    return (file.endswith(".whl") and len(parts) >= 5 and
+        _normalized(parts[0]) == _normalized(name) and parts[1] == version)
 
 
 class _Entry:

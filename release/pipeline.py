@@ -99,9 +99,9 @@ def make_plan(manifest: Manifest, options: BuildOptions, environ: Mapping[str, s
     target = target_of(manifest, options.platform, options.arch, host)
     declared = manifest.variant(options.variant)
     asked = (manifest, host, target, declared, options.form)
-    release = resolved if resolved is not None and asked == (
-        resolved.manifest, resolved.host, resolved.target, resolved.declared, resolved.form) \
-        else resolve(manifest, target, declared, host=host, form=options.form)
+    release = (resolved if resolved is not None and asked == (
+        resolved.manifest, resolved.host, resolved.target, resolved.declared, resolved.form)
+        else resolve(manifest, target, declared, host=host, form=options.form))
     check_released(declared, target)
     route = release.route
     if not route.reachable:
@@ -286,8 +286,9 @@ def _configure_part(plan: Plan, part: _Part, toolchain_arguments: list[str]) -> 
     first = not (build_dir / "CMakeCache.txt").exists()
     waiting = ("CMake detects the compilers and the platform before it prints anything "
                f"({plan.release.platform.first_configure_note})")
-    with progress.long_step(f"first configure of {build_dir}", waiting_for=waiting) if first \
-            else nullcontext():
+    announced = (progress.long_step(f"first configure of {build_dir}", waiting_for=waiting)
+                 if first else nullcontext())
+    with announced:
         _native([tools.cmake(cache=plan.cache), "-S", source, "-B", build_dir,
                  *wanted["arguments"]], build_dir, what="CMake configure",
                  fix=f"read the CMake error above; delete {build_dir} to start clean",
@@ -444,8 +445,8 @@ def _verify(plan: Plan, state: _State) -> None:
     if plan.options.verify is VerifyMode.NONE:
         log.info("verify skipped (--verify none)")
         return
-    runner = None if plan.options.verify is VerifyMode.STATIC else \
-        plan.release.platform.runner(plan.release.target, host=plan.release.host, cache=plan.cache)
+    runner = (None if plan.options.verify is VerifyMode.STATIC else
+        plan.release.platform.runner(plan.release.target, host=plan.release.host, cache=plan.cache))
     static = runner is None
     if static and plan.options.verify is not VerifyMode.STATIC:
         log.info("verify reads files only: this host cannot run %s binaries",

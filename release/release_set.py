@@ -351,11 +351,11 @@ def _entry_of(facts: WheelFacts, entries: Mapping[tuple[str, str], MatrixEntry]
                              "is not in the manifest's release matrix",
                              fix="remove it, or declare its target and variant")]
     # a variant wheel belongs to the project's distribution; a separate one to the variant's
-    distribution = record.distribution if facts.name.variant is not None else \
-        entry.distribution
+    distribution = (record.distribution if facts.name.variant is not None else
+        entry.distribution)
     wanted = normalize_distribution(distribution)
-    if normalize_distribution(facts.metadata.get("Name", "")) != wanted or \
-            facts.name.distribution.lower() != wanted:
+    if (normalize_distribution(facts.metadata.get("Name", "")) != wanted or
+            facts.name.distribution.lower() != wanted):
         return entry, [_error("matrix", facts.path.name, f"is not named {distribution}, "
                               f"the {entry.variant.name} variant's distribution",
                               fix="rebuild it through the pipeline")]

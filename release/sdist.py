@@ -22,6 +22,7 @@ SOURCE_DATE_EPOCH (1980-01-01 when unset), owner and group 0 without names, mode
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import logging
@@ -149,9 +150,12 @@ def write_sdist(manifest: Manifest, directory: Path, environ: Mapping[str, str])
     partial = path.with_name(path.name + ".partial")
     entries = [(f"{base}/{name}", name) for name in files] + [(f"{base}/{PKG_INFO}", None)]
     try:
-        with open(partial, "wb") as raw, \
-                gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as compressed, \
-                tarfile.open(fileobj=compressed, mode="w", format=tarfile.PAX_FORMAT) as archive:
+        with contextlib.ExitStack() as stack:
+            raw = stack.enter_context(open(partial, "wb"))
+            compressed = stack.enter_context(
+                gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0))
+            archive = stack.enter_context(
+                tarfile.open(fileobj=compressed, mode="w", format=tarfile.PAX_FORMAT))
             for arcname, name in sorted(entries):
                 if name is None:
                     info = tarfile.TarInfo(arcname)

@@ -143,8 +143,8 @@ def read_manifest(folder: Path) -> tuple[dict[str, object], dict[str, dict[str, 
         header, files = json.loads(header_line), json.loads(files_line)
     except (OSError, ValueError):
         return None
-    if not isinstance(header, dict) or header.get("schema") != SCHEMA or \
-            not isinstance(files, dict):
+    if (not isinstance(header, dict) or header.get("schema") != SCHEMA or
+            not isinstance(files, dict)):
         return None
     return header, files
 
@@ -156,8 +156,8 @@ def _file_damage(name: str, path: Path, status: os.stat_result,
     if "link" in sealed:
         same = stat.S_ISLNK(status.st_mode) and os.readlink(path) == sealed["link"]
     else:
-        same = stat.S_ISREG(status.st_mode) and status.st_size == sealed.get("size") \
-            and file_sha256(path) == sealed.get("sha256")
+        same = (stat.S_ISREG(status.st_mode) and status.st_size == sealed.get("size")
+            and file_sha256(path) == sealed.get("sha256"))
     return None if same else Damage(name, "changed since it was installed")
 
 

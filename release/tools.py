@@ -117,8 +117,8 @@ def _pip_install(arguments: list[str | os.PathLike[str]], *, what: str, fix: str
         output, message = error.output, error.what
         if terminal:   # pip wrote to the terminal: what it said is in its log
             output = _read_log(pip_log)[-4000:] or output
-            message = f"{what} failed with exit status {error.returncode}: " \
-                      f"{_cmd.first_error(output)}"
+            message = (f"{what} failed with exit status {error.returncode}: "
+                      f"{_cmd.first_error(output)}")
         mismatch = hash_mismatch(output)
         if mismatch is not None:
             raise ToolError(f"{what}: {mismatch}", fix="the index served a file the pin does "
@@ -150,8 +150,8 @@ def hash_mismatch(output: str) -> str | None:
     """pip's hash-checking refusal as one line naming the file, or None."""
     match = _MISMATCH.search(output)
     if match is None:
-        return "pip refused a file whose sha256 is not pinned" \
-            if "DO NOT MATCH THE HASHES" in output else None
+        return ("pip refused a file whose sha256 is not pinned"
+            if "DO NOT MATCH THE HASHES" in output else None)
     package, url, expected, others, got = match.groups()
     more = others.count("or")
     return (f"{url.rsplit('/', 1)[-1].split('#')[0]} ({package}) has sha256 {got}, "

@@ -199,8 +199,8 @@ def _copy_entry(source: Path, member: archive.Member, out: zipfile.ZipFile,
     """Streams one entry into ``out`` in the reproducible form; its RECORD row."""
     target = _zip_info(member.name, mode=member.mode, epoch=epoch)
     digest, size = hashlib.sha256(), 0
-    with out.open(target, "w", force_zip64=member.declared_size >= zipfile.ZIP64_LIMIT) \
-            as writer:
+    zip64 = member.declared_size >= zipfile.ZIP64_LIMIT
+    with out.open(target, "w", force_zip64=zip64) as writer:
         for chunk in archive.member_chunks(source, member):
             digest.update(chunk)
             size += len(chunk)

@@ -49,16 +49,16 @@ class LinuxPlatform(Platform):
         own = host.arch(self.name)
         refusal = self._refusal(target, host)
         if refusal is not None:
-            cross_built = host.system == "linux" and target.arch != own \
-                and target.arch in cross.cross_targets()
+            cross_built = (host.system == "linux" and target.arch != own
+                and target.arch in cross.cross_targets())
             return BuildRoute(Route.CROSS if cross_built else Route.ELSEWHERE, refusal.what,
                               fix=refusal.fix)
         if target.arch == own:
             return BuildRoute(Route.NATIVE, f"this machine's gcc/g++ ({target.arch})")
         found = cross.cross_target(target.arch, own)
         emulator = emulation.find_emulator(found)
-        runs = f"run under {os.path.basename(emulator)}" if emulator else \
-            f"not run (verify reads files only: apt-get install {found.emulator_package})"
+        runs = (f"run under {os.path.basename(emulator)}" if emulator else
+            f"not run (verify reads files only: apt-get install {found.emulator_package})")
         return BuildRoute(Route.CROSS, f"{found.compilers[1]}; programs {runs}")
 
     def cmake_arguments(self, target: Target, *, host: Host, ccache: bool, cache: Path,
@@ -68,8 +68,8 @@ class LinuxPlatform(Platform):
             for compiler in ("cc", "c++"):
                 _cmd.find_tool(compiler,
                                fix="install gcc and g++ (apt-get install build-essential)")
-        arguments = [] if target.arch == own else \
-            cross.cmake_arguments(cross.cross_target(target.arch, own))
+        arguments = ([] if target.arch == own else
+            cross.cmake_arguments(cross.cross_target(target.arch, own)))
         launcher = shutil.which("ccache")
         if launcher is None or not ccache:
             return arguments

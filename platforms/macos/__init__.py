@@ -404,8 +404,8 @@ def _listing(tree: Path) -> dict[str, str]:
             path = Path(folder, name)
             relative = path.relative_to(tree).as_posix()
             mode = path.lstat().st_mode
-            found[relative] = f"link:{os.readlink(path)}" if stat.S_ISLNK(mode) else \
-                "dir" if stat.S_ISDIR(mode) else "file"
+            found[relative] = (f"link:{os.readlink(path)}" if stat.S_ISLNK(mode) else
+                "dir" if stat.S_ISDIR(mode) else "file")
     return found
 
 

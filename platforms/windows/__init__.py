@@ -58,8 +58,8 @@ def python_folder(build_dir: Path, cache: Path) -> tuple[Path, Path]:
     stamp = folder / "source.txt"
     wanted = f"{source}\n{PYCONFIG.read_text(encoding='utf-8')}"
     library = folder / "python3.lib"
-    if not stamp.is_file() or stamp.read_text(encoding="utf-8") != wanted \
-            or not library.is_file():
+    if (not stamp.is_file() or stamp.read_text(encoding="utf-8") != wanted
+            or not library.is_file()):
         shutil.rmtree(folder, ignore_errors=True)
         shutil.copytree(source, include)
         shutil.copyfile(PYCONFIG, include / "pyconfig.h")
@@ -93,8 +93,8 @@ class WindowsPlatform(Platform):
             return BuildRoute(Route.ELSEWHERE, f"building {target.name} needs Windows, Linux or "
                               "macOS", fix="build on one of those")
         found = wine.find_wine() if host.system == "linux" else None
-        runs = f"run under {os.path.basename(found)}" if found else \
-            f"not run (verify reads files only: apt-get install {wine.WINE_PACKAGE})"
+        runs = (f"run under {os.path.basename(found)}" if found else
+            f"not run (verify reads files only: apt-get install {wine.WINE_PACKAGE})")
         return BuildRoute(Route.CROSS, f"zig {TARGET.triple} ({zig.requirement()}, from the "
                           f"package index); programs {runs}")
 

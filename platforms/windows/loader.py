@@ -114,8 +114,8 @@ class _PathEvaluator:
                 for target in node.targets:
                     if isinstance(target, ast.Name):
                         self.names.setdefault(target.id, []).append(node.value)
-            elif isinstance(node, (ast.NamedExpr, ast.AnnAssign)) and \
-                    isinstance(node.target, ast.Name) and node.value is not None:
+            elif (isinstance(node, (ast.NamedExpr, ast.AnnAssign)) and
+                    isinstance(node.target, ast.Name) and node.value is not None):
                 self.names.setdefault(node.target.id, []).append(node.value)
 
     def value(self, node: ast.expr, depth: int = 0) -> str:
@@ -154,8 +154,8 @@ class _PathEvaluator:
         if not (isinstance(index, ast.Constant) and isinstance(index.value, int)):
             raise _Unknown
         value = node.value
-        if isinstance(value, ast.Call) and _function_name(value) == "split" \
-                and len(value.args) == 1 and not value.keywords:
+        if (isinstance(value, ast.Call) and _function_name(value) == "split"
+                and len(value.args) == 1 and not value.keywords):
             folder, name = posixpath.split(self.value(value.args[0], depth + 1))
             if index.value in (0, -2):
                 return folder
@@ -172,8 +172,8 @@ class _PathEvaluator:
         function = node.func
         name = _function_name(node)
         arguments = [self.value(argument, depth + 1) for argument in node.args]
-        if isinstance(function, ast.Attribute) and name in ("resolve", "absolute") \
-                and not arguments:
+        if (isinstance(function, ast.Attribute) and name in ("resolve", "absolute")
+                and not arguments):
             return self.value(function.value, depth + 1)
         if name == "join" and arguments:
             return posixpath.join(*arguments)
@@ -186,8 +186,8 @@ class _PathEvaluator:
 
 def _function_name(node: ast.Call) -> str:
     function = node.func
-    return function.attr if isinstance(function, ast.Attribute) else \
-        function.id if isinstance(function, ast.Name) else ""
+    return (function.attr if isinstance(function, ast.Attribute) else
+        function.id if isinstance(function, ast.Name) else "")
 
 
 # ctypes' ways of loading a DLL by its path: the class constructors and the loaders'

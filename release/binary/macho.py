@@ -88,8 +88,8 @@ def is_macho(head: bytes) -> bool:
     """Thin Mach-O magic, or fat magic with a plausible slice count (not a Java class)."""
     if head[:4] in _THIN:
         return True
-    return head[:4] in _FAT and len(head) >= 8 and \
-        0 < int.from_bytes(head[4:8], "big") <= _MAX_SLICES
+    return (head[:4] in _FAT and len(head) >= 8 and
+        0 < int.from_bytes(head[4:8], "big") <= _MAX_SLICES)
 
 
 def os_version(packed: int) -> str:
@@ -234,8 +234,8 @@ class _SliceParser:
                 symtab = self.view.unpack("IIII", body + 8, "symbol table command")
             elif cmd == LC_DYSYMTAB:
                 # ilocalsym nlocalsym iextdefsym nextdefsym iundefsym nundefsym
-                _, _, first_external, defined, first_undefined, undefined = \
-                    self.view.unpack("IIIIII", body + 8, "dynamic symbol table command")
+                _, _, first_external, defined, first_undefined, undefined = (
+                    self.view.unpack("IIIIII", body + 8, "dynamic symbol table command"))
                 if first_undefined == first_external + defined:
                     external = (first_external, defined + undefined)
             offset += size
@@ -303,8 +303,8 @@ class _SliceParser:
              hash_size, hash_type, _platform, page_log) = blob.unpack(
                 "IIIIIIIIIBBBB", start, "code directory")
             algorithm = _HASHES.get(hash_type)
-            if magic != CSMAGIC_CODEDIRECTORY or algorithm is None or \
-                    limit > self.length or not 0 <= page_log < 32:
+            if (magic != CSMAGIC_CODEDIRECTORY or algorithm is None or
+                    limit > self.length or not 0 <= page_log < 32):
                 return False
             page = 1 << page_log if page_log else limit
             if slots != (limit + page - 1) // page if page else slots != 0:
@@ -428,8 +428,8 @@ def searched_name(install_name: str) -> str:
     nothing in a wheel resolves) as written."""
     if install_name.startswith("@rpath/"):
         return install_name[len("@rpath/"):]
-    if install_name.startswith("@") and "/" in install_name and \
-            not install_name.startswith("@executable_path"):
+    if (install_name.startswith("@") and "/" in install_name and
+            not install_name.startswith("@executable_path")):
         return posixpath.basename(install_name)
     return install_name
 

@@ -106,8 +106,8 @@ class _Parser:
                                             symbol_table, symbol_count)
 
         def directory(index: int) -> tuple[int, int]:
-            return (directories[index][0], directories[index][1]) \
-                if index < len(directories) else (0, 0)
+            return ((directories[index][0], directories[index][1])
+                if index < len(directories) else (0, 0))
 
         imports = self._imports(*directory(DIRECTORY_IMPORT))
         delayed = self._delay_imports(*directory(DIRECTORY_DELAY_IMPORT))
@@ -225,8 +225,8 @@ class _Parser:
                                 "functions")
             (address,) = addresses[index]
             # an address inside the export directory is a forwarder ("OTHER.name")
-            kind = "notype" if rva <= address < rva + size else \
-                "func" if self._executable(address) else "object"
+            kind = ("notype" if rva <= address < rva + size else
+                "func" if self._executable(address) else "object")
             name = self._string_at(name_rva, "export name")
             self.view.spend("names", len(name) + 1, "export name table")
             result.append((name, kind))

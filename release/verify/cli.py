@@ -57,8 +57,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def options_from(arguments: argparse.Namespace) -> VerifyOptions:
-    if arguments.load_timeout <= 0 or arguments.workers < 1 or arguments.max_pairs < 0 \
-            or not 0 < arguments.deadline < 10 ** 7:
+    if (arguments.load_timeout <= 0 or arguments.workers < 1 or arguments.max_pairs < 0
+            or not 0 < arguments.deadline < 10 ** 7):
         raise ConfigurationError("verify: --load-timeout, --workers, --max-pairs and "
                                  "--deadline must be positive", fix="pass positive numbers")
     return VerifyOptions(heuristic_ownership=arguments.heuristic_ownership,

@@ -475,8 +475,8 @@ def hidden_entries(top: str, *, walk: Callable[[str], Any] = os.walk,
         for name in sorted(folders):
             path = os.path.join(folder, name)
             mode = _mode(mode_of, path)
-            if mode is not None and stat.S_ISDIR(mode) and \
-                    (mode & (stat.S_IROTH | stat.S_IXOTH)) != (stat.S_IROTH | stat.S_IXOTH):
+            if (mode is not None and stat.S_ISDIR(mode) and
+                    (mode & (stat.S_IROTH | stat.S_IXOTH)) != (stat.S_IROTH | stat.S_IXOTH)):
                 hidden.append(path + "/")
         folders[:] = [name for name in folders if os.path.join(folder, name) + "/" not in hidden]
         for name in sorted(files):

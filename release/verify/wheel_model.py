@@ -118,8 +118,9 @@ class BinaryFile:
             data = self.read_bytes()
             start, end = section.offset, section.offset + section.size
             return {needle for needle in needles if data.find(needle, start, end) >= 0}
-        with self.extracted_path.open("rb") as handle, \
-                mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+        with self.extracted_path.open("rb") as handle:
+            mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        with mapped:
             end = min(section.offset + section.size, len(mapped))
             return {needle for needle in needles
                     if mapped.find(needle, section.offset, end) >= 0}

@@ -236,8 +236,8 @@ def _candidates(program: ProgramDef) -> list[int]:
         bias_index = node.inputs[2] if len(node.inputs) > 2 else -1
         bias_ok = bias_index < 0 or (program.values[bias_index].is_constant and
                                      program.values[bias_index].dtype == "float32")
-        if weight.is_constant and weight.dtype == "float32" and \
-                len(weight.shape) == _QUANTIZED[node.op][1] and bias_ok:
+        if (weight.is_constant and weight.dtype == "float32" and
+                len(weight.shape) == _QUANTIZED[node.op][1] and bias_ok):
             found.append(position)
     return found
 

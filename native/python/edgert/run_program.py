@@ -79,8 +79,8 @@ def index_bounds(definition: ProgramDef) -> dict[int, int]:
                 continue
             shape = definition.values[node.inputs[table_at]].shape
             axis = node.attributes.get(axis_name, 0) if axis_name else 0
-            if isinstance(axis, int) and shape and -len(shape) <= axis < len(shape) \
-                    and shape[axis] > 0:
+            if (isinstance(axis, int) and shape and -len(shape) <= axis < len(shape)
+                    and shape[axis] > 0):
                 bounds[position] = min(bounds.get(position, shape[axis]), shape[axis])
     return bounds
 
@@ -92,8 +92,8 @@ def _shapes(given: Sequence[str]) -> dict[int, tuple[int, ...]]:
         try:
             shapes[int(index)] = tuple(int(dim) for dim in dims.split(","))
         except ValueError:
-            raise UsageError(f"--shape {text}: write INPUT=D0,D1,... (e.g. --shape 0=4,16)") \
-                from None
+            message = f"--shape {text}: write INPUT=D0,D1,... (e.g. --shape 0=4,16)"
+            raise UsageError(message) from None
     return shapes
 
 
@@ -104,9 +104,9 @@ def _shape_of(index: int, declared: tuple[int, ...], given: tuple[int, ...] | No
     example runs them, said on stderr with the flag that gives another size."""
     listed = ",".join(map(str, declared))
     if given is not None:
-        if len(given) != len(declared) or any(
-                want >= 0 and got != want for want, got in zip(declared, given)) \
-                or min(given, default=0) < 0:
+        if (len(given) != len(declared) or any(
+                want >= 0 and got != want for want, got in zip(declared, given))
+                or min(given, default=0) < 0):
             raise UsageError(f"--shape {index}={','.join(map(str, given))} does not fit input "
                              f"{index}'s declared shape [{listed}] (-1: any size)")
         return given

@@ -273,8 +273,8 @@ def _opened_together(groups: dict[tuple[str, ...], list[str]],
 
 
 def _vague(name: str) -> bool:
-    return name.startswith(_STD) or name.startswith(_VAGUE) or name.startswith(_RUNTIME) or \
-        _template_instance(name)
+    return (name.startswith(_STD) or name.startswith(_VAGUE) or name.startswith(_RUNTIME) or
+        _template_instance(name))
 
 
 def _template_instance(name: str) -> bool:
@@ -335,10 +335,10 @@ def _copies(wheel: WheelModel, binaries: list[BinaryFile]
     # one finding: one packing step copied each of them (a wheel holds no symbolic links)
     files = sum(len(group) for group in groups)
     first = groups[0]
-    what = (f"{len(first)} byte-identical copies of one library: {', '.join(first[:4])}"
-            + (", ..." if len(first) > 4 else "")) if len(groups) == 1 else \
+    what = ((f"{len(first)} byte-identical copies of one library: {', '.join(first[:4])}"
+            + (", ..." if len(first) > 4 else "")) if len(groups) == 1 else
         (f"{len(groups)} libraries are each shipped as byte-identical copies ({files} files), "
-         f"e.g. {', '.join(first[:3])}")
+         f"e.g. {', '.join(first[:3])}"))
     findings = [finding(
         NAME, Severity.WARNING, first[-1] if len(groups) == 1 else "", what,
         why="both can be loaded into one process, each with its own state",

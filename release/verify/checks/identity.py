@@ -56,8 +56,8 @@ def _dist_info_findings(wheel: WheelModel, name: str, version: str) -> list[Find
         same_version = Version(folder_version) == Version(version)
     except InvalidVersion:
         same_version = False
-    if canonicalize_name(project) == canonicalize_name(name) and same_version \
-            and "-" not in folder_version:
+    if (canonicalize_name(project) == canonicalize_name(name) and same_version
+            and "-" not in folder_version):
         return []
     return [finding(NAME, Severity.ERROR, wheel.dist_info,
                     f"the .dist-info folder '{wheel.dist_info}' is not named for the file "

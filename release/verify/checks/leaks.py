@@ -177,8 +177,8 @@ def _leak_finding(causes: list[str], vendor: str, hits: list[tuple[str, Leak]],
             NAME, Severity.WARNING, lead, f"{many} an absolute source file name, e.g. "
             f"'{samples[0]}'", why=_WHY + " (assert() and __FILE__ keep it)",
             fix="build with -ffile-prefix-map=<source>=<name>", **details)
-    known = f" ({'; '.join(c for c in causes if c not in prefixes)})" \
-        if any(c not in prefixes for c in causes) else ""
+    known = (f" ({'; '.join(c for c in causes if c not in prefixes)})"
+        if any(c not in prefixes for c in causes) else "")
     return finding(
         NAME, Severity.ERROR if cause in strict else Severity.WARNING, lead,
         f"{many} {paths}{known}, e.g. {samples[0]!r}", why=_WHY,

@@ -56,8 +56,8 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
             groups.setdefault((UNDECLARED, item.distribution), []).append(item)
         elif item.kind == TOOLKIT:
             groups.setdefault((TOOLKIT, item.via), []).append(item)
-        elif item.kind == IMPORTED and item.builds and context.static and \
-                item.binary not in opened:
+        elif (item.kind == IMPORTED and item.builds and context.static and
+                item.binary not in opened):
             groups.setdefault(("variant", item.distribution), []).append(item)
         elif item.kind in (IMPORTED, OPTIONAL):
             about = {IMPORTED: item.via, OPTIONAL: item.distribution}

@@ -291,8 +291,8 @@ def check(wheel: WheelModel, context: VerifyContext) -> list[Finding]:
              for pair in ((first, second), (second, first))]
     cap = max(0, context.options.max_pairs) * 2
     together = [b for b in entry_points if b.path not in held]
-    jobs = ([_job(wheel, context, together, needs)] if together else []) + \
-        [_job(wheel, context, [binary], needs) for binary in candidates]
+    jobs = (([_job(wheel, context, together, needs)] if together else []) +
+        [_job(wheel, context, [binary], needs) for binary in candidates])
     results = _run_all(wheel, context, loader, runner, sites, jobs)
     alone = results[1:] if together else results
     broken = {binary.path for binary, result in zip(candidates, alone) if result is not None}

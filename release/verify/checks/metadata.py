@@ -27,8 +27,8 @@ def _promise_findings(wheel: WheelModel, context: VerifyContext) -> list[Finding
     too_new: dict[str, list[str]] = {}
     for binary in wheel.binaries:
         # a fat file serves every machine it has a slice for (universal2 in an arm64 wheel)
-        if policy.machine and binary.info.machine != policy.machine and \
-                policy.machine not in binary.info.architectures:
+        if (policy.machine and binary.info.machine != policy.machine and
+                policy.machine not in binary.info.architectures):
             machines.setdefault(binary.info.machine, []).append(binary.path)
             continue
         for version in policy.too_new(binary.info.required_versions):

@@ -91,10 +91,10 @@ def _compare(wheel: WheelModel, package: str, answers: dict[str, dict[str, Answe
              requests: list[Request]) -> list[Finding]:
     findings = []
     record = wheel.build_record
-    opt_in = {c.file.rsplit("/", 1)[-1]: c.name for c in record.components if c.opt_in} \
-        if record else {}
-    files = {c.cmake_component: c.file.rsplit("/", 1)[-1] for c in record.components} \
-        if record else {}
+    opt_in = ({c.file.rsplit("/", 1)[-1]: c.name for c in record.components if c.opt_in}
+        if record else {})
+    files = ({c.cmake_component: c.file.rsplit("/", 1)[-1] for c in record.components}
+        if record else {})
     old, new = answers["old"], answers["new"]
     for request in requests:
         label = request.label
