@@ -31,7 +31,7 @@ from release.host import Host
 from release.manifest import PLATFORMS, Manifest
 from release.pipeline import run as run_pipeline
 from release.platform import get_platform
-from release.resolved import ResolvedRelease, resolve, target_of
+from release.resolved import ResolvedRelease, resolve
 
 _Hook = TypeVar("_Hook", bound=Callable[..., Any])
 
@@ -143,8 +143,9 @@ def prepare_metadata_for_build_wheel(metadata_directory: str,
 
 def _release(manifest: Manifest, options: BuildOptions, host: Host) -> ResolvedRelease:
     """The release ``options`` ask for on ``host`` (the build's own, release/resolved.py)."""
-    return resolve(manifest, target_of(manifest, options.platform, options.arch, host),
-                   manifest.variant(options.variant), host=host, form=options.form)
+    selection = manifest.select(options.platform, options.arch, options.variant,
+                                own_arch=host.arch(options.platform))
+    return resolve(manifest, selection, host=host, form=options.form)
 
 
 @_clean_errors

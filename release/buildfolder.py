@@ -181,11 +181,23 @@ def _pause_before_rename() -> None:
     """Nothing; a test widens the race between writing and renaming through it."""
 
 
-def publish(wheel: Path, out_dir: Path) -> Path:
+def write_atomically(path: Path, text: str) -> None:
+    """Writes ``text`` beside ``path`` and renames it there: ``path`` is the old text or
+    the new one, never a part."""
+    partial = path.with_name(path.name + ".partial")
+    try:
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def publish(wheel: Path, out_dir: Path, index: tuple[Path, str] | None = None) -> Path:
     """Copies the finished wheel into ``out_dir`` under a temporary name of this process
     (hidden, unique: another build publishing into the same folder has its own), flushes it
     to disk and renames it: the release name appears only complete, and two builds that
-    publish the same wheel each rename a complete file (the last one stays)."""
+    publish the same wheel each rename a complete file (the last one stays). ``index``
+    (a path and its text: the variants index the wheel joins) is written after it."""
     final = out_dir / wheel.name
     if final.is_dir():
         raise EnvironmentFailure(f"{final} is a folder", fix="remove it or choose another --out")
@@ -216,6 +228,8 @@ def publish(wheel: Path, out_dir: Path) -> Path:
         raise
     _published.append(final)
     _fsync_folder(out_dir)
+    if index is not None:
+        write_atomically(*index)
     return final
 
 

@@ -142,6 +142,37 @@ class Manifest:
         """The variant provider packages the manifest names, each once."""
         return tuple(dict.fromkeys(v.provider for v in self.variants if v.provider))
 
+    def select(self, platform: str, arch: str | None, variant: str, *,
+               own_arch: str = "") -> Selection:
+        """What a build of ``variant`` for ``platform`` makes: the target of ``arch``, or
+        with none the host's own (``own_arch``) when there is a target for it, else the
+        platform's first; refused when the variant is not released on the platform."""
+        target = self.target(platform, arch or self.default_arch(platform, own_arch))
+        declared = self.variant(variant)
+        if not declared.ships_on(target.platform):
+            raise ConfigurationError(
+                f"variant '{declared.name}' is not released for {target.platform} targets",
+                fix=f"build it for one of: {', '.join(declared.platforms)} (the platforms of "
+                    f"[tool.release.variants.{declared.name}])")
+        return self.selection(target, declared)
+
+    def selection(self, target: Target, declared: Variant) -> Selection:
+        return Selection(target, declared, self.components_for(declared.name))
+
+    def selections(self) -> tuple[Selection, ...]:
+        """Every (target, variant) the manifest releases, in manifest order (targets
+        outer)."""
+        return tuple(self.selection(target, declared) for target in self.targets
+                     for declared in self.variants if declared.ships_on(target.platform))
+
+    def default_arch(self, platform: str, own_arch: str) -> str:
+        """``own_arch`` (the host's) when the manifest has a target for it, else the
+        platform's first target's."""
+        arches = [t.arch for t in self.targets if t.platform == platform]
+        if not arches:
+            self.target(platform, "")  # raises the unknown-platform error
+        return own_arch if own_arch in arches else arches[0]
+
     def target(self, platform: str, arch: str) -> Target:
         known = [t for t in self.targets if t.platform == platform]
         if not known:
@@ -153,6 +184,16 @@ class Manifest:
                 return target
         raise ConfigurationError(f"unknown arch '{arch}' for platform '{platform}'",
                                  fix=f"use one of: {', '.join(t.arch for t in known)}")
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What one build makes, as the manifest declares it: a target, a variant released on
+    its platform, and the components that variant ships."""
+
+    target: Target
+    variant: Variant
+    components: tuple[Component, ...]
 
 
 class _Table:

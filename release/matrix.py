@@ -71,9 +71,8 @@ def release_matrix(manifest: Manifest, host: Host) -> tuple[MatrixEntry, ...]:
     """Every (target, variant) the manifest releases, in manifest order (targets outer), as
     ``host`` (the edge's) builds it; each variant is loaded from its provider once."""
     variants = load_variants(manifest)
-    return tuple(MatrixEntry(resolve(manifest, target, declared, host=host, variants=variants))
-                 for target in manifest.targets for declared in manifest.variants
-                 if declared.ships_on(target.platform))
+    return tuple(MatrixEntry(resolve(manifest, selection, host=host, variants=variants))
+                 for selection in manifest.selections())
 
 
 def cibuildwheel_archs(target: Target) -> str:

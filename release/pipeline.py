@@ -45,9 +45,9 @@ from release.errors import (
     VerificationFailed,
 )
 from release.host import Host
-from release.manifest import Manifest, Target, Variant
+from release.manifest import Manifest, Target
 from release.repair import repair_request
-from release.resolved import ResolvedRelease, resolve, target_of
+from release.resolved import ResolvedRelease, resolve
 from release.tool import Tool
 from release.verify.api import verify_wheel
 from release.verify.options import VerifyOptions
@@ -96,29 +96,19 @@ def make_plan(manifest: Manifest, options: BuildOptions, environ: Mapping[str, s
     on its matrix entry's), used when it is the one the options ask for. Looks up no native
     compiler: the configure stage finds cc and c++ (the unit tier plans with none on PATH);
     a cross build's route still depends on finding its cross compilers."""
-    target = target_of(manifest, options.platform, options.arch, host)
-    declared = manifest.variant(options.variant)
-    asked = (manifest, host, target, declared, options.form)
+    selection = manifest.select(options.platform, options.arch, options.variant,
+                                own_arch=host.arch(options.platform))
+    asked = (manifest, host, selection.target, selection.variant, options.form)
     release = (resolved if resolved is not None and asked == (
         resolved.manifest, resolved.host, resolved.target, resolved.declared, resolved.form)
-        else resolve(manifest, target, declared, host=host, form=options.form))
-    check_released(declared, target)
+        else resolve(manifest, selection, host=host, form=options.form))
     route = release.route
     if not route.reachable:
         raise ToolError(route.detail, fix=route.fix)
     wheel.source_date_epoch(environ)   # a bad SOURCE_DATE_EPOCH is refused before any work
-    build_dir = options.build_dir or manifest.root / "build" / f"{target.name}-{declared.name}"
+    build_dir = options.build_dir or manifest.root / "build" / release.name
     return Plan(release=release, build_dir=build_dir.resolve(), options=options,
                 environ=environ, cache=(options.cache_dir or default_cache_dir()).resolve())
-
-
-def check_released(variant: Variant, target: Target) -> None:
-    """A variant is built only for the platforms the manifest releases it on."""
-    if not variant.ships_on(target.platform):
-        raise ConfigurationError(
-            f"variant '{variant.name}' is not released for {target.platform} targets",
-            fix=f"build it for one of: {', '.join(variant.platforms)} (the platforms of "
-                f"[tool.release.variants.{variant.name}])")
 
 
 @contextmanager
@@ -155,10 +145,8 @@ def run(manifest: Manifest, options: BuildOptions,
             # the index is merged before the wheel is published: a bad index stops both
             index = None if state.variant_json is None else wheel_variant.merged_index(
                 options.out_dir, plan.release.distribution, manifest.version, state.variant_json)
-            result.wheel = buildfolder.publish(state.wheel, options.out_dir).resolve()
-            if index is not None:
-                wheel_variant.write_atomically(*index)
-                result.variants_json = index[0]
+            result.wheel = buildfolder.publish(state.wheel, options.out_dir, index).resolve()
+            result.variants_json = None if index is None else index[0]
     return result
 
 
@@ -252,12 +240,6 @@ def _tree_intact(build_dir: Path, source: Path) -> bool:
             and ninja.rstrip("\n").endswith("default all"))
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(text, encoding="utf-8")
-    os.replace(partial, path)
-
-
 def _configure(plan: Plan, state: _State) -> None:
     toolchain = plan.release.variant.provision(environ=plan.environ, cache=plan.cache)
     state.toolchain = toolchain.tools()
@@ -293,7 +275,7 @@ def _configure_part(plan: Plan, part: _Part, toolchain_arguments: list[str]) -> 
                  *wanted["arguments"]], build_dir, what="CMake configure",
                  fix=f"read the CMake error above; delete {build_dir} to start clean",
                  stream=True)
-    _write_atomically(stamp, json.dumps(wanted))
+    buildfolder.write_atomically(stamp, json.dumps(wanted))
 
 
 LOW_SPACE = 64 << 20   # less free than this on the build folder's disk after a failure: full

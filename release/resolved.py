@@ -24,7 +24,7 @@ from release.build_options import Form
 from release.buildrecord import BuildRecord, ComponentRecord, ExampleRecord, ExtensionRecord
 from release.core_metadata import CoreMetadata
 from release.host import Host
-from release.manifest import Component, Manifest, Target, Variant
+from release.manifest import Component, Manifest, Selection, Target, Variant
 from release.platform import BuildRoute, Platform, Route, SearchPath, get_platform
 from release.variants import BuildVariant, load_variant
 
@@ -160,15 +160,16 @@ class ResolvedRelease:
         return component_file(self.manifest, self.platform, component)
 
 
-def resolve(manifest: Manifest, target: Target, declared: Variant, *, host: Host,
+def resolve(manifest: Manifest, selection: Selection, *, host: Host,
             form: Form = Form.SEPARATE, variants: Mapping[str, BuildVariant] | None = None
             ) -> ResolvedRelease:
-    """``declared`` for ``target`` on ``host``. ``variants`` are variants already loaded
-    (``load_variants``), so a matrix of many targets loads each one once."""
+    """The manifest's ``selection`` (``Manifest.select``) as ``host`` builds it.
+    ``variants`` are variants already loaded (``load_variants``), so a matrix of many
+    targets loads each one once."""
+    target, declared, components = selection.target, selection.variant, selection.components
     variant = build_variant(declared) if variants is None else variants[declared.name]
     platform = get_platform(target.platform)
     distribution = distribution_of(manifest, declared, form)
-    components = manifest.components_for(declared.name)
     return ResolvedRelease(
         manifest=manifest, host=host, target=target, platform=platform, declared=declared,
         variant=variant, form=form, distribution=distribution, components=components,
@@ -177,16 +178,3 @@ def resolve(manifest: Manifest, target: Target, declared: Variant, *, host: Host
                             distribution=distribution, components=components,
                             providers=(declared.provider,) if declared.provider else ()))
 
-
-def default_arch(manifest: Manifest, platform: str, host: Host) -> str:
-    """The host's own architecture when the manifest has a target for it, else the first."""
-    arches = [t.arch for t in manifest.targets if t.platform == platform]
-    if not arches:
-        manifest.target(platform, "")  # raises the unknown-platform error
-    own = host.arch(platform)
-    return own if own in arches else arches[0]
-
-
-def target_of(manifest: Manifest, platform: str, arch: str | None, host: Host) -> Target:
-    """The target a build asks for: ``arch`` of ``platform``, or the host's own (default)."""
-    return manifest.target(platform, arch or default_arch(manifest, platform, host))

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from release import wheel
+from release import buildfolder, wheel
 from release.errors import ConfigurationError, ToolError, WheelError
 
 NULL_LABEL = "null"                     # variantlib.constants.NULL_VARIANT_LABEL
@@ -194,20 +193,11 @@ def read_index(text: str | bytes, *, where: str) -> dict[str, tuple[str, ...]]:
             for label, description in index.variants.items()}
 
 
-def write_atomically(path: Path, text: str) -> None:
-    partial = path.with_name(path.name + ".partial")
-    try:
-        partial.write_text(text, encoding="utf-8")
-        os.replace(partial, path)
-    finally:
-        partial.unlink(missing_ok=True)
-
-
 def update_index(folder: Path, distribution: str, version: str, dist_info: str) -> Path:
     """Adds one wheel's ``variant.json`` to the index in ``folder`` (created when absent;
     the entry of the same label is replaced)."""
     path, text = merged_index(folder, distribution, version, dist_info)
-    write_atomically(path, text)
+    buildfolder.write_atomically(path, text)
     return path
 
 

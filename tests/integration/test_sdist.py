@@ -223,8 +223,8 @@ def test_the_backend_hooks_run_on_python_3_9_or_3_10(clone: Path, sdist: Path,
     from release import distinfo
     from release.resolved import resolve
     loaded = manifest.load(clone)
-    expected = distinfo.metadata_files(resolve(loaded, loaded.target("linux", "x86_64"),
-                                               loaded.variant("cpu"), host=Host.current()))
+    expected = distinfo.metadata_files(resolve(loaded, loaded.select("linux", "x86_64", "cpu"),
+                                               host=Host.current()))
     assert (dist_info / "METADATA").read_bytes() == expected["METADATA"]
     assert (dist_info / "licenses" / "LICENSE").is_file()
     again, _ = _sdist(clone, tmp_path / "sdist", python=str(older.python))

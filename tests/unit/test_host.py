@@ -16,7 +16,6 @@ from release import manifest
 from release.build_options import BuildOptions
 from release.host import Host, Runner, provide_once
 from release.pipeline import make_plan
-from release.resolved import default_arch
 from tests.conftest import ROOT
 
 
@@ -51,11 +50,11 @@ def test_an_apple_silicon_mac_defaults_to_arm64_whatever_the_target_order(
     loaded = project_data(reversed_targets=reversed_targets)
     macos = [t.arch for t in loaded.targets if t.platform == "macos"]
     assert macos[0] == ("universal2" if reversed_targets else "arm64")   # the order differs
-    assert default_arch(loaded, "macos", Host("darwin", "aarch64")) == "arm64"
-    assert default_arch(loaded, "macos", Host("darwin", "x86_64")) == "x86_64"
-    assert default_arch(loaded, "linux", Host("linux", "aarch64")) == "aarch64"
+    assert loaded.default_arch("macos", Host("darwin", "aarch64").arch("macos")) == "arm64"
+    assert loaded.default_arch("macos", Host("darwin", "x86_64").arch("macos")) == "x86_64"
+    assert loaded.default_arch("linux", Host("linux", "aarch64").arch("linux")) == "aarch64"
     # a host with no target of its own builds the manifest's first
-    assert default_arch(loaded, "linux", Host("linux", "riscv64")) == \
+    assert loaded.default_arch("linux", Host("linux", "riscv64").arch("linux")) == \
         [t.arch for t in loaded.targets if t.platform == "linux"][0]
 
 

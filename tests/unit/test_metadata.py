@@ -118,7 +118,7 @@ def test_a_misspelled_key_in_pyproject_fails_the_manifest() -> None:
 
 def dist_info_files(loaded: manifest.Manifest, variant: str) -> tuple[str, dict[str, bytes]]:
     """The .dist-info the lay-out stage writes for ``variant`` (but WHEEL)."""
-    release = resolve(loaded, loaded.target("linux", "x86_64"), loaded.variant(variant),
+    release = resolve(loaded, loaded.select("linux", "x86_64", variant),
                       host=Host("linux", "x86_64"))
     return distinfo.folder_name(release), distinfo.metadata_files(release)
 
@@ -184,7 +184,7 @@ def test_a_build_reads_project_once_and_each_distribution_gets_its_own_metadata(
     host = Host("linux", "x86_64")
     made = {}
     for declared in loaded.variants:
-        release = resolve(loaded, loaded.target("linux", "x86_64"), declared, host=host)
+        release = resolve(loaded, loaded.select("linux", "x86_64", declared.name), host=host)
         runtime = release.variant.runtime
         made[declared.name] = (distinfo.metadata_files(release)["METADATA"].decode(),
                                release.distribution,

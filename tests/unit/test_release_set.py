@@ -47,8 +47,8 @@ def write_synthetic_wheel(folder: Path, entry: MatrixEntry, *, version: str = "0
     project = {**MANIFEST.project, "version": version}
     loaded = dataclasses.replace(MANIFEST, version=version, project=project,
                                  validated_project=metadata.project_metadata(project, ROOT))
-    release = resolve(loaded, entry.target, entry.variant, host=entry.release.host,
-                      form=entry.release.form)
+    release = resolve(loaded, loaded.selection(entry.target, entry.variant),
+                      host=entry.release.host, form=entry.release.form)
     platform, record = release.platform, release.record
     dist_info, files = distinfo.folder_name(release), distinfo.metadata_files(release)
     tag = platform_tag or (f"manylinux_2_28_{entry.target.arch}"
@@ -225,8 +225,9 @@ def test_verify_errors_are_the_set_s(complete_set: Path) -> None:
 def test_stray_files_and_undeclared_wheels_are_errors(complete_set: Path) -> None:
     (complete_set / "notes.txt").write_text("x")
     known = entry("linux-x86_64-cpu")
-    riscv = MatrixEntry(resolve(MANIFEST, manifest.Target("linux-riscv64", "linux", "riscv64"),
-                                known.variant, host=known.release.host))
+    riscv = MatrixEntry(resolve(MANIFEST, MANIFEST.selection(
+        manifest.Target("linux-riscv64", "linux", "riscv64"), known.variant),
+        host=known.release.host))
     write_synthetic_wheel(complete_set, riscv)
     found = {f.file: f for f in errors(complete_set)}
     assert "neither a wheel nor the sdist" in found["notes.txt"].what
@@ -318,7 +319,7 @@ def _variant_set(folder: Path, *, null_only: bool = False) -> dict[str, Path]:
             write_synthetic_wheel(folder, item)
             continue
         plain = write_synthetic_wheel(
-            scratch, MatrixEntry(resolve(MANIFEST, item.target, item.variant,
+            scratch, MatrixEntry(resolve(MANIFEST, MANIFEST.selection(item.target, item.variant),
                                          host=item.release.host, form=Form.VARIANT)))
         path, _ = make_variant_wheel(plain, folder, item.variant.wheel_variant,
                                      MANIFEST.variant_providers, epoch=315532800)

@@ -72,9 +72,9 @@ def test_the_plan_and_the_matrix_entry_hold_the_same_facts() -> None:
 
 
 def test_a_variant_wheel_belongs_to_the_project_s_distribution() -> None:
-    target, cu12 = LOADED.target("linux", "x86_64"), LOADED.variant("cu12")
-    separate = resolved.resolve(LOADED, target, cu12, host=X86_64)
-    variant = resolved.resolve(LOADED, target, cu12, host=X86_64, form=Form.VARIANT)
+    cu12 = LOADED.select("linux", "x86_64", "cu12")
+    separate = resolved.resolve(LOADED, cu12, host=X86_64)
+    variant = resolved.resolve(LOADED, cu12, host=X86_64, form=Form.VARIANT)
     assert (separate.distribution, variant.distribution) == ("edgert-cu12", "edgert")
     assert variant.record.distribution == "edgert"
     assert distinfo.folder_name(variant) == "edgert-0.1.0.dist-info"
@@ -97,8 +97,8 @@ def test_the_backend_writes_the_lay_out_stage_s_metadata(
     for key in ("RELEASE_VARIANT", "RELEASE_FORM", "RELEASE_ARCH"):
         monkeypatch.delenv(key, raising=False)
     name = backend.prepare_metadata_for_build_wheel(str(tmp_path), {"variant": "cu12"})
-    release = resolved.resolve(LOADED, LOADED.target("linux", Host.current().arch("linux")),
-                               LOADED.variant("cu12"), host=Host.current())
+    release = resolved.resolve(LOADED, LOADED.select(
+        "linux", Host.current().arch("linux"), "cu12"), host=Host.current())
     assert name == distinfo.folder_name(release) == "edgert_cu12-0.1.0.dist-info"
     written = {path.relative_to(tmp_path / name).as_posix(): path.read_bytes()
                for path in (tmp_path / name).rglob("*") if path.is_file()}
