@@ -23,13 +23,15 @@ import unicodedata
 import zipfile
 import zlib
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Generic, TypeVar
 
 from release.binary import ReadLimits
 from release.errors import WheelError
+from release.findings import Finding, Severity
 
 
 @dataclass(frozen=True)
@@ -905,3 +907,92 @@ def _chunks(archive: Path, descriptor: int, member: Member, start: int) -> Itera
         rest = inflater.flush()
         if rest:
             yield rest
+
+
+# what verify keeps whole in memory (METADATA, WHEEL, RECORD, variant.json, the build record,
+# the shipped .cmake/.pc files, the top-level __init__.py files), all together
+READ_WHOLE_LIMIT = 64 << 20
+_Observed = TypeVar("_Observed")
+
+
+@dataclass(frozen=True)
+class WheelRead(Generic[_Observed]):
+    """One pass over a wheel's archive (``read_wheel``): what a reader of the wheel needs
+    from the archive itself, read once."""
+
+    members: tuple[Member, ...]          # as the zip directory lists them
+    findings: tuple[Finding, ...]        # paths no file system holds; startup hooks
+    streamed: tuple[StreamedMember, ...]  # every member, hashed and scanned (no bytes kept)
+    observed: tuple[_Observed, ...]      # what ``observe`` made of each, in the same order
+    texts: Mapping[str, str]             # the members read whole, decoded
+
+
+def read_wheel(archive: Path, request: StreamRequest, limits: Limits, *, workers: int,
+               read_whole: Callable[[Member], bool],
+               observe: Callable[[Member, StreamedMember], _Observed]
+               ) -> WheelRead[_Observed]:
+    """Lists ``archive``, streams every member once (``workers`` at a time, the largest
+    first) as ``request`` asks, handing each to ``observe`` (which sees the bytes kept in
+    memory, or the file written), and reads the members ``read_whole`` names into text."""
+    members = list_members(archive, limits)
+    # paths no file system holds: the same finding in --static and full verify, never an
+    # attempt to write them (which would fail as if the disk were at fault)
+    unwritable = {installed_path(m.name): path_problem(installed_path(m.name))
+                  for m in members}
+    unwritable = {name: why for name, why in unwritable.items() if why}
+    findings = [
+        Finding(check="archive", severity=Severity.ERROR, file=name, what=f"the path {why}",
+                why="pip cannot install the wheel: writing the file fails",
+                fix="shorten the file's name (components at most 255 bytes)")
+        for name, why in sorted(unwritable.items())]
+    findings += _startup_hooks(members, limits.startup_hooks)
+    request = replace(request, unwritable=frozenset(unwritable))
+    streamed, observed = _stream_all(archive, members, request, limits, workers, observe)
+    whole = [m for m in members if read_whole(m)]
+    total = sum(m.declared_size for m in whole)
+    if total > READ_WHOLE_LIMIT:
+        raise WheelError(f"{archive.name}: the files verify reads whole (metadata, RECORD, "
+                         f".cmake, .pc, top-level __init__.py) hold {total:,} bytes, over the "
+                         f"limit of {READ_WHOLE_LIMIT:,}",
+                         fix="this is no plausible wheel; ship smaller configuration files")
+    texts = {m.name: read_member(archive, m, limits).decode("utf-8", "replace") for m in whole}
+    return WheelRead(tuple(members), tuple(findings), streamed, observed, texts)
+
+
+def _startup_hooks(members: list[Member], declared: tuple[str, ...]) -> list[Finding]:
+    """Members that run code whenever any interpreter of the environment starts (or stand in
+    for the interpreter): an error unless declared (--allow-startup-hook)."""
+    findings = []
+    for member in members:
+        why = startup_hook(member.name)
+        if not why:
+            continue
+        allowed = member.name in declared or installed_path(member.name) in declared
+        findings.append(Finding(
+            check="archive", severity=Severity.INFO if allowed else Severity.ERROR,
+            file=member.name, what=f"{why}" + (" (declared)" if allowed else ""),
+            why="installing the wheel changes every program run by that environment's "
+                "Python, not just those importing the package",
+            fix="move the code into the package, or declare the hook with "
+                f"--allow-startup-hook {member.name}"))
+    return findings
+
+
+def _stream_all(archive: Path, members: list[Member], request: StreamRequest, limits: Limits,
+                workers: int, observe: Callable[[Member, StreamedMember], _Observed]
+                ) -> tuple[tuple[StreamedMember, ...], tuple[_Observed, ...]]:
+    ordered = sorted(members, key=lambda member: -member.compressed_size)
+    descriptor = os.open(archive, os.O_RDONLY)
+
+    def work(member: Member) -> tuple[StreamedMember, _Observed]:
+        placed = replace(member, name=installed_path(member.name))
+        result = stream_member(archive, descriptor, placed, limits, request)
+        kept = replace(result, name=member.name, data=None)
+        return kept, observe(member, result)
+
+    try:
+        with ThreadPoolExecutor(max(1, workers)) as pool:
+            results = list(pool.map(work, ordered))
+    finally:
+        os.close(descriptor)
+    return tuple(kept for kept, _ in results), tuple(seen for _, seen in results)

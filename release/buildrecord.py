@@ -120,6 +120,14 @@ class BuildRecord:
         return json.dumps(self.to_json(), indent=2, sort_keys=True) + "\n"
 
     @classmethod
+    def in_texts(cls, texts: Mapping[str, str]) -> BuildRecord | None:
+        """The record among a wheel's member ``texts`` (``<package>/RECORD_FILE``; the
+        first by name when there are several), or None."""
+        names = sorted(name for name in texts if name.endswith("/" + RECORD_FILE)
+                       and not name.split("/")[0].endswith(".dist-info"))
+        return cls.from_json(texts[names[0]], where=names[0]) if names else None
+
+    @classmethod
     def from_json(cls, text: str | bytes, *, where: str) -> BuildRecord:
         try:
             data = json.loads(text)

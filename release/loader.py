@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Protocol
 
 from release.binary.model import BinaryInfo, BinaryReader
+from release.findings import CheckStatus, Finding, Severity
 from release.host import Host, Runner
 
 
@@ -245,3 +246,37 @@ def loader_for(platforms: Sequence[HasLoader],
         if loader is not None and any(loader.claims_tag(tag) for tag in platform_tags):
             return candidate
     return None
+
+
+def unclaimed(platform: HasLoader | None, platform_tags: Sequence[str],
+              formats: Sequence[str]) -> list[Finding]:
+    """What verify says of a wheel whose binaries (of ``formats``) the platform that claims
+    its ``platform_tags`` (``loader_for``) cannot load, or that no platform claims."""
+    tags = [tag for tag in platform_tags if tag != "any"]
+    if platform is None and formats:
+        return [Finding(check="platform", severity=Severity.ERROR, file="",
+                        what=f"ships {', '.join(formats)} binaries but its platform tag is "
+                             f"{', '.join(platform_tags) or 'missing'}",
+                        why="installers put it on systems that cannot load its binaries",
+                        fix="give the wheel the platform tag its binaries are built for")]
+    if platform is not None and platform.reader is not None:
+        # binaries of another platform's format (ELF files under a win_amd64 tag)
+        native = platform.reader.name
+        foreign = [name for name in formats if name != native]
+        if foreign:
+            alone = native not in formats
+            return [Finding(check="platform", severity=Severity.ERROR if alone else
+                            Severity.WARNING, file="",
+                            what=f"ships {', '.join(foreign)} binaries but its platform tag is "
+                                 f"{', '.join(platform_tags)}",
+                            why="installers put it on systems that cannot load those binaries",
+                            fix="give the wheel the platform tag its binaries are built for, "
+                                "or leave the other platform's files out")]
+    if platform is not None or not tags:
+        return []
+    return [Finding(check="platform", severity=Severity.WARNING, file="",
+                    what=f"no loader model for platform tag {', '.join(tags)}: its binaries' "
+                         "linkage, search paths and tag promises were not checked",
+                    why="verify reads only the formats of the platforms it knows",
+                    fix="verify on a platform module that reads this format, or check the "
+                        "tag", status=CheckStatus.NOT_RUN)]

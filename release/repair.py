@@ -22,6 +22,7 @@ from release.binary import READERS
 from release.buildrecord import RECORD_FILE, BuildRecord
 from release.errors import WheelError
 from release.platform import Platform, RepairRequest, all_platforms
+from release.verify.argument import classify
 from release.verify.checks import identity
 from release.verify.options import VerifyOptions
 from release.verify.wheel_model import WheelModel, open_wheel
@@ -72,7 +73,7 @@ def check_input(path: Path) -> WheelModel:
     a wheel verify refuses into one it accepts. The model's binaries are parsed (their
     formats are known); their extracted copies are gone when it returns."""
     with tempfile.TemporaryDirectory(prefix="release-repair-check-") as scratch:
-        model = open_wheel(path, Path(scratch), extract_all=False, prefixes=(),
+        model = open_wheel(classify(path), Path(scratch), extract_all=False, prefixes=(),
                            options=VerifyOptions(), readers=READERS)
     broken = [f for f in (*model.findings, *identity.identity_findings(model))
               if f.check in _REFUSED and f.severity == "error"]

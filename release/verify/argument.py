@@ -61,6 +61,7 @@ def classify(path: Path) -> WheelArgument:
     if not path.is_file():
         raise ConfigurationError(f"verify: {path} is not a file",
                                  fix="pass the path of a .whl file")
+    tags = file_name_tags(path.name)
     try:
         archive = has_zip_directory(path)
     except OSError as error:
@@ -69,4 +70,4 @@ def classify(path: Path) -> WheelArgument:
     if not archive:
         raise WheelError(f"{path.name}: not a readable zip archive (no zip directory at its "
                          "end)", fix="pass a .whl file; rebuild or re-download it")
-    return WheelArgument(path, file_name_tags(path.name))
+    return WheelArgument(path, tags)

@@ -76,8 +76,8 @@ def run(arguments: argparse.Namespace, out: TextIO) -> int:
     """The ``verify`` command: classify the argument, verify, print, choose the exit code."""
     options = options_from(arguments)
     argument = classify(arguments.wheel)
-    from release.verify.api import verify_wheel  # the checks and platforms, once needed
-    report = verify_wheel(argument.path, static=arguments.static, options=options)
+    from release.verify.api import verify_argument  # the checks and platforms, once needed
+    report = verify_argument(argument, static=arguments.static, options=options)
     out.write(json.dumps(report.to_json(), indent=2, default=str) + "\n" if arguments.json
               else report.render_text() + "\n")
     if not report.ok:

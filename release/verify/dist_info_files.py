@@ -1,5 +1,6 @@
-"""The three text files every wheel carries: METADATA, WHEEL and RECORD, parsed into values.
-Malformed content becomes findings, not exceptions."""
+"""The three text files every wheel carries: METADATA, WHEEL and RECORD, parsed into values
+(``read_dist_info``: the .dist-info folder of one wheel, with RECORD held against what the
+archive streamed). Malformed content becomes findings, not exceptions."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.tags import Tag, parse_tag
 from packaging.utils import canonicalize_name
 
+from release.archive import StreamedMember
+from release.errors import WheelError
 from release.findings import Finding, Severity
 
 
@@ -212,3 +215,76 @@ def parse_record(text: str, *, where: str, max_rows: int = 100_001
 def _bad_row(where: str, number: int, what: str) -> Finding:
     return Finding(check="record", severity=Severity.ERROR, file=where,
                    what=f"RECORD line {number} {what}", fix="regenerate RECORD")
+
+
+@dataclass(frozen=True)
+class DistInfo:
+    """A wheel's .dist-info folder, read: its name, METADATA, WHEEL's tags and version, the
+    variant.json of a variant wheel, and the findings of METADATA and RECORD."""
+
+    folder: str                 # "demo-1.0.dist-info"
+    metadata: Metadata
+    wheel_tags: tuple[Tag, ...]  # the tags WHEEL lists
+    wheel_version: str          # WHEEL's Wheel-Version ("" when it has none)
+    variant_json: str | None    # variant.json of a variant wheel (PEP 825)
+    findings: tuple[Finding, ...]
+
+
+def read_dist_info(wheel: str, texts: Mapping[str, str], streamed: Sequence[StreamedMember],
+                   *, max_rows: int) -> DistInfo:
+    """The .dist-info of the wheel named ``wheel`` from the member ``texts`` read whole, with
+    RECORD compared to each ``streamed`` member's hash and size. A WheelError when the wheel
+    has no single .dist-info folder."""
+    folders = sorted({m.name.split("/")[0] for m in streamed
+                      if m.name.split("/")[0].endswith(".dist-info")})
+    if len(folders) != 1:
+        raise WheelError(f"{wheel}: expected one .dist-info folder, found {len(folders)}",
+                         fix="rebuild the wheel with a PEP 427 builder")
+    folder = folders[0]
+    metadata, findings = parse_metadata(texts.get(f"{folder}/METADATA", ""),
+                                        where=f"{folder}/METADATA")
+    findings += _check_record(texts, folder, streamed, max_rows)
+    wheel_text = texts.get(f"{folder}/WHEEL", "")
+    return DistInfo(folder, metadata, parse_wheel_tags(wheel_text),
+                    parse_wheel_version(wheel_text), texts.get(f"{folder}/variant.json"),
+                    tuple(findings))
+
+
+def _check_record(texts: Mapping[str, str], dist_info: str,
+                  streamed: Sequence[StreamedMember], max_rows: int) -> list[Finding]:
+    record_name = f"{dist_info}/RECORD"
+    if record_name not in texts:
+        return [Finding(check="record", severity=Severity.ERROR, file=record_name,
+                        what="the wheel has no RECORD", why="pip cannot verify or uninstall it",
+                        fix="rebuild the wheel")]
+    entries, findings = parse_record(texts[record_name], where=record_name,
+                                     max_rows=max_rows)
+    for member in streamed:
+        findings.extend(_compare(member, entries.get(member.name), record_name))
+    present = {member.name for member in streamed}
+    for path in sorted(set(entries) - present):
+        findings.append(Finding(check="record", severity=Severity.ERROR, file=path,
+                                what="listed in RECORD but absent from the wheel",
+                                fix="rebuild the wheel"))
+    return findings
+
+
+def _compare(member: StreamedMember, entry: RecordEntry | None, record: str) -> list[Finding]:
+    # RECORD cannot hash itself, nor its signatures, which the wheel specification puts
+    # beside it (.dist-info/RECORD.jws, .dist-info/RECORD.p7s); every other file is listed
+    unsigned = member.name in (record, record + ".jws", record + ".p7s")
+    if entry is None:
+        return [] if unsigned else [Finding(
+            check="record", severity=Severity.ERROR, file=member.name,
+            what="not listed in RECORD", why="the file cannot be verified", fix="rebuild")]
+    problems = []
+    if entry.algorithm != "sha256" and not unsigned:
+        problems.append(f"RECORD has no sha256 hash for it ('{entry.algorithm or 'none'}')")
+    elif entry.algorithm == "sha256" and entry.digest != member.sha256:
+        problems.append(f"sha256 is {member.sha256}, RECORD says {entry.digest}")
+    if entry.size is not None and entry.size != member.size:
+        problems.append(f"size is {member.size}, RECORD says {entry.size}")
+    return [Finding(check="record", severity=Severity.ERROR, file=member.name, what=problem,
+                    why="the file changed after RECORD was written or RECORD is wrong",
+                    fix="regenerate RECORD as the last step of the build")
+            for problem in problems]

@@ -32,3 +32,11 @@ def wheel_providers(wheel: WheelModel, given: Sequence[str] = ()) -> tuple[str, 
     record = wheel.build_record
     named = record.providers if record is not None else ()
     return tuple(dict.fromkeys([*named, *given]))
+
+
+def checks_for(wheel: WheelModel, given: Sequence[str], checks: Sequence[Check]
+               ) -> tuple[Check, ...]:
+    """``checks``, then those of the providers that judge ``wheel`` (``wheel_providers``),
+    each once."""
+    named = wheel_providers(wheel, given)
+    return tuple(dict.fromkeys((*checks, *provider_checks(named))))

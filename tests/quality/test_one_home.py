@@ -182,9 +182,11 @@ def test_no_platform_reads_the_host_itself() -> None:
 HOST_EDGES = ["release/__main__.py:_build", "release/__main__.py:_check_set",
               "release/__main__.py:_plan", "release/backend.py:build_wheel",
               "release/backend.py:prepare_metadata_for_build_wheel",
-              "release/verify/run.py:host_for"]
+              "release/verify/platform_claim.py:host_for"]
 # verify's API, which a caller may use without a Host (host_for then makes it)
-HOST_OPTIONAL = ["release/verify/api.py:verify_wheel", "release/verify/run.py:run_verify"]
+HOST_OPTIONAL = ["release/verify/api.py:verify_argument", "release/verify/api.py:verify_wheel",
+                 "release/verify/platform_claim.py:claim_wheel",
+                 "release/verify/run.py:run_verify"]
 
 
 def _host_makers() -> list[str]:

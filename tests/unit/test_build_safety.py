@@ -354,7 +354,7 @@ def test_a_cmake_probe_that_times_out_is_the_environment() -> None:
 
 
 def test_an_environment_failure_in_a_check_is_not_counted_against_the_wheel() -> None:
-    from release.verify.run import run_checks
+    from release.verify.checks import run_checks
 
     def slow(wheel: object, context: object) -> list[Finding]:
         _cmd.run([sys.executable, "-c", "import time; time.sleep(30)"], timeout=0.2,

@@ -15,9 +15,11 @@ from release.errors import ConfigurationError, ToolError
 from release.findings import CheckStatus, Finding, Severity
 from release.verify import linkage_model, ownership_model
 from release.verify.analyses import Analyses
+from release.verify.argument import classify
+from release.verify.checks import run_checks
 from release.verify.checks._common import environment, not_run
 from release.verify.report import Report
-from release.verify.run import run_checks, run_verify
+from release.verify.run import run_verify
 from tests.unit.test_synthetic_format import TAG, TOKEN, ToyLoader, ToyPlatform, toy, toy_wheel
 
 JSON_STRINGS = {"ran", "not run", "not run (environment)", "failed"}
@@ -126,11 +128,11 @@ def test_the_linkage_analysis_is_computed_once_per_run(tmp_path: Path,
     path = toy_wheel(tmp_path / f"toy-1.0-py3-none-{TAG}.whl", {
         "toy/_C.toy": toy(["core", "toysys"], [loader.search_entry("toy/_C.toy", "toy/lib")]),
         "toy/lib/core": toy([], [TOKEN], exports=["core_run"])})
-    report = run_verify(path, static=True, platforms=[ToyPlatform()])
+    report = run_verify(classify(path), static=True, platforms=[ToyPlatform()])
     # linkage and the checks after it ask for the resolutions; one computation serves all
     assert {report.checks[name] for name in ("linkage", "duplicates", "metadata")} == {"ran"}
     assert asked[0] >= 2 and computed == [1]
-    run_verify(path, static=True, platforms=[ToyPlatform()])
+    run_verify(classify(path), static=True, platforms=[ToyPlatform()])
     assert computed == [2]   # a new run, a new wheel model: computed afresh
 
 

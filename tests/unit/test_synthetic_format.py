@@ -30,6 +30,7 @@ from release.loader import (
     SearchFolder,
     SystemPolicy,
 )
+from release.verify.argument import classify
 from release.verify.report import Report
 from release.verify.run import run_verify
 
@@ -141,7 +142,7 @@ def toy_wheel(path: Path, binaries: dict[str, bytes]) -> Path:
 
 
 def verify(path: Path) -> Report:
-    return run_verify(path, static=True, platforms=[ToyPlatform()])
+    return run_verify(classify(path), static=True, platforms=[ToyPlatform()])
 
 
 def errors(report: Report) -> list[tuple[str, str, str]]:
@@ -187,7 +188,7 @@ def test_without_its_platform_a_toy_wheel_is_reported_not_passed(
         tmp_path: Path, platforms: list[ToyPlatform]) -> None:
     path = toy_wheel(tmp_path / f"toy-1.0-py3-none-{TAG}.whl",
                      {"toy/_C.toy": toy(["missing"], [])})
-    report = run_verify(path, static=True, platforms=platforms)
+    report = run_verify(classify(path), static=True, platforms=platforms)
     unclaimed = [f for f in report.findings if f.check == "platform"]
     if platforms:
         assert unclaimed == [] and errors(report)

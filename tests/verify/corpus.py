@@ -23,6 +23,7 @@ from release import tools
 from release.findings import Finding
 from release.platform import all_platforms
 from release.verify import linkage_model
+from release.verify.argument import classify
 from release.verify.context import VerifyContext
 from release.verify.report import Report
 from release.verify.run import run_verify
@@ -162,5 +163,5 @@ class _Resolutions:
 
 def resolutions(path: Path) -> tuple[linkage_model.Resolution, ...]:
     """How linkage resolves every needed library of the wheel at ``path`` (static)."""
-    run_verify(path, static=True, platforms=all_platforms(), extra_checks=[_Resolutions])
+    run_verify(classify(path), static=True, platforms=all_platforms(), extra_checks=[_Resolutions])
     return _Resolutions.found

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from release.verify import VerifyOptions
+from release.verify.argument import classify
 from release.verify.checks._cmake_probe import libraries_in
 from release.verify.checks.sdk_routes import find_package_dir
 from release.verify.wheel_model import open_wheel
@@ -33,6 +34,6 @@ def test_the_distributions_own_package_is_probed(tmp_path: Path) -> None:
         "demo/share/cmake/Zlib/zlib-config.cmake": b""})
     root = tmp_path / "site"
     root.mkdir()
-    model = open_wheel(wheel, root, extract_all=False, prefixes=(), options=VerifyOptions(),
-                       readers=())
+    model = open_wheel(classify(wheel), root, extract_all=False, prefixes=(),
+                       options=VerifyOptions(), readers=())
     assert find_package_dir(model) == ("demo/share/cmake/Demo", "Demo")
