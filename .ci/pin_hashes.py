@@ -1,5 +1,5 @@
-"""Prints the ``[[...files]]`` rows of release/pinned-tools.toml for one pinned package: the
-wheel file pip would pick on each machine the pipeline runs on, and its sha256 as the package
+"""Prints the ``[[...files]]`` rows of release/toolchain/pinned-tools.toml for one pinned package:
+the wheel file pip would pick on each machine the pipeline runs on, and its sha256 as the package
 index states it (``pip install --dry-run --report``: no wheel is downloaded).
 
     python .ci/pin_hashes.py ziglang==0.17.1 cmake==3.24.3

@@ -23,7 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from release import tools, wheel  # noqa: E402
+from release.distribution import wheel  # noqa: E402
+from release.toolchain import tools  # noqa: E402
 
 
 def _release_build(build_dir: Path, out: Path, verify: str) -> float:

@@ -15,8 +15,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cuda import coverage_model, cuobjdump, fatbin, variant  # noqa: E402
-from release import tools  # noqa: E402
+from cuda import coverage_model, cuobjdump, fatbin  # noqa: E402
+from cuda import gpu_variant as variant  # noqa: E402
+from release.toolchain import tools  # noqa: E402
 
 DEFAULT = ("nvidia-curand-cu12==10.3.10.19", "nvidia/curand/lib/libcurand.so.10")
 

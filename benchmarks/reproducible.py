@@ -6,7 +6,7 @@ outputs: fresh for every build). The target is a ratio of at most 2.2.
 
     python benchmarks/reproducible.py [--platform linux] [--arch ...] [--variant ...]
 
-Also times the tool-cache check (release/toolcache.py) of every entry in the tool cache,
+Also times the tool-cache check (release/toolchain/toolcache.py) of every entry in the tool cache,
 against the 0.2 s a build may spend on it."""
 
 from __future__ import annotations
@@ -20,7 +20,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from release import toolcache, tools  # noqa: E402
+from release.toolchain import (
+    toolcache,
+    tools,  # noqa: E402
+)
 from tests.integration import variations  # noqa: E402
 from tests.integration.variations import CONTROL, VARIED  # noqa: E402
 

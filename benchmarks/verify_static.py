@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from release import tools  # noqa: E402
+from release.toolchain import tools  # noqa: E402
 
 BIG_WHEELS = (("corpus", "onnxruntime_gpu"), ("corpus", "torch"), ("corpus", "cupy_cuda12x"))
 COLD_TARGET, NOT_A_ZIP_TARGET, RATIO_TARGET, RATIO_GOAL, PEAK_TARGET = 5.0, 1.0, 0.8, 0.6, 150

@@ -11,10 +11,10 @@ import subprocess
 from pathlib import Path
 
 from cuda.fatbin import DeviceCode, EntryKind
-from release import tools
 from release.errors import CommandError
+from release.toolchain import tools
 
-PIN = "cuobjdump"   # its [python.cuobjdump] entry in release/pinned-tools.toml
+PIN = "cuobjdump"   # its [python.cuobjdump] entry in release/toolchain/pinned-tools.toml
 _LINE = re.compile(r"^(ELF|PTX) file\s+\d+: .*\.(sm_\d+[a-z]?)\.(?:cubin|ptx)$")
 
 

@@ -13,11 +13,11 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from cuda.record import DeviceCodeRecord
-from release import pins
 from release._toml import read_toml
-from release.buildrecord import RuntimeDependency
+from release.distribution.buildrecord import RuntimeDependency
 from release.errors import ConfigurationError
-from release.pins import PythonPin
+from release.toolchain import pins
+from release.toolchain.pins import PythonPin
 
 COMPILERS = ("nvcc", "nvrtc")
 _CAPABILITY = re.compile(r"^(\d{1,2})\.(\d)$")
@@ -59,7 +59,7 @@ class CudaVariant:
     ptx: tuple[ComputeCapability, ...]
     runtime: RuntimeDependency
     compiler: str                       # "nvcc" or "nvrtc" (NVRTC + ptxas + nvFatbin)
-    toolchain_pin: str                  # its [python.<pin>] entry in release/pinned-tools.toml
+    toolchain_pin: str       # its [python.<pin>] entry in release/toolchain/pinned-tools.toml
     source: Path | None = None
 
     @property

@@ -11,7 +11,7 @@ from pathlib import Path
 from cuda import coverage, variant_properties
 from cuda import gpu_variant as variants
 from cuda.toolchain import CudaToolchain, provision
-from release.buildrecord import RuntimeDependency
+from release.distribution.buildrecord import RuntimeDependency
 from release.tool import Tool
 from release.variants import Toolchain
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from release.buildrecord import BuildRecord, RuntimeDependency, json_text, json_texts
+from release.distribution.buildrecord import BuildRecord, RuntimeDependency, json_text, json_texts
 from release.errors import WheelError
 
 SECTION = "cuda"   # the provider package's name, the record's key for its section

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cuda.gpu_variant import CudaVariant
-from release import tools
 from release.errors import ToolError
 from release.tool import Tool
+from release.toolchain import tools
 
 FATBIN_TOOL = Path(__file__).resolve().parent / "_fatbin_tool.py"
 _CUDART_VERSION = re.compile(r"#define\s+CUDART_VERSION\s+(\d+)")

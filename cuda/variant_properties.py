@@ -23,12 +23,12 @@ from packaging.version import InvalidVersion, Version
 from cuda import device_code
 from cuda.fatbin import EntryKind
 from cuda.record import DeviceCodeRecord, device_code_record
+from release.distribution.wheel_variant import DIST_INFO_FILE, WheelVariant, read_dist_info
 from release.errors import WheelError
 from release.findings import Finding, Severity
 from release.verify.checks._common import finding
 from release.verify.context import VerifyContext
 from release.verify.wheel_model import WheelModel
-from release.wheel_variant import DIST_INFO_FILE, WheelVariant, read_dist_info
 
 NAME = "variant-properties"
 RUNS_PROGRAMS = False

@@ -142,8 +142,8 @@ def _add_check_set(commands: argparse._SubParsersAction[_Parser]) -> None:
 def _build(arguments: argparse.Namespace, out: TextIO) -> int:
     from release import build_options
     from release import manifest as manifest_module
+    from release.building.pipeline import run as run_pipeline
     from release.host import Host
-    from release.pipeline import run as run_pipeline
     manifest = manifest_module.load(arguments.project.resolve())
     given = {setting.field: getattr(arguments, setting.field)
              for setting in build_options.SETTINGS}
@@ -163,8 +163,9 @@ def _build(arguments: argparse.Namespace, out: TextIO) -> int:
 
 
 def _plan(arguments: argparse.Namespace, out: TextIO) -> int:
-    from release import build_options, matrix
+    from release import build_options
     from release import manifest as manifest_module
+    from release.building import matrix
     from release.host import Host
     manifest = manifest_module.load(arguments.project.resolve())
     entries = matrix.release_matrix(manifest, Host.current())
@@ -206,8 +207,8 @@ def _check_set(arguments: argparse.Namespace, out: TextIO) -> int:
 
 
 def _repair(arguments: argparse.Namespace, out: TextIO) -> int:
-    from release import wheel
-    from release.repair import repair_wheel
+    from release.building.repair import repair_wheel
+    from release.distribution import wheel
     wheel.source_date_epoch(os.environ)   # refused here, before the repair tool reads it
     repaired = repair_wheel(arguments.wheel, arguments.wheel_dir, environ=dict(os.environ))
     if arguments.json:
@@ -238,7 +239,7 @@ def _raise_terminated(signum: int, frame: object) -> None:
 def _on_disk(arguments: argparse.Namespace | None) -> str:
     """What an interrupted command leaves, exactly: a signal that lands after a wheel was
     renamed into place must not be told as "no wheel was written"."""
-    from release import buildfolder
+    from release.building import buildfolder
     command = arguments.command if arguments is not None else None
     if arguments is not None and command == "repair":
         return (f"a repaired wheel in {arguments.wheel_dir} is complete (it is renamed into "
@@ -262,7 +263,7 @@ def process_temporary_folder() -> Iterator[None]:
     and every program it runs use (TMPDIR), removed at the end; folders of processes that no
     longer exist (killed outright, so nothing removed them) are removed first. A repair
     tool's unpacked wheel therefore never outlives the run, even after SIGKILL."""
-    from release import buildfolder
+    from release.building import buildfolder
     base = Path(tempfile.gettempdir())
     with contextlib.suppress(OSError):   # (another run may be removing the same folders)
         for stale in list(base.glob(TEMPORARY_PREFIX + "*")):

@@ -1,6 +1,6 @@
 """PEP 517 build backend: ``pip wheel .``, ``python -m build`` and cibuildwheel run the same
 pipeline stages as ``python -m release build``; the sdist holds the files git tracks
-(release/sdist.py).
+(release/building/sdist.py).
 
 config_settings (``pip wheel . -C variant=cu12``, ``python -m build -C...``) are the command
 line of this edge; below them, as for the CLI, RELEASE_* and [tool.release.defaults]
@@ -26,12 +26,12 @@ from typing import Any, TypeVar, cast
 from release import build_options
 from release import manifest as manifest_module
 from release.build_options import BuildOptions, Form, Stage
+from release.building.pipeline import run as run_pipeline
+from release.building.resolved import ResolvedRelease, resolve
 from release.errors import ConfigurationError, ReleaseError
 from release.host import Host
 from release.manifest import PLATFORMS, Manifest
-from release.pipeline import run as run_pipeline
 from release.platform import get_platform
-from release.resolved import ResolvedRelease, resolve
 
 _Hook = TypeVar("_Hook", bound=Callable[..., Any])
 
@@ -124,7 +124,7 @@ def get_requires_for_build_wheel(config_settings: dict[str, Any] | None = None) 
 
 def get_requires_for_build_sdist(config_settings: dict[str, Any] | None = None) -> list[str]:
     """Nothing beyond build-system.requires: the sdist is the tracked files and PKG-INFO
-    (release/sdist.py), packed without a compiler, CMake or any other native tool."""
+    (release/building/sdist.py), packed without a compiler, CMake or any other native tool."""
     return []
 
 
@@ -133,7 +133,7 @@ def prepare_metadata_for_build_wheel(metadata_directory: str,
                                      config_settings: dict[str, Any] | None = None) -> str:
     """Writes the .dist-info without compiling anything (pip asks for it before building):
     the files the lay-out stage writes but WHEEL, from the same resolved release."""
-    from release import distinfo
+    from release.building import distinfo
     manifest = manifest_module.load(Path.cwd())
     release = _release(manifest, _options(manifest, config_settings), Host.current())
     name = distinfo.folder_name(release)
@@ -142,7 +142,8 @@ def prepare_metadata_for_build_wheel(metadata_directory: str,
 
 
 def _release(manifest: Manifest, options: BuildOptions, host: Host) -> ResolvedRelease:
-    """The release ``options`` ask for on ``host`` (the build's own, release/resolved.py)."""
+    """The release ``options`` ask for on ``host`` (the build's own,
+    release/building/resolved.py)."""
     selection = manifest.select(options.platform, options.arch, options.variant,
                                 own_arch=host.arch(options.platform))
     return resolve(manifest, selection, host=host, form=options.form)
@@ -161,8 +162,8 @@ def build_wheel(wheel_directory: str, config_settings: dict[str, Any] | None = N
 
 @_clean_errors
 def build_sdist(sdist_directory: str, config_settings: dict[str, Any] | None = None) -> str:
-    """The tracked files (``git ls-files``) and PKG-INFO; rules in release/sdist.py."""
-    from release.sdist import write_sdist
+    """The tracked files (``git ls-files``) and PKG-INFO; rules in release/building/sdist.py."""
+    from release.building.sdist import write_sdist
     logging.basicConfig(level=logging.INFO, format="[release] %(message)s", stream=sys.stderr)
     manifest = manifest_module.load(Path.cwd())
     return write_sdist(manifest, Path(sdist_directory), os.environ).name

@@ -20,7 +20,7 @@ from release.errors import ConfigurationError
 
 
 class Stage(enum.IntEnum):
-    """The pipeline's stages in order (release/pipeline.py); ``--until`` names one by its
+    """The pipeline's stages in order (release/building/pipeline.py); ``--until`` names one by its
     lower-case name (``fixup``, ``pack``)."""
 
     CONFIGURE = 1

@@ -20,15 +20,15 @@ from packaging.version import InvalidVersion, Version
 from release._toml import read_toml
 from release.build_options import KEYS as OPTION_KEYS
 from release.build_options import check_default, shown
-from release.core_metadata import ProjectMetadata, project_metadata
-from release.errors import ConfigurationError
-from release.wheel_variant import (
+from release.distribution.core_metadata import ProjectMetadata, project_metadata
+from release.distribution.wheel_variant import (
     NULL_LABEL,
     VariantProvider,
     WheelVariant,
     check_label,
     parse_properties,
 )
+from release.errors import ConfigurationError
 
 COMPONENT_KINDS = ("library", "plugin")
 REGISTRATION_KINDS = ("operators", "backends")
@@ -103,11 +103,13 @@ class Manifest:
     components: tuple[Component, ...]
     variants: tuple[Variant, ...]
     targets: tuple[Target, ...]
-    project: dict[str, Any]           # the [project] table, for METADATA (release/core_metadata.py)
+    # the [project] table, for METADATA (release/distribution/core_metadata.py)
+    project: dict[str, Any]
     defaults: dict[str, object] = field(default_factory=dict)  # [tool.release.defaults]
     # [tool.release.variant-providers]: the provider plugin of each property namespace
     variant_providers: tuple[VariantProvider, ...] = ()
-    # [project] validated by parse (release/core_metadata.py): read through ``metadata``
+    # [project] validated by parse (release/distribution/core_metadata.py): read through
+    # ``metadata``
     validated_project: ProjectMetadata | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -615,7 +617,8 @@ def _check_variant_providers(manifest: Manifest) -> None:
 
 
 def _defaults(table: _Table) -> dict[str, object]:
-    """[tool.release.defaults]: option defaults for this project (release/build_options.py)."""
+    """[tool.release.defaults]: option defaults for this project
+    (release/build_options.py)."""
     unknown = sorted(set(table.data) - set(OPTION_KEYS))
     if unknown:
         raise ConfigurationError(f"unknown key {table.path}.{unknown[0]}",

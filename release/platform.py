@@ -1,6 +1,6 @@
 """The interface each ``platforms/<os>/`` module implements, and the registry that finds it.
 
-The pipeline loop (release/pipeline.py) is written once; a platform supplies only what
+The pipeline loop (release/building/pipeline.py) is written once; a platform supplies only what
 differs per operating system: how to compile for a target, how binaries are named and
 fixed up, which repair tool tags the wheel, how this host runs what it built (natively or
 emulated), and (for verify) its loader model and binary reader (release/loader.py)."""
@@ -42,6 +42,26 @@ class RepairRequest:
     # the wheel's binaries as the caller already read them (path inside the wheel -> model),
     # so a repair that only reads them does not parse them again; empty: not read yet
     binaries: Mapping[str, BinaryInfo] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BinaryEdits:
+    """One shipped binary as the platform found it and the edits that give it its decided
+    search path: each step is the edit tool's arguments, run with the file appended; no
+    steps when it already has it."""
+
+    entry: SearchPath
+    found: BinaryInfo
+    steps: tuple[tuple[str, ...], ...] = ()
+
+
+@dataclass(frozen=True)
+class Edits:
+    """The fix-up stage's plan (``Platform.plan_edits``): data, read from the files, with
+    nothing run; release/building/patcher.py applies it."""
+
+    tool: str                                  # the program that edits ("patchelf"), or ""
+    binaries: tuple[BinaryEdits, ...] = ()     # every shipped binary, in the decision's order
 
 
 class Route(StrEnum):
@@ -91,7 +111,7 @@ class Platform(Protocol):
         """How ``host`` builds ``target`` (natively, cross-built and run emulated, not
         there, or not at all yet), and what it lacks for it; never raises for a missing
         tool, never installs anything. The one answer the plan, ``plan`` and ``check-set``
-        read (release/resolved.py)."""
+        read (release/building/resolved.py)."""
 
     def cmake_arguments(self, target: Target, *, host: Host, ccache: bool, cache: Path,
                         build_dir: Path) -> list[str]:
@@ -119,10 +139,26 @@ class Platform(Protocol):
         """The run-time search-path entries that make ``binary`` search ``folders`` (all
         relative to the wheel root); empty where the format has no search path."""
 
-    def fix_up(self, root: Path, search_paths: Sequence[SearchPath], *,
-               host: Host) -> list[str]:
-        """Rewrites each binary's run-time search path with ``host``'s tools; returns the
-        files it changed."""
+    def plan_edits(self, root: Path, search_paths: Sequence[SearchPath]) -> Edits:
+        """The edits that give each binary under ``root`` its decided search path, read
+        from the files (nothing is run); none by default (a format without a run-time
+        search path)."""
+        return Edits("")
+
+    def edit_tool(self, name: str, *, host: Host) -> str:
+        """Where the program ``name`` of this platform's edits is on ``host``."""
+        raise ConfigurationError(f"platform {self.name} plans edits but names no tool for "
+                                 f"'{name}'", fix="implement Platform.edit_tool")
+
+    def after_edit(self, path: Path, info: BinaryInfo, *, host: Host) -> BinaryInfo:
+        """What the platform does to a file after its edits (macOS signs an arm64 slice
+        again); the file as it is then."""
+        return info
+
+    def check_fixed(self, info: BinaryInfo, entry: SearchPath) -> None:
+        """Raises ToolError when a binary, read again after the fix-up, differs from the
+        decision; nothing to hold by default (no edits were planned)."""
+        return None
 
     def repair(self, request: RepairRequest) -> Path:
         """Runs the platform's repair tool; returns the repaired wheel (in request.out_dir)."""

@@ -40,21 +40,20 @@ from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from release import sbom
 from release._toml import read_toml
-from release.archive import Limits, Member, StreamRequest, list_members, read_member, stream_member
-from release.buildrecord import RECORD_FILE, BuildRecord
-from release.errors import ConfigurationError, ReleaseError, WheelError
-from release.findings import CheckStatus, Finding, Severity
-from release.host import Host
-from release.manifest import Manifest
-from release.matrix import MatrixEntry, release_matrix
-from release.variants import load_provider
-from release.verify.api import verify_wheel
-from release.verify.options import VerifyOptions
-from release.verify.report import Report
-from release.wheel import WheelName, normalize_distribution, parse_metadata
-from release.wheel_variant import (
+from release.building.matrix import MatrixEntry, release_matrix
+from release.distribution import sbom
+from release.distribution.archive import (
+    Limits,
+    Member,
+    StreamRequest,
+    list_members,
+    read_member,
+    stream_member,
+)
+from release.distribution.buildrecord import RECORD_FILE, BuildRecord
+from release.distribution.wheel import WheelName, normalize_distribution, parse_metadata
+from release.distribution.wheel_variant import (
     DIST_INFO_FILE,
     INDEX_SUFFIX,
     index_name,
@@ -62,6 +61,14 @@ from release.wheel_variant import (
     read_dist_info,
     read_index,
 )
+from release.errors import ConfigurationError, ReleaseError, WheelError
+from release.findings import CheckStatus, Finding, Severity
+from release.host import Host
+from release.manifest import Manifest
+from release.variants import load_provider
+from release.verify.api import verify_wheel
+from release.verify.options import VerifyOptions
+from release.verify.report import Report
 
 JSON_VERSION = 1
 _MEMBER_LIMIT = 1 << 20      # METADATA and the build record are small; refuse anything larger

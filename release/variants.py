@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from release.buildrecord import RuntimeDependency
+from release.distribution.buildrecord import RuntimeDependency
 from release.errors import ConfigurationError
 from release.tool import Tool
 

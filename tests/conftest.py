@@ -66,8 +66,8 @@ class BuiltWheel:
 def cpu_wheel(tmp_path_factory: pytest.TempPathFactory) -> BuiltWheel:
     """The repaired, fully verified CPU wheel for this machine."""
     from release import manifest
+    from release.building.pipeline import BuildOptions, VerifyMode, run
     from release.host import Host
-    from release.pipeline import BuildOptions, VerifyMode, run
     out = tmp_path_factory.mktemp("dist")
     result = run(manifest.load(ROOT), BuildOptions(platform="linux", out_dir=out,
                                                    verify=VerifyMode.FULL), host=Host.current())

@@ -1,7 +1,7 @@
-"""RECORD checked as the wheel specification defines it, independently of release/wheel.py:
-a CSV file (the csv module's default dialect), one row per file of the archive, each
-``path,sha256=<digest>,<size>`` where the digest is the urlsafe base64 of the file's sha256
-with the trailing ``=`` removed; RECORD's own row has an empty hash and size."""
+"""RECORD checked as the wheel specification defines it, independently of
+release/distribution/wheel.py: a CSV file (the csv module's default dialect), one row per file of
+the archive, each ``path,sha256=<digest>,<size>`` where the digest is the urlsafe base64 of the
+file's sha256 with the trailing ``=`` removed; RECORD's own row has an empty hash and size."""
 
 from __future__ import annotations
 

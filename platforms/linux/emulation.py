@@ -5,11 +5,11 @@ edgert needs at run time (numpy), unpacked into the tool cache, never installed.
 The packages come from the Debian mirrors apt is configured with, through a private apt
 state folder in the cache (``apt-get download NAME=VERSION`` with that machine's
 architecture): nothing is added to the system's dpkg architectures or package lists. Every
-.deb and wheel is pinned by version and sha256 in release/pinned-tools.toml, and another file
-is refused. The root folder is provisioned once per cross.toml entry and pins (its folder
-name carries a hash of both), is complete only when its interpreter has imported ctypes and
-numpy under the emulator, and is sealed with a manifest of its files' hashes that each use
-checks (release/toolcache.py; the byte code the interpreter writes is tolerated)."""
+.deb and wheel is pinned by version and sha256 in release/toolchain/pinned-tools.toml, and another
+file is refused. The root folder is provisioned once per cross.toml entry and pins (its folder name
+carries a hash of both), is complete only when its interpreter has imported ctypes and numpy under
+the emulator, and is sealed with a manifest of its files' hashes that each use checks
+(release/toolchain/toolcache.py; the byte code the interpreter writes is tolerated)."""
 
 from __future__ import annotations
 
@@ -21,10 +21,10 @@ import shutil
 from pathlib import Path
 
 from platforms.linux.cross import CrossTarget, has_compilers, toolchain_arguments
-from release import _cmd, toolcache, tools
 from release.errors import CommandError, EnvironmentFailure, ToolError
 from release.host import Runner
-from release.pins import DebianPackage
+from release.toolchain import commands, toolcache, tools
+from release.toolchain.pins import DebianPackage
 
 log = logging.getLogger("release")
 
@@ -106,12 +106,12 @@ def _fill_root(target: CrossTarget, emulator: str, root: Path, *, cache: Path) -
              + (", ..." if len(packages) > 4 else ""), ", ".join(target.wheels.packages),
              target.arch, root)
     for package in download_packages(target, cache / "apt" / target.debian_architecture):
-        _cmd.run(["dpkg-deb", "-x", package, root], what=f"dpkg-deb -x {package.name}")
+        commands.run(["dpkg-deb", "-x", package, root], what=f"dpkg-deb -x {package.name}")
     relative_symlinks(root)
     tools.install_pinned(target.wheels, root / target.site)
-    _cmd.run([emulator, "-L", root, root / target.python, "-c", _CHECK_IMPORTS],
-             what=f"the {target.arch} Python under {emulator}", stderr="separate",
-             fix="remove the root folder and retry")
+    commands.run([emulator, "-L", root, root / target.python, "-c", _CHECK_IMPORTS],
+                 what=f"the {target.arch} Python under {emulator}", stderr="separate",
+                 fix="remove the root folder and retry")
 
 
 def _apt_options(target: CrossTarget, state: Path) -> list[str]:
@@ -132,18 +132,19 @@ def _apt_options(target: CrossTarget, state: Path) -> list[str]:
 def download_latest(target: CrossTarget, state: Path, wanted: list[str]) -> list[Path]:
     """Downloads ``wanted`` (``NAME`` or ``NAME=VERSION``) with a private apt state into a
     fresh folder of ``state``; returns the .deb files."""
-    apt = _cmd.find_tool("apt-get", fix="provision the root folder on Debian or Ubuntu")
+    apt = commands.find_tool("apt-get", fix="provision the root folder on Debian or Ubuntu")
     debs = state / "debs"
     shutil.rmtree(debs, ignore_errors=True)
     for folder in (state / "lists" / "partial", state / "cache" / "archives" / "partial", debs):
         folder.mkdir(parents=True, exist_ok=True)
     options = _apt_options(target, state)
-    _cmd.run([apt, *options, "-q", "update"], what=f"apt-get update ({target.debian_architecture})")
-    _cmd.run([apt, *options, "-q", "download", *wanted], cwd=debs,
-             what=f"apt-get download ({target.debian_architecture})",
-             fix="apt's sources must be Debian 12 (bookworm); a pinned version the mirror no "
+    commands.run([apt, *options, "-q", "update"],
+                 what=f"apt-get update ({target.debian_architecture})")
+    commands.run([apt, *options, "-q", "download", *wanted], cwd=debs,
+                 what=f"apt-get download ({target.debian_architecture})",
+                 fix="apt's sources must be Debian 12 (bookworm); a pinned version the mirror no "
                  "longer has needs a new pin: python .ci/pin_hashes.py --debian "
-                 f"{target.debian_architecture} (release/pinned-tools.toml)")
+                 f"{target.debian_architecture} (release/toolchain/pinned-tools.toml)")
     return sorted(debs.glob("*.deb"))
 
 
@@ -170,7 +171,7 @@ def check_package(package: DebianPackage, found: list[Path]) -> None:
         raise ToolError(f"{matches[0].name} has sha256 {actual}, the pin of {package.name}="
                         f"{package.version} says {package.sha256}",
                         fix="the mirror served another file than the pin: check apt's "
-                            "sources, or review and update release/pinned-tools.toml")
+                            "sources, or review and update release/toolchain/pinned-tools.toml")
 
 
 def relative_symlinks(root: Path) -> None:

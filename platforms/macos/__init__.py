@@ -4,7 +4,7 @@ Two routes build the same manifest through the same stages (docs/macos.md):
 
 * On a Mac: the system clang, ``-DCMAKE_OSX_ARCHITECTURES`` and
   ``-DCMAKE_OSX_DEPLOYMENT_TARGET``; programs run there.
-* Anywhere else: zig from the package index as a CMake toolchain (release/zig.py), the OS
+* Anywhere else: zig from the package index as a CMake toolchain (release/toolchain/zig.py), the OS
   version in the target triple (zig ignores ``-mmacosx-version-min``); nothing here runs
   Mach-O, so ``runner`` is None and verify reads the files only.
 
@@ -29,16 +29,24 @@ from dataclasses import replace
 from pathlib import Path
 
 from platforms.macos.loader import LOADER, is_system_path, loader_relative
-from release import _cmd, zig
-from release.archive import Limits, list_members, member_head, read_member
 from release.binary import read_binary, read_binary_data
 from release.binary.macho import MachOReader, is_macho
 from release.binary.model import BinaryInfo
+from release.distribution.archive import Limits, list_members, member_head, read_member
 from release.errors import ConfigurationError, ToolError, WheelError
 from release.host import Host, Runner
 from release.manifest import Target
-from release.platform import BuildRoute, Platform, RepairRequest, Route, SearchPath
+from release.platform import (
+    BinaryEdits,
+    BuildRoute,
+    Edits,
+    Platform,
+    RepairRequest,
+    Route,
+    SearchPath,
+)
 from release.tool import Tool
+from release.toolchain import commands, zig
 
 __all__ = ["PLATFORM", "MacOSPlatform", "loader_relative"]
 
@@ -117,7 +125,7 @@ def _require_tool(tool: str, *, mac: bool) -> str:
 
 class MacOSPlatform(Platform):
     name = "macos"
-    # What the pipeline says before a first configure (release/pipeline.py)
+    # What the pipeline says before a first configure (release/building/pipeline.py)
     first_configure_note = ("a cross build's compiler checks run zig, which first builds its "
                             "C and C++ runtime for the target into its cache: minutes the "
                             "first time, seconds afterwards")
@@ -214,24 +222,24 @@ class MacOSPlatform(Platform):
     def search_entries(self, binary: str, folders: Sequence[str]) -> tuple[str, ...]:
         return tuple(loader_relative(binary, folder) for folder in folders)
 
-    def fix_up(self, root: Path, search_paths: Sequence[SearchPath], *,
-               host: Host) -> list[str]:
-        tool: str | None = None
-        mac = _is_mac(host)
-        changed = []
+    def plan_edits(self, root: Path, search_paths: Sequence[SearchPath]) -> Edits:
+        """install_name_tool's edits (one run per file): the install name and exactly the
+        decided LC_RPATH entries, where the file differs."""
+        binaries = []
         for entry in search_paths:
-            path = root / entry.binary
-            info = read_binary(path)
-            edits = name_edits(info, entry)
-            if edits:
-                tool = tool or _require_tool("install-name-tool", mac=mac)
-                _cmd.run([tool, *edits, path], what=f"install_name_tool on {entry.binary}",
-                         fix="read the tool's message above")
-                changed.append(entry.binary)
-                info = read_binary(path)
-                info = _sign_again(path, info, mac=mac)
-            check_fixed(info, entry)
-        return changed
+            found = read_binary(root / entry.binary, readers=(self.reader,))
+            edits = name_edits(found, entry)
+            binaries.append(BinaryEdits(entry, found, (tuple(edits),) if edits else ()))
+        return Edits("install-name-tool", tuple(binaries))
+
+    def edit_tool(self, name: str, *, host: Host) -> str:
+        return _require_tool(name, mac=_is_mac(host))
+
+    def after_edit(self, path: Path, info: BinaryInfo, *, host: Host) -> BinaryInfo:
+        return _sign_again(path, info, mac=_is_mac(host))
+
+    def check_fixed(self, info: BinaryInfo, entry: SearchPath) -> None:
+        check_fixed(info, entry)
 
     def repair(self, request: RepairRequest) -> Path:
         check_self_contained(request.wheel)
@@ -252,8 +260,8 @@ def _sign_again(path: Path, info: BinaryInfo, *, mac: bool) -> BinaryInfo:
     codesign = shutil.which("codesign") if mac else None
     if codesign is None or not ("arm64" in info.unsigned or "arm64" in info.bad_signatures):
         return info
-    _cmd.run([codesign, "--force", "--sign", "-", path], what=f"codesign {path.name}",
-             fix="read codesign's message above")
+    commands.run([codesign, "--force", "--sign", "-", path], what=f"codesign {path.name}",
+                 fix="read codesign's message above")
     return read_binary(path)
 
 
@@ -379,8 +387,8 @@ def merge_trees(installs: Sequence[Path], into: Path, *, mac: bool = False) -> l
             os.symlink(kind[len("link:"):], target)
         elif all(_is_macho_file(source) for source in sources):
             lipo = lipo or _require_tool("lipo", mac=mac)
-            _cmd.run([lipo, "-create", *sources, "-output", target],
-                     what=f"lipo -create {relative}", fix="read lipo's message above")
+            commands.run([lipo, "-create", *sources, "-output", target],
+                         what=f"lipo -create {relative}", fix="read lipo's message above")
             shutil.copymode(sources[0], target)
             merged.append(relative)
         else:

@@ -24,15 +24,15 @@ from pathlib import Path
 
 from platforms.windows import wine
 from platforms.windows.loader import LOADER
-from release import _cmd, zig
-from release.archive import Limits, list_members, read_member
 from release.binary import read_binary_data
 from release.binary.pe import PeReader
+from release.distribution.archive import Limits, list_members, read_member
 from release.errors import BinaryFormatError, ReleaseError, ToolError
 from release.host import Host, Runner
 from release.manifest import Target
-from release.platform import BuildRoute, Platform, RepairRequest, Route, SearchPath
+from release.platform import BuildRoute, Platform, RepairRequest, Route
 from release.tool import Tool
+from release.toolchain import commands, zig
 
 TARGET = zig.ZigTarget(triple="x86_64-windows-gnu", system="Windows", processor="AMD64")
 PYCONFIG = Path(__file__).with_name("pyconfig.h")
@@ -63,9 +63,9 @@ def python_folder(build_dir: Path, cache: Path) -> tuple[Path, Path]:
         shutil.rmtree(folder, ignore_errors=True)
         shutil.copytree(source, include)
         shutil.copyfile(PYCONFIG, include / "pyconfig.h")
-        _cmd.run([zig.tool_path(toolchain_folder(cache), "dlltool"), "-d", Path(__file__).with_name(
-            "python3.def"), "-l", library, "-m", "i386:x86-64"],
-            what="make the python3.dll import library")
+        dlltool = zig.tool_path(toolchain_folder(cache), "dlltool")
+        commands.run([dlltool, "-d", Path(__file__).with_name("python3.def"), "-l", library,
+                      "-m", "i386:x86-64"], what="make the python3.dll import library")
         stamp.write_text(wanted, encoding="utf-8")
     return include, library
 
@@ -75,7 +75,7 @@ class WindowsPlatform(Platform):
     loader = LOADER
     reader = PeReader()
     # What the pipeline says before a first configure, whose compiler checks print nothing
-    # for minutes (release/pipeline.py)
+    # for minutes (release/building/pipeline.py)
     first_configure_note = ("CMake's compiler checks run zig for x86_64-windows-gnu, which "
                             "first builds its C and C++ runtime for the target into its "
                             "cache: 2 to 4 minutes the first time (docs/windows.md), "
@@ -130,10 +130,6 @@ class WindowsPlatform(Platform):
 
     def search_entries(self, binary: str, folders: Sequence[str]) -> tuple[str, ...]:
         return ()  # PE has no run-time search path; the package adds its lib/ at import
-
-    def fix_up(self, root: Path, search_paths: Sequence[SearchPath], *,
-               host: Host) -> list[str]:
-        return []  # PE has no run-time search path; the package adds its lib/ at import
 
     def repair(self, request: RepairRequest) -> Path:
         """Checks that the wheel needs no DLL from outside it (what delvewheel would bundle)

@@ -8,8 +8,9 @@ A runner needs three things, provisioned once into the tool cache:
   does, and beside it a stand-in ``python3.dll`` exporting the stable ABI's names
   (``python3.def``): the load checks' program, since no Windows Python is at hand. Built by
   the pinned zig and stripped, they have the same bytes on every machine: the sha256s of
-  ``[built.windows-helpers]`` in release/pinned-tools.toml, which the build must reproduce;
-  their folder is sealed with a manifest and checked at each use (release/toolcache.py);
+  ``[built.windows-helpers]`` in release/toolchain/pinned-tools.toml, which the build must
+  reproduce; their folder is sealed with a manifest and checked at each use
+  (release/toolchain/toolcache.py);
 * the zig toolchain file for ``x86_64-windows-gnu``, so SDK consumers build for the wheel;
 * a zig cache seed (``<cache>/zig-seed/<digest>``, about 80 MB for C; the C runtime, libc++
   and compiler-rt compiled from trivial programs): full verify's sandbox leaves the shared
@@ -29,10 +30,10 @@ import shutil
 from functools import cache as _memoized
 from pathlib import Path, PurePosixPath
 
-from release import _cmd, pins, toolcache, zig
 from release._lock import folder_size, megabytes, provisioning
 from release.errors import CommandError, EnvironmentFailure, ToolError
 from release.host import Runner
+from release.toolchain import commands, pins, toolcache, zig
 
 log = logging.getLogger("release")
 
@@ -64,7 +65,7 @@ def windows_path(path: Path | str) -> str:
 
 @_memoized
 def _wine_version(wine: str) -> str:
-    output = _cmd.run([wine, "--version"], what="wine --version", stderr="separate").strip()
+    output = commands.run([wine, "--version"], what="wine --version", stderr="separate").strip()
     return output.split()[0] if output else "wine"
 
 
@@ -112,10 +113,10 @@ def _build_helpers(folder: Path, toolchain_folder: Path) -> None:
     cc = str(zig.tool_path(toolchain_folder, "cc"))
     (folder / "python3.c").write_text(
         stand_in_source(PYTHON3_DEF.read_text(encoding="ascii")), encoding="ascii")
-    _cmd.run([cc, "-shared", "-O1", "-s", "-o", folder / "python3.dll", folder / "python3.c"],
-             what="build the python3.dll stand-in", fix=fix)
-    _cmd.run([cc, "-O2", "-s", "-o", folder / "load-dlls.exe", LOAD_DLLS_SOURCE, "-lshell32"],
-             what="build load-dlls.exe", fix=fix)
+    commands.run([cc, "-shared", "-O1", "-s", "-o", folder / "python3.dll", folder / "python3.c"],
+                 what="build the python3.dll stand-in", fix=fix)
+    commands.run([cc, "-O2", "-s", "-o", folder / "load-dlls.exe", LOAD_DLLS_SOURCE, "-lshell32"],
+                 what="build load-dlls.exe", fix=fix)
     pin = pins.load().built_pin(HELPERS_PIN)
     for pinned in pin.files:
         built = toolcache.file_sha256(folder / pinned.file)
@@ -123,7 +124,7 @@ def _build_helpers(folder: Path, toolchain_folder: Path) -> None:
             raise ToolError(f"{pinned.file} built by {zig.requirement()} has sha256 {built}, "
                             f"[built.{HELPERS_PIN}] pins {pinned.sha256}",
                             fix=f"if {', '.join(pin.sources)} changed on purpose, pin the new "
-                                "sha256 in release/pinned-tools.toml; else the compiler "
+                                "sha256 in release/toolchain/pinned-tools.toml; else the compiler "
                                 "is not the pinned one")
 
 
@@ -153,10 +154,10 @@ def _make_zig_seed(partial: Path, toolchain: Path) -> None:
     try:
         for tool, name, text in _SEED_PROGRAMS:
             (work / name).write_text(text)
-            _cmd.run([toolchain.parent / tool, work / name, "-o", work / (name + ".exe")],
-                     env={"ZIG_GLOBAL_CACHE_DIR": str(partial),
+            commands.run([toolchain.parent / tool, work / name, "-o", work / (name + ".exe")],
+                         env={"ZIG_GLOBAL_CACHE_DIR": str(partial),
                           "ZIG_LOCAL_CACHE_DIR": str(partial)},
-                     what=f"zig {tool} (the sandbox's zig cache)", timeout=1800)
+                         what=f"zig {tool} (the sandbox's zig cache)", timeout=1800)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     shutil.rmtree(partial / "tmp", ignore_errors=True)
@@ -175,10 +176,10 @@ def _make_prefix(wine: str, prefix: Path) -> None:
     _temporary_folder(prefix).mkdir(parents=True, exist_ok=True)
     log.info("creating a wine prefix in %s (once per cache; about 10 s and 700 MB)", prefix)
     try:
-        _cmd.run([*_prefix_command(wine, prefix), "wineboot", "--init"],
-                 what="wineboot --init", timeout=300)
-        _cmd.run(["env", *_prefix_environment(prefix), "wineserver", "-w"],
-                 what="wineserver -w", timeout=300)
+        commands.run([*_prefix_command(wine, prefix), "wineboot", "--init"],
+                     what="wineboot --init", timeout=300)
+        commands.run(["env", *_prefix_environment(prefix), "wineserver", "-w"],
+                     what="wineserver -w", timeout=300)
     except CommandError as error:
         shutil.rmtree(prefix, ignore_errors=True)
         raise EnvironmentFailure(f"wine could not create a prefix in {prefix}: {error.what}",

@@ -11,7 +11,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from release.archive import Limits
+    from release.distribution.archive import Limits
     from release.verify.api import verify_wheel
     from release.verify.context import VerifyContext
     from release.verify.options import VerifyOptions
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from release.verify.wheel_model import BinaryFile, WheelModel
 
 _HOMES = {"verify_wheel": "release.verify.api", "VerifyContext": "release.verify.context",
-          "Limits": "release.archive", "VerifyOptions": "release.verify.options",
+          "Limits": "release.distribution.archive", "VerifyOptions": "release.verify.options",
           "SCHEMA_VERSION": "release.verify.report", "Report": "release.verify.report",
           "BinaryFile": "release.verify.wheel_model", "WheelModel": "release.verify.wheel_model"}
 

@@ -12,7 +12,7 @@ from packaging.tags import Tag
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import InvalidVersion
 
-from release.archive import has_zip_directory
+from release.distribution.archive import has_zip_directory
 from release.errors import ConfigurationError, WheelError
 
 

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import TextIO
 
-from release.archive import Limits
+from release.distribution.archive import Limits
 from release.errors import ConfigurationError, EnvironmentFailure, VerificationFailed
 from release.verify.argument import classify
 from release.verify.options import VerifyOptions

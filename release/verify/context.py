@@ -50,7 +50,7 @@ class VerifyContext:
         ``runner``'s folders outside the scratch (wine's server folder) private to it, its
         seeded caches (zig's) copied into the scratch and the files it reads (an emulator's
         root folder, a toolchain file) shown read-only;
-        ``options`` are ``release._cmd.run``'s."""
+        ``options`` are ``release.commands.run``'s."""
         if self.sandbox is None:
             raise ToolError("no sandbox was made for this verify run, so nothing of the "
                             "wheel may run", fix="run a full verify (not --static)")

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from release import tools
 from release.errors import EnvironmentFailure
 from release.host import Runner
+from release.toolchain import tools
 from release.verify import linkage_model
 from release.verify.context import VerifyContext
 from release.verify.dist_info_files import marker_environment

@@ -18,7 +18,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.tags import Tag, parse_tag
 from packaging.utils import canonicalize_name
 
-from release.archive import StreamedMember
+from release.distribution.archive import StreamedMember
 from release.errors import WheelError
 from release.findings import Finding, Severity
 

@@ -13,7 +13,7 @@ import ast
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
-from release.archive import Limits
+from release.distribution.archive import Limits
 from release.verify.python_sources import python_files
 from release.verify.wheel_model import WheelModel
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from release.archive import Limits
+from release.distribution.archive import Limits
 from release.verify.sandbox import Mode, ResourceLimits
 
 

@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from release import tools
 from release.findings import Finding
 from release.host import Host, provide_once
 from release.loader import (
@@ -21,6 +20,7 @@ from release.loader import (
     loader_for,
     unclaimed,
 )
+from release.toolchain import tools
 from release.verify.wheel_model import WheelModel
 
 

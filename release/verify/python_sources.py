@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from release.archive import Limits, read_member
+from release.distribution.archive import Limits, read_member
 from release.verify.wheel_model import WheelModel
 
 BUDGET = 32 << 20            # bytes of Python read at most per question

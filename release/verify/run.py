@@ -13,9 +13,9 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from release import tools
 from release.host import Host
 from release.loader import HasLoader
+from release.toolchain import tools
 from release.verify.analyses import Analyses
 from release.verify.argument import WheelArgument
 from release.verify.checks import CHECKS, Check, run_checks

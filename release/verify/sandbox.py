@@ -51,7 +51,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from release import _cmd
 from release.errors import (
     CommandError,
     DeadlineReached,
@@ -59,6 +58,7 @@ from release.errors import (
     EnvironmentFailure,
     OutputLimitExceeded,
 )
+from release.toolchain import commands
 
 log = logging.getLogger("release")
 
@@ -212,7 +212,7 @@ class Sandbox:
             env: Mapping[str, str] | None = None, private: Sequence[str] = (),
             seeds: Sequence[tuple[str, str]] = (), writable: Sequence[Path] = (),
             shown: Sequence[str] = (), timeout: float | None = None, **options: Any) -> str:
-        """``release._cmd.run`` of ``argv`` in the sandbox. ``writable`` folders of the scratch
+        """``release.commands.run`` of ``argv`` in the sandbox. ``writable`` folders of the scratch
         are made here when missing (each must be a real folder verify made: never a link);
         what the run wrote there is read back only through ``read_back``."""
         what = str(options.get("what") or Path(os.fspath(argv[0])).name)
@@ -221,7 +221,7 @@ class Sandbox:
         limit = left if by_deadline else timeout
         if not self.sandboxed:
             try:
-                return _cmd.run(argv, cwd=cwd, env=dict(env or {}), timeout=limit, **options)
+                return commands.run(argv, cwd=cwd, env=dict(env or {}), timeout=limit, **options)
             except CommandError as error:
                 if error.returncode == -1 and by_deadline:
                     raise self._deadline(what) from None
@@ -236,8 +236,8 @@ class Sandbox:
                                env={**(env or {}), **seeded}, shown=shown)
         options.pop("machine_faults", None)   # what the wheel prints never blames the machine
         try:
-            return _cmd.run(command, cwd=None, env={}, timeout=limit,
-                            output_limit=self.limits.output, **options)
+            return commands.run(command, cwd=None, env={}, timeout=limit,
+                                output_limit=self.limits.output, **options)
         except OutputLimitExceeded:
             raise
         except CommandError as error:
@@ -253,7 +253,7 @@ class Sandbox:
             return EnvironmentCommandError(f"{error.what} ({cause})", command=error.command,
                                            returncode=error.returncode, output=error.output,
                                            fix="free disk space or memory and run again")
-        if _cmd.READ_ONLY.search(error.output):
+        if commands.READ_ONLY.search(error.output):
             # everything outside the writable folders is read-only on purpose: a program of
             # the wheel that writes there is the wheel's doing, not the machine's
             return CommandError(

@@ -1,10 +1,10 @@
 """The typed model of a wheel: its metadata, its files and every shipped binary, read once.
 
-``open_wheel`` reads the archive in one pass (release/archive.py ``read_wheel``: each member
-streamed once, in parallel, hashed, scanned for leaked build paths, binaries, or for a full
-extraction every file, written into a folder laid out like site-packages) and parses each
-binary as it streams; then the .dist-info (RECORD held against the hashes) and the build
-record, from the texts that pass read whole."""
+``open_wheel`` reads the archive in one pass (release/distribution/archive.py ``read_wheel``: each
+member streamed once, in parallel, hashed, scanned for leaked build paths, binaries, or for a full
+extraction every file, written into a folder laid out like site-packages) and parses each binary as
+it streams; then the .dist-info (RECORD held against the hashes) and the build record, from the
+texts that pass read whole."""
 
 from __future__ import annotations
 
@@ -15,17 +15,6 @@ from pathlib import Path
 
 from packaging.tags import Tag
 
-from release.archive import (
-    Leak,
-    Limits,
-    Member,
-    StreamedMember,
-    StreamRequest,
-    installed_path,
-    read_member,
-    read_member_range,
-    read_wheel,
-)
 from release.binary import (
     READERS,
     BinaryInfo,
@@ -37,7 +26,18 @@ from release.binary import (
     read_binary,
     read_binary_data,
 )
-from release.buildrecord import RECORD_FILE, BuildRecord
+from release.distribution.archive import (
+    Leak,
+    Limits,
+    Member,
+    StreamedMember,
+    StreamRequest,
+    installed_path,
+    read_member,
+    read_member_range,
+    read_wheel,
+)
+from release.distribution.buildrecord import RECORD_FILE, BuildRecord
 from release.errors import BinaryFormatError, LimitExceeded
 from release.findings import Finding, Severity
 from release.verify.argument import WheelArgument

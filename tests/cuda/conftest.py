@@ -25,11 +25,12 @@ class CudaBuild:
 def build_variant(name: str, work: Path) -> CudaBuild:
     """The release pipeline's own build of variant ``name`` (shared with the wheel tests),
     run up to its install stage, copied into a fresh site with the declared runtime wheel:
-    the file pinned for it by name and sha256 (release/pinned-tools.toml, the variant's
+    the file pinned for it by name and sha256 (release/toolchain/pinned-tools.toml, the variant's
     ``runtime.pin``), whatever else the index serves for the declared range today."""
-    from release import manifest, pins, toolcache, tools
+    from release import manifest
+    from release.building.pipeline import BuildOptions, Stage, run
     from release.host import Host
-    from release.pipeline import BuildOptions, Stage, run
+    from release.toolchain import pins, toolcache, tools
 
     loaded = variant.load(variant.variants_dir() / f"{name}.toml")
     options = BuildOptions(platform="linux", variant=name, last_stage=Stage.INSTALL,

@@ -10,7 +10,7 @@ import pytest
 from cuda import coverage_model, fatbin
 from cuda.gpu_variant import ComputeCapability
 from cuda.record import DeviceCodeRecord
-from release.buildrecord import RuntimeDependency
+from release.distribution.buildrecord import RuntimeDependency
 from release.findings import Severity
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

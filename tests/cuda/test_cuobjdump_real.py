@@ -10,7 +10,7 @@ import pytest
 
 from cuda import coverage_model, cuobjdump, fatbin
 from cuda import gpu_variant as variant
-from release import pins, tools
+from release.toolchain import pins, tools
 
 pytestmark = [pytest.mark.integration, pytest.mark.index]
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from release import manifest, tools
+from release import manifest
+from release.building.pipeline import BuildOptions, BuildResult, VerifyMode, run
 from release.host import Host
-from release.pipeline import BuildOptions, BuildResult, VerifyMode, run
+from release.toolchain import tools
 from tests.conftest import ROOT, BuiltWheel
 
 MODELS = ("mlp", "mlp_quantized")

@@ -26,11 +26,11 @@ from elftools.elf.elffile import ELFFile
 
 from platforms.linux import PLATFORM as LINUX
 from platforms.linux import cross, emulation
-from release import tools
-from release import wheel as wheel_module
+from release.distribution import wheel as wheel_module
 from release.errors import EnvironmentFailure
 from release.host import Host, Runner
 from release.manifest import Target
+from release.toolchain import tools
 from tests.conftest import ROOT, BuiltWheel, run_release
 from tests.integration.conftest import MODELS, build_verified, run_checked, unpack
 

@@ -14,8 +14,8 @@ import pytest
 
 from release import manifest
 from release.build_options import BuildOptions, Stage
+from release.building.pipeline import STAMP_FILE, run
 from release.host import Host
-from release.pipeline import STAMP_FILE, run
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.integration

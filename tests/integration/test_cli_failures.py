@@ -108,7 +108,7 @@ def test_pep517_failure_is_one_clean_message(tmp_path: Path) -> None:
 
 _NO_INDEX_FOR_OLD_CMAKE = """
 import sys
-from release import tools
+from release.toolchain import tools
 from release.errors import EnvironmentFailure
 real = tools.cmake
 def cmake(route=tools.CMAKE_NEW, *, cache=None):

@@ -14,10 +14,10 @@ from elftools.elf.elffile import ELFFile
 from packaging.requirements import Requirement
 
 from release import manifest
+from release.building.pipeline import BuildOptions, VerifyMode, run
+from release.distribution.wheel import WheelName, parse_metadata
 from release.errors import EnvironmentFailure
 from release.host import Host
-from release.pipeline import BuildOptions, VerifyMode, run
-from release.wheel import WheelName, parse_metadata
 from tests.conftest import ROOT, Venv, make_venv
 
 pytestmark = [pytest.mark.integration, pytest.mark.index]
@@ -86,13 +86,13 @@ def test_coverage_table_in_verify_report(cuda_wheel) -> None:
 @pytest.fixture(scope="module")
 def cuda_venv(cuda_wheel, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Venv]:
     """The wheel installed without its dependencies, then what it declares: the CUDA runtime
-    as the variant's pinned file (release/pinned-tools.toml, in hash-checking mode) rather
+    as the variant's pinned file (release/toolchain/pinned-tools.toml, in hash-checking mode) rather
     than whatever the index serves for the declared range today, and this environment's
     numpy."""
     import numpy
 
     from cuda import gpu_variant
-    from release import pins
+    from release.toolchain import pins
     variant, result = cuda_wheel
     folder = tmp_path_factory.mktemp(f"venv-{variant}")
     environment = make_venv(folder / "env")
@@ -188,7 +188,7 @@ def test_the_variant_form_is_the_same_build_as_a_variant_wheel_of_edgert(
     wheel with the label and variant.json, the properties verify proves against the fatbin
     and the runtime, the index beside it, and the same shipped files as the separate wheel."""
     from release.build_options import Form
-    from release.wheel_variant import read_dist_info, read_index
+    from release.distribution.wheel_variant import read_dist_info, read_index
     variant, separate = cuda_wheel
     loaded = manifest.load(ROOT)
     result = run(loaded, BuildOptions(platform="linux", variant=variant, out_dir=tmp_path,

@@ -10,6 +10,7 @@ import pytest
 
 from platforms.linux import PLATFORM
 from release.binary import read_binary
+from release.building.patcher import fix_up
 from release.host import Host
 from release.platform import SearchPath
 
@@ -35,7 +36,10 @@ def test_absolute_rpath_becomes_relative_runpath(tmp_path: Path) -> None:
     library = _library(tmp_path, "-Wl,--disable-new-dtags,-rpath,/opt/build/lib")
     assert read_binary(library).rpath == ("/opt/build/lib",)
     layout = [_layout("pkg/lib/libprobe.so", ("pkg/lib", "nvidia/cu13/lib"))]
-    assert PLATFORM.fix_up(tmp_path, layout, host=Host.current()) == ["pkg/lib/libprobe.so"]
+    planned = PLATFORM.plan_edits(tmp_path, layout)
+    assert (planned.tool, [edit.steps for edit in planned.binaries]) == ("patchelf", [(
+        ("--remove-rpath",), ("--set-rpath", "$ORIGIN:$ORIGIN/../../nvidia/cu13/lib"))])
+    assert fix_up(PLATFORM, tmp_path, layout, host=Host.current()) == ["pkg/lib/libprobe.so"]
     fixed = read_binary(library)
     assert fixed.rpath == ()
     assert fixed.runpath == ("$ORIGIN", "$ORIGIN/../../nvidia/cu13/lib")
@@ -45,5 +49,6 @@ def test_a_correct_file_is_not_rewritten(tmp_path: Path) -> None:
     library = _library(tmp_path, "-Wl,--enable-new-dtags,-rpath,$ORIGIN")
     before = library.read_bytes()
     layout = [_layout("pkg/lib/libprobe.so", ("pkg/lib",))]
-    assert PLATFORM.fix_up(tmp_path, layout, host=Host.current()) == []
+    assert [edit.steps for edit in PLATFORM.plan_edits(tmp_path, layout).binaries] == [()]
+    assert fix_up(PLATFORM, tmp_path, layout, host=Host.current()) == []
     assert library.read_bytes() == before

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from release import buildfolder
+from release.building import buildfolder
 from release.errors import EnvironmentFailure
 from tests.conftest import ROOT, assert_clean_failure, run_release
 
@@ -207,7 +207,7 @@ def test_auditwheel_on_a_full_disk_is_told_as_a_full_disk(small_disk: SmallDisk,
 
 _SIGNAL_AFTER_PUBLISH = """
 import os, signal, sys
-from release import buildfolder
+from release.building import buildfolder
 real = buildfolder._fsync_folder
 def then_signal(folder):
     real(folder)

@@ -14,7 +14,7 @@ import pytest
 from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 
-from release import wheel as wheel_module
+from release.distribution import wheel as wheel_module
 from tests.conftest import PRINT_OWN_PEAK, ROOT, BuiltWheel, Venv, run_release
 from tests.record_spec import assert_record_matches
 
@@ -144,7 +144,7 @@ def test_deployed_cpp_program_runs_without_the_wheel(cpu_wheel: BuiltWheel, tmp_
                                                      ) -> None:
     """The shipped consumer, built against the unpacked (repaired) wheel, installed with
     ``cmake --install`` (edgert_install), moved, and run after the wheel's files are gone."""
-    from release import tools
+    from release.toolchain import tools
     unpacked = tmp_path / "site"
     with zipfile.ZipFile(cpu_wheel.path) as archive:
         archive.extractall(unpacked)
@@ -218,7 +218,7 @@ def test_sdk_consumer_from_the_installed_wheel(installed_cpu_wheel: Venv, tmp_pa
     """A C++ application built against the pip-installed wheel, with pip's CMake 3.24 and a
     CMake >= 3.28, prints the same bytes as Python; the 3.28+ build still runs after the
     application is copied to another folder."""
-    from release import tools
+    from release.toolchain import tools
     cmake = tools.cmake(tools.CMAKE_OLD if route == "old" else tools.CMAKE_NEW)
     build = tmp_path / "build"
     _configure_consumer(installed_cpu_wheel, cmake, build)
@@ -245,7 +245,7 @@ def test_sdk_consumer_from_the_installed_wheel(installed_cpu_wheel: Venv, tmp_pa
 
 
 def test_sdk_version_request_is_honoured(installed_cpu_wheel: Venv, tmp_path: Path) -> None:
-    from release import tools
+    from release.toolchain import tools
     cmake_dir = installed_cpu_wheel.run("-m", "edgert", "--cmake-dir", cwd="/").stdout.strip()
     project = tmp_path / "project"
     project.mkdir()
@@ -330,7 +330,8 @@ def test_repair_streams_large_files(cpu_wheel: BuiltWheel, tmp_path: Path) -> No
         archive.writestr(record_name, original.read(record_name).decode()
                          + f"{big},{wheel_module.digest_text(digest)},{size}\n")
     # a fresh process, so the peak measured is the repair's own
-    measure = ("import sys; from pathlib import Path; from release.repair import repair_wheel; "
+    measure = ("import sys; from pathlib import Path; "
+               "from release.building.repair import repair_wheel; "
                "repair_wheel(Path(sys.argv[1]), Path(sys.argv[2]), environ={})\n"
                + PRINT_OWN_PEAK)
     completed = subprocess.run([sys.executable, "-c", measure, str(source), str(tmp_path / "out")],

@@ -27,17 +27,19 @@ import pytest
 
 import platforms.macos as macos
 from platforms.macos import PLATFORM as MACOS
-from release import manifest, tools
-from release import wheel as wheel_module
+from release import manifest
 from release.binary import BinaryInfo, read_binary, read_binary_data
 from release.binary.macho import is_macho
-from release.buildrecord import RECORD_FILE
+from release.building.patcher import fix_up
+from release.building.pipeline import BuildOptions, VerifyMode, run
+from release.building.resolved import build_variant, search_paths
+from release.distribution import wheel as wheel_module
+from release.distribution.buildrecord import RECORD_FILE
 from release.errors import VerificationFailed, WheelError
 from release.host import Host
 from release.manifest import Target
-from release.pipeline import BuildOptions, VerifyMode, run
 from release.platform import RepairRequest
-from release.resolved import build_variant, search_paths
+from release.toolchain import tools
 from release.verify import verify_wheel
 from tests.conftest import ROOT, run_release
 
@@ -174,12 +176,12 @@ def test_the_fix_up_rewrites_what_differs_and_keeps_arm64_signed(mac_wheels: Mac
     with zipfile.ZipFile(mac_wheels.paths[arch]) as archive:
         archive.extractall(tmp_path)
     # the build already has them
-    assert MACOS.fix_up(tmp_path, decided, host=Host.current()) == []
+    assert fix_up(MACOS, tmp_path, decided, host=Host.current()) == []
     edit = _name_tool("-delete_rpath", "@loader_path", "-add_rpath", "/Users/runner/build/lib",
                       "-id", "libedgert_kernels.dylib")
     edit(tmp_path / KERNELS)
     _name_tool("-delete_rpath", "@loader_path/lib")(tmp_path / EXTENSION)
-    assert MACOS.fix_up(tmp_path, decided, host=Host.current()) == [EXTENSION, KERNELS]
+    assert fix_up(MACOS, tmp_path, decided, host=Host.current()) == [EXTENSION, KERNELS]
     kernels, extension = read_binary(tmp_path / KERNELS), read_binary(tmp_path / EXTENSION)
     assert (kernels.soname, kernels.runpath) == ("@rpath/libedgert_kernels.dylib",
                                                  ("@loader_path",))

@@ -9,7 +9,7 @@ import multiprocessing
 import time
 from pathlib import Path
 
-from release import buildfolder
+from release.building import buildfolder
 from tests.unit.test_build_safety import WHEEL_NAME, is_complete_zip, two_wheels_and_out
 
 

@@ -17,11 +17,11 @@ import pytest
 
 from release import manifest
 from release.build_options import BuildOptions, VerifyMode
+from release.building.pipeline import run
+from release.building.sdist import write_sdist
+from release.distribution.wheel import parse_metadata
 from release.errors import ConfigurationError
 from release.host import Host
-from release.pipeline import run
-from release.sdist import write_sdist
-from release.wheel import parse_metadata
 from tests.conftest import ROOT, BuiltWheel, Venv
 
 pytestmark = pytest.mark.integration
@@ -220,8 +220,8 @@ def test_the_backend_hooks_run_on_python_3_9_or_3_10(clone: Path, sdist: Path,
                           env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
     assert completed.returncode == 0, completed.stderr
     dist_info = tmp_path / "metadata" / completed.stdout.strip()
-    from release import distinfo
-    from release.resolved import resolve
+    from release.building import distinfo
+    from release.building.resolved import resolve
     loaded = manifest.load(clone)
     expected = distinfo.metadata_files(resolve(loaded, loaded.select("linux", "x86_64", "cpu"),
                                                host=Host.current()))

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from release import pins, toolcache, tools
 from release.errors import ToolError
+from release.toolchain import pins, toolcache, tools
 from tests.conftest import ROOT, run_release
 
 pytestmark = [pytest.mark.integration, pytest.mark.index]
@@ -72,7 +72,8 @@ def test_the_check_is_cheap(tmp_path: Path) -> None:
     """Not timed here (benchmarks/reproducible.py times it): a clean check reads no file but
     the manifest's first line, whatever the entry's size."""
     folder = tools.pinned_folder(pins.load().python_pin("ninja"), tmp_path / "cache")
-    code = ("import builtins, sys; from pathlib import Path; from release import toolcache; "
+    code = ("import builtins, sys; from pathlib import Path; "
+            "from release.toolchain import toolcache; "
             "opened = []; real = builtins.open; "
             "builtins.open = lambda *a, **k: (opened.append(str(a[0])), real(*a, **k))[1]; "
             "Path.open = lambda self, *a, **k: (opened.append(str(self)), real(self, *a, **k))[1]; "

@@ -56,7 +56,7 @@ def programs(installed_cpu_wheel: Venv, tmp_path_factory: pytest.TempPathFactory
 
 @pytest.fixture(scope="module")
 def consumer(installed_cpu_wheel: Venv, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from release import tools
+    from release.toolchain import tools
 
     cmake = tools.cmake(tools.CMAKE_NEW)
     cmake_dir = installed_cpu_wheel.run("-m", "edgert", "--cmake-dir", cwd="/").stdout.strip()

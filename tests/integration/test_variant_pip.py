@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from release import manifest as manifest_module
-from release import wheel
-from release.wheel_variant import make_variant_wheel, update_index
+from release.distribution import wheel
+from release.distribution.wheel_variant import make_variant_wheel, update_index
 from tests.conftest import ROOT, make_venv
 
 pytestmark = pytest.mark.integration

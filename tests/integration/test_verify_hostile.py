@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from release import tools
-from release import wheel as wheel_module
+from release.distribution import wheel as wheel_module
+from release.toolchain import tools
 from tests.conftest import PRINT_OWN_PEAK, ROOT, BuiltWheel
 
 pytestmark = pytest.mark.integration

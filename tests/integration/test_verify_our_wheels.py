@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from release import wheel as wheel_module
+from release.distribution import wheel as wheel_module
 from release.verify import verify_wheel
 from tests.conftest import BuiltWheel
 
@@ -69,8 +69,8 @@ def test_cuda_runtime_must_be_declared(tmp_path_factory: pytest.TempPathFactory)
     """A cu12 wheel whose METADATA lost its CUDA runtime requirement: libcudart then resolves
     only through an undeclared distribution."""
     from release import manifest
+    from release.building.pipeline import BuildOptions, VerifyMode, run
     from release.host import Host
-    from release.pipeline import BuildOptions, VerifyMode, run
     from tests.conftest import ROOT
     result = run(manifest.load(ROOT), BuildOptions(
         platform="linux", variant="cu12", out_dir=tmp_path_factory.mktemp("cu12"),

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from release import wheel as wheel_module
+from release.distribution import wheel as wheel_module
 from tests.conftest import BuiltWheel, run_release
 
 pytestmark = pytest.mark.integration

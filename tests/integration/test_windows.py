@@ -23,13 +23,13 @@ import pytest
 from platforms.windows import PLATFORM as WINDOWS
 from platforms.windows import TARGET as ZIG_TARGET
 from platforms.windows import toolchain_folder, wine
-from release import tools, zig
-from release import wheel as wheel_module
 from release.binary.pe import PeReader
+from release.distribution import wheel as wheel_module
 from release.errors import ToolError
 from release.host import Host, Runner
 from release.manifest import Target
 from release.platform import RepairRequest
+from release.toolchain import tools, zig
 from release.verify import VerifyOptions
 from release.verify.api import verify_wheel
 from release.verify.report import Report

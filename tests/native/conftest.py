@@ -23,8 +23,8 @@ def native_install(tmp_path_factory: pytest.TempPathFactory) -> NativeInstall:
     import os
 
     from release import manifest
+    from release.building.pipeline import BuildOptions, Stage, run
     from release.host import Host
-    from release.pipeline import BuildOptions, Stage, run
 
     given = os.environ.get("EDGERT_TEST_NATIVE_BUILD")
     if given:  # a tree built elsewhere, e.g. the sanitizer build of test_sanitizers.py

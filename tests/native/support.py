@@ -104,8 +104,8 @@ def build_native(build_dir: Path, *options: str) -> NativeInstall:
     """A native tree built by the pipeline's configure/build/install stages with extra CMake
     ``options`` (so it gets the same decided search paths as the shipped build)."""
     from release import manifest
+    from release.building.pipeline import BuildOptions, Stage, run
     from release.host import Host
-    from release.pipeline import BuildOptions, Stage, run
 
     built = run(manifest.load(ROOT), BuildOptions(
         platform="linux", build_dir=build_dir, last_stage=Stage.INSTALL,

@@ -48,7 +48,7 @@ def _project(folder: Path, body: str, *, languages: str = "C CXX") -> Path:
 
 def _configure(cmake: Path, source: Path, build: Path, prefix: Path, *options: str
                ) -> subprocess.CompletedProcess[str]:
-    from release import tools
+    from release.toolchain import tools
     return subprocess.run([str(cmake), "-S", str(source), "-B", str(build), "-G", "Ninja",
                            f"-DCMAKE_MAKE_PROGRAM={tools.ninja()}", "-DCMAKE_BUILD_TYPE=Release",
                            f"-DCMAKE_PREFIX_PATH={prefix}", *options],
@@ -71,14 +71,14 @@ def _runs_a_model(binary: Path, **kwargs: object) -> None:
 
 @pytest.fixture(scope="module")
 def cmake_new() -> Path:
-    from release import tools
+    from release.toolchain import tools
     return tools.cmake(tools.CMAKE_NEW)
 
 
 @pytest.mark.parametrize("route", ["3.24", "newest"])
 def test_every_link_style_keeps_registration_libraries_under_as_needed(
         native_install: NativeInstall, tmp_path: Path, route: str) -> None:
-    from release import tools
+    from release.toolchain import tools
     cmake = tools.cmake(tools.CMAKE_OLD if route == "3.24" else tools.CMAKE_NEW)
     body = "find_package(edgert REQUIRED)\n" + "".join(
         f"add_executable({name} \"{NATIVE}/examples/run_program.cpp\")\n"

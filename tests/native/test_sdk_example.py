@@ -91,7 +91,7 @@ def test_as_needed_app_keeps_kernels_without_registration_call(
 def build_consumer(
     native_install: NativeInstall, cmake: Path, folder: Path, prefix: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    from release import tools
+    from release.toolchain import tools
 
     return subprocess.run(
         [
@@ -120,7 +120,7 @@ def test_installed_package_consumer(
     tmp_path: Path,
     route: str,
 ) -> None:
-    from release import tools
+    from release.toolchain import tools
 
     cmake = tools.cmake(tools.CMAKE_OLD if route == "old" else tools.CMAKE_NEW)
     version = tools.cmake_version(cmake)
@@ -154,7 +154,7 @@ def test_installed_package_consumer(
 def test_relocated_package_reports_a_missing_component(
     native_install: NativeInstall, tmp_path: Path
 ) -> None:
-    from release import tools
+    from release.toolchain import tools
 
     relocated = tmp_path / "relocated" / "edgert"
     shutil.copytree(native_install.package_dir, relocated, symlinks=True)

@@ -1,9 +1,9 @@
 """Facts the pipeline computes in one place only: the host machine is read by one function
 (release.host.Host.current, called only at the edges; everything below them, the
 platforms included, is handed the Host value), the facts of one target x variant by
-release/resolved.py (the variant loaded from its provider, the build route, the
+release/building/resolved.py (the variant loaded from its provider, the build route, the
 distribution name, the wheel's core metadata), and each format has one reader: TOML tables
-(release/_toml.py), ELF (release/binary/elf.py) and wheels (release/archive.py). A
+(release/_toml.py), ELF (release/binary/elf.py) and wheels (release/distribution/archive.py). A
 platform's optional capabilities are Protocol members, never looked up by name. An AST scan
 of release/, platforms/ and cuda/ holds each."""
 
@@ -92,18 +92,18 @@ def _callers(name: str, *, attribute: bool = True, plain: bool = True) -> list[s
 
 
 def test_one_module_loads_variants() -> None:
-    assert _callers("load_variant") == ["release/resolved.py:build_variant"]
+    assert _callers("load_variant") == ["release/building/resolved.py:build_variant"]
     # a provider's own build_variant is called by load_variant; the manifest's variants are
-    # built only by release/resolved.py (the matrix loads each once: load_variants)
+    # built only by release/building/resolved.py (the matrix loads each once: load_variants)
     assert sorted(set(_callers("build_variant", attribute=False))) == [
-        "release/resolved.py:load_variants", "release/resolved.py:resolve"]
+        "release/building/resolved.py:load_variants", "release/building/resolved.py:resolve"]
 
 
 def test_one_function_computes_the_build_route() -> None:
     """The plan, ``plan`` and ``check-set`` read ResolvedRelease.route; nothing asks the
     platform a second time (the plan once called check_host, then the route)."""
-    assert _callers("build_route", plain=False) == ["release/resolved.py:build_route"]
-    assert _callers("build_route", attribute=False) == ["release/resolved.py:route"]
+    assert _callers("build_route", plain=False) == ["release/building/resolved.py:build_route"]
+    assert _callers("build_route", attribute=False) == ["release/building/resolved.py:route"]
     assert _callers("check_host") == []
 
 
@@ -136,7 +136,7 @@ def _nodes(tree: ast.Module) -> Iterator[tuple[ast.AST, str]]:
 
 
 def test_one_function_names_the_distribution() -> None:
-    assert _distribution_choices() == ["release/resolved.py:distribution_of"]
+    assert _distribution_choices() == ["release/building/resolved.py:distribution_of"]
 
 
 def test_the_wheel_s_core_metadata_has_one_home() -> None:
@@ -146,13 +146,14 @@ def test_the_wheel_s_core_metadata_has_one_home() -> None:
     read it from there). core_metadata reads [project] afresh: only the sdist's PKG-INFO
     (the project's own name) uses it."""
     assert sorted(_callers("project_metadata")) == [
-        "release/core_metadata.py:core_metadata", "release/manifest.py:parse"]
-    assert sorted(_callers("core_metadata")) == ["release/sdist.py:write_sdist"]
+        "release/distribution/core_metadata.py:core_metadata", "release/manifest.py:parse"]
+    assert sorted(_callers("core_metadata")) == ["release/building/sdist.py:write_sdist"]
     assert sorted(_callers("for_distribution")) == [
-        "release/core_metadata.py:core_metadata", "release/resolved.py:metadata"]
+        "release/building/resolved.py:metadata",
+        "release/distribution/core_metadata.py:core_metadata"]
     # the library reads [project] in one function (the sdist's file list asks it too)
-    assert sorted(_callers("from_pyproject")) == ["release/core_metadata.py:standard"]
-    tree = ast.parse((ROOT / "release" / "sdist.py").read_text())
+    assert sorted(_callers("from_pyproject")) == ["release/distribution/core_metadata.py:standard"]
+    tree = ast.parse((ROOT / "release" / "building" / "sdist.py").read_text())
     assert not [call for call, _ in _calls(tree) if isinstance(call.func, ast.Name)
                 and call.func.id == "core_metadata"
                 and any(keyword.arg == "name" for keyword in call.keywords)]
@@ -273,21 +274,21 @@ def test_the_capability_scan_sees_a_lookup() -> None:
 
 
 def test_the_pipeline_is_no_hub() -> None:
-    """Other modules take only the loop from release/pipeline.py; the facts they share come
+    """Other modules take only the loop from release/building/pipeline.py; the facts they share come
     from the modules that own them (resolved, distinfo, repair), not through the pipeline."""
     imported = {}
     for path in sources():
-        if path == ROOT / "release" / "pipeline.py":
+        if path == ROOT / "release" / "building" / "pipeline.py":
             continue
         tree = parsed(path)
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module == "release.pipeline":
+            if isinstance(node, ast.ImportFrom) and node.module == "release.building.pipeline":
                 imported[str(path.relative_to(ROOT))] = sorted(a.name for a in node.names)
             if isinstance(node, ast.ImportFrom) and node.module == "release" and any(
                     alias.name == "pipeline" for alias in node.names):
                 imported[str(path.relative_to(ROOT))] = ["pipeline (the module)"]
     assert imported == {"release/__main__.py": ["run"], "release/backend.py": ["run"],
-                        "release/matrix.py": ["run"]}
+                        "release/building/matrix.py": ["run"]}
 
 
 # -- one reader per format: TOML tables, ELF, wheels ---------------------------------------
@@ -331,7 +332,7 @@ ELF_MAGIC = b"\x7fELF"
 _ELF_LAYOUT = re.compile(r"HHIQQQIHHHHHH|HHIIIIIHHHHHH|IIQQQQIIQQ|IIIIIIIIII|IIQQQQQQ")
 _STRUCT_CALLS = {"Struct", "unpack", "unpack_from", "iter_unpack", "calcsize"}
 # the ELF magic outside the reader: format detection only (which members are binaries)
-ELF_MAGIC_USERS = ["release/archive.py", "release/binary/elf.py"]
+ELF_MAGIC_USERS = ["release/binary/elf.py", "release/distribution/archive.py"]
 
 
 def _elf_parsing(tree: ast.Module) -> list[str]:
@@ -375,7 +376,7 @@ def test_the_elf_scan_sees_the_old_second_reader() -> None:
     assert _names_elf_magic(tree)
 
 
-WHEEL_READER = "release/archive.py"
+WHEEL_READER = "release/distribution/archive.py"
 
 
 def _zip_reads(tree: ast.Module) -> list[str]:
@@ -407,9 +408,10 @@ def _zip_reads(tree: ast.Module) -> list[str]:
 
 
 def test_one_module_reads_wheels() -> None:
-    """release/archive.py is the one wheel reader (pip's rules, CRC-32 streaming, budgets):
-    verify, repair, check-set, the platforms and the rewrite paths of release/wheel.py read
-    through it; release/wheel.py opens zips for writing only."""
+    """release/distribution/archive.py is the one wheel reader (pip's rules, CRC-32 streaming,
+    budgets): verify, repair, check-set, the platforms and the rewrite paths of
+    release/distribution/wheel.py read through it; release/distribution/wheel.py opens zips for
+    writing only."""
     readers = {_relative(path): _zip_reads(parsed(path)) for path in sources()}
     assert {path: reads for path, reads in readers.items() if reads and path != WHEEL_READER} \
         == {}

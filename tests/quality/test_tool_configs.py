@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 from packaging.specifiers import SpecifierSet
 
-from release import manifest, pins, tools
+from release import manifest
 from release.errors import ReleaseError
+from release.toolchain import pins, tools
 from tests.conftest import ROOT
 
 WORKFLOW = ROOT / ".github" / "workflows" / "release.yml"

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 
 import pytest
 
-from release import _cmd, tools
+from release.toolchain import commands, tools
 
 # cc, c++, gcc, g++, clang, clang++, cl, zig, nvcc; with a target prefix
 # (aarch64-linux-gnu-gcc), a version suffix (gcc-12) or .exe
@@ -31,18 +31,26 @@ def _no_build_tools(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         raise _refused("asked for a build tool")
     for name in ("cmake", "ninja", "pip_tool", "pinned_tool", "pinned_folder"):
         monkeypatch.setattr(tools, name, refuse)
-    which, run = shutil.which, _cmd.run
+    which, run, stream = shutil.which, commands.run, commands.stream
 
     def which_no_compiler(name: str, *args: object, **kwargs: object) -> str | None:
         if COMPILER.fullmatch(os.path.basename(name)):
             return None
         return which(name, *args, **kwargs)  # type: ignore[arg-type]
 
-    def run_no_compiler(command: Sequence[str | os.PathLike[str]], **kwargs: object) -> str:
+    def no_compiler(command: Sequence[str | os.PathLike[str]]) -> None:
         program = os.path.basename(os.fspath(command[0])) if command else ""
         if COMPILER.fullmatch(program):
             raise _refused(f"ran the compiler '{program}'")
+
+    def run_no_compiler(command: Sequence[str | os.PathLike[str]], **kwargs: object) -> str:
+        no_compiler(command)
         return run(command, **kwargs)  # type: ignore[arg-type]
+
+    def stream_no_compiler(command: Sequence[str | os.PathLike[str]], **kwargs: object) -> str:
+        no_compiler(command)
+        return stream(command, **kwargs)  # type: ignore[arg-type]
     monkeypatch.setattr(shutil, "which", which_no_compiler)
-    monkeypatch.setattr(_cmd, "run", run_no_compiler)
+    monkeypatch.setattr(commands, "run", run_no_compiler)
+    monkeypatch.setattr(commands, "stream", stream_no_compiler)
     yield

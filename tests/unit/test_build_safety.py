@@ -20,8 +20,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from release import _cmd, buildfolder, pipeline, tools, wheel
 from release.__main__ import TEMPORARY_PREFIX, Terminated, main, process_temporary_folder
+from release.building import buildfolder, pipeline
+from release.distribution import wheel
 from release.errors import (
     CommandError,
     ConfigurationError,
@@ -31,6 +32,7 @@ from release.errors import (
 )
 from release.findings import CheckStatus, Finding, Severity
 from release.host import Host
+from release.toolchain import commands, tools
 from release.verify.report import Report
 from tests.conftest import ROOT
 
@@ -260,9 +262,9 @@ def test_a_folder_in_place_of_the_configure_stamp_heals(tmp_path: Path) -> None:
 def test_programs_a_killed_build_left_running_are_stopped(tmp_path: Path) -> None:
     folder = str(tmp_path / "build")
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"],
-                             env={**os.environ, _cmd.OWNER_VARIABLE: folder})
+                             env={**os.environ, commands.OWNER_VARIABLE: folder})
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"],
-                             env={**os.environ, _cmd.OWNER_VARIABLE: folder + "-other"})
+                             env={**os.environ, commands.OWNER_VARIABLE: folder + "-other"})
     try:
         (tmp_path / "build").mkdir()
         with buildfolder.locked(tmp_path / "build"):
@@ -277,8 +279,8 @@ def test_programs_a_killed_build_left_running_are_stopped(tmp_path: Path) -> Non
 
 def test_programs_run_inside_a_build_carry_its_folder(tmp_path: Path) -> None:
     with buildfolder.locked(tmp_path), buildfolder.scratch(tmp_path) as scratch:
-        printed = _cmd.run([sys.executable, "-c", "import os, tempfile; print(os.environ["
-                            f"'{_cmd.OWNER_VARIABLE}']); print(tempfile.gettempdir())"])
+        printed = commands.run([sys.executable, "-c", "import os, tempfile; print(os.environ["
+                                f"'{commands.OWNER_VARIABLE}']); print(tempfile.gettempdir())"])
     owner, temporary = printed.splitlines()
     assert owner == str(tmp_path)
     assert Path(temporary) == scratch / "tmp"
@@ -345,11 +347,11 @@ def test_the_option_reaches_the_build_options() -> None:
 
 def test_a_cmake_probe_that_times_out_is_the_environment() -> None:
     with pytest.raises(EnvironmentCommandError) as raised:
-        _cmd.run([sys.executable, "-c", "import time; time.sleep(30)"], what="configure of the "
+        commands.run([sys.executable, "-c", "import time; time.sleep(30)"], what="configure of the "
                  "CMake probe", timeout=0.2, machine_faults=True)
     assert isinstance(raised.value, EnvironmentFailure) and raised.value.exit_code == 8
     with pytest.raises(CommandError) as plain:
-        _cmd.run([sys.executable, "-c", "import time; time.sleep(30)"], timeout=0.2)
+        commands.run([sys.executable, "-c", "import time; time.sleep(30)"], timeout=0.2)
     assert not isinstance(plain.value, EnvironmentFailure)
 
 
@@ -357,7 +359,7 @@ def test_an_environment_failure_in_a_check_is_not_counted_against_the_wheel() ->
     from release.verify.checks import run_checks
 
     def slow(wheel: object, context: object) -> list[Finding]:
-        _cmd.run([sys.executable, "-c", "import time; time.sleep(30)"], timeout=0.2,
+        commands.run([sys.executable, "-c", "import time; time.sleep(30)"], timeout=0.2,
                  what="configure of the CMake probe", machine_faults=True)
         return []
     module = SimpleNamespace(NAME="sdk-routes", RUNS_PROGRAMS=True, check=slow)
@@ -370,8 +372,8 @@ def test_an_environment_failure_in_a_check_is_not_counted_against_the_wheel() ->
 
 def test_a_full_disk_during_a_compile_is_the_environment() -> None:
     with pytest.raises(EnvironmentCommandError) as raised:
-        _cmd.run([sys.executable, "-c", "import sys; print('x.o: No space left on device');"
-                  "sys.exit(1)"], what="native build", machine_faults=True)
+        commands.run([sys.executable, "-c", "import sys; print('x.o: No space left on device');"
+                      "sys.exit(1)"], what="native build", machine_faults=True)
     assert raised.value.exit_code == 8 and "disk is full" in raised.value.fix
 
 
@@ -381,7 +383,8 @@ def test_a_full_disk_in_the_cache_names_the_disk(tmp_path: Path,
         raise CommandError("pip install x failed with exit status 1: ERROR: Could not install "
                            "packages due to an OSError", command=["pip"], returncode=1,
                            output="OSError: [Errno 28] No space left on device", fix="")
-    monkeypatch.setattr(tools._cmd, "run", full)
+    monkeypatch.setattr(tools.commands, "run", full)
+    monkeypatch.setattr(tools.commands, "stream", full)
     with pytest.raises(EnvironmentFailure) as raised:
         tools._pip_install(["x"], what="pip install x", fix="check the connection to the "
                            "package index", scratch=tmp_path / "s")
@@ -431,7 +434,7 @@ def test_repair_on_a_deeply_nested_build_record_is_one_line(deep_record_wheel: P
 
 
 def test_a_deeply_nested_sbom_is_a_sentence() -> None:
-    from release import sbom
+    from release.distribution import sbom
     record = SimpleNamespace(distribution="edgert", version="0.1.0")
     assert sbom.check_sbom(b"[" * 100_000, record, {}) == [  # type: ignore[arg-type]
         "is nested too deeply to read"]
@@ -439,11 +442,11 @@ def test_a_deeply_nested_sbom_is_a_sentence() -> None:
 
 def test_repair_refuses_a_bad_source_date_epoch_before_the_repair_tool(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import release.repair
+    import release.building.repair
 
     def never(*args: object, **kwargs: object) -> Path:
         raise AssertionError("the repair ran")
-    monkeypatch.setattr(release.repair, "repair_wheel", never)
+    monkeypatch.setattr(release.building.repair, "repair_wheel", never)
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "abc")
     code, _, err = _run("repair", str(tmp_path / WHEEL_NAME), "-w", str(tmp_path / "out"))
     assert code == WheelError.exit_code
@@ -491,9 +494,9 @@ def test_a_failed_native_step_on_a_nearly_full_disk_is_a_full_disk(
     monkeypatch.setattr(pipeline.shutil, "disk_usage",
                         lambda path: SimpleNamespace(total=1 << 40, used=0, free=free))
     with pytest.raises(CommandError) as raised:
-        pipeline._native([sys.executable, "-c", "import sys; print('CMake Error: Could NOT "
-                          "find Threads'); sys.exit(1)"], tmp_path, what="CMake configure",
-                         fix="read the CMake error above")
+        pipeline._native(commands.run, [sys.executable, "-c", "import sys; print('CMake "
+                         "Error: Could NOT find Threads'); sys.exit(1)"], tmp_path,
+                         what="CMake configure", fix="read the CMake error above")
     assert isinstance(raised.value, EnvironmentFailure) is environment
     assert raised.value.exit_code == (8 if environment else 4)
     assert ("is full (1 KiB free)" in raised.value.fix) is environment

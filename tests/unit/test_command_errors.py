@@ -8,8 +8,8 @@ import sys
 import pytest
 
 from platforms.linux import explain_auditwheel
-from release import _cmd
 from release.errors import CommandError
+from release.toolchain import commands
 
 _NINJA = """\
 [1/38] Building CXX object runtime/CMakeFiles/edgert_runtime.dir/src/tensor.cpp.o
@@ -40,7 +40,7 @@ CMake Error at CMakeLists.txt:7 (add_library):
     ("", "no output"),
 ])
 def test_first_error_line(output: str, line: str) -> None:
-    assert _cmd.first_error(output) == line
+    assert commands.first_error(output) == line
 
 
 @pytest.mark.parametrize(("output", "words"), [
@@ -64,23 +64,20 @@ def _failing(text: str) -> list[str]:
 
 def test_the_machine_comes_before_the_tools_guess() -> None:
     with pytest.raises(CommandError) as raised:
-        _cmd.run(_failing("OSError: [Errno 28] No space left on device: '/tmp/x/WHEEL'\n"),
-                 what="auditwheel repair", diagnose=explain_auditwheel, fix="generic")
+        commands.run(_failing("OSError: [Errno 28] No space left on device: '/tmp/x/WHEEL'\n"),
+                     what="auditwheel repair", diagnose=explain_auditwheel, fix="generic")
     assert "disk is full" in raised.value.fix
     with pytest.raises(CommandError) as raised:
-        _cmd.run(_failing("too-recent versioned symbols\n"), diagnose=explain_auditwheel,
-                 fix="generic")
+        commands.run(_failing("too-recent versioned symbols\n"), diagnose=explain_auditwheel,
+                     fix="generic")
     assert "newer glibc" in raised.value.fix
     with pytest.raises(CommandError) as raised:
-        _cmd.run(_failing("odd\n"), diagnose=explain_auditwheel, fix="generic")
+        commands.run(_failing("odd\n"), diagnose=explain_auditwheel, fix="generic")
     assert raised.value.fix == "generic"
 
 
 def test_streamed_output_is_shown_and_kept(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(CommandError) as raised:
-        _cmd.run(_failing("line one\nsrc.c:3:1: error: boom\n"), what="native build",
-                 stream=True)
+        commands.stream(_failing("line one\nsrc.c:3:1: error: boom\n"), what="native build")
     assert capsys.readouterr().err == "line one\nsrc.c:3:1: error: boom\n"
     assert raised.value.what == "native build failed with exit status 1: src.c:3:1: error: boom"
-    with pytest.raises(ValueError):
-        _cmd.run(["true"], stream=True, timeout=1)

@@ -15,10 +15,10 @@ import pytest
 from cuda import device_code
 from cuda.record import DeviceCodeRecord
 from release import manifest as manifest_module
-from release import wheel
-from release.buildrecord import RuntimeDependency
+from release.distribution import wheel
+from release.distribution.buildrecord import RuntimeDependency
+from release.distribution.wheel_variant import WheelVariant, dist_info_text
 from release.verify import VerifyOptions, verify_wheel
-from release.wheel_variant import WheelVariant, dist_info_text
 from tests.conftest import ROOT
 
 DIST_INFO = "demo-1.0.dist-info"

@@ -13,7 +13,7 @@ import re
 import pytest
 
 from release import manifest
-from release.buildrecord import BuildRecord
+from release.distribution.buildrecord import BuildRecord
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.unit
@@ -125,7 +125,7 @@ def test_the_documented_build_record_has_the_records_keys() -> None:
 def _stage_calls() -> dict[str, set[str]]:
     """Each function of pipeline.py -> the functions it calls (``f``, ``module.f``,
     ``object.f``: the name after the last dot)."""
-    tree = ast.parse((ROOT / "release" / "pipeline.py").read_text(encoding="utf-8"))
+    tree = ast.parse((ROOT / "release" / "building" / "pipeline.py").read_text(encoding="utf-8"))
     return {node.name: {call.func.id if isinstance(call.func, ast.Name) else call.func.attr
                         for call in ast.walk(node) if isinstance(call, ast.Call)
                         and isinstance(call.func, (ast.Name, ast.Attribute))}
@@ -137,7 +137,7 @@ def test_the_stages_documentation_matches_the_pipeline() -> None:
     touches only the binaries, pack writes the SBOM and the wheel."""
     calls = _stage_calls()
     assert {"layout_files", "write_files"} <= calls["_lay_out"]
-    assert calls["_fix_up"] == {"fix_up", "info", "len"}            # the binaries, logged
+    assert calls["_fix_up"] == {"fix_up", "info", "len"}   # patcher.fix_up; the binaries, logged
     assert {"sbom_file", "write_wheel"} <= calls["_pack"]
     assert not {"write_wheel", "sbom_file"} & (calls["_lay_out"] | calls["_fix_up"])
     assert "layout_files" not in calls["_pack"] | calls["_fix_up"]

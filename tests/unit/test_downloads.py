@@ -1,4 +1,4 @@
-"""What a download through pip shows (release/tools.py): off a terminal, pip's line naming
+"""What a download through pip shows (release/toolchain/tools.py): off a terminal, pip's line naming
 each file and its size before the file comes, and one summary line at the end; on a
 terminal, pip's own progress bars. A stand-in for ``python -m pip`` prints what pip prints,
 so no index is used."""
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from release import tools
 from release.errors import EnvironmentFailure, ToolError
+from release.toolchain import tools
 
 pytestmark = pytest.mark.unit
 
@@ -114,7 +114,7 @@ def test_a_first_configure_says_what_it_waits_for_and_a_second_does_not(
     build): the line before says so, once per build folder."""
     from types import SimpleNamespace
 
-    from release import pipeline
+    from release.building import pipeline
     from release.platform import get_platform
 
     ran: list[list[str]] = []
@@ -126,7 +126,9 @@ def test_a_first_configure_says_what_it_waits_for_and_a_second_does_not(
         (tmp_path / "build" / "build.ninja").write_text("build all: phony\ndefault all\n")
         return ""
 
-    monkeypatch.setattr(pipeline._cmd, "run", fake_cmake)
+    monkeypatch.setattr(pipeline.commands, "run", fake_cmake)
+
+    monkeypatch.setattr(pipeline.commands, "stream", fake_cmake)
     monkeypatch.setattr(pipeline.tools, "cmake", lambda cache=None: Path("cmake"))
     monkeypatch.setattr(pipeline, "_configure_arguments", lambda plan, part, arguments: [])
     plan = SimpleNamespace(release=SimpleNamespace(

@@ -14,10 +14,10 @@ import pytest
 
 from platforms.linux import PLATFORM as LINUX
 from platforms.linux import cross, emulation
-from release import toolcache
 from release.errors import ToolError
 from release.host import Host, Runner
-from release.pins import DebianPackage
+from release.toolchain import toolcache
+from release.toolchain.pins import DebianPackage
 
 AARCH64 = cross.cross_targets()["aarch64"]
 

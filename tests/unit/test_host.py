@@ -14,8 +14,8 @@ import pytest
 
 from release import manifest
 from release.build_options import BuildOptions
+from release.building.pipeline import make_plan
 from release.host import Host, Runner, provide_once
-from release.pipeline import make_plan
 from tests.conftest import ROOT
 
 

@@ -13,9 +13,9 @@ from packaging.tags import Tag
 from platforms.linux.loader import LOADER as LINUX
 from platforms.macos.loader import LOADER as MACOS
 from platforms.windows.loader import LOADER as WINDOWS
-from release.archive import Member
 from release.binary import BinaryInfo
 from release.binary.model import DEFAULT, GLOBAL, Symbol
+from release.distribution.archive import Member
 from release.host import Host
 from release.loader import LoaderModel
 from release.verify import VerifyOptions

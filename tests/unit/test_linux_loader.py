@@ -13,8 +13,8 @@ from packaging.requirements import Requirement
 from packaging.tags import Tag
 
 from platforms.linux.loader import LOADER, origin_relative
-from release.archive import Member
 from release.binary import BinaryInfo, VersionRequirement
+from release.distribution.archive import Member
 from release.errors import ConfigurationError
 from release.findings import Severity
 from release.host import Host, Runner

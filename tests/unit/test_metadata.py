@@ -10,12 +10,13 @@ from typing import Any
 
 import pytest
 
-from release import core_metadata as metadata
-from release import distinfo, manifest
+from release import manifest
+from release.building import distinfo
+from release.building.resolved import resolve
+from release.distribution import core_metadata as metadata
+from release.distribution.wheel import parse_metadata
 from release.errors import ConfigurationError
 from release.host import Host
-from release.resolved import resolve
-from release.wheel import parse_metadata
 from tests.conftest import ROOT
 
 # sha256 of https://www.apache.org/licenses/LICENSE-2.0.txt

@@ -1,5 +1,5 @@
-"""The pinned tools (release/pinned-tools.toml): one data file names every tool the pipeline
-fetches by exact version and sha256, everything that fetches names an entry of it, and a
+"""The pinned tools (release/toolchain/pinned-tools.toml): one data file names every tool the
+pipeline fetches by exact version and sha256, everything that fetches names an entry of it, and a
 malformed entry is refused naming its key."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import pytest
 from cuda import cuobjdump
 from cuda import gpu_variant as cuda_variant
 from platforms.linux import cross
-from release import pins, tools, zig
 from release._compat import tomllib
 from release.errors import ConfigurationError
+from release.toolchain import pins, tools, zig
 from tests.conftest import ROOT
 
 LOADED = pins.load()

@@ -13,10 +13,10 @@ import pytest
 from cuda.record import device_code_record
 from release import manifest
 from release.build_options import BuildOptions
-from release.buildrecord import BuildRecord
+from release.building.pipeline import make_plan
+from release.distribution.buildrecord import BuildRecord
 from release.errors import ConfigurationError, WheelError
 from release.host import Host
-from release.pipeline import make_plan
 from tests.conftest import ROOT
 
 
@@ -89,7 +89,7 @@ def test_an_unknown_provider_is_named() -> None:
 
 _FAKE_PROVIDER = """
 from dataclasses import dataclass
-from release.buildrecord import RuntimeDependency
+from release.distribution.buildrecord import RuntimeDependency
 
 CHECKS = ()
 RUNTIME = RuntimeDependency("vulkan-loader>=1.3", "vulkan-loader", "libvulkan.so.1",

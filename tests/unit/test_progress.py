@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from release import progress, toolcache
+from release import progress
+from release.toolchain import toolcache
 
 
 def test_making_a_cache_entry_is_said_before_and_after_with_its_size(

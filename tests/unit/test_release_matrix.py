@@ -16,13 +16,14 @@ from typing import Any
 
 import pytest
 
-from release import manifest, matrix
+from release import manifest
 from release.build_options import BuildOptions
+from release.building import matrix
+from release.building.pipeline import make_plan
+from release.building.resolved import ResolvedRelease
 from release.errors import CommandError, ConfigurationError, ToolError
 from release.host import Host
-from release.pipeline import make_plan
 from release.platform import Route
-from release.resolved import ResolvedRelease
 from tests.conftest import ROOT, release_in_process
 
 X86_64 = Host("linux", "x86_64")

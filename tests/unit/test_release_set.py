@@ -14,21 +14,23 @@ from pathlib import Path
 
 import pytest
 
-from release import core_metadata as metadata
-from release import distinfo, manifest, release_set, sbom
+from release import manifest, release_set
 from release.__main__ import main as release_main
 from release.build_options import Form
-from release.buildrecord import RECORD_FILE
+from release.building import distinfo
+from release.building.matrix import MatrixEntry, release_matrix
+from release.building.resolved import resolve
+from release.distribution import core_metadata as metadata
+from release.distribution import sbom
+from release.distribution.buildrecord import RECORD_FILE
+from release.distribution.wheel import normalize_distribution, read_entries, wheel_text, write_wheel
+from release.distribution.wheel_variant import make_variant_wheel
 from release.errors import WheelError
 from release.findings import Finding, Severity
 from release.host import Host
-from release.matrix import MatrixEntry, release_matrix
-from release.resolved import resolve
 from release.tool import Tool
 from release.verify.options import VerifyOptions
 from release.verify.report import Report
-from release.wheel import normalize_distribution, read_entries, wheel_text, write_wheel
-from release.wheel_variant import make_variant_wheel
 from tests.conftest import ROOT
 
 MANIFEST = manifest.load(ROOT)

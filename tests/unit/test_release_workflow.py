@@ -13,7 +13,8 @@ from typing import Any
 
 import yaml
 
-from release import manifest, matrix
+from release import manifest
+from release.building import matrix
 from release.host import Host
 from tests.conftest import ROOT
 
@@ -120,7 +121,7 @@ def test_the_tool_cache_is_cached_and_reaches_the_container() -> None:
                    if step["uses"].startswith("actions/cache/restore@"))
     folder = "${{ runner.temp }}/release-cache"
     assert restore["with"]["path"] == folder and "matrix.name" in restore["with"]["key"]
-    assert "release/pinned-tools.toml" in restore["with"]["key"]
+    assert "release/toolchain/pinned-tools.toml" in restore["with"]["key"]
     build = next(step for step in steps("build") if "cibuildwheel" in str(step.get("run")))
     assert build["env"]["RELEASE_CACHE_DIR"] == folder
     assert f"--volume={folder}:/release-cache" in build["env"]["CIBW_CONTAINER_ENGINE"]

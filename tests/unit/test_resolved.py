@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 
 from platforms.linux import PLATFORM as LINUX
-from release import backend, distinfo, manifest, matrix, resolved
-from release import core_metadata as metadata_module
+from release import backend, manifest
 from release.build_options import BuildOptions, Form
+from release.building import distinfo, matrix, resolved
+from release.building.pipeline import make_plan
+from release.distribution import core_metadata as metadata_module
 from release.errors import ConfigurationError, ToolError
 from release.host import Host
 from release.manifest import Target
-from release.pipeline import make_plan
 from release.platform import BuildRoute, Platform, Route
 from tests.conftest import ROOT
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from release import _cmd, wheel
+from release.distribution import wheel
 from release.errors import (
     CommandError,
     DeadlineReached,
@@ -21,6 +21,7 @@ from release.errors import (
     EnvironmentFailure,
 )
 from release.host import Runner
+from release.toolchain import commands
 from release.verify import sandbox as sandbox_module
 from release.verify.sandbox import (
     Listing,
@@ -125,7 +126,7 @@ def test_the_deadline_is_shared_by_every_run_and_stops_the_next(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     now = [100.0]
     seen: list[object] = []
-    monkeypatch.setattr(_cmd, "run", lambda command, **options: seen.append(
+    monkeypatch.setattr(commands, "run", lambda command, **options: seen.append(
         options["timeout"]) or "")
     sandbox = Sandbox(tmp_path, "/usr/bin/bwrap", limits=ResourceLimits(deadline=30),
                       ends=130.0, clock=lambda: now[0])
@@ -140,7 +141,7 @@ def test_the_deadline_is_shared_by_every_run_and_stops_the_next(
     def slow(command: list[str], **options: object) -> str:
         raise CommandError("it did not finish", command=command, returncode=-1, output="")
 
-    monkeypatch.setattr(_cmd, "run", slow)
+    monkeypatch.setattr(commands, "run", slow)
     now[0] = 125.0
     with pytest.raises(DeadlineReached):   # timed out by the deadline: the deadline's
         sandbox.run(["sleep", "9"], timeout=60, what="a load")
@@ -172,7 +173,7 @@ def test_what_a_sandboxed_run_wrote_is_read_back_without_following_anything(
 
 def test_a_writable_folder_replaced_by_a_link_is_refused(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_cmd, "run", lambda command, **options: "")
+    monkeypatch.setattr(commands, "run", lambda command, **options: "")
     scratch = tmp_path / "scratch"
     (scratch / "work").mkdir(parents=True)
     (scratch / "work" / "build").symlink_to(tmp_path)
@@ -185,15 +186,15 @@ def test_a_seeded_cache_is_copied_once_into_the_scratch(
     seed = tmp_path / "zig-seed"
     (seed / "o").mkdir(parents=True)
     (seed / "o" / "crt2.o").write_bytes(b"object")
-    commands: list[list[str]] = []
-    monkeypatch.setattr(_cmd, "run", lambda command, **options: commands.append(command) or "")
+    ran: list[list[str]] = []
+    monkeypatch.setattr(commands, "run", lambda command, **options: ran.append(command) or "")
     sandbox = Sandbox(tmp_path / "scratch", "/usr/bin/bwrap")
     seeds = [("ZIG_GLOBAL_CACHE_DIR", str(seed)), ("ZIG_LOCAL_CACHE_DIR", str(seed))]
     for _ in range(2):
         sandbox.run(["zig", "cc"], seeds=seeds)
     (copy,) = (tmp_path / "scratch" / "seeds").iterdir()
     assert (copy / "o" / "crt2.o").read_bytes() == b"object"
-    for command in commands:
+    for command in ran:
         settings = [command[i + 1:i + 3] for i, word in enumerate(command) if word == "--setenv"]
         # the copy, set after the sandbox's own zig cache variables: it wins
         assert settings[-2:] == [["ZIG_GLOBAL_CACHE_DIR", str(copy)],
@@ -283,7 +284,7 @@ def test_a_write_the_sandbox_refused_is_the_wheel_s_failure_not_the_machine_s(
             returncode=1, output="CMake Error: file failed to open for writing (Read-only "
             "file system): /work/elsewhere", fix="a folder it writes to is read-only")
 
-    monkeypatch.setattr(_cmd, "run", refused)
+    monkeypatch.setattr(commands, "run", refused)
     with pytest.raises(CommandError) as caught:
         Sandbox(tmp_path / "scratch", "/usr/bin/bwrap").run(["cmake", "-S", "x"],
                                                             machine_faults=True)
@@ -294,7 +295,7 @@ def test_a_write_the_sandbox_refused_is_the_wheel_s_failure_not_the_machine_s(
         raise EnvironmentCommandError("build failed", command=["cmake"], returncode=1,
                                       output="No space left on device", fix="free space")
 
-    monkeypatch.setattr(_cmd, "run", full)
+    monkeypatch.setattr(commands, "run", full)
     # what the wheel printed is the wheel's: no machine fault, no fix read from its text
     with pytest.raises(CommandError) as printed:
         Sandbox(tmp_path / "scratch2", "/usr/bin/bwrap").run(["cmake"], machine_faults=True,

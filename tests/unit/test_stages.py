@@ -1,6 +1,6 @@
-"""The stages are one ordered list (release/build_options.py Stage, release/pipeline.py STEPS):
-pack is a stage of its own between fix up and repair, ``--until`` names any of them, and a
-run that stops before pack publishes nothing."""
+"""The stages are one ordered list (release/build_options.py Stage,
+release/building/pipeline.py STEPS): pack is a stage of its own between fix up and repair,
+``--until`` names any of them, and a run that stops before pack publishes nothing."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from release import backend, manifest, pipeline
+from release import backend, manifest
 from release.__main__ import main as release_main
 from release.build_options import BuildOptions, Stage, VerifyMode
+from release.building import pipeline
 from release.errors import ConfigurationError
 from release.host import Host
 from tests.conftest import ROOT

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from release import wheel
 from release.binary.model import GLOBAL, BinaryInfo, Symbol
+from release.distribution import wheel
 from release.errors import BinaryFormatError
 from release.findings import Severity
 from release.host import Host, Runner

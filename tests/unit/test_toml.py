@@ -12,9 +12,10 @@ import pytest
 from cuda import coverage_model
 from cuda import gpu_variant as variant
 from platforms.linux import cross
-from release import manifest, pins, release_set
+from release import manifest, release_set
 from release._toml import read_toml
 from release.errors import ConfigurationError
+from release.toolchain import pins
 
 BAD = 'schema = 1\nname = "x"\n[table\n'   # an unclosed table header on line 3
 

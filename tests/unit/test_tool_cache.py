@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from release import _cmd, pins, toolcache, tools
 from release.errors import CommandError, EnvironmentFailure, ToolError
+from release.toolchain import commands, pins, toolcache, tools
 
 REQUIREMENT = "demo-tool==1.0"
 # taken before this tier's fixture refuses build tools: pip itself is the stand-in below
@@ -63,7 +63,8 @@ def _flip_one_byte(path: Path) -> None:
 
 def test_a_complete_entry_is_used_as_it_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[list[str]] = []
-    monkeypatch.setattr(_cmd, "run", _fake_pip(calls))
+    monkeypatch.setattr(commands, "run", _fake_pip(calls))
+    monkeypatch.setattr(commands, "stream", _fake_pip(calls))
     first = pip_tool(REQUIREMENT, "bin/demo", cache=tmp_path)
     assert pip_tool(REQUIREMENT, "bin/demo", cache=tmp_path) == first
     assert len(calls) == 1 and (first.parents[1] / toolcache.MANIFEST).is_file()
@@ -79,7 +80,8 @@ def test_a_complete_entry_is_used_as_it_is(tmp_path: Path, monkeypatch: pytest.M
 def test_a_half_deleted_entry_is_installed_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                  caplog: pytest.LogCaptureFixture) -> None:
     calls: list[list[str]] = []
-    monkeypatch.setattr(_cmd, "run", _fake_pip(calls))
+    monkeypatch.setattr(commands, "run", _fake_pip(calls))
+    monkeypatch.setattr(commands, "stream", _fake_pip(calls))
     binary = pip_tool(REQUIREMENT, "bin/demo", cache=tmp_path)
     (binary.parents[1] / toolcache.MANIFEST).unlink()           # half deleted by hand
     assert pip_tool(REQUIREMENT, "bin/demo", cache=tmp_path) == binary
@@ -94,7 +96,8 @@ def test_a_tampered_entry_is_found_and_installed_again(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
         damage: str) -> None:
     calls: list[list[str]] = []
-    monkeypatch.setattr(_cmd, "run", _fake_pip(calls))
+    monkeypatch.setattr(commands, "run", _fake_pip(calls))
+    monkeypatch.setattr(commands, "stream", _fake_pip(calls))
     binary = pip_tool(REQUIREMENT, "bin/demo", cache=tmp_path)
     original = binary.read_bytes()
     if damage == "one byte flipped":
@@ -120,7 +123,8 @@ def test_a_touched_file_with_its_bytes_is_kept_and_checked_cheaply_again(
     """A cache restored elsewhere has other file times: the bytes are checked once, then the
     manifest records the new times."""
     calls: list[list[str]] = []
-    monkeypatch.setattr(_cmd, "run", _fake_pip(calls))
+    monkeypatch.setattr(commands, "run", _fake_pip(calls))
+    monkeypatch.setattr(commands, "stream", _fake_pip(calls))
     binary = pip_tool(REQUIREMENT, "bin/demo", cache=tmp_path)
     os.utime(binary, ns=(1, 1))
     hashed: list[Path] = []
@@ -155,7 +159,8 @@ def test_an_entry_damaged_right_after_it_is_made_is_refused(tmp_path: Path) -> N
 def test_a_failed_install_leaves_nothing_and_blames_the_environment(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[list[str]] = []
-    monkeypatch.setattr(_cmd, "run", _fake_pip(calls, fail="Killed"))
+    monkeypatch.setattr(commands, "run", _fake_pip(calls, fail="Killed"))
+    monkeypatch.setattr(commands, "stream", _fake_pip(calls, fail="Killed"))
     with pytest.raises(EnvironmentFailure, match="demo-tool") as caught:
         pip_tool(REQUIREMENT, "bin/demo", cache=tmp_path)
     assert "package index" in caught.value.fix
@@ -168,7 +173,8 @@ def test_processes_that_start_together_provision_once(
     """Four callers at once (each with its own lock handle, as separate processes have):
     pip runs once, the others wait and use what it made."""
     calls: list[list[str]] = []
-    monkeypatch.setattr(_cmd, "run", _fake_pip(calls, pause=0.1))
+    monkeypatch.setattr(commands, "run", _fake_pip(calls, pause=0.1))
+    monkeypatch.setattr(commands, "stream", _fake_pip(calls, pause=0.1))
     found: list[Path] = []
     workers = [threading.Thread(target=lambda: found.append(
         pip_tool(REQUIREMENT, "bin/demo", cache=tmp_path))) for _ in range(4)]
@@ -185,7 +191,8 @@ def test_provisioning_says_what_and_how_big_and_keeps_pip_scratch_in_the_cache(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     calls: list[list[str]] = []
     environments: list[dict[str, str]] = []
-    monkeypatch.setattr(_cmd, "run", _fake_pip(calls, environments=environments))
+    monkeypatch.setattr(commands, "run", _fake_pip(calls, environments=environments))
+    monkeypatch.setattr(commands, "stream", _fake_pip(calls, environments=environments))
     with caplog.at_level("INFO", logger="release"):
         binary = pip_tool(REQUIREMENT, "bin/demo", cache=tmp_path)
     assert "downloading demo-tool==1.0 from the package index into" in caplog.text
@@ -207,7 +214,9 @@ def test_a_pinned_tool_is_installed_in_hash_checking_mode(
         requirements.append(Path(words[words.index("-r") + 1]).read_text())
         return str(_fake_pip(calls)(command, **kwargs))
 
-    monkeypatch.setattr(_cmd, "run", run)
+    monkeypatch.setattr(commands, "run", run)
+
+    monkeypatch.setattr(commands, "stream", run)
     folder = pinned_folder(PIN, tmp_path)
     assert folder == tmp_path / "tools" / f"demo-{PIN.digest}" and (folder / "bin/demo").is_file()
     assert {"--require-hashes", "--no-deps", "--only-binary=:all:"} <= set(calls[0])
@@ -224,7 +233,8 @@ def test_a_file_that_is_not_the_pin_is_refused_in_one_line(
         "(from -r /tmp/r.txt (line 1)):\n"
         f"        Expected sha256 {'ab' * 32}\n"
         f"             Got        {'cd' * 32}\n")
-    monkeypatch.setattr(_cmd, "run", _fake_pip([], fail=refusal))
+    monkeypatch.setattr(commands, "run", _fake_pip([], fail=refusal))
+    monkeypatch.setattr(commands, "stream", _fake_pip([], fail=refusal))
     with pytest.raises(ToolError) as caught:
         pinned_folder(PIN, tmp_path)
     assert caught.value.what == (f"pip install of the pinned demo (demo-tool==1.0): "

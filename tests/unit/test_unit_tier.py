@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from release import _cmd, tools
+from release.toolchain import commands, tools
 from tests.conftest import ROOT
 from tests.unit.conftest import COMPILER
 
@@ -22,7 +22,7 @@ from tests.unit.conftest import COMPILER
 def test_no_compiler_is_on_path_and_none_runs(name: str) -> None:
     assert shutil.which(name) is None
     with pytest.raises(AssertionError, match="ran the compiler"):
-        _cmd.run([name, "--version"])
+        commands.run([name, "--version"])
 
 
 @pytest.mark.parametrize("name", ["ccache", "cmake", "patchelf", "auditwheel", "otool",
@@ -33,7 +33,7 @@ def test_other_programs_are_not_compilers(name: str) -> None:
 
 def test_other_programs_are_found_and_run() -> None:
     assert shutil.which(sys.executable) == sys.executable
-    assert _cmd.run([sys.executable, "-c", "print('ran')"]).strip() == "ran"
+    assert commands.run([sys.executable, "-c", "print('ran')"]).strip() == "ran"
 
 
 @pytest.mark.parametrize("tool", ["cmake", "ninja", "pip_tool", "pinned_tool",

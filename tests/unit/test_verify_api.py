@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from release import wheel
+from release.distribution import wheel
 from release.verify import verify_wheel
 
 DIST_INFO = "demo-1.0.dist-info"

@@ -17,10 +17,11 @@ import pytest
 
 from platforms.linux.loader import LOADER as LINUX
 from platforms.windows.loader import LOADER as WINDOWS
-from release import pipeline, wheel
 from release.__main__ import main as release_main
 from release.binary.elf import ElfReader
 from release.binary.pe import PeReader
+from release.building import pipeline
+from release.distribution import wheel
 from release.errors import ConfigurationError, WheelError
 from release.host import Host, Runner
 from release.verify import VerifyOptions, verify_wheel
@@ -65,7 +66,7 @@ def test_a_file_that_is_not_a_zip_is_refused_before_anything_is_loaded(tmp_path:
     text.write_text("not a wheel\n")
     probe = ("import sys; from release.__main__ import main; code = main(['verify', sys.argv[1],"
              " '--static']); loaded = [m for m in ('release.verify.checks', 'release.platform',"
-             " 'release.pipeline', 'release.tools') if m in sys.modules];"
+             " 'release.building.pipeline', 'release.toolchain.tools') if m in sys.modules];"
              " print(code, loaded)")
     completed = subprocess.run([sys.executable, "-c", probe, str(text)], cwd=ROOT,
                                capture_output=True, text=True, check=False)

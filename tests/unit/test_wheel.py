@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from release import wheel
+from release.distribution import wheel
 from release.errors import WheelError
 from tests.record_spec import assert_record_matches
 

@@ -1,7 +1,7 @@
-"""The pipeline's rewrite paths (release/wheel.py: ``read_entries``, used by the variant
-relabel, and ``normalize``, the re-pack after repair) read wheels through the one wheel reader
-(release/archive.py): what verify refuses is refused there too, and a refused wheel is left
-as it was, with nothing half-written beside it."""
+"""The pipeline's rewrite paths (release/distribution/wheel.py: ``read_entries``, used by the
+variant relabel, and ``normalize``, the re-pack after repair) read wheels through the one wheel
+reader (release/distribution/archive.py): what verify refuses is refused there too, and a refused
+wheel is left as it was, with nothing half-written beside it."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from release import archive, wheel
-from release.archive import Limits
+from release.distribution import archive, wheel
+from release.distribution.archive import Limits
 from release.errors import WheelError
 from tests.verify import crafted
 

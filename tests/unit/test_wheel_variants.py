@@ -21,12 +21,9 @@ from variantlib.variants_json import VariantsJson
 from cuda.record import DeviceCodeRecord
 from cuda.variant_properties import judge
 from release import manifest as manifest_module
-from release import wheel
-from release.buildrecord import RuntimeDependency
-from release.errors import ConfigurationError, WheelError
-from release.host import Host
-from release.verify.argument import file_name_tags, variant_label
-from release.wheel_variant import (
+from release.distribution import wheel
+from release.distribution.buildrecord import RuntimeDependency
+from release.distribution.wheel_variant import (
     WheelVariant,
     dist_info_of_wheel,
     index_name,
@@ -36,6 +33,9 @@ from release.wheel_variant import (
     read_index,
     update_index,
 )
+from release.errors import ConfigurationError, WheelError
+from release.host import Host
+from release.verify.argument import file_name_tags, variant_label
 from tests.conftest import release_in_process
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -298,7 +298,7 @@ def test_the_build_backend_and_verify_of_plain_wheels_need_no_variantlib(
             "from pathlib import Path\n"
             "import release.backend, release.verify.api as api, release.manifest as m\n"
             "from release.errors import ToolError\n"
-            "from release.wheel_variant import make_variant_wheel\n"
+            "from release.distribution.wheel_variant import make_variant_wheel\n"
             "m.load(Path('.'))\n"
             "report = api.verify_wheel(Path(sys.argv[1]), static=True)\n"
             "print(report.checks['variant'])\n"
@@ -324,7 +324,7 @@ def test_the_build_backend_and_verify_of_plain_wheels_need_no_variantlib(
 def test_form_is_an_option_and_the_variant_form_builds_the_one_distribution(
         manifest: manifest_module.Manifest) -> None:
     from release.build_options import BuildOptions, Form, resolve
-    from release.pipeline import make_plan
+    from release.building.pipeline import make_plan
     chosen = resolve(platform="linux", given={}, manifest_defaults={},
                      environ={"RELEASE_FORM": "variant"})
     assert chosen.form is Form.VARIANT

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from platforms.windows import wine
-from release import _cmd, _lock, pins, toolcache
+from release import _lock
+from release.toolchain import commands, pins, toolcache
 
 
 def _fake_tools(calls: list[list[str]],  # type: ignore[no-untyped-def]
@@ -43,7 +44,7 @@ def test_the_prefix_and_helpers_are_made_once_with_tmpdir_in_the_cache(
         waiting.release()
         wait_for_lock(handle)  # type: ignore[arg-type]
     monkeypatch.setattr(_lock, "_wait_lock", counted_wait)
-    monkeypatch.setattr(_cmd, "run", _fake_tools(calls, waiting, others=2))
+    monkeypatch.setattr(commands, "run", _fake_tools(calls, waiting, others=2))
     wine._wine_version.cache_clear()
     # the stand-in compiler's outputs are taken for the pinned bytes
     pinned = {file.file: file.sha256 for file in pins.load().built_pin(wine.HELPERS_PIN).files}

@@ -1,5 +1,5 @@
-"""zig as a CMake toolchain (release/zig.py) and the Windows helpers' generated sources: the
-wrapper scripts and toolchain file it writes, rewritten only when their text changes, and the
+"""zig as a CMake toolchain (release/toolchain/zig.py) and the Windows helpers' generated sources:
+the wrapper scripts and toolchain file it writes, rewritten only when their text changes, and the
 python3.dll stand-in made from the .def file. No compiler runs here."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 from platforms.windows import TARGET
 from platforms.windows.wine import stand_in_source, windows_path
-from release import zig
+from release.toolchain import zig
 
 
 def test_wrappers_run_zig_with_the_target_and_the_shared_cache(tmp_path: Path) -> None:

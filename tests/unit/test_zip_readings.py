@@ -1,5 +1,5 @@
-"""One reading of a wheel's zip, the same as every installer's (release/archive.py): what some
-installers or file systems would read differently is refused, startup hooks outside the
+"""One reading of a wheel's zip, the same as every installer's (release/distribution/archive.py):
+what some installers or file systems would read differently is refused, startup hooks outside the
 package are errors unless declared, and RECORD is written and read with the csv module."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from release import archive, wheel
-from release.archive import Limits
+from release.distribution import archive, wheel
+from release.distribution.archive import Limits
 from release.errors import WheelError
 from tests.conftest import verify_main as main
 

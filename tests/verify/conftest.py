@@ -11,7 +11,7 @@ from types import ModuleType
 import pytest
 from hypothesis.configuration import set_hypothesis_home_dir
 
-from release import tools
+from release.toolchain import tools
 from tests.verify import corpus
 
 HERE = Path(__file__).resolve().parent

@@ -19,9 +19,9 @@ from typing import Any
 
 from packaging.utils import parse_wheel_filename
 
-from release import tools
 from release.findings import Finding
 from release.platform import all_platforms
+from release.toolchain import tools
 from release.verify import linkage_model
 from release.verify.argument import classify
 from release.verify.context import VerifyContext

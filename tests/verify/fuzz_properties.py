@@ -11,8 +11,8 @@ import warnings
 import zipfile
 from pathlib import Path
 
+from release.building.repair import check_input
 from release.errors import BinaryFormatError, WheelError
-from release.repair import check_input
 from release.verify import verify_wheel
 from release.verify.checks import identity
 from release.verify.dist_info_files import parse_metadata, parse_record, parse_wheel_tags
@@ -101,7 +101,12 @@ def names_property(names: list[str], folder: Path) -> None:
 
 def build_record_seed() -> str:
     """A build record as the pipeline writes it (docs/build-record.md)."""
-    from release.buildrecord import BuildRecord, ComponentRecord, ExampleRecord, ExtensionRecord
+    from release.distribution.buildrecord import (
+        BuildRecord,
+        ComponentRecord,
+        ExampleRecord,
+        ExtensionRecord,
+    )
     return BuildRecord(
         package="demo", distribution="demo", version="1.0", target="linux-x86_64",
         variant="cpu", extension=ExtensionRecord("demo._C", "demo/_C.abi3.so", ("core",)),
@@ -114,7 +119,7 @@ def build_record_seed() -> str:
 
 def build_record_property(text: str) -> None:
     """Any bytes a wheel's build record holds: a record, or one WheelError line."""
-    from release.buildrecord import BuildRecord
+    from release.distribution.buildrecord import BuildRecord
     try:
         record = BuildRecord.from_json(text, where="demo/_release.json")
     except WheelError as error:

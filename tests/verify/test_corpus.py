@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from release import tools
+from release.toolchain import tools
 from release.verify import verify_wheel
 from tests.conftest import ROOT
 from tests.verify import corpus

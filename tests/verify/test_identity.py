@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from release import wheel as wheel_module
+from release.distribution import wheel as wheel_module
 from release.findings import Severity
 from release.verify import verify_wheel
 from tests.verify.test_wheel_safety import DIST, make_wheel

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from release.archive import Limits, list_members, read_member_range
+from release.distribution.archive import Limits, list_members, read_member_range
 from release.errors import WheelError
 
 pytestmark = pytest.mark.verify

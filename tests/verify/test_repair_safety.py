@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from release.buildrecord import SCHEMA
+from release.building.repair import repair_wheel
+from release.distribution.buildrecord import SCHEMA
 from release.errors import WheelError
-from release.repair import repair_wheel
 from release.verify import verify_wheel
 from tests.verify import crafted
 from tests.verify.test_wheel_safety import DIST, _digest, make_wheel

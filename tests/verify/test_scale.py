@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from release import wheel
+from release.distribution import wheel
 from tests.conftest import PRINT_OWN_PEAK, ROOT
 
 COPIES, SYMBOLS = 200, 2000

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from release import wheel
+from release.distribution import wheel
 from release.findings import Severity
 from release.verify import verify_wheel
 from release.verify.report import Report

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from release.archive import SOURCE_FILE, Leak, starts_with_prefix
+from release.distribution.archive import SOURCE_FILE, Leak, starts_with_prefix
 from release.findings import Finding, Severity
 from release.loader import EntryKind
 from release.verify.checks._common import finding

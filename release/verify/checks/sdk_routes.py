@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import stat
 
-from release import tools
 from release.errors import (
     CommandError,
     DeadlineReached,
@@ -19,6 +18,7 @@ from release.errors import (
 )
 from release.findings import Finding, Severity
 from release.host import Runner
+from release.toolchain import tools
 from release.verify.checks._cmake_probe import (
     Answer,
     ReplyError,

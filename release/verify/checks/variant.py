@@ -5,13 +5,13 @@ the properties claim is judged by the provider that defines them (cuda/variant_p
 
 from __future__ import annotations
 
+from release.distribution.wheel_variant import DIST_INFO_FILE, NULL_LABEL, read_dist_info
 from release.errors import WheelError
 from release.findings import Finding, Severity
 from release.verify.argument import variant_label
 from release.verify.checks._common import finding
 from release.verify.context import VerifyContext
 from release.verify.wheel_model import WheelModel
-from release.wheel_variant import DIST_INFO_FILE, NULL_LABEL, read_dist_info
 
 NAME = "variant"
 RUNS_PROGRAMS = False

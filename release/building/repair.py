@@ -16,10 +16,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from release import wheel
-from release.archive import Limits, list_members, read_member
 from release.binary import READERS
-from release.buildrecord import RECORD_FILE, BuildRecord
+from release.distribution import wheel
+from release.distribution.archive import Limits, list_members, read_member
+from release.distribution.buildrecord import RECORD_FILE, BuildRecord
 from release.errors import WheelError
 from release.platform import Platform, RepairRequest, all_platforms
 from release.verify.argument import classify

@@ -1,5 +1,5 @@
 """The pinned tools: every tool the pipeline fetches, by version and sha256, from one data file
-(``release/pinned-tools.toml``) read into frozen values.
+(``release/toolchain/pinned-tools.toml``) read into frozen values.
 
 Three kinds of entry: wheels from the package index (``PythonPin``: installed with pip in
 hash-checking mode, so any other file is refused), Debian packages unpacked into an emulator
@@ -24,7 +24,7 @@ from release.errors import ConfigurationError
 DATA = Path(__file__).with_name("pinned-tools.toml")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _EXACT = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([0-9][A-Za-z0-9.+!_-]*)$")
-_FIX = "correct release/pinned-tools.toml (its header says how each entry is written)"
+_FIX = "correct release/toolchain/pinned-tools.toml (its header says how each entry is written)"
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,8 @@ class Pins:
 
 def _require(table: Mapping[str, object], kind: str, name: str) -> None:
     if name not in table:
-        raise ConfigurationError(f"release/pinned-tools.toml has no [{kind}.{name}] entry",
+        raise ConfigurationError(f"release/toolchain/pinned-tools.toml has no "
+                                 f"[{kind}.{name}] entry",
                                  fix=f"add it, or name one of: {', '.join(sorted(table))}")
 
 
@@ -241,7 +242,7 @@ def _built(name: str, data: object) -> BuiltPin:
     return pin
 
 
-def parse(data: dict[str, Any], *, where: str = "release/pinned-tools.toml") -> Pins:
+def parse(data: dict[str, Any], *, where: str = "release/toolchain/pinned-tools.toml") -> Pins:
     """Validates the file's contents (already read from TOML)."""
     if data.get("schema") != 1:
         raise ConfigurationError(f"{where}: expected schema = 1", fix=_FIX)
@@ -267,5 +268,5 @@ def parse(data: dict[str, Any], *, where: str = "release/pinned-tools.toml") -> 
 @cache
 def load(path: Path = DATA) -> Pins:
     """The pinned tools; read and validated once per process, on first use."""
-    data = read_toml(path, fix=_FIX, unreadable_fix="restore release/pinned-tools.toml")
+    data = read_toml(path, fix=_FIX, unreadable_fix="restore release/toolchain/pinned-tools.toml")
     return parse(data, where=str(path))

@@ -51,23 +51,19 @@ def run(
     env: Mapping[str, str] | None = None,
     what: str | None = None,
     fix: str = "",
-    capture: bool = True,
     timeout: float | None = None,
     stderr: Literal["merge", "separate"] = "merge",
-    stream: bool = False,
     diagnose: Callable[[str], str | None] | None = None,
     machine_faults: bool = False,
-    show: Callable[[str], bool] | None = None,
     output_limit: int | None = None,
 ) -> str:
-    """Runs ``command``; returns its output. Raises CommandError on a non-zero exit.
+    """Runs ``command``, its output captured; returns it. Raises CommandError on a non-zero
+    exit.
 
     ``env`` entries are added to (not replace) the current environment. ``stderr="merge"``
     returns stdout and stderr together; ``"separate"`` returns stdout alone (stderr still
     lands in the error on failure), for programs whose stdout is compared byte for byte.
-    ``stream`` copies the output to our stderr as it comes (a native build: what people read
-    when it fails); with ``show``, only the lines ``show(line)`` accepts are copied (all are
-    still returned). On failure the error names the program's first error line (a compiler's
+    On failure the error names the program's first error line (a compiler's
     ``file:line: error: ...``, a ``CMake Error``), else its last line, and the fix comes from
     what the output says about the machine (a full disk, no memory), else from
     ``diagnose(output)`` (a tool's own messages), else it is the caller's ``fix``. With
@@ -76,12 +72,49 @@ def run(
     ``output_limit`` (characters, stdout and stderr together), a program that prints more is
     stopped and raises OutputLimitExceeded: what is kept never grows past the limit.
     """
+    return _run(command, cwd=cwd, env=env, what=what, fix=fix, timeout=timeout,
+                stderr=stderr, diagnose=diagnose, machine_faults=machine_faults,
+                output_limit=output_limit)
+
+
+def stream(
+    command: Sequence[str | os.PathLike[str]],
+    *,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    what: str | None = None,
+    fix: str = "",
+    diagnose: Callable[[str], str | None] | None = None,
+    machine_faults: bool = False,
+    show: Callable[[str], bool] | None = None,
+) -> str:
+    """``run``, with the output (stdout and stderr merged) copied to our stderr as it comes
+    (a native build, a download: what people read while it runs and when it fails); with
+    ``show``, only the lines ``show(line)`` accepts are copied. Returns the last lines."""
+    return _run(command, cwd=cwd, env=env, what=what, fix=fix, diagnose=diagnose,
+                machine_faults=machine_faults, shown=show or (lambda line: True))
+
+
+def attached(command: Sequence[str | os.PathLike[str]], *,
+             env: Mapping[str, str] | None = None, what: str | None = None) -> None:
+    """``run`` with the program writing to our terminal itself (pip's progress bars):
+    nothing is captured, so an error names only the exit status."""
+    _run(command, cwd=None, env=env, what=what, fix="", diagnose=None, machine_faults=False,
+         capture=False)
+
+
+def _run(command: Sequence[str | os.PathLike[str]], *, cwd: Path | None,
+         env: Mapping[str, str] | None, what: str | None, fix: str,
+         timeout: float | None = None, stderr: Literal["merge", "separate"] = "merge",
+         diagnose: Callable[[str], str | None] | None, machine_faults: bool,
+         output_limit: int | None = None, shown: Callable[[str], bool] | None = None,
+         capture: bool = True) -> str:
+    """``run``, ``stream`` and ``attached``: ``shown`` None captures quietly; ``capture``
+    False leaves the output on our terminal."""
     argv = [os.fspath(part) for part in command]
     log.debug("$ %s", shlex.join(argv))
     added = {**_CHILD_ENVIRONMENT, **(env or {})}
     full_env = {**os.environ, **added} if added else None
-    if stream and (timeout is not None or stderr != "merge" or not capture):
-        raise ValueError("stream=True reads merged, captured output without a timeout")
     try:
         process = subprocess.Popen(
             argv, cwd=cwd, env=full_env, stdout=subprocess.PIPE if capture else None,
@@ -91,8 +124,8 @@ def run(
         raise ToolError(f"cannot run '{argv[0]}': {error.strerror}", fix=fix or
                         f"install {Path(argv[0]).name} or put it on PATH") from None
     try:
-        if stream:
-            out, err = _stream(process, show), None
+        if shown is not None:
+            out, err = _stream(process, shown), None
         elif output_limit is not None:
             out, err = _bounded(process, timeout=timeout, limit=output_limit, argv=argv)
         else:
@@ -129,13 +162,13 @@ def run(
     return output
 
 
-def _stream(process: subprocess.Popen[str], show: Callable[[str], bool] | None = None) -> str:
+def _stream(process: subprocess.Popen[str], show: Callable[[str], bool]) -> str:
     """Copies the program's output (the lines ``show`` accepts) to stderr line by line;
     returns it (the last lines)."""
     assert process.stdout is not None
     kept: collections.deque[str] = collections.deque(maxlen=_STREAM_LINES)
     for line in process.stdout:
-        if show is None or show(line):
+        if show(line):
             sys.stderr.write(line)
             sys.stderr.flush()
         kept.append(line)

@@ -1,5 +1,5 @@
 """Wheel files: names, WHEEL, RECORD, and reproducible zips (core metadata:
-release/core_metadata.py).
+release/distribution/core_metadata.py).
 
 A wheel written here is a pure function of its files: entries sorted (``.dist-info`` last,
 RECORD at the very end), one fixed timestamp, fixed permissions and compression level."""
@@ -22,8 +22,8 @@ from email.message import Message
 from email.parser import Parser
 from pathlib import Path
 
-from release import archive
-from release.archive import Limits
+from release.distribution import archive
+from release.distribution.archive import Limits
 from release.errors import WheelError
 
 # 1980-01-01, the oldest time a zip entry can carry.
@@ -172,7 +172,8 @@ def collect_tree(root: Path) -> dict[str, tuple[bytes, int]]:
 
 def read_entries(path: Path) -> dict[str, tuple[bytes, int]]:
     """All entries of a wheel (name -> (data, mode)), read through the one wheel reader
-    (release/archive.py: what verify refuses is refused here); WheelError when unreadable."""
+    (release/distribution/archive.py: what verify refuses is refused here); WheelError when
+    unreadable."""
     try:
         members = archive.list_members(path, Limits())
         return {member.name: (archive.read_member(path, member, Limits()), member.mode)
@@ -210,10 +211,10 @@ def _copy_entry(source: Path, member: archive.Member, out: zipfile.ZipFile,
 
 def normalize(path: Path, *, epoch: int) -> None:
     """Rewrites a wheel in the reproducible form, with RECORD recomputed, atomically. The
-    wheel is read through the one wheel reader (release/archive.py: unsafe names, sizes past
-    their headers and failed CRC-32s are refused, and nothing replaces the wheel); entries
-    are streamed one chunk at a time, so memory stays bounded whatever their sizes (the
-    bytes equal those of write_wheel: zlib's output does not depend on how input is split)."""
+    wheel is read through the one wheel reader (release/distribution/archive.py: unsafe names, sizes
+    past their headers and failed CRC-32s are refused, and nothing replaces the wheel); entries are
+    streamed one chunk at a time, so memory stays bounded whatever their sizes (the bytes equal
+    those of write_wheel: zlib's output does not depend on how input is split)."""
     members = {member.name: member for member in archive.list_members(path, Limits())}
     record_name = f"{dist_info_of(members)}/RECORD"
     names = sorted((name for name in members if name != record_name), key=_sort_key)
@@ -227,3 +228,14 @@ def normalize(path: Path, *, epoch: int) -> None:
     except OSError as error:
         raise WheelError(f"cannot rewrite wheel {path}: {error.strerror or error}",
                          fix="check the free space and permissions of its folder") from None
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Writes ``text`` beside ``path`` and renames it there: ``path`` is the old text or
+    the new one, never a part."""
+    partial = path.with_name(path.name + ".partial")
+    try:
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)

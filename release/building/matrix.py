@@ -17,12 +17,12 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from release.build_options import BuildOptions
+from release.building.pipeline import run as run_pipeline
+from release.building.resolved import ResolvedRelease, load_variants, resolve
 from release.errors import ConfigurationError, ReleaseError
 from release.host import Host
 from release.manifest import Manifest, Target, Variant
-from release.pipeline import run as run_pipeline
 from release.platform import BuildRoute
-from release.resolved import ResolvedRelease, load_variants, resolve
 
 log = logging.getLogger("release")
 
@@ -32,7 +32,7 @@ JSON_VERSION = 1
 @dataclass(frozen=True)
 class MatrixEntry:
     """One wheel of the release: a target, a variant, and how it is built (the resolved
-    release's facts, release/resolved.py)."""
+    release's facts, release/building/resolved.py)."""
 
     release: ResolvedRelease
 

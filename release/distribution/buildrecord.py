@@ -26,7 +26,7 @@ class RuntimeDependency:
     distribution: str   # the distribution that provides the library
     library: str        # its file name, e.g. libcudart.so.12
     dir: str            # its folder relative to site-packages, e.g. nvidia/cuda_runtime/lib
-    pin: str = ""       # the release/pinned-tools.toml entry verify installs it from
+    pin: str = ""       # the release/toolchain/pinned-tools.toml entry verify installs it from
 
 
 RECORD_FILE = "_release.json"

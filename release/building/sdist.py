@@ -33,11 +33,11 @@ import tarfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from release import _cmd
-from release.core_metadata import core_metadata, standard
+from release.distribution.core_metadata import core_metadata, standard
+from release.distribution.wheel import normalize_distribution, source_date_epoch
 from release.errors import CommandError, ConfigurationError
 from release.manifest import Manifest
-from release.wheel import normalize_distribution, source_date_epoch
+from release.toolchain import commands
 
 log = logging.getLogger("release")
 
@@ -54,7 +54,7 @@ def _git_files(root: Path) -> list[str] | None:
     if git is None:
         return None
     try:
-        _cmd.run([git, "rev-parse", "--is-inside-work-tree"], cwd=root, stderr="separate")
+        commands.run([git, "rev-parse", "--is-inside-work-tree"], cwd=root, stderr="separate")
     except CommandError as error:
         if "not a git repository" in error.output:
             return None
@@ -62,9 +62,9 @@ def _git_files(root: Path) -> list[str] | None:
                                  f"{' '.join(error.output.split())[:300]}",
                                  fix="fix what git reports (for another owner's checkout: git "
                                      "config --global --add safe.directory FOLDER)") from None
-    listed = _cmd.run([git, "ls-files", "-z", "--cached", "--recurse-submodules"], cwd=root,
+    listed = commands.run([git, "ls-files", "-z", "--cached", "--recurse-submodules"], cwd=root,
                       stderr="separate", what="list the tracked files").split("\0")
-    deleted = set(_cmd.run([git, "ls-files", "-z", "--deleted"], cwd=root, stderr="separate",
+    deleted = set(commands.run([git, "ls-files", "-z", "--deleted"], cwd=root, stderr="separate",
                            what="list the deleted files").split("\0"))
     files = []
     for name in filter(None, listed):

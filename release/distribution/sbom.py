@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from release.buildrecord import BuildRecord
+from release.distribution.buildrecord import BuildRecord
 from release.tool import Tool
 
 SPEC_VERSION = "1.6"

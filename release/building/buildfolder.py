@@ -17,8 +17,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from release import _cmd, _lock
+from release import _lock
+from release.distribution.wheel import write_atomically
 from release.errors import EnvironmentFailure
+from release.toolchain import commands
 
 log = logging.getLogger("release")
 
@@ -50,7 +52,7 @@ def make_folder(path: Path, *, action: str = "create the folder") -> None:
 @contextmanager
 def locked(build_dir: Path) -> Iterator[None]:
     """Holds the build folder's lock; a second build on the same folder fails at once. Once
-    held, programs a killed build left running in the folder are stopped (_cmd)."""
+    held, programs a killed build left running in the folder are stopped (commands)."""
     make_folder(build_dir, action="create the build folder")
     try:
         import fcntl
@@ -69,11 +71,11 @@ def locked(build_dir: Path) -> Iterator[None]:
                                      fix="wait for it to finish, or pass another "
                                          "--build-dir") from None
         try:
-            stopped = _cmd.stop_leftovers(str(build_dir))
+            stopped = commands.stop_leftovers(str(build_dir))
             if stopped:
                 log.info("stopped %d programs left running in %s by an interrupted build",
                          stopped, build_dir)
-            with _cmd.owned_by(str(build_dir)):
+            with commands.owned_by(str(build_dir)):
                 yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
@@ -95,7 +97,7 @@ def scratch(build_dir: Path) -> Iterator[Path]:
     with folder as path:
         temporary = Path(path) / "tmp"
         temporary.mkdir()
-        with _cmd.child_environment({"TMPDIR": str(temporary)}):
+        with commands.child_environment({"TMPDIR": str(temporary)}):
             yield Path(path)
 
 
@@ -179,17 +181,6 @@ def _fsync_folder(folder: Path) -> None:
 
 def _pause_before_rename() -> None:
     """Nothing; a test widens the race between writing and renaming through it."""
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Writes ``text`` beside ``path`` and renames it there: ``path`` is the old text or
-    the new one, never a part."""
-    partial = path.with_name(path.name + ".partial")
-    try:
-        partial.write_text(text, encoding="utf-8")
-        os.replace(partial, path)
-    finally:
-        partial.unlink(missing_ok=True)
 
 
 def publish(wheel: Path, out_dir: Path, index: tuple[Path, str] | None = None) -> Path:

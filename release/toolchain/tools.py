@@ -1,6 +1,6 @@
 """Build tools the pipeline provisions from the package index on demand (never at import).
 
-A tool the pipeline fetches is pinned by version and sha256 in release/pinned-tools.toml
+A tool the pipeline fetches is pinned by version and sha256 in release/toolchain/pinned-tools.toml
 (``release.pins``) and installed with pip in hash-checking mode into its own folder of the
 cache folder (``$RELEASE_CACHE_DIR``, default ``~/.cache/edgert-release``), named after the pin,
 so test runs and CI reuse it. Every entry is sealed with a manifest of its files' hashes and
@@ -17,15 +17,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from release import _cmd, pins, toolcache
 from release._lock import megabytes
 from release.build_options import default_cache_dir
 from release.errors import CommandError, EnvironmentFailure, ToolError
+from release.toolchain import commands, pins, toolcache
 
 
 def cache_dir() -> Path:
     """The tool cache for callers outside a build (verify, tests): ``RELEASE_CACHE_DIR`` or
-    the default. A build gets its cache from its resolved options (release/build_options.py)."""
+    the default. A build gets its cache from its resolved options
+    (release/build_options.py)."""
     configured = os.environ.get("RELEASE_CACHE_DIR")
     return Path(configured) if configured else default_cache_dir()
 
@@ -35,7 +36,7 @@ class CMakeRoute:
     """A CMake release range a consumer may use: imported targets need >= 3.28."""
 
     name: str          # "old" or "new"
-    pin: str           # the [python.<pin>] entry of release/pinned-tools.toml
+    pin: str           # the [python.<pin>] entry of release/toolchain/pinned-tools.toml
     lowest: tuple[int, int, int]
     below: tuple[int, int, int]   # a CMake on PATH in [lowest, below) serves the route
 
@@ -105,11 +106,11 @@ def _pip_install(arguments: list[str | os.PathLike[str]], *, what: str, fix: str
     try:
         scratch.mkdir(parents=True, exist_ok=True)
         if terminal:   # pip's own terminal, for its bars; its log keeps what errors need
-            _cmd.run(command, what=what, env={"TMPDIR": str(scratch)}, capture=False)
+            commands.attached(command, what=what, env={"TMPDIR": str(scratch)})
             output = _read_log(pip_log)
         else:
-            output = _cmd.run(command, what=what, env={"TMPDIR": str(scratch)}, stream=True,
-                              show=_shown)
+            output = commands.stream(command, what=what, env={"TMPDIR": str(scratch)},
+                                     show=_shown)
         files, size = downloaded(output)
         log.info("%s: %d file%s, %s, in %.0f s", what, files, "" if files == 1 else "s",
                  megabytes(size), time.monotonic() - started)
@@ -118,14 +119,14 @@ def _pip_install(arguments: list[str | os.PathLike[str]], *, what: str, fix: str
         if terminal:   # pip wrote to the terminal: what it said is in its log
             output = _read_log(pip_log)[-4000:] or output
             message = (f"{what} failed with exit status {error.returncode}: "
-                      f"{_cmd.first_error(output)}")
+                      f"{commands.first_error(output)}")
         mismatch = hash_mismatch(output)
         if mismatch is not None:
             raise ToolError(f"{what}: {mismatch}", fix="the index served a file the pin does "
-                            "not list: check release/pinned-tools.toml and the index pip "
+                            "not list: check release/toolchain/pinned-tools.toml and the index pip "
                             "uses") from None
         # a full disk in the cache is told as one, not as a connection problem
-        raise EnvironmentFailure(message, fix=_cmd.machine_cause(output) or fix) from None
+        raise EnvironmentFailure(message, fix=commands.machine_cause(output) or fix) from None
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -195,7 +196,7 @@ def pip_site(requirement: str, *, cache: Path | None = None) -> Path:
 
 def install_pinned(pin: pins.PythonPin, folder: Path) -> None:
     """``pip install --target folder`` of ``pin``'s packages in hash-checking mode: only the
-    files release/pinned-tools.toml lists are accepted."""
+    files release/toolchain/pinned-tools.toml lists are accepted."""
     folder.mkdir(parents=True, exist_ok=True)
     requirements = folder.with_name(folder.name + ".requirements.txt")
     requirements.write_text(pin.requirements_text(), encoding="utf-8")
@@ -235,7 +236,7 @@ def pinned_tool(name: str, *, cache: Path | None = None) -> Path:
 
 
 def cmake_version(cmake: Path | str) -> tuple[int, int, int]:
-    output = _cmd.run([str(cmake), "--version"], what="cmake --version")
+    output = commands.run([str(cmake), "--version"], what="cmake --version")
     match = re.search(r"cmake version (\d+)\.(\d+)\.(\d+)", output)
     if not match:
         raise ToolError(f"cannot read the version of {cmake}", fix="install CMake >= 3.24")

@@ -23,19 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from release import (
-    _cmd,
-    buildfolder,
-    distinfo,
-    pins,
-    progress,
-    sbom,
-    tools,
-    wheel,
-    wheel_variant,
-)
+from release import progress
 from release.build_options import BuildOptions, Form, Stage, VerifyMode, default_cache_dir
-from release.buildrecord import RECORD_FILE
+from release.building import buildfolder, distinfo, patcher
+from release.building.repair import repair_request
+from release.building.resolved import ResolvedRelease, resolve
+from release.distribution import sbom, wheel, wheel_variant
+from release.distribution.buildrecord import RECORD_FILE
 from release.errors import (
     CommandError,
     ConfigurationError,
@@ -46,9 +40,8 @@ from release.errors import (
 )
 from release.host import Host
 from release.manifest import Manifest, Target
-from release.repair import repair_request
-from release.resolved import ResolvedRelease, resolve
 from release.tool import Tool
+from release.toolchain import commands, pins, tools
 from release.verify.api import verify_wheel
 from release.verify.options import VerifyOptions
 from release.verify.report import Report
@@ -271,24 +264,24 @@ def _configure_part(plan: Plan, part: _Part, toolchain_arguments: list[str]) -> 
     announced = (progress.long_step(f"first configure of {build_dir}", waiting_for=waiting)
                  if first else nullcontext())
     with announced:
-        _native([tools.cmake(cache=plan.cache), "-S", source, "-B", build_dir,
-                 *wanted["arguments"]], build_dir, what="CMake configure",
-                 fix=f"read the CMake error above; delete {build_dir} to start clean",
-                 stream=True)
-    buildfolder.write_atomically(stamp, json.dumps(wanted))
+        _native(commands.stream, [tools.cmake(cache=plan.cache), "-S", source, "-B", build_dir,
+                                  *wanted["arguments"]], build_dir, what="CMake configure",
+                fix=f"read the CMake error above; delete {build_dir} to start clean")
+    wheel.write_atomically(stamp, json.dumps(wanted))
 
 
 LOW_SPACE = 64 << 20   # less free than this on the build folder's disk after a failure: full
 
 
-def _native(command: list[str | os.PathLike[str]], folder: Path, **arguments: Any) -> str:
-    """A CMake configure, build or install in the build folder ``folder`` (``_cmd.run`` with
-    ``machine_faults``). CMake does not always say the disk filled up (a try_compile that
-    cannot write its output is "Could NOT find Threads"), so a failure that leaves the build
-    folder's disk nearly full is told as a full disk, an environment failure, whatever the
-    tool printed."""
+def _native(call: Callable[..., str], command: list[str | os.PathLike[str]], folder: Path,
+            **arguments: Any) -> str:
+    """A CMake configure, build or install in the build folder ``folder``, by ``call``
+    (``commands.run`` or ``commands.stream``, with ``machine_faults``). CMake does not always
+    say the disk filled up (a try_compile that cannot write its output is "Could NOT find
+    Threads"), so a failure that leaves the build folder's disk nearly full is told as a full
+    disk, an environment failure, whatever the tool printed."""
     try:
-        return _cmd.run(command, machine_faults=True, **arguments)
+        return call(command, machine_faults=True, **arguments)
     except EnvironmentCommandError:
         raise
     except CommandError as error:
@@ -325,10 +318,10 @@ def compiler_cache_environment(plan: Plan) -> dict[str, str]:
 def _build(plan: Plan, state: _State) -> None:
     jobs = plan.options.jobs or default_jobs()
     for part in _parts(plan):
-        _native([tools.cmake(cache=plan.cache), "--build", part.build_dir,
-                 "--parallel", str(jobs)], part.build_dir, what="native build", stream=True,
-                 env=compiler_cache_environment(plan),
-                 fix="fix the error; the build's own output is above")
+        _native(commands.stream, [tools.cmake(cache=plan.cache), "--build", part.build_dir,
+                                  "--parallel", str(jobs)], part.build_dir, what="native build",
+                env=compiler_cache_environment(plan),
+                fix="fix the error; the build's own output is above")
 
 
 def _install(plan: Plan, state: _State) -> None:
@@ -336,8 +329,8 @@ def _install(plan: Plan, state: _State) -> None:
     for part in parts:
         prefix = part.build_dir / "install"
         shutil.rmtree(prefix, ignore_errors=True)
-        _native([tools.cmake(cache=plan.cache), "--install", part.build_dir,
-                 "--prefix", prefix], part.build_dir, what="CMake install",
+        _native(commands.run, [tools.cmake(cache=plan.cache), "--install", part.build_dir,
+                               "--prefix", prefix], part.build_dir, what="CMake install",
                 fix="check the install() rules in native/")
     if len(parts) > 1:
         merged = plan.release.platform.merge([part.build_dir / "install" for part in parts],
@@ -369,7 +362,8 @@ def _lay_out(plan: Plan, state: _State) -> None:
 def _fix_up(plan: Plan, state: _State) -> None:
     """The shipped binaries' search paths, as the plan decided them (binaries only)."""
     release = plan.release
-    changed = release.platform.fix_up(state.staging, release.search_paths, host=release.host)
+    changed = patcher.fix_up(release.platform, state.staging, release.search_paths,
+                             host=release.host)
     log.info("search paths rewritten in %d files", len(changed))
 
 
@@ -390,7 +384,7 @@ def _toolchain(plan: Plan, state: _State) -> tuple[Tool, ...]:
     """What built the wheel: each part's compilers and CMake (CMake's File API), Ninja, the
     Python whose headers the extension used, and the variant's and platform's tools."""
     found = {tool for part in _parts(plan) for tool in sbom.toolchain_from_cmake(part.build_dir)}
-    ninja = _cmd.run([tools.ninja(cache=plan.cache), "--version"], what="ninja --version")
+    ninja = commands.run([tools.ninja(cache=plan.cache), "--version"], what="ninja --version")
     found.add(Tool("ninja", ninja.strip(), f"pkg:generic/ninja@{ninja.strip()}"))
     found.add(Tool(f"{sys.implementation.name} headers", platform_module.python_version()))
     platform_tools = plan.release.platform.toolchain_tools(plan.release.target, plan.release.host)

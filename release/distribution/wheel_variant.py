@@ -25,7 +25,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from release import buildfolder, wheel
+from release.distribution import wheel
 from release.errors import ConfigurationError, ToolError, WheelError
 
 NULL_LABEL = "null"                     # variantlib.constants.NULL_VARIANT_LABEL
@@ -197,7 +197,7 @@ def update_index(folder: Path, distribution: str, version: str, dist_info: str) 
     """Adds one wheel's ``variant.json`` to the index in ``folder`` (created when absent;
     the entry of the same label is replaced)."""
     path, text = merged_index(folder, distribution, version, dist_info)
-    buildfolder.write_atomically(path, text)
+    wheel.write_atomically(path, text)
     return path
 
 

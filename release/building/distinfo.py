@@ -1,18 +1,18 @@
-"""The wheel's ``.dist-info`` folder, from a resolved release (release/resolved.py).
+"""The wheel's ``.dist-info`` folder, from a resolved release (release/building/resolved.py).
 
 The lay-out stage writes what depends on the project alone: METADATA, top_level.txt,
 entry_points.txt (when [project] declares any), licenses/ (PEP 639) and WHEEL; the PEP 517
 backend's ``prepare_metadata_for_build_wheel`` writes the same files but WHEEL. The pack
 stage adds the SBOM, which hashes the shipped binaries as the fix-up left them, and the
-wheel writer adds RECORD (release/wheel.py)."""
+wheel writer adds RECORD (release/distribution/wheel.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
 
-from release import sbom, wheel
-from release.resolved import ResolvedRelease
+from release.building.resolved import ResolvedRelease
+from release.distribution import sbom, wheel
 from release.tool import Tool
 
 

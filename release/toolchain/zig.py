@@ -19,10 +19,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from release import pins, tools
 from release.tool import Tool
+from release.toolchain import pins, tools
 
-PIN = "zig"                       # the [python.zig] entry of release/pinned-tools.toml
+PIN = "zig"                       # the [python.zig] entry of release/toolchain/pinned-tools.toml
 _TOOLS = {"cc": ("cc", True), "c++": ("c++", True), "ar": ("ar", False),
           "ranlib": ("ranlib", False), "rc": ("rc", False), "dlltool": ("dlltool", False)}
 
@@ -104,7 +104,7 @@ def toolchain_text(folder: Path, target: ZigTarget) -> str:
     def tool(name: str) -> str:
         return tool_path(folder, name).as_posix()
 
-    lines = [f"# CMake toolchain: {target.triple} built with zig (release/zig.py)",
+    lines = [f"# CMake toolchain: {target.triple} built with zig (release/toolchain/zig.py)",
              f"set(CMAKE_SYSTEM_NAME {target.system})",
              f"set(CMAKE_SYSTEM_PROCESSOR {target.processor})",
              f'set(CMAKE_C_COMPILER "{tool("cc")}")',

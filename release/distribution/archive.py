@@ -1,9 +1,9 @@
 """The one reader of wheels (zip archives): verify, repair, check-set, the platforms and the
-pipeline's rewrite paths (release/wheel.py: ``read_entries``, ``normalize``) all open wheels
-here, without trusting them: names are checked before anything is written, sizes are checked
-while streaming (not taken from headers), every member's CRC-32 is checked as pip checks it,
-and totals are capped. Writing wheels is release/wheel.py's; tests/quality holds that no other
-module opens a zip for reading.
+pipeline's rewrite paths (release/distribution/wheel.py: ``read_entries``, ``normalize``) all open
+wheels here, without trusting them: names are checked before anything is written, sizes are checked
+while streaming (not taken from headers), every member's CRC-32 is checked as pip checks it, and
+totals are capped. Writing wheels is release/distribution/wheel.py's; tests/quality holds that no
+other module opens a zip for reading.
 
 Bomb limits are absolute sizes (one member, all members), with every member held to its
 declared size while it streams. There is no compression-ratio limit: real libraries that are

@@ -21,8 +21,13 @@ from functools import cached_property
 from typing import Any
 
 from release.build_options import Form
-from release.buildrecord import BuildRecord, ComponentRecord, ExampleRecord, ExtensionRecord
-from release.core_metadata import CoreMetadata
+from release.distribution.buildrecord import (
+    BuildRecord,
+    ComponentRecord,
+    ExampleRecord,
+    ExtensionRecord,
+)
+from release.distribution.core_metadata import CoreMetadata
 from release.host import Host
 from release.manifest import Component, Manifest, Selection, Target, Variant
 from release.platform import BuildRoute, Platform, Route, SearchPath, get_platform
