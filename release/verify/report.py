@@ -4,6 +4,7 @@ The JSON layout is documented in docs/verify.md; ``SCHEMA_VERSION`` changes when
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from release.findings import CheckStatus, Finding, Severity
@@ -44,21 +45,7 @@ class Report:
                 "findings": [f.to_json() for f in self.findings]}
 
     def render_text(self) -> str:
-        lines = []
-        for item in sorted(self.findings, key=lambda f: (_ORDER[f.severity], f.check, f.file)):
-            where = f" {item.file}:" if item.file else ""
-            lines.append(f"{item.severity.value:<7} [{item.check}]{where} {item.what}")
-            if item.why:
-                lines.append(f"        why: {item.why}")
-            if item.fix:
-                lines.append(f"        fix: {item.fix}")
-            if item.severity is not Severity.INFO and "stderr" in item.details:
-                tail = str(item.details["stderr"]).strip().splitlines()[-3:]
-                lines.extend(f"        | {line}" for line in tail)
-            table = item.details.get("table")
-            if isinstance(table, dict) and table and all(isinstance(row, dict)
-                                                         for row in table.values()):
-                lines.extend(render_table(table))
+        lines = render_findings(self.findings)
         if self.binaries:
             read = ", ".join(f"{count} {kind}" for kind, count in sorted(self.binaries.items()))
             lines.append(f"binaries read: {read}")
@@ -67,6 +54,28 @@ class Report:
                      f"{self.count(Severity.WARNING)} warnings, {self.count(Severity.INFO)} "
                      "notes)")
         return "\n".join(lines)
+
+
+def render_findings(findings: Iterable[Finding]) -> list[str]:
+    """The findings for people, errors first, then by check and file: one line each, then
+    why, the fix, the tail of a program's stderr and a finding's table, indented (verify's
+    report and check-set's)."""
+    lines = []
+    for item in sorted(findings, key=lambda f: (_ORDER[f.severity], f.check, f.file)):
+        where = f" {item.file}:" if item.file else ""
+        lines.append(f"{item.severity.value:<7} [{item.check}]{where} {item.what}")
+        if item.why:
+            lines.append(f"        why: {item.why}")
+        if item.fix:
+            lines.append(f"        fix: {item.fix}")
+        if item.severity is not Severity.INFO and "stderr" in item.details:
+            tail = str(item.details["stderr"]).strip().splitlines()[-3:]
+            lines.extend(f"        | {line}" for line in tail)
+        table = item.details.get("table")
+        if isinstance(table, dict) and table and all(isinstance(row, dict)
+                                                     for row in table.values()):
+            lines.extend(render_table(table))
+    return lines
 
 
 def render_table(table: dict[str, dict[str, str]]) -> list[str]:

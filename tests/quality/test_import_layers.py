@@ -12,6 +12,8 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ROOT
 from tests.quality.sources import sources, tree
 
@@ -106,12 +108,14 @@ def test_the_scan_finds_a_circle_and_reads_every_import() -> None:
         "TYPE_CHECKING", "x.y", "z"]
 
 
-def test_no_check_imports_another_check() -> None:
-    """What several checks need (the linkage model, the ownership model) is an analysis of
-    its own beside the checks (release/verify/*_model.py); a check reads it, never another
-    check. The checks' private helpers (``_common``, ``_cmake_probe``) are not checks."""
+@pytest.mark.parametrize("package", ["release.verify.checks", "release.release_set.checks"])
+def test_no_check_imports_another_check(package: str) -> None:
+    """What several checks need (the linkage model, the ownership model; the release set as
+    read once) is a model of its own beside the checks (release/verify/*_model.py,
+    release/release_set/set_model.py); a check reads it, never another check. The checks'
+    private helpers (``_common``, ``_cmake_probe``) are not checks."""
     graph = _graph()
-    checks = {name for name in graph if name.startswith("release.verify.checks.")
+    checks = {name for name in graph if name.startswith(package + ".")
               and not name.rsplit(".", 1)[1].startswith("_")}
     assert checks, "no check modules found"
     assert {name: sorted(graph[name] & checks) for name in sorted(checks)

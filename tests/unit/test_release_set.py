@@ -28,6 +28,8 @@ from release.distribution.wheel_variant import make_variant_wheel
 from release.errors import WheelError
 from release.findings import Finding, Severity
 from release.host import Host
+from release.release_set import check_set as release_set_run
+from release.release_set import set_model as release_set_model
 from release.tool import Tool
 from release.verify.options import VerifyOptions
 from release.verify.report import Report
@@ -261,7 +263,7 @@ def test_the_default_verify_is_static_with_the_project_s_providers(
         assert host is HOST   # the edge's Host, handed down
         calls.append((Path(path).name, static, options.providers))
         return passing_verify(Path(path))
-    monkeypatch.setattr(release_set, "verify_wheel", fake_verify_wheel)
+    monkeypatch.setattr(release_set_run, "verify_wheel", fake_verify_wheel)
     assert release_set.check_release_set(complete_set, MANIFEST, host=HOST).ok
     assert len(calls) == 10 and all(static and providers == MANIFEST.providers == ("cuda",)
                                     for _, static, providers in calls)
@@ -277,10 +279,10 @@ def test_cli_exit_codes_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 
 def test_glibc_of_policies_and_tags() -> None:
-    assert release_set.glibc_of("manylinux_2_28") == (2, 28)
-    assert release_set.glibc_of("manylinux2014_x86_64") == (2, 17)
-    assert release_set.glibc_of("quay.io/pypa/manylinux_2_28_x86_64:2025.01.01") is None
-    assert release_set.manylinux_images(ROOT / "pyproject.toml") == {
+    assert release_set_model.glibc_of("manylinux_2_28") == (2, 28)
+    assert release_set_model.glibc_of("manylinux2014_x86_64") == (2, 17)
+    assert release_set_model.glibc_of("quay.io/pypa/manylinux_2_28_x86_64:2025.01.01") is None
+    assert release_set_model.manylinux_images(ROOT / "pyproject.toml") == {
         "x86_64": "manylinux_2_28", "aarch64": "manylinux_2_28"}
 
 

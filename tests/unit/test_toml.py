@@ -12,9 +12,10 @@ import pytest
 from cuda import coverage_model
 from cuda import gpu_variant as variant
 from platforms.linux import cross
-from release import manifest, release_set
+from release import manifest
 from release._toml import read_toml
 from release.errors import ConfigurationError
+from release.release_set import set_model as release_set_model
 from release.toolchain import pins
 
 BAD = 'schema = 1\nname = "x"\n[table\n'   # an unclosed table header on line 3
@@ -77,7 +78,7 @@ def test_each_data_file_is_read_through_it_with_its_own_words(tmp_path: Path) ->
          f"the PTX driver table {path} is not valid TOML", "restore cuda/ptx_drivers.toml"),
         (lambda: variant.load(path), f"CUDA variant file {path} is not valid TOML",
          "correct the file's syntax"),
-        (lambda: release_set.manylinux_images(path), f"{path} is not valid TOML",
+        (lambda: release_set_model.manylinux_images(path), f"{path} is not valid TOML",
          "correct the syntax at the position shown"),
     ]
     for call, what, fix in cases:

@@ -152,5 +152,5 @@ def test_an_unknown_provider_is_one_line(tmp_path: Path) -> None:
 
 def test_the_pipeline_calls_the_same_function(monkeypatch: pytest.MonkeyPatch) -> None:
     assert pipeline.verify_wheel is verify_wheel
-    from release import release_set
-    assert release_set.verify_wheel is verify_wheel
+    from release.release_set import check_set as release_set_run
+    assert release_set_run.verify_wheel is verify_wheel

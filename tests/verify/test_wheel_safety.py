@@ -291,7 +291,7 @@ def test_a_refused_member_is_not_extracted_by_a_full_run(
 def test_a_local_header_zip_slip_is_refused_by_check_set_too(tmp_path: Path) -> None:
     """check-set opens wheels with verify's reader (a CRC-32 is checked on what it reads,
     and its verify of each wheel reads the rest)."""
-    from release.release_set import read_wheel
+    from release.release_set.set_model import read_wheel
     for write in (crafted.local_name_differs, crafted.invalid_utf8_name):
         folder = tmp_path / write.__name__
         folder.mkdir()
