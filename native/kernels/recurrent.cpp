@@ -5,8 +5,8 @@
 // matrix product, x · W_ihᵀ + b_ih for all T·B rows at once (gemm.hpp). Then each time step
 // is one small product per direction, h · W_hhᵀ (the directions of a layer are one batched
 // gemm call), followed by one pass over the gates that adds b_hh and the input projection,
-// applies sigmoid and tanh (simd.hpp, the arithmetic of edgert::sigmoid and edgert::tanh) and
-// updates the cell and hidden state in place. The weights are packed into the micro-kernel's
+// applies sigmoid and tanh (from exponentials, with one division per product of gates:
+// run_gates) and updates the cell and hidden state in place. The weights are packed into the micro-kernel's
 // panels once, when the program prepares (when they are constants), and every buffer a run
 // needs is allocated before its first step. Gate order and arithmetic are torch's:
 //   LSTM (i, f, g, o): gates = (h·W_hhᵀ + b_hh) + (x·W_ihᵀ + b_ih); c' = σ(f)·c + σ(i)·tanh(g);
@@ -185,12 +185,34 @@ struct Step {
   int64_t direction_count;
 };
 
-// The gates of every batch row of every direction of one step.
+// e^x for x clamped to [-kBound, kBound], with exp's arithmetic for normal results
+// (simd::detail::exp_normal); a NaN stays NaN. Every gate is a function of e^-x (or e^-2x)
+// whose value no longer changes in float32 past the bound, and products of two such
+// exponentials stay finite.
+constexpr float kBound = 40.0f;
+
+template <class V>
+EDGERT_SIMD_INLINE V exp_bounded(const V& x) {
+  V t = simd::select(x < -kBound, simd::splat<V>(-kBound), x);
+  t = simd::select(t > kBound, simd::splat<V>(kBound), t);
+  return simd::detail::exp_normal(t);
+}
+
+// The gates of every batch row of every direction of one step. With e_x = e^-x, σ(x) =
+// 1 / (1 + e_x) and tanh(x) = (1 - e_2x) / (1 + e_2x), so that products of gates share one
+// division:
+//   LSTM: c' = c / (1 + e_f) + (1 - e_2g) / ((1 + e_i)·(1 + e_2g)),
+//         h' = (1 - e_2c') / ((1 + e_o)·(1 + e_2c'))
+//   GRU:  r = 1 / (1 + e_r), n's exponential e_2n with n = gi_n + gh_n·r,
+//         h' = (h - n)·σ(z) + n = (h·(1 + e_2n) + (1 - e_2n)·e_z) / ((1 + e_z)·(1 + e_2n))
+// where each gate's argument is gh + gi (gh = h·W_hhᵀ + b_hh). Each element takes the same
+// float32 operations in the same order at every vector width.
 void run_gates(const Step& step) {
   simd::dispatch([&step](auto width) {
     using V = typename decltype(width)::Float;
     constexpr int64_t kLanes = decltype(width)::lanes;
     const int64_t hidden = step.hidden, gate_rows = (step.cell == Cell::Lstm ? 4 : 3) * hidden;
+    const V one = simd::splat<V>(1.0f);
     for (int64_t d = 0; d < step.direction_count; ++d) {
       const StepDirection& direction = step.directions[d];
       for (int64_t b = 0; b < step.batch; ++b) {
@@ -218,20 +240,23 @@ void run_gates(const Step& step) {
           };
           if (step.cell == Cell::Lstm) {
             float* c = direction.cell + b * hidden;
-            const V i = simd::sigmoid(from_hidden(0) + load(gi + j));
-            const V f = simd::sigmoid(from_hidden(1) + load(gi + hidden + j));
-            const V g = simd::tanh(from_hidden(2) + load(gi + 2 * hidden + j));
-            const V o = simd::sigmoid(from_hidden(3) + load(gi + 3 * hidden + j));
-            const V cell = f * load(c + j) + i * g;
-            const V next = o * simd::tanh(cell);
+            const V e_i = exp_bounded(-(from_hidden(0) + load(gi + j)));
+            const V e_f = exp_bounded(-(from_hidden(1) + load(gi + hidden + j)));
+            const V g = from_hidden(2) + load(gi + 2 * hidden + j);
+            const V e_g = exp_bounded(-(g + g));
+            const V e_o = exp_bounded(-(from_hidden(3) + load(gi + 3 * hidden + j)));
+            const V cell = load(c + j) / (one + e_f) + (one - e_g) / ((one + e_i) * (one + e_g));
+            const V e_c = exp_bounded(-(cell + cell));
+            const V next = (one - e_c) / ((one + e_o) * (one + e_c));
             store(c + j, cell);
             store(h + j, next);
             store(out + j, next);
           } else {
-            const V r = simd::sigmoid(from_hidden(0) + load(gi + j));
-            const V z = simd::sigmoid(from_hidden(1) + load(gi + hidden + j));
-            const V n = simd::tanh(load(gi + 2 * hidden + j) + from_hidden(2) * r);
-            const V next = (load(h + j) - n) * z + n;
+            const V r = one / (one + exp_bounded(-(from_hidden(0) + load(gi + j))));
+            const V e_z = exp_bounded(-(from_hidden(1) + load(gi + hidden + j)));
+            const V n = load(gi + 2 * hidden + j) + from_hidden(2) * r;
+            const V e_n = exp_bounded(-(n + n));
+            const V next = (load(h + j) * (one + e_n) + (one - e_n) * e_z) / ((one + e_z) * (one + e_n));
             store(h + j, next);
             store(out + j, next);
           }
