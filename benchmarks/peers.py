@@ -204,32 +204,23 @@ ONNX = {"mlp": onnx_mlp, "cnn": onnx_cnn, "transformer": onnx_transformer}
 # ---------------------------------------------------------------------------- recurrent
 
 
-class Recurrent:
-    """A recurrent layer returning its output sequence only (what the suite times)."""
-
-    def __new__(cls, layer: object) -> object:
-        from torch import nn
-
-        class Output(nn.Module):
-            def __init__(self) -> None:
-                super().__init__()
-                self.layer = layer
-
-            def forward(self, x: object) -> object:
-                return self.layer(x)[0]  # type: ignore[operator]
-
-        return Output().eval()
-
-
 def recurrent_models() -> dict[str, object]:
-    """name -> eval-mode module taking x [T, B, features]."""
+    """name -> eval-mode module taking x [T, B, features] and returning the output sequence."""
     import torch
     from torch import nn
 
+    class Output(nn.Module):
+        def __init__(self, layer: nn.Module) -> None:
+            super().__init__()
+            self.layer = layer
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.layer(x)[0]  # type: ignore[no-any-return]
+
     features, hidden, _ = RECURRENT_SIZES
     torch.manual_seed(0)
-    return {"lstm2": Recurrent(nn.LSTM(features, hidden, num_layers=2)),
-            "gru": Recurrent(nn.GRU(features, hidden))}
+    return {"lstm2": Output(nn.LSTM(features, hidden, num_layers=2)).eval(),
+            "gru": Output(nn.GRU(features, hidden)).eval()}
 
 
 def onnx_recurrent(module: object) -> bytes:

@@ -87,8 +87,8 @@ Status read_layout(const Attributes* attributes, Cell cell, Layout& layout) {
 // One layer's weights, packed for the products.
 struct LayerWeights {
   int64_t input_size = 0;
-  PackedPanels input;     // W_ih of every direction, stacked: [D·G·H, input_size] as right panels
-  Tensor input_bias;      // [D·G·H]: b_ih of every direction (undefined without biases)
+  PackedPanels input;         // W_ih of every direction, stacked: [D·G·H, input_size] as right panels
+  Tensor input_bias;          // [D·G·H]: b_ih of every direction (undefined without biases)
   PackedPanels recurrent[2];  // W_hh [G·H, H] of each direction as right panels
   Tensor recurrent_bias[2];   // b_hh [G·H] of each direction (undefined without biases)
 };
@@ -167,12 +167,12 @@ Status make_weights(const Layout& layout, Get tensor, Weights& weights) {
 
 // What the gate pass of one step reads and writes, per direction.
 struct StepDirection {
-  const float* projected;       // the input projection of row (t, b) at projected + row(b) * projected_stride
-  const float* recurrent;       // h·W_hhᵀ of batch row b at recurrent + b * G·H
-  const float* bias;            // b_hh [G·H], or null
-  float* hidden;                // h of batch row b at hidden + b * H (read, then written)
-  float* cell;                  // c (LSTM), likewise
-  float* output;                // the layer's output of row (t, b) at output + row(b) * output_stride
+  const float* projected;  // the input projection of row (t, b) at projected + row(b) * projected_stride
+  const float* recurrent;  // h·W_hhᵀ of batch row b at recurrent + b * G·H
+  const float* bias;       // b_hh [G·H], or null
+  float* hidden;           // h of batch row b at hidden + b * H (read, then written)
+  float* cell;             // c (LSTM), likewise
+  float* output;           // the layer's output of row (t, b) at output + row(b) * output_stride
 };
 
 struct Step {
@@ -334,8 +334,8 @@ Status initial_state(const Run& run, const Tensor* given, const char* what, Tens
   }
   EDGERT_RETURN_IF_ERROR(check_dtype(context, *given, DType::Float32, what));
   if (given->shape() != shape) {
-    return invalid(context, std::string(what) + " is " + shape_text(given->shape()) + ", expected " + shape_text(shape) +
-                                " ([num_layers · directions, batch, hidden_size])");
+    return invalid(context, std::string(what) + " is " + shape_text(given->shape()) + ", expected " +
+                                shape_text(shape) + " ([num_layers · directions, batch, hidden_size])");
   }
   const Tensor data = given->contiguous();
   std::copy_n(data.data_as<float>(), state.numel(), state.data_as<float>());
@@ -388,7 +388,8 @@ Status recurrent_kernel(KernelContext& context, Cell cell) {
   const Tensor& x = *context.inputs[0];
   EDGERT_RETURN_IF_ERROR(check_dtype(context, x, DType::Float32, "x"));
   if (x.dim() != 3) {
-    return invalid(context, "x must be [T, B, input] (or [B, T, input] with batch_first), got " + shape_text(x.shape()));
+    return invalid(context,
+                   "x must be [T, B, input] (or [B, T, input] with batch_first), got " + shape_text(x.shape()));
   }
   Weights made;
   const Weights* weights = static_cast<const Weights*>(context.prepared);

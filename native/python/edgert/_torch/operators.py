@@ -1964,7 +1964,9 @@ def _recurrent(op: str) -> Lower:
         has_biases = bool(args["has_biases"])
         params = list(args["params"])
         if layers is None or layers < 1:
-            raise ctx.refuse(f"{module} with num_layers {args['num_layers']}", "use num_layers >= 1")
+            raise ctx.refuse(
+                f"{module} with num_layers {args['num_layers']}", "use num_layers >= 1"
+            )
         if args["train"] and float(args["dropout"] or 0.0) > 0.0 and layers > 1:
             raise ctx.refuse(
                 f"{module} in training mode applies dropout ({args['dropout']}) between its "
