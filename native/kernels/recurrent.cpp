@@ -8,7 +8,8 @@
 // applies sigmoid and tanh (from exponentials, with one division per product of gates:
 // run_gates) and updates the cell and hidden state in place. The weights are packed into the micro-kernel's
 // panels once, when the program prepares (when they are constants), and every buffer a run
-// needs is allocated before its first step. Gate order and arithmetic are torch's:
+// needs is allocated before its first step (h is packed for the step's product into memory
+// of the run, so that gemm allocates nothing per step either). Gate order and arithmetic are torch's:
 //   LSTM (i, f, g, o): gates = (h·W_hhᵀ + b_hh) + (x·W_ihᵀ + b_ih); c' = σ(f)·c + σ(i)·tanh(g);
 //                      h' = σ(o)·tanh(c').
 //   GRU (r, z, n):     r = σ(gh_r + gi_r), z = σ(gh_z + gi_z), n = tanh(gi_n + gh_n·r),
@@ -24,6 +25,7 @@
 
 #include "common.hpp"
 #include "gemm.hpp"
+#include "gemm_kernels.hpp"
 #include "simd.hpp"
 
 namespace edgert::kernels {
@@ -276,8 +278,10 @@ struct Run {
 };
 
 // One layer: `input` [rows, input_size] (rows in the input's order) to `output` [rows, D·H].
+// `panels`: memory for each direction's h in left panels (left_panels_size floats each), or
+// null when the batch is small enough for gemm's path that reads h where it lies.
 void run_layer(const Run& run, const LayerWeights& weights, int64_t layer, const float* input, float* output,
-               float* projected, float* recurrent) {
+               float* projected, float* recurrent, float* panels) {
   const Layout& layout = run.layout;
   const int64_t hidden = layout.hidden, gate_rows = layout.gate_rows(), directions = layout.directions;
   const int64_t rows = run.steps * run.batch;
@@ -298,6 +302,7 @@ void run_layer(const Run& run, const LayerWeights& weights, int64_t layer, const
   step.row_step = layout.batch_first ? run.steps : 1;
   const int64_t time_step = layout.batch_first ? 1 : run.batch;
   std::vector<GemmOperands> products;
+  float* left[2] = {nullptr, nullptr};  // each direction's h in panels, when `panels` is given
   for (int64_t d = 0; d < directions; ++d) {
     float* h = run.hidden_out->data_as<float>() + (layer * directions + d) * run.batch * hidden;
     float* c = run.cell_out ? run.cell_out->data_as<float>() + (layer * directions + d) * run.batch * hidden : nullptr;
@@ -311,9 +316,12 @@ void run_layer(const Run& run, const LayerWeights& weights, int64_t layer, const
     direction.output = output + d * hidden;
     GemmOperands operands{h, nullptr, product};
     operands.packed_b = weights.recurrent[d].matrix(0);
+    if (panels) operands.packed_a = left[d] = panels + d * left_panels_size(run.batch, hidden);
     products.push_back(operands);
   }
   for (int64_t s = 0; s < run.steps; ++s) {
+    for (int64_t d = 0; panels && d < directions; ++d)
+      pack_left_rows(step.directions[d].hidden, run.batch, hidden, left[d]);
     gemm(products, run.batch, gate_rows, hidden, RightLayout::NByK, GemmEpilogue{});
     for (int64_t d = 0; d < directions; ++d) {
       const int64_t t = d == 0 ? s : run.steps - 1 - s;
@@ -420,13 +428,18 @@ Status recurrent_kernel(KernelContext& context, Cell cell) {
     Tensor projected = Tensor::uninitialized(DType::Float32, {rows * directions * layout.gate_rows()});
     Tensor recurrent = Tensor::uninitialized(DType::Float32, {directions * batch * layout.gate_rows()});
     Tensor between = layout.layers > 1 ? Tensor::uninitialized(DType::Float32, {rows * directions * hidden}) : Tensor();
+    // Batches over kMaxBatchRows go through gemm's blocked path, which reads h in panels:
+    // packed here, into memory allocated once, not by gemm at each step.
+    Tensor panels = batch > kMaxBatchRows
+                        ? Tensor::uninitialized(DType::Float32, {directions * left_panels_size(batch, hidden)})
+                        : Tensor();
     const float* layer_input = input.data_as<float>();
     for (int64_t layer = 0; layer < layout.layers; ++layer) {
       // A layer reads its input only in the projection, before its first step: the layers
       // between the first and the last read and write the same buffer.
       float* layer_output = layer + 1 == layout.layers ? output.data_as<float>() : between.data_as<float>();
       run_layer(run, weights->layers[static_cast<size_t>(layer)], layer, layer_input, layer_output,
-                projected.data_as<float>(), recurrent.data_as<float>());
+                projected.data_as<float>(), recurrent.data_as<float>(), panels.data_as<float>());
       layer_input = layer_output;
     }
   }

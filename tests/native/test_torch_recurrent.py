@@ -1,7 +1,7 @@
 """nn.LSTM and nn.GRU exported whole: one ``edgert::lstm`` / ``edgert::gru`` node per module
 (every layer and direction), run by the fused kernels of native/kernels/recurrent.cpp, and
 compared with eager PyTorch (max error relative to the largest output, at most 1e-5) at
-batch 1 and 3 from programs exported with a dynamic batch: one and two layers, one and two
+batch 1, 3 and 9 from programs exported with a dynamic batch: one and two layers, one and two
 directions, batch first or time first, the initial state zeros or given; the variants
 without an edgert operator refused in one line."""
 
@@ -92,7 +92,8 @@ def test_recurrent_layer_matches_eager_with_a_dynamic_batch(
     assert [node.op for node in read_program(data).nodes] == [f"edgert::{kind}"]
     program = edgert.load(data)
     assert program.input_info[0].shape[0 if batch_first else 1] == -1
-    for batch_size, seed in ((1, 1), (3, 2)):
+    # batch 9: past gemm's small-batch rows, the step's product reads h packed in panels
+    for batch_size, seed in ((1, 1), (3, 2), (9, 3)):
         inputs = _inputs(kind, layers, directions, batch_first, batch_size, seed, with_state)
         with torch.no_grad():
             expected = model(*inputs)
