@@ -138,6 +138,25 @@ def test_each_recurrent_module_is_one_node(edgert: ModuleType) -> None:
         assert _relative_error(program.run([x.numpy()])[0], expected) <= TOLERANCE
 
 
+def test_the_decomposition_keeps_the_recurrent_node(edgert: ModuleType) -> None:
+    """An ExportedProgram is lowered after torch's decomposition, which keeps aten.lstm whole
+    and makes the zero state a full(..., 0) of the run-time batch: still one node, no state."""
+    from edgert.export import from_torch, read_program
+
+    model = Returns(_layer("lstm", 2, True, False)).eval()
+    exported = torch.export.export(model, (torch.randn(STEPS, 2, INPUT),),
+                                   dynamic_shapes=({1: Dim("batch")},))
+    data = from_torch(exported)
+    program = read_program(data)
+    assert [node.op for node in program.nodes] == ["edgert::lstm"]
+    assert program.nodes[0].inputs[1:3] == [-1, -1]  # h0 and c0 absent: zeros
+    x = torch.randn(STEPS, 5, INPUT, generator=torch.Generator().manual_seed(5))
+    with torch.no_grad():
+        expected = model(x)
+    for got, want in zip(edgert.load(data).run([x.numpy()]), expected, strict=True):
+        assert _relative_error(got, want) <= TOLERANCE
+
+
 def test_a_weight_given_at_run_time_gives_the_same_bytes_as_a_constant(
     edgert: ModuleType,
 ) -> None:
