@@ -4,6 +4,10 @@
   ``edgert.export.from_torch`` and built as ONNX graphs with the ``onnx`` package from the same
   weights, run by ONNX Runtime's CPU execution provider and by eager PyTorch, with the same
   number of threads, at batch 1 and 64 (target edgert / ONNX Runtime <= 1.5).
+- ``recurrent``: a 2-layer nn.LSTM and a nn.GRU (64 features in, hidden 128, 32 time steps,
+  time first), exported with ``from_torch`` (one ``edgert::lstm`` / ``edgert::gru`` node
+  each) and built as ONNX ``LSTM`` / ``GRU`` nodes from the same weights, at batch 1 and 32
+  (targets edgert / ONNX Runtime <= 1.5 at batch 1, <= 1.0 at batch 32).
 - ``zoo``: torchvision's mobilenet_v2, mobilenet_v3_small, efficientnet_b0 and resnet18
   (random weights, eval mode), exported with ``from_torch`` and with
   ``torch.onnx.export(dynamo=True)``, at batch 1 (target <= 1.0, issue 34). Each row also says
@@ -17,6 +21,7 @@ for the zoo the ratio is the median of the turns' own ratios.
 
     python benchmarks/peers.py [--prefix build/linux-x86_64-cpu/install] [--threads 1 2]
     python benchmarks/peers.py --suite zoo --threads 1
+    python benchmarks/peers.py --suite recurrent --threads 1
 
 Each side is checked to compute the same outputs (max relative difference to eager torch
 printed) before it is timed. OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are removed from the
@@ -43,6 +48,9 @@ from kernels import DEFAULT_PREFIX, rerun_without_openblas_overrides  # noqa: E4
 TARGET = 1.5
 ZOO_TARGET = 1.0
 ZOO = ("mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0", "resnet18")
+# The recurrent suite: features in, hidden size, time steps; batches and their targets.
+RECURRENT_SIZES = (64, 128, 32)
+RECURRENT_TARGETS = {1: 1.5, 32: 1.0}
 
 
 def samples_in_turns(functions: list[Callable[[], object]],
@@ -191,6 +199,100 @@ def onnx_transformer(block: object) -> bytes:
 
 
 ONNX = {"mlp": onnx_mlp, "cnn": onnx_cnn, "transformer": onnx_transformer}
+
+
+# ---------------------------------------------------------------------------- recurrent
+
+
+def recurrent_models() -> dict[str, object]:
+    """name -> eval-mode module taking x [T, B, features] and returning the output sequence."""
+    import torch
+    from torch import nn
+
+    class Output(nn.Module):
+        def __init__(self, layer: nn.Module) -> None:
+            super().__init__()
+            self.layer = layer
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.layer(x)[0]  # type: ignore[no-any-return]
+
+    features, hidden, _ = RECURRENT_SIZES
+    torch.manual_seed(0)
+    return {"lstm2": Output(nn.LSTM(features, hidden, num_layers=2)).eval(),
+            "gru": Output(nn.GRU(features, hidden)).eval()}
+
+
+def onnx_recurrent(module: object) -> bytes:
+    """ONNX LSTM / GRU nodes (one per layer) with torch's weights, its gates reordered to
+    ONNX's: LSTM i, o, f, c from torch's i, f, g, o; GRU z, r, h from r, z, n, with
+    linear_before_reset (torch's n gate)."""
+    layer = module.layer  # type: ignore[attr-defined]
+    lstm = type(layer).__name__ == "LSTM"
+    order = [0, 3, 1, 2] if lstm else [1, 0, 2]
+    hidden = layer.hidden_size
+    graph = Graph()
+    x = "x"
+
+    def gates(array: np.ndarray) -> np.ndarray:  # type: ignore[type-arg]
+        chunks = np.split(array, len(order), axis=0)
+        return np.concatenate([chunks[i] for i in order], axis=0)
+
+    for index in range(layer.num_layers):
+        weights = [getattr(layer, f"{kind}_l{index}").detach().numpy()
+                   for kind in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+        w, r = (graph.constant(gates(m)[None]) for m in weights[:2])
+        b = graph.constant(np.concatenate([gates(weights[2]), gates(weights[3])])[None])
+        if lstm:
+            y = graph.op("LSTM", [x, w, r, b], hidden_size=hidden)
+        else:
+            y = graph.op("GRU", [x, w, r, b], hidden_size=hidden, linear_before_reset=1)
+        x = graph.op("Squeeze", [y, graph.constant(np.array([1]), np.int64)])
+    return graph.model("x", x, [RECURRENT_SIZES[2], "batch", RECURRENT_SIZES[0]])
+
+
+def measure_recurrent(threads: int, budget: float) -> list[str]:
+    import edgert
+    import onnxruntime
+    import torch
+    from edgert.export import from_torch, read_program
+
+    edgert.set_threadpool_size(threads)
+    torch.set_num_threads(threads)
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    features, _, steps = RECURRENT_SIZES
+    rows = []
+    for name, module in recurrent_models().items():
+        data = from_torch(module, (torch.randn(steps, 2, features),),
+                          dynamic_shapes=({1: torch.export.Dim("batch", min=1, max=1024)},))
+        nodes = len(read_program(data).nodes)
+        program = edgert.load(data)
+        session = onnxruntime.InferenceSession(onnx_recurrent(module), options,
+                                               providers=["CPUExecutionProvider"])
+        for batch, target in RECURRENT_TARGETS.items():
+            x = np.random.default_rng(batch).standard_normal((steps, batch, features), np.float32)
+            with torch.no_grad():
+                expected = module(torch.from_numpy(x)).numpy()  # type: ignore[operator]
+            ours = program.run([x])[0]
+            theirs = session.run(None, {"x": x})[0]
+            scale = float(np.abs(expected).max())
+            difference = max(float(np.abs(ours - expected).max()),
+                             float(np.abs(theirs - expected).max())) / scale
+            with torch.no_grad():
+                times = samples_in_turns([
+                    lambda: program.run([x]),  # noqa: B023
+                    lambda: session.run(None, {"x": x}),  # noqa: B023
+                    lambda: module(torch.from_numpy(x)),  # type: ignore[operator]  # noqa: B023
+                ], budget)
+            edgert_time, onnx_time, torch_time = (statistics.median(t) for t in times)
+            ratio = statistics.median(a / b for a, b in zip(*times[:2], strict=True))
+            rows.append(f"{name:<8} {batch:>5} {threads:>7} {nodes:>5} {edgert_time * 1e3:>9.3f} "
+                        f"{onnx_time * 1e3:>8.3f} {torch_time * 1e3:>8.3f} {ratio:>10.2f}"
+                        f"{'' if ratio <= target else ' *'}  {difference:.1e}")
+            print(rows[-1], flush=True)
+    return rows
 
 
 # ---------------------------------------------------------------------------- the run
@@ -382,7 +484,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--prefix", type=Path, default=DEFAULT_PREFIX)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--suite", choices=["models", "zoo", "all"], default="all")
+    parser.add_argument("--suite", choices=["models", "zoo", "recurrent", "all"], default="all")
     parser.add_argument("--models", nargs="+", choices=ZOO, default=list(ZOO),
                         help="the zoo's models to run")
     parser.add_argument("--budget", type=float, default=1.5,
@@ -395,6 +497,12 @@ def main() -> int:
             for row in measure(threads):
                 print(row)
         print(f"* over the target ({TARGET})")
+    if arguments.suite in ("recurrent", "all"):
+        print("model    batch threads nodes edgert ms   ORT ms torch ms edgert/ORT  max rel diff")
+        for threads in arguments.threads:
+            measure_recurrent(threads, arguments.budget)
+        print("* over the target (" + ", ".join(
+            f"{target} at batch {batch}" for batch, target in RECURRENT_TARGETS.items()) + ")")
     if arguments.suite in ("zoo", "all"):
         print("zoo, batch 1        threads edgert ms   ORT ms torch ms edgert/ORT  max rel diff"
               "  depthwise kernel; fused activations")

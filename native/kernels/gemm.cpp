@@ -54,7 +54,11 @@ int64_t ceil_div(int64_t value, int64_t divisor) {
 class Scratch {
  public:
   Scratch() = default;
-  explicit Scratch(int64_t floats) : storage_(Tensor::uninitialized(DType::Float32, {std::max<int64_t>(floats, 1)})) {}
+  // No memory for no floats (data() is then null): a product whose operands are all in
+  // panels already allocates nothing.
+  explicit Scratch(int64_t floats) {
+    if (floats > 0) storage_ = Tensor::uninitialized(DType::Float32, {floats});
+  }
   float* data() { return storage_.data_as<float>(); }
 
  private:
@@ -602,6 +606,14 @@ void gemm_packed_right(const std::vector<GemmOperands>& batch, int64_t m, int64_
   problem.right_packed = false;
   choose_blocks(problem);
   run_blocks(problem);
+}
+
+int64_t left_panels_size(int64_t rows, int64_t depth) {
+  return round_up(rows, micro_kernel().rows) * depth;
+}
+
+void pack_left_rows(const float* a, int64_t rows, int64_t depth, float* packed) {
+  pack_left_block(micro_kernel(), a, depth, 0, rows, 0, depth, packed);
 }
 
 PackedPanels pack_left_panels(const float* a, int64_t matrices, int64_t extent, int64_t depth) {

@@ -82,6 +82,13 @@ struct PackedPanels {
   const float* matrix(int64_t index) const { return storage.data_as<float>() + index * panels() * depth * width; }
 };
 
+// The floats pack_left_rows writes for `rows` rows of `depth` elements.
+int64_t left_panels_size(int64_t rows, int64_t depth);
+// a [rows, depth] (row-major) as the left panels of this process's micro-kernel, written to
+// `packed` (left_panels_size floats; the last panel's missing rows zero): what
+// GemmOperands::packed_a reads, for a caller that packs an operand into its own memory (a
+// recurrent step's h, each step, with no allocation).
+void pack_left_rows(const float* a, int64_t rows, int64_t depth, float* packed);
 // a [matrices][extent, depth] (row-major, one matrix after the other) as left panels.
 PackedPanels pack_left_panels(const float* a, int64_t matrices, int64_t extent, int64_t depth);
 // b [depth, extent] (KByN) or its transpose [extent, depth] (NByK) as right panels.

@@ -2,7 +2,7 @@
 
 A model is exported with ``torch.export`` (eval mode, no gradients), decomposed to ATen's
 core operator set except for the operators edgert runs as one node (linear, attention,
-silu, hardswish, hardsigmoid, rms_norm), and lowered node by node (operators.py):
+silu, hardswish, hardsigmoid, rms_norm, lstm, gru), and lowered node by node (operators.py):
 subgraphs whose operands are all constants are evaluated by torch at export time, no-op
 views, clones and dropout disappear, batch norm is folded into the convolution before it
 and a following relu into the convolution. The program is then run on the example inputs
@@ -51,6 +51,8 @@ PRESERVED = (
     aten.hardswish.default,
     aten.hardsigmoid.default,
     aten.rms_norm.default,
+    aten.lstm.input,
+    aten.gru.input,
 )
 
 

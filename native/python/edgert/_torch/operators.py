@@ -1929,6 +1929,113 @@ def _attention(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
     )
 
 
+# ---------------------------------------------------------------------------- recurrent layers
+
+# Operators that make a tensor of zeros: an initial state made by one of them is left out of
+# the recurrent node, which then starts from zeros itself.
+_ZEROS = {aten.zeros.default, aten.new_zeros.default, aten.zeros_like.default}
+_RECURRENT = {"edgert::lstm": ("nn.LSTM", 4), "edgert::gru": ("nn.GRU", 3)}
+
+
+def _zero_state(item: object, source: object) -> bool:
+    """Whether an initial state is all zeros: a constant of zeros (a static batch, folded) or
+    the output of zeros / full(..., 0) (a batch known only at run time)."""
+    if isinstance(item, torch.Tensor):
+        return not bool(item.any())
+    if not isinstance(source, torch.fx.Node) or source.op != "call_function":
+        return False
+    if source.target in _ZEROS:
+        return True
+    if source.target is aten.full.default:
+        fill = source.args[1] if len(source.args) > 1 else source.kwargs.get("fill_value")
+        return isinstance(fill, (int, float)) and not isinstance(fill, bool) and fill == 0
+    return False
+
+
+def _recurrent(op: str) -> Lower:
+    """aten.lstm.input / aten.gru.input (what nn.LSTM and nn.GRU record): one edgert::lstm or
+    edgert::gru node for every layer and direction, the weights as its inputs (W_ih, W_hh,
+    b_ih, b_hh per layer and direction, in torch's order), an initial state of zeros left out."""
+    module, gates = _RECURRENT[op]
+
+    def lower(ctx: Lowering, node: torch.fx.Node, args: Args) -> tuple[Value, ...]:
+        layers = static_int(args["num_layers"])
+        directions = 2 if args["bidirectional"] else 1
+        has_biases = bool(args["has_biases"])
+        params = list(args["params"])
+        if layers is None or layers < 1:
+            raise ctx.refuse(
+                f"{module} with num_layers {args['num_layers']}", "use num_layers >= 1"
+            )
+        if args["train"] and float(args["dropout"] or 0.0) > 0.0 and layers > 1:
+            raise ctx.refuse(
+                f"{module} in training mode applies dropout ({args['dropout']}) between its "
+                "layers, which draws random numbers",
+                "call model.eval() before exporting",
+            )
+        per = 4 if has_biases else 2
+        if len(params) == layers * directions * (per + 1):
+            raise ctx.refuse(
+                f"{module} with proj_size > 0 (a projection of the hidden state) has no edgert "
+                "operator",
+                "export it with proj_size=0, or a nn.Linear after it",
+            )
+        if len(params) != layers * directions * per:
+            raise ctx.refuse(
+                f"{module} has {len(params)} weights where {layers} layer(s), "
+                f"{directions} direction(s) {'with' if has_biases else 'without'} biases take "
+                f"{layers * directions * per}",
+                "report the model with this message",
+            )
+        recurrent_weight = params[1]
+        shape = tuple(recurrent_weight.shape) if hasattr(recurrent_weight, "shape") else ()
+        if len(shape) != 2 or shape[0] != gates * shape[1]:
+            raise ctx.refuse(
+                f"{module}'s weight_hh_l0 is {list(shape)}, not [{gates}·hidden, hidden]",
+                "report the model with this message",
+            )
+        outputs = node.meta["val"]
+        if any(out.dtype != FLOAT for out in outputs):
+            raise ctx.refuse(
+                f"{module} computes in {str(outputs[0].dtype).replace('torch.', '')}; its edgert "
+                "operator runs float32",
+                "export it in float32: call model.float() and pass float32 inputs",
+            )
+        if op == "edgert::lstm":
+            states, sources = list(args["hx"]), list(node.args[1])  # type: ignore[arg-type]
+        else:
+            states, sources = [args["hx"]], [node.args[1]]
+        initial = [
+            None if _zero_state(state, source) else state
+            for state, source in zip(states, sources, strict=True)
+        ]
+        weights: list[object] = []
+        for index in range(layers * directions):
+            group = params[index * per : (index + 1) * per]
+            weights.extend(group if has_biases else [*group, None, None])
+        inputs = [args["input"], *initial, *weights]
+        attributes = {
+            "hidden_size": int(shape[1]),
+            "num_layers": layers,
+            "bidirectional": int(directions == 2),
+            "batch_first": int(bool(args["batch_first"])),
+            "has_biases": int(has_biases),
+        }
+        made = ctx.emit_many(
+            op,
+            inputs,
+            attributes,
+            [(FLOAT, shape_of_meta(out)) for out in outputs],
+        )
+        return tuple(made)
+
+    return lower
+
+
+lowers(aten.lstm.input, to="edgert::lstm")(_recurrent("edgert::lstm"))
+lowers(aten.gru.input, to="edgert::gru")(_recurrent("edgert::gru"))
+
+
 # ---------------------------------------------------------------------------- sizes, tuples
 
 
