@@ -47,6 +47,16 @@ aten = torch.ops.aten
 PRESERVED = (
     aten.linear.default,
     aten.scaled_dot_product_attention.default,
+    # Lowered whole (to a kernel) rather than to the index arithmetic torch decomposes them to.
+    aten._upsample_nearest_exact2d.vec,
+    aten._upsample_nearest_exact1d.vec,
+    aten.instance_norm.default,
+    aten.reflection_pad1d.default,
+    aten.reflection_pad2d.default,
+    aten.reflection_pad3d.default,
+    aten.replication_pad1d.default,
+    aten.replication_pad2d.default,
+    aten.replication_pad3d.default,
     aten.silu.default,
     aten.hardswish.default,
     aten.hardsigmoid.default,
