@@ -238,3 +238,37 @@ def test_nearest_refuses_bad_scales(edgert: ModuleType) -> None:
     x = np.ones((1, 1, 4, 4), F32)
     with pytest.raises(edgert.EdgertError, match="scales must be 2 floats"):
         run_op(edgert, "edgert::upsample_nearest2d", [x], {"size": [8, 8], "scales": [2.0]})
+
+
+# ---------------------------------------------------------------------- threads
+
+
+def _large_cases() -> list[tuple[str, np.ndarray, dict, int]]:
+    """Large enough that each kernel splits its lines or rows across threads."""
+    x = distinct((8, 64, 300), 9)
+    image = distinct((4, 16, 50, 57), 10)
+    return [
+        ("edgert::topk", x, {"k": 7, "axis": -1}, 2),
+        ("edgert::topk", x, {"k": 3, "axis": 1, "largest": 0, "sorted": 0}, 2),
+        ("edgert::sort", x, {"axis": 1, "descending": 1}, 2),
+        ("edgert::pad", image, {"pads": [3, 2, 1, 4], "mode": "reflect"}, 1),
+        ("edgert::pad", image, {"pads": [5, 0, 2, 2], "mode": "replicate"}, 1),
+        ("edgert::adaptive_max_pool2d", image, {"output_size": [7, 9]}, 1),
+        ("edgert::upsample_nearest2d", image, {"size": [77, 100], "exact": 1}, 1),
+    ]
+
+
+def test_thread_count_does_not_change_results(edgert: ModuleType) -> None:
+    previous = edgert.threadpool_size()
+    try:
+        results = {}
+        for threads in (1, 3):
+            edgert.set_threadpool_size(threads)
+            results[threads] = [
+                [out.tobytes() for out in run_op(edgert, op, [x], attributes, outputs=outputs)]
+                for op, x, attributes, outputs in _large_cases()
+            ]
+    finally:
+        edgert.set_threadpool_size(previous)
+    for (op, _, _, _), single, pooled in zip(_large_cases(), results[1], results[3], strict=True):
+        assert single == pooled, f"{op}: results differ between 1 and 3 threads"
