@@ -2,7 +2,8 @@
 
 A model is exported with ``torch.export`` (eval mode, no gradients), decomposed to ATen's
 core operator set except for the operators edgert runs as one node (linear, attention,
-silu, hardswish, hardsigmoid, rms_norm), and lowered node by node (operators.py):
+silu, hardswish, hardsigmoid, rms_norm; nearest-exact upsampling, instance norm, reflect
+and replicate padding), and lowered node by node (operators.py):
 subgraphs whose operands are all constants are evaluated by torch at export time, no-op
 views, clones and dropout disappear, batch norm is folded into the convolution before it
 and a following relu into the convolution. The program is then run on the example inputs
