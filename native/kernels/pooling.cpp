@@ -1,6 +1,7 @@
-// max_pool2d, avg_pool2d, adaptive_avg_pool2d and upsample_nearest2d on [N, C, H, W]
-// (docs/operators.md), with torch's semantics: its output sizes (the ceil_mode rule), its
-// divisors, its NaN propagation and its float index arithmetic for nearest upsampling.
+// max_pool2d, avg_pool2d, adaptive_avg_pool2d, adaptive_max_pool2d and upsample_nearest2d
+// on [N, C, H, W] (docs/operators.md), with torch's semantics: its output sizes (the
+// ceil_mode rule), its divisors, its NaN propagation and its float index arithmetic for
+// nearest (and nearest-exact) upsampling.
 //
 // The window kernels run output row by output row: the row's results start at the
 // identity (-inf or +0) and every in-bounds tap (kh, kw), in row order, is folded into
@@ -346,15 +347,69 @@ Status adaptive_avg_pool2d_kernel(KernelContext& context) {
   return Status::success();
 }
 
+Status adaptive_max_pool2d_kernel(KernelContext& context) {
+  EDGERT_RETURN_IF_ERROR(check_arity(context, 1, 1));
+  const Tensor& input = *context.inputs[0];
+  EDGERT_RETURN_IF_ERROR(check_planes_input(context, input));
+  Pair size;
+  EDGERT_RETURN_IF_ERROR(read_output_size(context, input, "output_size", size));
+  Tensor out;
+  EDGERT_RETURN_IF_ERROR(allocate_output(context, input, size.height, size.width, out));
+  const PoolPlanes p{input.shape()[0] * input.shape()[1], input.shape()[2], input.shape()[3], size.height, size.width};
+  const Tensor x = input.contiguous();
+  const float* xd = x.data_as<float>();
+  float* od = out.data_as<float>();
+  for_each_output_row(p, p.width * (p.height / std::max<int64_t>(1, p.out_height) + 1), [&](int64_t plane, int64_t oh) {
+    const OutputRange rows = adaptive_window(oh, p.out_height, p.height);
+    const float* source = xd + plane * p.height * p.width;
+    for (int64_t ow = 0; ow < p.out_width; ++ow) {
+      const OutputRange columns = adaptive_window(ow, p.out_width, p.width);
+      float result = -std::numeric_limits<float>::infinity();
+      for (int64_t h = rows.begin; h < rows.end; ++h) {
+        for (int64_t c = columns.begin; c < columns.end; ++c)
+          result = fold_value<Fold::Max>(result, source[h * p.width + c]);
+      }
+      od[(plane * p.out_height + oh) * p.out_width + ow] = result;
+    }
+  });
+  (*context.outputs)[0] = std::move(out);
+  return Status::success();
+}
+
+// The float32 step between source indices (torch's compute_scales_value): float32(1 / scale)
+// for a scale factor given (> 0), else float32(size) / float32(outputs).
+float nearest_step(double scale, int64_t outputs, int64_t size) {
+  if (scale > 0.0) return static_cast<float>(1.0 / scale);
+  return static_cast<float>(size) / static_cast<float>(outputs);
+}
+
 // torch's nearest source index: the same index when the sizes are equal, o / 2 when the
-// output is twice the input, else min(floor(float(o) · (float(size) / float(outputs))),
-// size - 1), in float32 as torch computes it.
-int64_t nearest_source(int64_t o, int64_t outputs, int64_t size) {
+// output is twice the input, else min(floor(float(o) · step), size - 1), in float32 as torch
+// computes it. nearest-exact (`exact`): min(floor(float32((o + 0.5) · step)), size - 1), the
+// product in float64 then rounded to float32, as torch computes it.
+int64_t nearest_source(int64_t o, int64_t outputs, int64_t size, bool exact, double scale) {
+  const float step = nearest_step(scale, outputs, size);
+  if (exact) {
+    const float source = std::floor(static_cast<float>((static_cast<double>(o) + 0.5) * static_cast<double>(step)));
+    return std::min(static_cast<int64_t>(source), size - 1);
+  }
   if (outputs == size) return o;
   if (outputs == 2 * size) return o >> 1;
-  const float scale = static_cast<float>(size) / static_cast<float>(outputs);
-  const float source = std::floor(static_cast<float>(o) * scale);
+  const float source = std::floor(static_cast<float>(o) * step);
   return std::min(static_cast<int64_t>(source), size - 1);
+}
+
+// The optional attribute `scales`: 2 floats, torch's scale factors (<= 0: none given).
+Status read_scales(const KernelContext& context, double scales[2]) {
+  scales[0] = scales[1] = 0.0;
+  if (context.attributes == nullptr || !context.attributes->has("scales")) return Status::success();
+  const std::vector<double> given = context.attributes->get_floats("scales");
+  if (given.size() != 2) return invalid(context, "attribute scales must be 2 floats");
+  for (int d = 0; d < 2; ++d) {
+    if (!std::isfinite(given[static_cast<size_t>(d)])) return invalid(context, "attribute scales must be finite");
+    scales[d] = given[static_cast<size_t>(d)];
+  }
+  return Status::success();
 }
 
 Status upsample_nearest2d_kernel(KernelContext& context) {
@@ -363,17 +418,20 @@ Status upsample_nearest2d_kernel(KernelContext& context) {
   EDGERT_RETURN_IF_ERROR(check_planes_input(context, input));
   Pair size;
   EDGERT_RETURN_IF_ERROR(read_output_size(context, input, "size", size));
+  double scales[2];
+  EDGERT_RETURN_IF_ERROR(read_scales(context, scales));
+  const bool exact = context.attributes->get_int("exact", 0) != 0;
   Tensor out;
   EDGERT_RETURN_IF_ERROR(allocate_output(context, input, size.height, size.width, out));
   const PoolPlanes p{input.shape()[0] * input.shape()[1], input.shape()[2], input.shape()[3], size.height, size.width};
   std::vector<int64_t> columns(static_cast<size_t>(p.out_width));
   for (int64_t ow = 0; ow < p.out_width; ++ow)
-    columns[static_cast<size_t>(ow)] = nearest_source(ow, p.out_width, p.width);
+    columns[static_cast<size_t>(ow)] = nearest_source(ow, p.out_width, p.width, exact, scales[1]);
   const Tensor x = input.contiguous();
   const float* xd = x.data_as<float>();
   float* od = out.data_as<float>();
   for_each_output_row(p, p.out_width, [&](int64_t plane, int64_t oh) {
-    const float* row = xd + (plane * p.height + nearest_source(oh, p.out_height, p.height)) * p.width;
+    const float* row = xd + (plane * p.height + nearest_source(oh, p.out_height, p.height, exact, scales[0])) * p.width;
     float* target = od + (plane * p.out_height + oh) * p.out_width;
     for (int64_t ow = 0; ow < p.out_width; ++ow) target[ow] = row[columns[static_cast<size_t>(ow)]];
   });
@@ -399,7 +457,11 @@ EDGERT_OPERATOR_ATTRIBUTES("edgert::avg_pool2d", {{"kernel", AttributeKind::Ints
                                                   {"divisor_override", AttributeKind::Int}});
 EDGERT_REGISTER_OPERATOR("edgert::adaptive_avg_pool2d", adaptive_avg_pool2d_kernel);
 EDGERT_OPERATOR_ATTRIBUTES("edgert::adaptive_avg_pool2d", {{"output_size", AttributeKind::Ints}});
+EDGERT_REGISTER_OPERATOR("edgert::adaptive_max_pool2d", adaptive_max_pool2d_kernel);
+EDGERT_OPERATOR_ATTRIBUTES("edgert::adaptive_max_pool2d", {{"output_size", AttributeKind::Ints}});
 EDGERT_REGISTER_OPERATOR("edgert::upsample_nearest2d", upsample_nearest2d_kernel);
-EDGERT_OPERATOR_ATTRIBUTES("edgert::upsample_nearest2d", {{"size", AttributeKind::Ints}});
+EDGERT_OPERATOR_ATTRIBUTES("edgert::upsample_nearest2d", {{"size", AttributeKind::Ints},
+                                                          {"exact", AttributeKind::Int},
+                                                          {"scales", AttributeKind::Floats}});
 
 }  // namespace edgert::kernels

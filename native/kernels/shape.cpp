@@ -673,8 +673,106 @@ void copy_kept(const Tensor& input, const std::vector<PadRange>& ranges, Tensor&
               static_cast<char*>(out.data()) + target_offset * bytes, out.strides());
 }
 
-// Attributes `pads` ((before, after) pairs, last dimension first; negative crops) and
-// `value` (default 0, converted as cast converts it).
+// reflect and replicate padding: output index i of a dimension reads input index
+// i - before reflected about the first and last elements (reflect: -1 reads 1) or clamped to
+// them (replicate). Reflect needs each pad below the dimension's size, replicate an input
+// that is not empty along a padded dimension (torch's rules).
+enum class PadMode { Constant, Reflect, Replicate };
+
+Status pad_mode(const KernelContext& context, PadMode& mode) {
+  const std::string name = context.attributes ? context.attributes->get_string("mode", "constant") : "constant";
+  if (name == "constant")
+    mode = PadMode::Constant;
+  else if (name == "reflect")
+    mode = PadMode::Reflect;
+  else if (name == "replicate")
+    mode = PadMode::Replicate;
+  else
+    return invalid(context, "attribute mode must be \"constant\", \"reflect\" or \"replicate\", got \"" + name + "\"");
+  return Status::success();
+}
+
+// Per dimension, the input element offset each output index reads (index times stride).
+Status edge_offsets(const KernelContext& context, const Tensor& input, const std::vector<int64_t>& pads,
+                    const std::vector<PadRange>& ranges, PadMode mode, std::vector<std::vector<int64_t>>& offsets) {
+  const size_t rank = ranges.size();
+  offsets.assign(rank, {});
+  for (size_t d = 0; d < rank; ++d) {
+    const size_t pair = rank - 1 - d;
+    const int64_t before = 2 * pair < pads.size() ? pads[2 * pair] : 0;
+    const int64_t after = 2 * pair < pads.size() ? pads[2 * pair + 1] : 0;
+    const int64_t size = input.shape()[d];
+    if (ranges[d].size > 0 && (before > 0 || after > 0)) {
+      if (mode == PadMode::Reflect && (before >= size || after >= size)) {
+        return invalid(context, "attribute pads: reflect padding (" + std::to_string(before) + ", " +
+                                    std::to_string(after) + ") of dimension " + std::to_string(d) +
+                                    " must be below its size " + std::to_string(size));
+      }
+      if (size == 0) {
+        return invalid(context, "attribute pads: dimension " + std::to_string(d) +
+                                    " is empty and cannot be padded by " + "replicating its elements");
+      }
+    }
+    std::vector<int64_t>& map = offsets[d];
+    map.resize(static_cast<size_t>(ranges[d].size));
+    for (int64_t i = 0; i < ranges[d].size; ++i) {
+      int64_t j = i - before;
+      if (mode == PadMode::Reflect) {
+        if (j < 0) j = -j;
+        if (j >= size) j = 2 * (size - 1) - j;
+      } else {
+        j = std::min(std::max<int64_t>(j, 0), size - 1);
+      }
+      map[static_cast<size_t>(i)] = j * input.strides()[d];
+    }
+  }
+  return Status::success();
+}
+
+// out[i0, ..., ik] = input[offsets[0][i0] + ... + offsets[k][ik]], rows along the last
+// dimension split across the pool.
+template <class T>
+void gather_offsets(const T* source, const std::vector<std::vector<int64_t>>& offsets,
+                    const std::vector<int64_t>& shape, T* out) {
+  if (shape.empty()) {
+    out[0] = source[0];
+    return;
+  }
+  const size_t last = shape.size() - 1;
+  const int64_t width = shape[last];
+  const int64_t rows = product(shape, 0, last);
+  if (width == 0 || rows == 0) return;
+  const std::vector<int64_t>& columns = offsets[last];
+  parallel_for(0, rows, std::max<int64_t>(1, kParallelGrain / width), [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      int64_t base = 0, rest = row;
+      for (size_t d = last; d-- > 0;) {
+        base += offsets[d][static_cast<size_t>(rest % shape[d])];
+        rest /= shape[d];
+      }
+      T* target = out + row * width;
+      for (int64_t i = 0; i < width; ++i) target[i] = source[base + columns[static_cast<size_t>(i)]];
+    }
+  });
+}
+
+void pad_edges(const Tensor& input, const std::vector<std::vector<int64_t>>& offsets, Tensor& out) {
+  switch (dtype_size(input.dtype())) {
+    case 1:
+      return gather_offsets(static_cast<const uint8_t*>(input.data()), offsets, out.shape(),
+                            static_cast<uint8_t*>(out.data()));
+    case 4:
+      return gather_offsets(static_cast<const uint32_t*>(input.data()), offsets, out.shape(),
+                            static_cast<uint32_t*>(out.data()));
+    default:
+      return gather_offsets(static_cast<const uint64_t*>(input.data()), offsets, out.shape(),
+                            static_cast<uint64_t*>(out.data()));
+  }
+}
+
+// Attributes `pads` ((before, after) pairs, last dimension first; negative crops), `mode`
+// ("constant" (default), "reflect" or "replicate") and `value` (constant mode; default 0,
+// converted as cast converts it).
 Status pad_kernel(KernelContext& context) {
   EDGERT_RETURN_IF_ERROR(check_arity(context, 1, 1));
   const Tensor& input = *context.inputs[0];
@@ -694,9 +792,17 @@ Status pad_kernel(KernelContext& context) {
   if (!checked_element_count(shape, dtype_size(dtype), &count)) {
     return invalid(context, "the padded shape " + shape_text(shape) + " is too large");
   }
+  PadMode mode = PadMode::Constant;
+  EDGERT_RETURN_IF_ERROR(pad_mode(context, mode));
   Tensor out = Tensor::uninitialized(dtype, shape);
-  fill(out, value);
-  copy_kept(input, ranges, out);
+  if (mode == PadMode::Constant) {
+    fill(out, value);
+    copy_kept(input, ranges, out);
+  } else {
+    std::vector<std::vector<int64_t>> offsets;
+    EDGERT_RETURN_IF_ERROR(edge_offsets(context, input, pads, ranges, mode, offsets));
+    pad_edges(input, offsets, out);
+  }
   (*context.outputs)[0] = std::move(out);
   return Status::success();
 }
@@ -723,7 +829,9 @@ EDGERT_OPERATOR_ATTRIBUTES("edgert::expand", {{"shape", AttributeKind::Ints}});
 EDGERT_REGISTER_OPERATOR("edgert::split", split_kernel);
 EDGERT_OPERATOR_ATTRIBUTES("edgert::split", {{"axis", AttributeKind::Int}, {"sizes", AttributeKind::Ints}});
 EDGERT_REGISTER_OPERATOR("edgert::pad", pad_kernel);
-EDGERT_OPERATOR_ATTRIBUTES("edgert::pad", {{"pads", AttributeKind::Ints}, {"value", AttributeKind::Float}});
+EDGERT_OPERATOR_ATTRIBUTES("edgert::pad", {{"pads", AttributeKind::Ints},
+                                           {"value", AttributeKind::Float},
+                                           {"mode", AttributeKind::String}});
 EDGERT_REGISTER_OPERATOR("edgert::full_like", full_like_kernel);
 EDGERT_OPERATOR_ATTRIBUTES("edgert::full_like", {{"value", AttributeKind::Float}, {"dtype", AttributeKind::String}});
 EDGERT_REGISTER_OPERATOR("edgert::cast", cast_kernel);

@@ -438,6 +438,38 @@ TIMM += [
 ]
 
 
+TIMM += [
+    ZooModel(
+        "timm_resnet10t_catavgmax",
+        "timm",
+        "classification CNN, average and max pooling concatenated (adaptive max pooling)",
+        _timm("resnet10t", global_pool="catavgmax"),
+        images(),
+        _dynamic_batch,
+    ),
+]
+
+
+def _raft_features() -> nn.Module:
+    libraries()
+    from torchvision.models.optical_flow import raft_small
+
+    torch.manual_seed(0)
+    return raft_small(weights=None).feature_encoder.eval()  # type: ignore[no-any-return]
+
+
+OTHERS += [
+    ZooModel(
+        "raft_small_features",
+        "torchvision",
+        "optical-flow feature encoder of RAFT-small (instance norm)",
+        _raft_features,
+        images(),
+        _dynamic_batch,
+    ),
+]
+
+
 class ImageHiddenState(nn.Module):
     def __init__(self, model: nn.Module) -> None:
         super().__init__()

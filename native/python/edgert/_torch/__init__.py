@@ -2,7 +2,8 @@
 
 A model is exported with ``torch.export`` (eval mode, no gradients), decomposed to ATen's
 core operator set except for the operators edgert runs as one node (linear, attention,
-silu, hardswish, hardsigmoid, rms_norm, lstm, gru), and lowered node by node (operators.py):
+silu, hardswish, hardsigmoid, rms_norm, lstm, gru; nearest-exact upsampling, instance norm,
+reflect and replicate padding), and lowered node by node (operators.py):
 subgraphs whose operands are all constants are evaluated by torch at export time, no-op
 views, clones and dropout disappear, batch norm is folded into the convolution before it
 and a following relu into the convolution. The program is then run on the example inputs
@@ -47,6 +48,16 @@ aten = torch.ops.aten
 PRESERVED = (
     aten.linear.default,
     aten.scaled_dot_product_attention.default,
+    # Lowered whole (to a kernel) rather than to the index arithmetic torch decomposes them to.
+    aten._upsample_nearest_exact2d.vec,
+    aten._upsample_nearest_exact1d.vec,
+    aten.instance_norm.default,
+    aten.reflection_pad1d.default,
+    aten.reflection_pad2d.default,
+    aten.reflection_pad3d.default,
+    aten.replication_pad1d.default,
+    aten.replication_pad2d.default,
+    aten.replication_pad3d.default,
     aten.silu.default,
     aten.hardswish.default,
     aten.hardsigmoid.default,

@@ -783,7 +783,7 @@ def _cat(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
 @lowers(aten.constant_pad_nd.default, aten.pad.default, to="edgert::pad")
 def _pad(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
     if (args.get("mode") or "constant") != "constant":
-        raise ctx.refuse(f"{args['mode']} padding", "pad with a constant")
+        return _edge_pad(ctx, node, args["self"], args["pad"], str(args["mode"]))
     pads = ints(ctx, args["pad"], "padding")
     return like(
         ctx,
@@ -1490,22 +1490,7 @@ def _adaptive_avg_pool(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
     aten.upsample_nearest2d.vec, aten.upsample_nearest2d.default, to="edgert::upsample_nearest2d"
 )
 def _upsample_nearest(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
-    source = _pool_input(ctx, args, "input")
-    _, shape = meta(node)
-    size = ints(ctx, shape[2:], "output size")
-    if args.get("scales_h") or args.get("scale_factors"):
-        factors = args.get("scale_factors") or [args.get("scales_h"), args.get("scales_w")]
-        pairs = [(factors[d], source.shape[2 + d]) for d in range(2)]
-        exact = all(
-            extent is not None and factor is not None and float(factor) * extent == size[d]
-            for d, (factor, extent) in enumerate(pairs)
-        )
-        if not exact:
-            raise ctx.refuse(
-                "nearest upsampling by a scale that is not size_out / size_in",
-                "give the output size instead of a scale factor",
-            )
-    return like(ctx, node, "edgert::upsample_nearest2d", [source], {"size": size})
+    return _nearest(ctx, node, args, exact=False, spatial=2)
 
 
 @lowers(
@@ -1556,6 +1541,261 @@ def _upsample_bilinear(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
         input_dtypes=[FLOAT, FLOAT, None],
     )
     return like(ctx, node, "edgert::transpose", [down], {"perm": [0, 1, 3, 2]})
+
+
+# -------------------------------------------------- nearest-exact, edge pads, instance norm, topk
+
+
+def _spatial_input(ctx: Lowering, args: Args, rank: int, what: str) -> Value:
+    source = value(ctx, args["input"] if "input" in args else args["self"])
+    if source.rank != rank:
+        layout = "[N, C, L]" if rank == 3 else "[N, C, H, W]"
+        raise ctx.refuse(
+            f"{what} of an input without a batch dimension", f"pass inputs of shape {layout}"
+        )
+    return source
+
+
+def _as_planes(ctx: Lowering, source: Value) -> Value:
+    """[N, C, L] as [N, C, 1, L]: the 1-D forms run as the 2-D operator on one row."""
+    return ctx.emit(
+        "edgert::unsqueeze",
+        [source],
+        {"axis": 2},
+        dtype=source.dtype,
+        shape=(source.shape[0], source.shape[1], 1, source.shape[2]),
+    )
+
+
+def _nearest_scales(args: Args, spatial: int) -> list[float] | None:
+    """The scale factors torch's nearest kernels were given (None: none), one per spatial
+    dimension: ``scale_factors`` (the .vec overloads) or ``scales``/``scales_h``/``scales_w``."""
+    if args.get("scale_factors"):
+        given: list[object] = list(args["scale_factors"])
+    elif spatial == 1:
+        given = [args.get("scales")]
+    else:
+        given = [args.get("scales_h"), args.get("scales_w")]
+    if all(factor is None for factor in given):
+        return None
+    return [0.0 if factor is None else float(factor) for factor in given]  # type: ignore[arg-type]
+
+
+def _nearest(ctx: Lowering, node: torch.fx.Node, args: Args, *, exact: bool, spatial: int) -> Value:
+    """upsample_nearest{1,2}d and _upsample_nearest_exact{1,2}d (by size or scale factor) as
+    edgert::upsample_nearest2d with torch's index arithmetic (its ``exact`` and ``scales``)."""
+    mode = "nearest-exact" if exact else "nearest"
+    source = _spatial_input(ctx, args, spatial + 2, f"{mode} upsampling")
+    dtype, shape = meta(node)
+    size = ints(ctx, shape[2:], "output size")
+    scales = _nearest_scales(args, spatial)
+    planes = source
+    if spatial == 1:
+        planes = _as_planes(ctx, source)
+        size = [1, *size]
+        scales = None if scales is None else [0.0, *scales]
+    attributes: dict[str, Any] = {"size": size}
+    if exact:
+        attributes["exact"] = 1
+    if scales is not None:
+        attributes["scales"] = scales
+    if spatial == 2:
+        return like(ctx, node, "edgert::upsample_nearest2d", [planes], attributes)
+    upsampled = ctx.emit(
+        "edgert::upsample_nearest2d",
+        [planes],
+        attributes,
+        dtype=dtype,
+        shape=(shape[0], shape[1], 1, shape[2]),
+    )
+    return like(ctx, node, "edgert::squeeze", [upsampled], {"axes": [2]})
+
+
+lowers(
+    aten._upsample_nearest_exact2d.vec,
+    aten._upsample_nearest_exact2d.default,
+    to="edgert::upsample_nearest2d",
+)(lambda ctx, node, args: _nearest(ctx, node, args, exact=True, spatial=2))
+lowers(
+    aten._upsample_nearest_exact1d.vec,
+    aten._upsample_nearest_exact1d.default,
+    to="edgert::upsample_nearest2d, edgert::unsqueeze, edgert::squeeze",
+)(lambda ctx, node, args: _nearest(ctx, node, args, exact=True, spatial=1))
+lowers(
+    aten.upsample_nearest1d.vec,
+    aten.upsample_nearest1d.default,
+    to="edgert::upsample_nearest2d, edgert::unsqueeze, edgert::squeeze",
+)(lambda ctx, node, args: _nearest(ctx, node, args, exact=False, spatial=1))
+
+
+@lowers(aten.adaptive_max_pool2d.default, to="edgert::adaptive_max_pool2d")
+@lowers(
+    aten.adaptive_max_pool1d.default,
+    to="edgert::adaptive_max_pool2d, edgert::unsqueeze, edgert::squeeze",
+)
+def _adaptive_max_pool(ctx: Lowering, node: torch.fx.Node, args: Args) -> tuple[Value, Missing]:
+    """Adaptive max pooling's values (any output size); its indices are not computed, so a
+    model that reads them (return_indices=True) is refused where it does."""
+    spatial = 1 if node.target is aten.adaptive_max_pool1d.default else 2
+    source = _spatial_input(ctx, args, spatial + 2, "adaptive max pooling")
+    pooled_meta = node.meta["val"][0]
+    shape = shape_of_meta(pooled_meta)
+    size = ints(ctx, shape[2:], "output size")
+    indices = Missing("adaptive max pooling's indices (return_indices=True)")
+    if spatial == 2:
+        pooled = ctx.emit(
+            "edgert::adaptive_max_pool2d",
+            [source],
+            {"output_size": size},
+            dtype=pooled_meta.dtype,
+            shape=shape,
+        )
+        return pooled, indices
+    wide = ctx.emit(
+        "edgert::adaptive_max_pool2d",
+        [_as_planes(ctx, source)],
+        {"output_size": [1, *size]},
+        dtype=pooled_meta.dtype,
+        shape=(shape[0], shape[1], 1, shape[2]),
+    )
+    pooled = ctx.emit(
+        "edgert::squeeze", [wide], {"axes": [2]}, dtype=pooled_meta.dtype, shape=shape
+    )
+    return pooled, indices
+
+
+_EDGE_PADS: dict[object, str] = {
+    aten.reflection_pad1d.default: "reflect",
+    aten.reflection_pad2d.default: "reflect",
+    aten.reflection_pad3d.default: "reflect",
+    aten.replication_pad1d.default: "replicate",
+    aten.replication_pad2d.default: "replicate",
+    aten.replication_pad3d.default: "replicate",
+}
+
+
+def _edge_pad(ctx: Lowering, node: torch.fx.Node, source: object, pads: object, mode: str) -> Value:
+    """Reflect and replicate padding (F.pad's modes): edgert::pad with that ``mode``."""
+    if mode not in ("reflect", "replicate"):
+        raise ctx.refuse(
+            f"{mode} padding has no edgert operator",
+            "pad with mode 'constant', 'reflect' or 'replicate'",
+        )
+    amounts = ints(ctx, pads, "padding")  # type: ignore[arg-type]
+    return like(ctx, node, "edgert::pad", [source], {"pads": amounts, "mode": mode})
+
+
+@lowers(*_EDGE_PADS, to="edgert::pad")
+def _reflection_replication_pad(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
+    return _edge_pad(ctx, node, args["self"], args["padding"], _EDGE_PADS[node.target])
+
+
+@lowers(
+    aten.instance_norm.default,
+    to="edgert::layer_norm, edgert::mul, edgert::add, edgert::batch_norm",
+)
+def _instance_norm(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
+    """Instance norm: each [n, c] plane normalized over its own elements (a layer norm over
+    the dimensions after the channel, without weight), then the per-channel weight and bias;
+    with running statistics (track_running_stats, eval mode), the batch norm they define."""
+    source = value(ctx, args["input"])
+    if source.rank < 3:
+        raise ctx.refuse(
+            "instance norm of an input without a batch dimension",
+            "pass inputs of shape [N, C, ...]",
+        )
+    if not args.get("use_input_stats"):
+        return like(
+            ctx,
+            node,
+            "edgert::batch_norm",
+            [
+                source,
+                args.get("weight"),
+                args.get("bias"),
+                args["running_mean"],
+                args["running_var"],
+            ],
+            {"eps": float(args["eps"])},
+            input_dtypes=[FLOAT] * 5,
+        )
+    result = ctx.emit(
+        "edgert::layer_norm",
+        [source, None, None],
+        {"axis": 2, "eps": float(args["eps"])},
+        dtype=FLOAT,
+        shape=source.shape,
+        input_dtypes=[FLOAT, None, None],
+    )
+    along = [-1] + [1] * (source.rank - 2)
+    for operand, op in ((args.get("weight"), "edgert::mul"), (args.get("bias"), "edgert::add")):
+        if operand is None:
+            continue
+        shaped = (
+            operand.reshape(along)
+            if isinstance(operand, torch.Tensor)
+            else ctx.emit(
+                "edgert::reshape",
+                [value(ctx, operand)],
+                {"shape": along},
+                dtype=FLOAT,
+                shape=(source.shape[1], *along[1:]),
+            )
+        )
+        result = ctx.emit(
+            op, [result, shaped], dtype=FLOAT, shape=source.shape, input_dtypes=[FLOAT, FLOAT]
+        )
+    return result
+
+
+_SORTED_DTYPES = (torch.float32, torch.int32, torch.int64)
+
+
+def _sorting_input(ctx: Lowering, args: Args, what: str) -> tuple[Value, int]:
+    source = value(ctx, args["self"])
+    if source.rank == 0 or source.dtype not in _SORTED_DTYPES:
+        dtype = str(source.dtype).replace("torch.", "")
+        raise ctx.refuse(
+            f"{what} of a {source.rank}-dimensional {dtype} tensor",
+            f"{what} float32, int32 or int64 tensors of one or more dimensions",
+        )
+    return source, axes_of(args.get("dim", -1), source.rank)[0]
+
+
+@lowers(aten.topk.default, to="edgert::topk")
+def _topk(ctx: Lowering, node: torch.fx.Node, args: Args) -> list[Value]:
+    source, axis = _sorting_input(ctx, args, "topk")
+    k = static_int(args["k"])
+    if k is None:
+        raise ctx.refuse("topk of a k known only at run time", "give topk a constant k")
+    values, indices = node.meta["val"]
+    attributes = {
+        "k": k,
+        "axis": axis,
+        "largest": int(bool(args.get("largest", True))),
+        "sorted": int(bool(args.get("sorted", True))),
+    }
+    outputs = [(values.dtype, shape_of_meta(values)), (indices.dtype, shape_of_meta(indices))]
+    return ctx.emit_many("edgert::topk", [source], attributes, outputs)
+
+
+@lowers(
+    aten.sort.default,
+    aten.sort.stable,
+    aten.argsort.default,
+    aten.argsort.stable,
+    to="edgert::sort",
+)
+def _sort(ctx: Lowering, node: torch.fx.Node, args: Args) -> object:
+    """sort and argsort: edgert's sort is stable (ties keep their index order), which is
+    torch's order for stable=True and one of the orders its default sort may give."""
+    source, axis = _sorting_input(ctx, args, "sort")
+    attributes = {"axis": axis, "descending": int(bool(args.get("descending", False)))}
+    outputs = [(source.dtype, source.shape), (torch.int64, source.shape)]
+    values, indices = ctx.emit_many("edgert::sort", [source], attributes, outputs)
+    if node.target in (aten.argsort.default, aten.argsort.stable):
+        return indices
+    return values, indices
 
 
 @lowers(aten.native_group_norm.default, to="edgert::reshape, edgert::layer_norm, edgert::mul")
