@@ -30,7 +30,7 @@ from release.building.pipeline import run as run_pipeline
 from release.building.resolved import ResolvedRelease, resolve
 from release.errors import ConfigurationError, ReleaseError
 from release.host import Host
-from release.manifest import PLATFORMS, Manifest
+from release.manifest import Manifest, platform_names
 from release.platform import get_platform
 
 _Hook = TypeVar("_Hook", bound=Callable[..., Any])
@@ -63,7 +63,7 @@ def _options(manifest: Manifest, config_settings: dict[str, Any] | None, *,
     given: dict[str, object] = {key: _setting(config_settings, key, "")
                                 for key in ("variant", "verify")}
     given = {key: value for key, value in given.items() if value}
-    if platform in PLATFORMS and "RELEASE_ARCH" not in os.environ:
+    if platform in platform_names() and "RELEASE_ARCH" not in os.environ:
         arch = get_platform(platform).requested_arch(os.environ)   # macOS: ARCHFLAGS
         if arch is not None:
             given["arch"] = arch

@@ -8,7 +8,10 @@ or a job count beyond any machine is one line too, with the value cut short in i
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import keyword
+import pkgutil
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -32,7 +35,18 @@ from release.errors import ConfigurationError
 
 COMPONENT_KINDS = ("library", "plugin")
 REGISTRATION_KINDS = ("operators", "backends")
-PLATFORMS = ("linux", "macos", "windows")
+
+
+@functools.cache
+def platform_names() -> tuple[str, ...]:
+    """The platforms a manifest may name: each package in the ``platforms`` folder beside
+    release/ (found, not imported: release/ imports no platform), so a platform is added by
+    its folder alone."""
+    spec = importlib.util.find_spec("platforms")
+    locations = spec.submodule_search_locations if spec is not None else None
+    return tuple(sorted(module.name for module in pkgutil.iter_modules(locations or [])
+                        if module.ispkg))
+
 
 MAX_TEXT = 1024          # any string of the manifest but the readme's and license's text
 MAX_ITEMS = 1000         # any list of the manifest (classifiers, dependencies, depends...)
@@ -576,9 +590,9 @@ def _variant(name: str, table: _Table, root: Path) -> Variant:
     if properties:
         check_label(name, where=f"{table.path} (the variant's name is its wheels' label)")
     for platform in platforms:
-        if platform not in PLATFORMS:
+        if platform not in platform_names():
             raise ConfigurationError(f"{table.path}.platforms has '{platform}'",
-                                     fix=f"use: {', '.join(PLATFORMS)}")
+                                     fix=f"use: {', '.join(platform_names())}")
     if (provider is None) != (config is None):
         raise ConfigurationError(f"{table.path} needs both provider and config, or neither",
                                  fix="a GPU variant names its provider package and data file; "
@@ -634,7 +648,7 @@ def _defaults(table: _Table) -> dict[str, object]:
 
 
 def _target(name: str, table: _Table) -> Target:
-    target = Target(name=name, platform=table.choice("platform", PLATFORMS, _REQUIRED),
+    target = Target(name=name, platform=table.choice("platform", platform_names(), _REQUIRED),
                     arch=table.string("arch", _REQUIRED), runner=table.string("runner"))
     table.finish()
     return target

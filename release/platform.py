@@ -18,7 +18,7 @@ from release.binary.model import BinaryInfo, BinaryReader
 from release.errors import ConfigurationError
 from release.host import Host, Runner
 from release.loader import LoaderModel
-from release.manifest import PLATFORMS, Target
+from release.manifest import Target, platform_names
 from release.tool import Tool
 
 
@@ -198,11 +198,11 @@ def get_platform(name: str) -> Platform:
         module = importlib.import_module(f"platforms.{name}")
     except ModuleNotFoundError:
         raise ConfigurationError(f"no platform module for '{name}'",
-                                 fix="use linux, macos or windows") from None
+                                 fix=f"use one of: {', '.join(platform_names())}") from None
     platform: Platform = module.PLATFORM
     return platform
 
 
 def all_platforms() -> tuple[Platform, ...]:
-    """Every platform the manifest may name, in a fixed order."""
-    return tuple(get_platform(name) for name in PLATFORMS)
+    """Every platform the manifest may name, in a fixed order (by name)."""
+    return tuple(get_platform(name) for name in platform_names())
