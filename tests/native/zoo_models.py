@@ -22,17 +22,43 @@ from torch.export import Dim
 # The largest relative error (max |edgert - eager| / max |eager|) a zoo model may show.
 RTOL = 1e-4
 
+# A classifier's int8 program (quantize_program, static activations calibrated on a few
+# random inputs) against eager PyTorch, on one batch of fresh inputs:
+# - its largest error stays within QUANTIZED_STEPS steps of the logits' range over that
+#   batch divided by int8's 255 steps: the bound docs/bring-your-model.md states for
+#   quantize_program (measured there on the small test models). A deeper model whose errors
+#   add up beyond it states its own bound and why (``quantized_reason``), in the docs' table;
+# - its arg-max agrees with eager's on at least ARGMAX_AGREEMENT of the samples. Not all:
+#   random weights give logits that lie close together, so the top two of a sample can be
+#   nearer than the quantization error (only a margin above twice the error cannot flip).
+QUANTIZED_STEPS = 4.0
+ARGMAX_AGREEMENT = 0.75
+# Why a classifier misses QUANTIZED_STEPS (the docs' table says it beside its own bound).
+_DEPTHWISE = "depthwise convolutions: one int8 scale per tensor for channels of unlike ranges"
+_BLOCKS = "quantized linear layers in every block, reading GELU and layer norm outputs"
+_NARROW = "random weights give logits of a narrow range, the unit of the step"
+
 
 @dataclass(frozen=True)
 class ZooModel:
     name: str
-    library: str  # "torchvision", "timm" or "transformers"
+    library: str  # "torchvision", "timm", "transformers" or "torch.nn"
     kind: str  # what it stands for in the docs' table
     make: Callable[[], nn.Module]
     inputs: Callable[[int, int], tuple[torch.Tensor, ...]]  # (batch, seed) -> inputs
     dynamic: Callable[[], object]  # dynamic_shapes (Dim objects are made per export)
     rtol: float = RTOL
     refusal: str = ""  # for a model that does not export: what its one-line ExportError says
+    logits: bool = False  # its output is class logits: its quantized program is checked too
+    quantized_steps: float = QUANTIZED_STEPS  # above QUANTIZED_STEPS only with a reason
+    quantized_reason: str = ""  # why this classifier's int8 program misses QUANTIZED_STEPS
+
+    def __post_init__(self) -> None:
+        if (self.quantized_steps > QUANTIZED_STEPS) != bool(self.quantized_reason):
+            raise ValueError(
+                f"{self.name}: a quantized bound above {QUANTIZED_STEPS} steps, "
+                "and only that, states its reason"
+            )
 
     @property
     def dynamic_batch(self) -> bool:
@@ -204,6 +230,7 @@ TORCHVISION = [
         _torchvision("resnet18"),
         images(),
         _dynamic_batch,
+        logits=True,
     ),
     ZooModel(
         "mobilenet_v2",
@@ -212,6 +239,9 @@ TORCHVISION = [
         _torchvision("mobilenet_v2"),
         images(),
         _dynamic_batch,
+        logits=True,
+        quantized_steps=8,
+        quantized_reason=_DEPTHWISE,
     ),
     ZooModel(
         "mobilenet_v3_small",
@@ -220,6 +250,9 @@ TORCHVISION = [
         _torchvision("mobilenet_v3_small"),
         images(),
         _dynamic_batch,
+        logits=True,
+        quantized_steps=12,
+        quantized_reason=_DEPTHWISE,
     ),
     ZooModel(
         "efficientnet_b0",
@@ -228,6 +261,9 @@ TORCHVISION = [
         _torchvision("efficientnet_b0"),
         images(),
         _dynamic_batch,
+        logits=True,
+        quantized_steps=14,
+        quantized_reason=_DEPTHWISE,
     ),
     ZooModel(
         "squeezenet1_1",
@@ -236,6 +272,7 @@ TORCHVISION = [
         _torchvision("squeezenet1_1"),
         images(),
         _dynamic_batch,
+        logits=True,
     ),
     ZooModel(
         "shufflenet_v2_x0_5",
@@ -244,6 +281,7 @@ TORCHVISION = [
         _torchvision("shufflenet_v2_x0_5"),
         images(),
         _dynamic_batch,
+        logits=True,
     ),
     ZooModel(
         "regnet_y_400mf",
@@ -252,6 +290,7 @@ TORCHVISION = [
         _torchvision("regnet_y_400mf"),
         images(),
         _dynamic_batch,
+        logits=True,
     ),
 ]
 
@@ -263,6 +302,9 @@ TORCHVISION += [
         _torchvision("mobilenet_v3_large"),
         images(),
         _dynamic_batch,
+        logits=True,
+        quantized_steps=9,
+        quantized_reason=_DEPTHWISE,
     ),
     ZooModel(
         "mnasnet0_5",
@@ -271,6 +313,9 @@ TORCHVISION += [
         _torchvision("mnasnet0_5"),
         images(),
         _dynamic_batch,
+        logits=True,
+        quantized_steps=11,
+        quantized_reason=_DEPTHWISE,
     ),
 ]
 
@@ -282,6 +327,7 @@ TIMM = [
         _timm("resnet10t"),
         images(),
         _dynamic_batch,
+        logits=True,
     ),
     ZooModel(
         "timm_convnext_atto",
@@ -290,6 +336,9 @@ TIMM = [
         _timm("convnext_atto"),
         images(),
         _dynamic_batch,
+        logits=True,
+        quantized_steps=9,
+        quantized_reason=_DEPTHWISE,
     ),
     ZooModel(
         "timm_vit_tiny",
@@ -298,6 +347,9 @@ TIMM = [
         _timm("vit_tiny_patch16_224", img_size=64),
         images(),
         _dynamic_batch,
+        logits=True,
+        quantized_steps=8,
+        quantized_reason=_BLOCKS,
     ),
     ZooModel(
         "timm_swin",
@@ -313,6 +365,9 @@ TIMM = [
         ),
         images(),
         _dynamic_batch,
+        logits=True,
+        quantized_steps=10,
+        quantized_reason=_BLOCKS,
     ),
     ZooModel(
         "timm_levit",
@@ -321,6 +376,9 @@ TIMM = [
         _timm("levit_128s", img_size=64),
         images(),
         _dynamic_batch,
+        logits=True,
+        quantized_steps=14,
+        quantized_reason=_BLOCKS,
     ),
 ]
 
@@ -405,6 +463,9 @@ TIMM += [
         _timm("deit_tiny_patch16_224", img_size=64),
         images(),
         _dynamic_batch,
+        logits=True,
+        quantized_steps=8,
+        quantized_reason=_BLOCKS,
     ),
     ZooModel(
         "timm_regnetx_002",
@@ -413,6 +474,7 @@ TIMM += [
         _timm("regnetx_002"),
         images(),
         _dynamic_batch,
+        logits=True,
     ),
     ZooModel(
         "timm_ghostnet",
@@ -421,6 +483,7 @@ TIMM += [
         _timm("ghostnet_050"),
         images(),
         _dynamic_batch,
+        logits=True,
     ),
 ]
 
@@ -433,6 +496,7 @@ TIMM += [
         _timm("mobilevit_xxs"),
         images(),
         _dynamic_batch,
+        logits=True,
         refusal="it reshapes into more than one dimension known only at run time",
     ),
 ]
@@ -446,6 +510,7 @@ TIMM += [
         _timm("resnet10t", global_pool="catavgmax"),
         images(),
         _dynamic_batch,
+        logits=True,
     ),
 ]
 
@@ -588,7 +653,118 @@ MORE_TRANSFORMERS = [
     ),
 ]
 
-ZOO = [*TORCHVISION, *TIMM, *TRANSFORMERS, *MORE_TRANSFORMERS, *OTHERS]
+
+class SequenceLogits(nn.Module):
+    """A transformers sequence classifier called with ids and a mask, returning its logits."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return self.model(input_ids=ids, attention_mask=mask).logits  # type: ignore[no-any-return]
+
+
+def _sequence_classifier(name: str, **config: object) -> Callable[[], nn.Module]:
+    def make() -> nn.Module:
+        transformers = libraries()[2]
+        torch.manual_seed(0)
+        model_class = getattr(transformers, f"{name}ForSequenceClassification")
+        config_class = getattr(transformers, f"{name}Config")
+        return SequenceLogits(model_class(config_class(num_labels=10, **config))).eval()
+
+    return make
+
+
+TEXT_CLASSIFIERS = [
+    ZooModel(
+        "bert_classifier",
+        "transformers",
+        "text classifier (BERT, pooler and classification head)",
+        _sequence_classifier("Bert", max_position_embeddings=64, **_SMALL_TEXT),
+        tokens_and_mask(),
+        _batch_and_sequence,
+        logits=True,
+        quantized_steps=14,
+        quantized_reason=_NARROW,
+    ),
+    ZooModel(
+        "distilbert_classifier",
+        "transformers",
+        "text classifier (DistilBERT, classification head)",
+        _sequence_classifier(
+            "DistilBert",
+            vocab_size=100,
+            dim=32,
+            n_layers=2,
+            n_heads=4,
+            hidden_dim=64,
+            max_position_embeddings=64,
+        ),
+        tokens_and_mask(),
+        _batch_and_sequence,
+        logits=True,
+        quantized_steps=18,
+        quantized_reason=_NARROW,
+    ),
+]
+
+
+def tokens(
+    length: int = 8, vocabulary: int = 100
+) -> Callable[[int, int], tuple[torch.Tensor, ...]]:
+    """Token ids alone, ``length`` of them per sequence."""
+
+    def make(batch: int, seed: int) -> tuple[torch.Tensor, ...]:
+        generator = torch.Generator().manual_seed(seed)
+        return (torch.randint(0, vocabulary, (batch, length), generator=generator),)
+
+    return make
+
+
+class RecurrentClassifier(nn.Module):
+    """The stock recurrent text classifier of torch.nn's layers: embedding, a two-layer
+    bidirectional LSTM, the last step's features through a linear head."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embedding = nn.Embedding(100, 16)
+        self.lstm = nn.LSTM(16, 24, num_layers=2, bidirectional=True, batch_first=True)
+        self.head = nn.Linear(48, 10)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        features, _ = self.lstm(self.embedding(ids))
+        return self.head(features[:, -1])  # type: ignore[no-any-return]
+
+
+def _recurrent_classifier() -> nn.Module:
+    torch.manual_seed(0)
+    return RecurrentClassifier().eval()
+
+
+RECURRENT = [
+    ZooModel(
+        "lstm_classifier",
+        "torch.nn",
+        "recurrent text classifier (embedding, bidirectional two-layer LSTM)",
+        _recurrent_classifier,
+        tokens(),
+        _dynamic_batch,
+        logits=True,
+        quantized_steps=8,
+        quantized_reason=_NARROW,
+    ),
+]
+
+ZOO = [
+    *TORCHVISION,
+    *TIMM,
+    *TRANSFORMERS,
+    *MORE_TRANSFORMERS,
+    *TEXT_CLASSIFIERS,
+    *RECURRENT,
+    *OTHERS,
+]
 
 
 # ---------------------------------------------------------------------------- the docs' table
@@ -611,10 +787,20 @@ def docs_table() -> str:
     rows = [
         f"| {entry.name} | {entry.library} | {entry.kind} | {_dimensions(entry)} | "
         + (f"refused: {entry.refusal}" if entry.refusal else f"{entry.rtol:.0e}")
-        + " |\n"
+        + f" | {_quantized(entry)} |\n"
         for entry in ZOO
     ]
     return (
-        "| model | library | architecture | dynamic in the test | max relative error |\n"
-        "|---|---|---|---|---|\n" + "".join(rows)
+        "| model | library | architecture | dynamic in the test | max relative error "
+        "| int8: max error, steps of range/255 |\n"
+        "|---|---|---|---|---|---|\n" + "".join(rows)
     )
+
+
+def _quantized(entry: ZooModel) -> str:
+    """The quantized check's bound for a classifier that exports; "–" for the others."""
+    if entry.refusal or not entry.logits:
+        return "–"
+    if entry.quantized_reason:
+        return f"{entry.quantized_steps:g}, beyond {QUANTIZED_STEPS:g}: {entry.quantized_reason}"
+    return f"{entry.quantized_steps:g}"
