@@ -77,6 +77,9 @@ def _add_constant(program: ProgramDef, array: npt.NDArray[Any]) -> int:
     return len(program.values) - 1
 
 
+_FOLD_BLOCK = 1 << 16  # elements of a weight folded at once
+
+
 def _folded_convolution(
     program: ProgramDef, conv: NodeDef, norm: NodeDef
 ) -> tuple[npt.NDArray[Any], npt.NDArray[Any]] | None:
@@ -101,9 +104,16 @@ def _folded_convolution(
     beta = np.zeros(channels) if shift is None else shift.astype(np.float64)
     factor = gamma / np.sqrt(variance.astype(np.float64) + eps)
     conv_bias = np.zeros(channels) if bias is None else bias.astype(np.float64)
-    new_weight = weight.astype(np.float64) * factor.reshape(-1, 1, 1, 1)
+    new_weight = np.empty(weight.shape, np.float32)
+    # a few output channels at a time: the float64 products stay small (a large model's
+    # weights would otherwise make one float64 copy of each weight, twice its size)
+    rows = max(1, _FOLD_BLOCK // max(1, weight[0].size))
+    for start in range(0, channels, rows):
+        block = slice(start, start + rows)
+        np.multiply(weight[block], factor[block].reshape(-1, 1, 1, 1), out=new_weight[block],
+                    dtype=np.float64, casting="same_kind")
     new_bias = (conv_bias - mean.astype(np.float64)) * factor + beta
-    return new_weight.astype(np.float32), new_bias.astype(np.float32)
+    return new_weight, new_bias.astype(np.float32)
 
 
 def fold_batch_norm(program: ProgramDef) -> ProgramDef:

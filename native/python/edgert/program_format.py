@@ -14,7 +14,7 @@ import tempfile
 import zlib
 from dataclasses import dataclass, field
 from os import PathLike
-from typing import Literal, Union, overload
+from typing import Any, Literal, Union, overload
 
 import numpy as np
 
@@ -218,21 +218,59 @@ def _attribute(name: str, value: AttributeValue) -> bytes:
     raise ValueError(f"attribute {name!r}: unsupported value {value!r}")
 
 
-def _value(out: bytearray, value: ValueDef) -> None:
+class _Output:
+    """The program's bytes as pieces: the encoded records, and each constant's array as it
+    is (no copy); joined once at the end, so a large program is copied once."""
+
+    def __init__(self, head: bytes) -> None:
+        self.pieces: list[bytearray | memoryview] = []
+        self.small = bytearray(head)   # the records since the last constant
+        self.written = 0               # the bytes of ``pieces``
+
+    @property
+    def size(self) -> int:
+        return self.written + len(self.small)
+
+    def array(self, data: np.ndarray[Any, Any]) -> None:
+        """Appends a C-contiguous array's bytes."""
+        self.pieces.append(self.small)
+        self.pieces.append(data.reshape(-1).data.cast("B"))
+        self.written += len(self.small) + data.nbytes
+        self.small = bytearray()
+
+    def finish(self, version: int) -> bytes:
+        """The bytes, with the header's size and (version 2) checksum fields set."""
+        self.pieces.append(self.small)
+        first = self.pieces[0]
+        assert isinstance(first, bytearray) and len(first) >= 24   # the header, at least
+        struct.pack_into("<Q", first, 16, self.size)
+        if version >= 2:
+            crc = 0
+            for piece in self.pieces:   # program_checksum over the pieces
+                view = memoryview(piece)
+                if piece is first:
+                    crc = zlib.crc32(view[:CHECKSUM_OFFSET], crc)
+                    view = view[CHECKSUM_OFFSET + 4 :]
+                crc = zlib.crc32(view, crc)
+            struct.pack_into("<I", first, CHECKSUM_OFFSET, crc)
+        return b"".join(self.pieces)
+
+
+def _value(out: _Output, value: ValueDef) -> None:
     shape = tuple(int(d) for d in value.shape)
     if len(shape) > MAX_DIMS:
         raise ValueError(f"at most {MAX_DIMS} dimensions are supported, got {len(shape)}")
     kind = _KIND_CONSTANT if value.is_constant else _KIND_RUNTIME
-    out += struct.pack(f"<BBHI{len(shape)}q", DTYPE_CODES[value.dtype], kind, 0, len(shape), *shape)
+    out.small += struct.pack(
+        f"<BBHI{len(shape)}q", DTYPE_CODES[value.dtype], kind, 0, len(shape), *shape)
     if value.data is None:
         return
     data = np.ascontiguousarray(value.data, dtype=np.dtype(value.dtype).newbyteorder("<"))
     if tuple(data.shape) != shape:
         raise ValueError(f"constant shape {data.shape} differs from its declared shape {shape}")
-    raw = data.tobytes()
-    out += struct.pack("<Q", len(raw))
-    out += bytes(-len(out) % CONSTANT_ALIGNMENT)
-    out += raw
+    out.small += struct.pack("<Q", data.nbytes)
+    out.small += bytes(-out.size % CONSTANT_ALIGNMENT)
+    out.array(data)
 
 
 def _indices(values: list[int]) -> bytes:
@@ -265,23 +303,20 @@ def write_program(program: ProgramDef, *, version: int = VERSION) -> bytes:
     if version not in (OLDEST_VERSION, VERSION):
         raise ExportError(f"cannot write program format version {version}: this writer "
                           f"writes versions {OLDEST_VERSION} and {VERSION}")
-    out = bytearray(MAGIC + struct.pack("<IIQ", version, 0, 0))
+    head = MAGIC + struct.pack("<IIQ", version, 0, 0)
     if version >= 2:
-        out += struct.pack("<II", 0, 0)   # checksum (set below), reserved
-    out += struct.pack("<I", len(program.values))
+        head += struct.pack("<II", 0, 0)   # checksum (set by finish), reserved
+    out = _Output(head + struct.pack("<I", len(program.values)))
     for value in program.values:
         _value(out, value)
-    out += struct.pack("<I", len(program.nodes))
+    out.small += struct.pack("<I", len(program.nodes))
     for node in program.nodes:
-        out += _string(node.op) + _indices(node.inputs) + _indices(node.outputs)
-        out += struct.pack("<I", len(node.attributes))
+        out.small += _string(node.op) + _indices(node.inputs) + _indices(node.outputs)
+        out.small += struct.pack("<I", len(node.attributes))
         for name, attribute in node.attributes.items():
-            out += _attribute(name, attribute)
-    out += _indices(program.inputs) + _indices(program.outputs)
-    struct.pack_into("<Q", out, 16, len(out))
-    if version >= 2:
-        struct.pack_into("<I", out, CHECKSUM_OFFSET, program_checksum(out))
-    return bytes(out)
+            out.small += _attribute(name, attribute)
+    out.small += _indices(program.inputs) + _indices(program.outputs)
+    return out.finish(version)
 
 
 # ---------------------------------------------------------------------------- reading
