@@ -4,10 +4,14 @@
    against ``torch.export.export`` of the same module (what from_torch adds: torch's
    decomposition to the core operator set, the lowering, and the check against eager).
    Target: under 2 s beyond torch.export.
-2. Load: ``edgert.load`` of exported MLPs holding 10, 20 and 40 MB of weights, against
+2. ResNet-50 (torchvision, 25.6M parameters, random weights, one 224x224 image):
+   ``torch.export.export`` and ``from_torch`` timed in turns (interleaved, so both see the
+   same machine load), the median of the per-turn ratios. Target: at most 2x.
+3. Load: ``edgert.load`` of exported MLPs holding 10, 20 and 40 MB of weights, against
    reading the same bytes (``Path.read_bytes``): the time per MB should stay flat.
 
     python benchmarks/export.py [--prefix build/linux-x86_64-cpu/install] [--runs 3]
+        [--only resnet50]
 """
 
 from __future__ import annotations
@@ -69,6 +73,49 @@ def export_costs(runs: int) -> None:
         print(f"{name:15} {reference_time:10.2f} s {ours:9.2f} s {ours - reference_time:12.2f} s")
 
 
+RATIO_TARGET = 2.0
+
+
+def resnet50_ratio(runs: int) -> float:
+    """from_torch / torch.export on ResNet-50, timed in turns; prints and returns the median
+    of the per-turn ratios."""
+    import torch
+    from edgert.export import from_torch
+
+    sys.path.insert(0, str(ROOT))
+    from tests.native.zoo_models import libraries  # torchvision, importable beside CPU torch
+
+    torch.manual_seed(0)
+    model = libraries()[0].resnet50().eval()
+    example = (torch.randn(1, 3, 224, 224),)
+    parameters = sum(p.numel() for p in model.parameters())
+    from_torch(model, example)  # first calls load what both use
+    ratios, unchecked_ratios, ours, unchecked, theirs = [], [], [], [], []
+    for _ in range(runs):
+        start = time.perf_counter()
+        with torch.no_grad():
+            torch.export.export(model, example)
+        middle = time.perf_counter()
+        from_torch(model, example)
+        end = time.perf_counter()
+        from_torch(model, example, check=False)  # without the run against eager
+        last = time.perf_counter()
+        theirs.append(middle - start)
+        ours.append(end - middle)
+        unchecked.append(last - end)
+        ratios.append((end - middle) / (middle - start))
+        unchecked_ratios.append((last - end) / (middle - start))
+    ratio = statistics.median(ratios)
+    print(
+        f"\nresnet50 ({parameters / 1e6:.1f}M parameters), {runs} turns: torch.export "
+        f"{statistics.median(theirs):.2f} s, from_torch {statistics.median(ours):.2f} s "
+        f"(check=False {statistics.median(unchecked):.2f} s), median ratio {ratio:.2f}x "
+        f"(check=False {statistics.median(unchecked_ratios):.2f}x); target <= "
+        f"{RATIO_TARGET:.0f}x: {'met' if ratio <= RATIO_TARGET else 'NOT met'}"
+    )
+    return ratio
+
+
 def load_costs(runs: int) -> None:
     import edgert
     import numpy as np
@@ -105,10 +152,15 @@ def main() -> int:
         help="an installed native tree holding the edgert package",
     )
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--only", choices=("export", "resnet50", "load"), default=None)
     arguments = parser.parse_args()
     sys.path.insert(0, str(arguments.prefix))
-    export_costs(arguments.runs)
-    load_costs(arguments.runs)
+    if arguments.only in (None, "export"):
+        export_costs(arguments.runs)
+    if arguments.only in (None, "resnet50"):
+        resnet50_ratio(max(arguments.runs, 5))
+    if arguments.only in (None, "load"):
+        load_costs(arguments.runs)
     return 0
 
 

@@ -9,6 +9,14 @@ the median of SAMPLES loads. Prints the times in ms and whether edgert met its t
 
 After the timing, the loaded program is run once and its output compared with the constant:
 the mapped bytes are what numpy read.
+
+``--scaling`` measures instead, for programs of 64, 128 and 256 MiB (one constant each),
+each loaded in a fresh process: the peak resident memory ``edgert.load(path)`` adds (the
+process's high-water mark, reset just before the load, less its resident size then) against
+the file's size (target at most 1.2x), and the load time per MiB (near-linear: the same at
+every size).
+
+    python benchmarks/load.py --scaling [--prefix ...]
 """
 
 from __future__ import annotations
@@ -51,6 +59,60 @@ def constant_program(constant: np.ndarray, version: int) -> bytes:
     return write_program(builder.program, version=version)
 
 
+RSS_TARGET = 1.2
+SCALING_MIB = (64, 128, 256)
+
+# Run in a fresh process per file: the peak resident memory of loading it, and the time.
+_MEASURE = """
+import sys, time
+import edgert, numpy
+
+def status(field):
+    for line in open("/proc/self/status"):
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+
+before = status("VmRSS")
+with open("/proc/self/clear_refs", "w") as clear:
+    clear.write("5")  # resets VmHWM to the current resident size
+start = time.perf_counter()
+program = edgert.load(sys.argv[1])
+seconds = time.perf_counter() - start
+print(status("VmHWM") - before, seconds)
+"""
+
+
+def scaling(prefix: Path) -> int:
+    """Peak RSS and time of edgert.load(path) against the file's size, at SCALING_MIB."""
+    import os
+    import subprocess
+
+    sys.path.insert(0, str(prefix))
+    env = {**os.environ, "PYTHONPATH": str(prefix)}
+    worst = 0.0
+    print("file        peak RSS added   / file size   load time   ms per MiB")
+    with tempfile.TemporaryDirectory(prefix="edgert-load-") as folder:
+        for mib in SCALING_MIB:
+            path = Path(folder) / f"constant-{mib}.edgert"
+            path.write_bytes(constant_program(np.arange(mib << 18, dtype=np.float32), 2))
+            size = path.stat().st_size
+            runs = []
+            for _ in range(SAMPLES):
+                output = subprocess.run([sys.executable, "-c", _MEASURE, str(path)], env=env,
+                                        capture_output=True, text=True, check=True).stdout
+                peak, seconds = output.split()
+                runs.append((int(peak), float(seconds)))
+            peak = statistics.median(run[0] for run in runs)
+            seconds = statistics.median(run[1] for run in runs)
+            worst = max(worst, peak / size)
+            print(f"{size / 2**20:6.0f} MiB {peak / 2**20:10.1f} MiB {peak / size:12.3f}x "
+                  f"{seconds * 1e3:9.1f} ms {seconds * 1e3 / (size / 2**20):10.3f}")
+    met = worst <= RSS_TARGET
+    print(f"worst peak RSS / file size {worst:.3f}x; target <= {RSS_TARGET}x: "
+          f"{'met' if met else 'NOT met'}")
+    return 0 if met else 1
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--prefix", type=Path, default=DEFAULT_PREFIX,
@@ -58,7 +120,11 @@ def main() -> int:
     parser.add_argument("--mib", type=int, default=256, help="size of the constant in MiB")
     parser.add_argument("--format-version", type=int, choices=(1, 2), default=2,
                         help="program format version to write (1: no checksum to check at load)")
+    parser.add_argument("--scaling", action="store_true",
+                        help="peak RSS and load time against the file size, at 3 sizes")
     arguments = parser.parse_args()
+    if arguments.scaling:
+        return scaling(arguments.prefix)
     sys.path.insert(0, str(arguments.prefix))
     import edgert
     from edgert.export import save_program

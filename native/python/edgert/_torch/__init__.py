@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import inspect
 import operator
-import threading
 import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -78,21 +77,17 @@ def from_torch(
     """See ``edgert.export.from_torch``."""
     with _quiet_torch():
         exported, example = _export(model, args, dynamic_shapes)
-        # eager PyTorch's outputs for the check, computed beside the lowering
-        eager = _Eager(model, exported, example) if check and example is not None else None
         if not isinstance(model, ExportedProgram) and _direct(exported):
             # Every operator of the graph torch.export made has a lowering: no decomposition
             # (which re-traces the whole graph, slowly with dynamic sizes). Should that
             # program fail, the decomposed graph is lowered instead.
             try:
                 data = _program(exported)
-                if eager is not None:
-                    _check_against_eager(data, eager)
+                if check and example is not None:
+                    _check_against_eager(data, model, exported, example)
                 return data
             except ExportError:
                 pass
-        if eager is not None:
-            eager.wait()  # torch's decomposition patches torch while it traces: not beside it
         table = torch.export.default_decompositions()
         for kept in PRESERVED:
             table.pop(kept, None)  # type: ignore[no-untyped-call]  # torch leaves it untyped
@@ -103,8 +98,8 @@ def from_torch(
                 f"torch could not decompose the exported program: {_first_line(error)}"
             ) from None
     data = _program(decomposed)
-    if eager is not None:
-        _check_against_eager(data, eager)
+    if check and example is not None:
+        _check_against_eager(data, model, exported, example)
     return data
 
 
@@ -510,71 +505,34 @@ def _leaves(tree: object) -> list[torch.Tensor]:
     return [leaf for leaf in _pytree.tree_leaves(tree) if isinstance(leaf, torch.Tensor)]
 
 
-class _Eager:
-    """Eager PyTorch's outputs on the example inputs: the module itself when one was given
-    (in eval mode, computed in a thread started here, while the program is lowered: torch
-    runs its operators without the GIL), else the exported program's module (computed when
-    asked for)."""
-
-    def __init__(
-        self,
-        model: object,
-        exported: ExportedProgram,
-        example: tuple[tuple[Any, ...], dict[str, Any]],
-    ) -> None:
-        self.example = example
-        self._model = model
-        self._exported = exported
-        self._outputs: list[torch.Tensor] | None = None
-        self._error: Exception | None = None
-        self._thread: threading.Thread | None = None
-        if isinstance(model, torch.nn.Module):
-            self._thread = threading.Thread(target=self._compute, name="edgert-eager", daemon=True)
-            self._thread.start()
-
-    def _compute(self) -> None:
-        args, kwargs = self.example
-        model = self._model
-        eager = model if isinstance(model, torch.nn.Module) else self._exported.module()
-        try:
-            with torch.no_grad():
-                self._outputs = _leaves(eager(*args, **kwargs))
-        except Exception as error:  # the exported program itself fails on the example
-            self._error = error
-
-    def wait(self) -> None:
-        if self._thread is not None:
-            self._thread.join()
-
-    def outputs(self) -> list[torch.Tensor]:
-        if self._thread is None and self._outputs is None and self._error is None:
-            self._compute()
-        self.wait()
-        if self._error is not None:
-            error = self._error
-            raise ExportError(
-                f"the model does not run on the example inputs "
-                f"({type(error).__name__}: {_first_line(error)}) (fix: pass example inputs the "
-                "model takes, or check=False to skip the comparison)"
-            )
-        assert self._outputs is not None
-        return self._outputs
-
-
-def _check_against_eager(data: bytes, eager: _Eager) -> None:
-    """Runs the program on the example inputs and compares with eager PyTorch's outputs."""
+def _check_against_eager(
+    data: bytes,
+    model: object,
+    exported: ExportedProgram,
+    example: tuple[tuple[Any, ...], dict[str, Any]],
+) -> None:
+    """Runs the program on the example inputs and compares with eager PyTorch: the module
+    itself when one was given (in eval mode), else the exported program's module."""
     import edgert
 
-    args, kwargs = eager.example
+    args, kwargs = example
+    eager = model if isinstance(model, torch.nn.Module) else exported.module()
+    try:
+        with torch.no_grad():
+            expected = _leaves(eager(*args, **kwargs))
+    except Exception as error:  # the exported program itself fails on the example
+        raise ExportError(
+            f"the model does not run on the example inputs "
+            f"({type(error).__name__}: {_first_line(error)}) (fix: pass example inputs the "
+            "model takes, or check=False to skip the comparison)"
+        ) from None
     inputs = [tensor.detach().numpy() for tensor in _leaves((args, kwargs))]
     try:
         outputs = edgert.load(data).run(inputs)
     except edgert.EdgertError as error:
-        eager.outputs()  # a model that does not run eagerly either is refused for that first
         raise ExportError(
             f"the exported program does not run on the example inputs: {error}"
         ) from None
-    expected = eager.outputs()
     if len(expected) != len(outputs):
         raise ExportError(
             f"the exported program returns {len(outputs)} tensors where eager PyTorch returns "
