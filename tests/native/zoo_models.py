@@ -433,7 +433,6 @@ TIMM += [
         _timm("mobilevit_xxs"),
         images(),
         _dynamic_batch,
-        refusal="it reshapes into more than one dimension known only at run time",
     ),
 ]
 
