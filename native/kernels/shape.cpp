@@ -221,6 +221,31 @@ Status apply_keep(const KernelContext& context, const Tensor& input, const std::
   return Status::success();
 }
 
+// Sets shape[out] = input.shape[in] * factor for each (out, in, factor) triple of `scaled`:
+// a dimension known only at run time that is another one times a constant (a batch merged
+// with static dimensions).
+Status apply_scaled(const KernelContext& context, const Tensor& input, const std::vector<int64_t>& scaled,
+                    std::vector<int64_t>& shape) {
+  if (scaled.size() % 3 != 0) {
+    return invalid(context, "attribute scaled must hold (output index, input index, factor) triples, got " +
+                                std::to_string(scaled.size()) + " values");
+  }
+  for (size_t i = 0; i < scaled.size(); i += 3) {
+    const int64_t out = scaled[i], in = scaled[i + 1], factor = scaled[i + 2];
+    if (out < 0 || out >= static_cast<int64_t>(shape.size()) || in < 0 || in >= input.dim() || factor < 1) {
+      return invalid(context, "attribute scaled: (" + std::to_string(out) + ", " + std::to_string(in) + ", " +
+                                  std::to_string(factor) + ") names no output dimension of " + shape_text(shape) +
+                                  ", no input dimension of " + shape_text(input.shape()) + " or a factor below 1");
+    }
+    int64_t size = 0;
+    if (__builtin_mul_overflow(input.shape()[static_cast<size_t>(in)], factor, &size)) {
+      return invalid(context, "attribute scaled: dimension " + std::to_string(out) + " is too large");
+    }
+    shape[static_cast<size_t>(out)] = size;
+  }
+  return Status::success();
+}
+
 // Replaces a single -1 in `shape` by the size that makes the element count match `count`.
 Status infer_shape(const KernelContext& context, const Tensor& input, std::vector<int64_t>& shape) {
   int64_t known = 1;
@@ -247,15 +272,17 @@ Status infer_shape(const KernelContext& context, const Tensor& input, std::vecto
   return Status::success();
 }
 
-// Attributes `shape` (one -1 allowed) and `keep`. A view when the input is contiguous.
+// Attributes `shape` (one -1 allowed), `keep` and `scaled`. A view when the input is contiguous.
 Status reshape_kernel(KernelContext& context) {
   EDGERT_RETURN_IF_ERROR(check_arity(context, 1, 1));
   const Tensor& input = *context.inputs[0];
-  std::vector<int64_t> shape, keep;
+  std::vector<int64_t> shape, keep, scaled;
   bool present = false;
   EDGERT_RETURN_IF_ERROR(ints_attribute(context, "shape", shape, present));
   EDGERT_RETURN_IF_ERROR(ints_attribute(context, "keep", keep, present));
+  EDGERT_RETURN_IF_ERROR(ints_attribute(context, "scaled", scaled, present));
   EDGERT_RETURN_IF_ERROR(apply_keep(context, input, keep, shape));
+  EDGERT_RETURN_IF_ERROR(apply_scaled(context, input, scaled, shape));
   EDGERT_RETURN_IF_ERROR(infer_shape(context, input, shape));
   (*context.outputs)[0] = input.is_contiguous() ? input.reshaped(std::move(shape)) : copy_as(input, std::move(shape));
   return Status::success();
@@ -810,7 +837,8 @@ Status pad_kernel(KernelContext& context) {
 }  // namespace
 
 EDGERT_REGISTER_OPERATOR("edgert::reshape", reshape_kernel);
-EDGERT_OPERATOR_ATTRIBUTES("edgert::reshape", {{"shape", AttributeKind::Ints}, {"keep", AttributeKind::Ints}});
+EDGERT_OPERATOR_ATTRIBUTES("edgert::reshape",
+                           {{"shape", AttributeKind::Ints}, {"keep", AttributeKind::Ints}, {"scaled", AttributeKind::Ints}});
 EDGERT_REGISTER_OPERATOR("edgert::transpose", transpose_kernel);
 EDGERT_OPERATOR_ATTRIBUTES("edgert::transpose", {{"perm", AttributeKind::Ints}});
 EDGERT_REGISTER_OPERATOR("edgert::concat", concat_kernel);

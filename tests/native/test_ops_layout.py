@@ -110,6 +110,23 @@ def test_reshape_keep_takes_the_input_size_for_a_dynamic_batch(edgert: ModuleTyp
         run_program(edgert, build, [np.zeros((0, 3, 4), np.float32)], [(-1, 3, 4)])
 
 
+def test_reshape_scaled_makes_a_dimension_a_multiple_of_an_input_size(edgert: ModuleType) -> None:
+    """[B, 3, L] -> [3·B, L] and back to [B, 3, L] with B and L known only at run time: each
+    run-time output size is an input size times a factor (a batch merged with a static
+    dimension), the one left inferred."""
+
+    def build(builder, x):  # type: ignore[no-untyped-def]
+        rows = builder.op("edgert::reshape", [x], {"shape": [1, 1], "scaled": [0, 0, 3, 1, 2, 1]})
+        back = builder.op("edgert::reshape", [rows], {"shape": [-1, 3, 1], "scaled": [2, 1, 1]})
+        return [rows, back]
+
+    for batch, length in ((1, 5), (4, 2)):
+        x = sample((batch, 3, length), np.float32, batch)
+        rows, back = run_program(edgert, build, [x], [(-1, 3, -1)])
+        assert_exact(rows, x.reshape(3 * batch, length))
+        assert_exact(back, x)
+
+
 def test_reshape_rejects_bad_keep_and_shapes(edgert: ModuleType) -> None:
     x = sample((2, 3), np.float32)
     for keep in ([2], [-1], [INT64_MAX], [INT64_MIN]):
@@ -119,6 +136,8 @@ def test_reshape_rejects_bad_keep_and_shapes(edgert: ModuleType) -> None:
     rejects(edgert, "edgert::reshape", [x], {"shape": [2**40, 2**40]}, "too large")
     rejects(edgert, "edgert::reshape", [x], {"shape": [-1, -1]}, "shape")
     rejects(edgert, "edgert::reshape", [x], {"shape": 6}, "shape")
+    for scaled in ([0, 0], [2, 0, 1], [0, 2, 1], [0, 0, 0], [0, 0, -3], [0, 0, INT64_MAX]):
+        rejects(edgert, "edgert::reshape", [x], {"shape": [1, 3], "scaled": scaled}, "scaled")
 
 
 # ------------------------------------------------------------------------ slice

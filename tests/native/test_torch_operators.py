@@ -53,6 +53,16 @@ class ChannelsLastPool(nn.Module):
         return self.pool(x).flatten(1)
 
 
+class MergedBatch(nn.Module):
+    """Rows of batch x channels, a batch and a length both known only at run time in one
+    reshape and back (the reshape's ``scaled`` dimensions)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        batch, channels, length = x.shape
+        rows = (x * 2).reshape(batch * channels, length)
+        return torch.softmax(rows, -1).reshape(batch, channels, length) + x
+
+
 class Flip(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x.flip(0, -1) * 2
@@ -148,6 +158,7 @@ CASES = [
         "timm_pool_as_strided", ChannelsLastPool, (2, 4, 5, 5), operator="aten.as_strided.default"
     ),
     OperatorCase("flip", Flip, (2, 3, 4), operator="aten.flip.default"),
+    OperatorCase("merged_batch_and_length", MergedBatch, (2, 4, 6), dynamic_length=True),
     OperatorCase(
         "lstm",
         lambda: Recurrent(nn.LSTM, batch_first=True),

@@ -497,7 +497,6 @@ TIMM += [
         images(),
         _dynamic_batch,
         logits=True,
-        refusal="it reshapes into more than one dimension known only at run time",
     ),
 ]
 

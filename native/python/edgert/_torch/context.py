@@ -184,6 +184,37 @@ class Lowering:
         # several run-time sizes -> that value: a reshape back to [B, S, K] returns it.
         self.flattened: dict[int, Value] = {}
 
+    def merged_value(self, merged: Merged) -> Value:
+        """``merged`` made: a reshape of its source whose merged dimension is the one
+        run-time size among the merged ones times the static others and whose run-time sizes
+        after it are the source's (the reshape's ``scaled`` dimensions). Refused when more
+        than one merged size is known only at run time (no reshape writes their product)."""
+        had = self.symbolic_sizes.get(merged.source.index)
+        lead = [] if had is None else list(had[: merged.count])
+        dynamic = [axis for axis, size in enumerate(lead) if static_int(size) is None]
+        if had is None or len(dynamic) != 1:
+            raise self.refuse(MERGED_REASON, MERGED_FIX)
+        factor = 1
+        for size in lead:
+            factor *= static_int(size) or 1
+        rest = had[merged.count :]
+        shape: list[int] = [1]
+        scaled = [0, dynamic[0], factor]
+        for axis, size in enumerate(rest, start=1):
+            fixed = static_int(size)
+            shape.append(1 if fixed is None else fixed)
+            if fixed is None:
+                scaled += [axis, merged.count + axis - 1, 1]
+        made = self.emit(
+            "edgert::reshape",
+            [merged.source],
+            {"shape": shape, "scaled": scaled},
+            dtype=merged.source.dtype,
+            shape=(None, *(static_int(size) for size in rest)),
+        )
+        self.remember(made, (lead[dynamic[0]] * factor, *rest))  # type: ignore[operator]
+        return made
+
     def remember(self, item: Value, sizes: tuple[object, ...]) -> None:
         """Records the sizes torch.export traced for a value (symbolic ones included)."""
         self.symbolic_sizes.setdefault(item.index, sizes)
@@ -286,7 +317,7 @@ class Lowering:
         if isinstance(item, torch.SymInt):
             return self.index(int(item), dtype)
         if isinstance(item, Merged):
-            raise self.refuse(MERGED_REASON, MERGED_FIX)
+            return self.merged_value(item).index
         raise self.refuse(f"an operand is {type(item).__name__}, not a tensor")
 
     def emit(

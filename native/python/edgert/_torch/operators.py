@@ -101,7 +101,7 @@ def value(ctx: Lowering, item: object, what: str = "input") -> Value:
     if isinstance(item, Missing):
         raise ctx.refuse(f"it reads {item.what}, which the program does not compute")
     if isinstance(item, Merged):
-        raise ctx.refuse(MERGED_REASON, MERGED_FIX)
+        return ctx.merged_value(item)
     raise ctx.refuse(f"its {what} is {type(item).__name__}, not a tensor")
 
 
@@ -425,15 +425,19 @@ def _dropout(ctx: Lowering, node: torch.fx.Node, args: Args) -> object:
 
 
 def _target_shape(
-    ctx: Lowering, source: Value, sizes: Sequence[object]
-) -> tuple[list[int], list[int]]:
-    """A reshape's ``shape`` and ``keep`` attributes: static sizes as they are, a size equal
-    to the input's (symbolic) size at the same index kept, at most one other inferred."""
+    ctx: Lowering, source: Value, sizes: Sequence[object], known: Sequence[int | None] = ()
+) -> tuple[list[int], list[int], list[int]]:
+    """A reshape's ``shape``, ``keep`` and ``scaled`` attributes: static sizes as they are
+    (those of the result's ``known`` shape too, a -1 torch resolved), a size equal to the
+    input's (symbolic) size at the same index kept, one that is an input size times a
+    constant scaled (a batch merged with static dimensions), at most one other inferred."""
     shape: list[int] = []
     keep: list[int] = []
+    scaled: list[int] = []
     inferred = 0
     for position, size in enumerate(sizes):
-        fixed = static_int(size)
+        resolved = known[position] if position < len(known) else None
+        fixed = static_int(size) if resolved is None else resolved
         if fixed is not None:
             shape.append(fixed)
             inferred += fixed == -1
@@ -443,6 +447,11 @@ def _target_shape(
             shape.append(1)
             keep.append(position)
             continue
+        multiple = _multiple_of_input_size(ctx, source, size)
+        if multiple is not None:
+            shape.append(1)
+            scaled += [position, *multiple]
+            continue
         shape.append(-1)
         inferred += 1
     if inferred > 1:
@@ -450,7 +459,22 @@ def _target_shape(
             "it reshapes into more than one dimension known only at run time",
             "keep at most one dimension of the reshape dynamic",
         )
-    return shape, keep
+    return shape, keep, scaled
+
+
+def _multiple_of_input_size(ctx: Lowering, source: Value, size: object) -> tuple[int, int] | None:
+    """(input index, factor) when the symbolic ``size`` is the input's size at that index
+    times a whole number (``4*s0`` of an input whose first size is ``s0``), else None."""
+    if not isinstance(size, torch.SymInt):
+        return None
+    for position in range(source.rank):
+        known = _meta_size(ctx, source, position)
+        if source.shape[position] is not None or not isinstance(known, torch.SymInt):
+            continue
+        ratio = size.node.expr / known.node.expr  # sympy cancels the common symbol
+        if getattr(ratio, "is_Integer", False) and int(ratio) >= 1:
+            return position, int(ratio)
+    return None
 
 
 def _meta_size(ctx: Lowering, source: Value, position: int) -> object:
@@ -471,7 +495,6 @@ def _view(ctx: Lowering, node: torch.fx.Node, args: Args) -> object:
         merged = args["self"]
         if _same_sizes(ctx, merged.source, list(args["size"])):
             return merged.source
-        raise ctx.refuse(MERGED_REASON, MERGED_FIX)
     source = value(ctx, args["self"])
     dtype, shape = meta(node)
     if None not in shape and shape == source.shape:
@@ -486,10 +509,12 @@ def _view(ctx: Lowering, node: torch.fx.Node, args: Args) -> object:
     merging = _merged_leading(ctx, source, sizes)
     if merging:
         return Merged(source, merging)
-    target, keep = _target_shape(ctx, source, sizes)
+    target, keep, scaled = _target_shape(ctx, source, sizes, shape)
     attributes: dict[str, Any] = {"shape": target}
     if keep:
         attributes["keep"] = keep
+    if scaled:
+        attributes["scaled"] = scaled
     result = like(ctx, node, "edgert::reshape", [source], attributes)
     if (
         len(sizes) == 2
@@ -2115,16 +2140,14 @@ def _addmm(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
 @lowers(aten.mm.default, aten.bmm.default, aten.matmul.default, to="edgert::linear, edgert::matmul")
 def _mm(ctx: Lowering, node: torch.fx.Node, args: Args) -> object:
     left, right = args["self"], args.get("mat2", args.get("other"))
-    if isinstance(left, Merged) or isinstance(right, Merged):
+    if isinstance(left, Merged) and isinstance(right, Merged) and left.count == right.count:
         return _merged_product(ctx, node, left, right)
-    return _product(ctx, node, left, right)
+    return _product(ctx, node, left, right)  # a merged view alone is made (merged_value)
 
 
-def _merged_product(ctx: Lowering, node: torch.fx.Node, left: object, right: object) -> Merged:
+def _merged_product(ctx: Lowering, node: torch.fx.Node, left: Merged, right: Merged) -> Merged:
     """A batched product of two views that merge the same leading dimensions: the product of
     their sources (broadcast over those dimensions), itself seen merged again."""
-    if not (isinstance(left, Merged) and isinstance(right, Merged) and left.count == right.count):
-        raise ctx.refuse(MERGED_REASON, MERGED_FIX)
     lead_left = ctx.symbolic_sizes[left.source.index][: left.count]
     lead_right = ctx.symbolic_sizes[right.source.index][: right.count]
     if not all(same_size(a, b) for a, b in zip(lead_left, lead_right, strict=True)):
