@@ -497,6 +497,8 @@ TIMM += [
         images(),
         _dynamic_batch,
         logits=True,
+        quantized_steps=16,  # 10.8 measured
+        quantized_reason=_DEPTHWISE,
     ),
 ]
 
