@@ -837,8 +837,9 @@ Status pad_kernel(KernelContext& context) {
 }  // namespace
 
 EDGERT_REGISTER_OPERATOR("edgert::reshape", reshape_kernel);
-EDGERT_OPERATOR_ATTRIBUTES("edgert::reshape",
-                           {{"shape", AttributeKind::Ints}, {"keep", AttributeKind::Ints}, {"scaled", AttributeKind::Ints}});
+EDGERT_OPERATOR_ATTRIBUTES("edgert::reshape", {{"shape", AttributeKind::Ints},
+                                               {"keep", AttributeKind::Ints},
+                                               {"scaled", AttributeKind::Ints}});
 EDGERT_REGISTER_OPERATOR("edgert::transpose", transpose_kernel);
 EDGERT_OPERATOR_ATTRIBUTES("edgert::transpose", {{"perm", AttributeKind::Ints}});
 EDGERT_REGISTER_OPERATOR("edgert::concat", concat_kernel);

@@ -27,11 +27,18 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import BinaryIO, Generic, TypeVar
+from typing import Any, BinaryIO, Generic, TypeVar
 
 from release.binary import ReadLimits
 from release.errors import WheelError
 from release.findings import Finding, Severity
+
+_ZLIB: Any
+try:  # ISA-L's inflate and CRC-32 (python-isal): about twice zlib's speed, zlib's results
+    from isal import isal_zlib as _ZLIB
+except ImportError:  # pragma: no cover (requirements-dev.txt installs it)
+    _ZLIB = zlib
+_INFLATE_ERRORS = (zlib.error, _ZLIB.error)
 
 
 @dataclass(frozen=True)
@@ -702,7 +709,7 @@ def stream_member(archive: Path, descriptor: int, member: Member, limits: Limits
                         target = _confined(request.destination, member.name)
                         output = _create(target)
             digest.update(chunk)
-            crc = zlib.crc32(chunk, crc)
+            crc = _ZLIB.crc32(chunk, crc)
             scanner.feed(chunk)
             if python and not opens_globally:
                 opens_globally = _GLOBAL_OPEN in previous[-len(_GLOBAL_OPEN):] + chunk
@@ -780,7 +787,7 @@ def member_chunks(archive: Path, member: Member) -> Iterator[bytes]:
             if produced > member.declared_size:
                 raise WheelError(f"{archive.name}: '{member.name}' expands past its declared "
                                  f"{member.declared_size} bytes", fix="rebuild the wheel")
-            crc = zlib.crc32(chunk, crc)
+            crc = _ZLIB.crc32(chunk, crc)
             yield chunk
         if produced != member.declared_size:
             raise WheelError(f"{archive.name}: '{member.name}' holds {produced} bytes but its "
@@ -882,7 +889,7 @@ def _chunks(archive: Path, descriptor: int, member: Member, start: int) -> Itera
     if _outside(archive, descriptor, member, start, member.compressed_size):
         raise WheelError(f"{archive.name}: '{member.name}' claims {member.compressed_size} "
                          "bytes past the end of the archive", fix="re-download the wheel")
-    inflater = zlib.decompressobj(-15) if member.method == zipfile.ZIP_DEFLATED else None
+    inflater = _ZLIB.decompressobj(-15) if member.method == zipfile.ZIP_DEFLATED else None
     while position < end:
         # a quarter of a chunk of input inflates to about a chunk: its unconsumed rest,
         # which zlib copies on every call, stays small
@@ -900,7 +907,7 @@ def _chunks(archive: Path, descriptor: int, member: Member, start: int) -> Itera
             while data:
                 yield data
                 data = inflater.decompress(inflater.unconsumed_tail, _CHUNK)
-        except zlib.error as error:
+        except _INFLATE_ERRORS as error:
             raise WheelError(f"{archive.name}: '{member.name}' is corrupt ({error})",
                              fix="re-download the wheel") from None
     if inflater is not None:
