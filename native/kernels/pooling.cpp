@@ -317,7 +317,10 @@ OutputRange adaptive_window(int64_t o, int64_t outputs, int64_t size) {
   return {o * size / outputs, ((o + 1) * size + outputs - 1) / outputs};
 }
 
-Status adaptive_avg_pool2d_kernel(KernelContext& context) {
+// Adaptive pooling of each plane to `output_size`: `window(source, width, rows, columns)`
+// reduces one window (rows x columns of a plane whose rows are `width` apart).
+template <typename Window>
+Status adaptive_pool2d(KernelContext& context, Window window) {
   EDGERT_RETURN_IF_ERROR(check_arity(context, 1, 1));
   const Tensor& input = *context.inputs[0];
   EDGERT_RETURN_IF_ERROR(check_planes_input(context, input));
@@ -334,46 +337,33 @@ Status adaptive_avg_pool2d_kernel(KernelContext& context) {
     const float* source = xd + plane * p.height * p.width;
     for (int64_t ow = 0; ow < p.out_width; ++ow) {
       const OutputRange columns = adaptive_window(ow, p.out_width, p.width);
-      float sum = 0.0f;
-      for (int64_t h = rows.begin; h < rows.end; ++h) {
-        for (int64_t c = columns.begin; c < columns.end; ++c) sum = sum + source[h * p.width + c];
-      }
-      // torch divides by the window's height, then by its width.
-      od[(plane * p.out_height + oh) * p.out_width + ow] =
-          sum / static_cast<float>(rows.end - rows.begin) / static_cast<float>(columns.end - columns.begin);
+      od[(plane * p.out_height + oh) * p.out_width + ow] = window(source, p.width, rows, columns);
     }
   });
   (*context.outputs)[0] = std::move(out);
   return Status::success();
 }
 
-Status adaptive_max_pool2d_kernel(KernelContext& context) {
-  EDGERT_RETURN_IF_ERROR(check_arity(context, 1, 1));
-  const Tensor& input = *context.inputs[0];
-  EDGERT_RETURN_IF_ERROR(check_planes_input(context, input));
-  Pair size;
-  EDGERT_RETURN_IF_ERROR(read_output_size(context, input, "output_size", size));
-  Tensor out;
-  EDGERT_RETURN_IF_ERROR(allocate_output(context, input, size.height, size.width, out));
-  const PoolPlanes p{input.shape()[0] * input.shape()[1], input.shape()[2], input.shape()[3], size.height, size.width};
-  const Tensor x = input.contiguous();
-  const float* xd = x.data_as<float>();
-  float* od = out.data_as<float>();
-  for_each_output_row(p, p.width * (p.height / std::max<int64_t>(1, p.out_height) + 1), [&](int64_t plane, int64_t oh) {
-    const OutputRange rows = adaptive_window(oh, p.out_height, p.height);
-    const float* source = xd + plane * p.height * p.width;
-    for (int64_t ow = 0; ow < p.out_width; ++ow) {
-      const OutputRange columns = adaptive_window(ow, p.out_width, p.width);
-      float result = -std::numeric_limits<float>::infinity();
-      for (int64_t h = rows.begin; h < rows.end; ++h) {
-        for (int64_t c = columns.begin; c < columns.end; ++c)
-          result = fold_value<Fold::Max>(result, source[h * p.width + c]);
-      }
-      od[(plane * p.out_height + oh) * p.out_width + ow] = result;
+Status adaptive_avg_pool2d_kernel(KernelContext& context) {
+  return adaptive_pool2d(context, [](const float* source, int64_t width, OutputRange rows, OutputRange columns) {
+    float sum = 0.0f;
+    for (int64_t h = rows.begin; h < rows.end; ++h) {
+      for (int64_t c = columns.begin; c < columns.end; ++c) sum = sum + source[h * width + c];
     }
+    // torch divides by the window's height, then by its width.
+    return sum / static_cast<float>(rows.end - rows.begin) / static_cast<float>(columns.end - columns.begin);
   });
-  (*context.outputs)[0] = std::move(out);
-  return Status::success();
+}
+
+Status adaptive_max_pool2d_kernel(KernelContext& context) {
+  return adaptive_pool2d(context, [](const float* source, int64_t width, OutputRange rows, OutputRange columns) {
+    float result = -std::numeric_limits<float>::infinity();
+    for (int64_t h = rows.begin; h < rows.end; ++h) {
+      for (int64_t c = columns.begin; c < columns.end; ++c)
+        result = fold_value<Fold::Max>(result, source[h * width + c]);
+    }
+    return result;
+  });
 }
 
 // The float32 step between source indices (torch's compute_scales_value): float32(1 / scale)

@@ -1,17 +1,16 @@
 """The fix-up stage's one path (release/building/patcher.py): a platform plans its edits as
 data, the patcher runs them with the platform's edit tool, reads each edited file again
 through the platform's reader and holds every binary to the decision, so an edit tool that
-reports success but leaves the file wrong stops the build. Shown with a made-up format and
-an edit tool written here (no compiler, no patchelf)."""
+reports success but leaves the file wrong stops the build. Shown with the made-up toy format
+of test_synthetic_format.py and an edit tool written here (no compiler, no patchelf)."""
 
 from __future__ import annotations
 
 import json
-import mmap
 import os
 import stat
 import sys
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -22,22 +21,7 @@ from release.building.patcher import apply, fix_up
 from release.errors import ToolError
 from release.host import Host
 from release.platform import BinaryEdits, Edits, SearchPath
-
-MAGIC = b"TOY1\n"
-
-
-class ToyReader:
-    name = "toy"
-
-    def matches(self, head: bytes) -> bool:
-        return head.startswith(MAGIC)
-
-    def read(self, data: bytes | mmap.mmap, *, where: str, sections: Collection[str] = (),
-             static_symbols: bool = False) -> BinaryInfo:
-        body = json.loads(bytes(data[len(MAGIC):]))
-        return BinaryInfo(format="toy", machine="any", bits=64, little_endian=True,
-                          file_type="shared", size=len(data), needed=(),
-                          runpath=tuple(body["search"]))
+from tests.unit.test_synthetic_format import MAGIC, ToyReader
 
 
 class ToyPlatform:
@@ -91,7 +75,7 @@ def _tool(folder: Path, *, works: bool) -> Path:
 def _binary(root: Path, name: str, search: list[str]) -> SearchPath:
     path = root / name
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(MAGIC + json.dumps({"search": search}).encode())
+    path.write_bytes(MAGIC + json.dumps({"needed": [], "search": search}).encode())
     return SearchPath(binary=name, folders=("pkg/lib",), entries=("@here",))
 
 
