@@ -53,6 +53,21 @@ RECURRENT_SIZES = (64, 128, 32)
 RECURRENT_TARGETS = {1: 1.5, 32: 1.0}
 
 
+def worst_difference(module: object, program: object, session: object, x: np.ndarray,
+                     feed: str = "x") -> float:
+    """The larger of edgert's and ONNX Runtime's largest difference from eager torch on
+    ``x``, relative to eager's largest magnitude."""
+    import torch
+
+    with torch.no_grad():
+        expected = module(torch.from_numpy(x)).numpy()  # type: ignore[operator]
+    ours = program.run([x])[0]  # type: ignore[attr-defined]
+    theirs = session.run(None, {feed: x})[0]  # type: ignore[attr-defined]
+    scale = float(np.abs(expected).max())
+    return max(float(np.abs(ours - expected).max()),
+               float(np.abs(theirs - expected).max())) / scale
+
+
 def samples_in_turns(functions: list[Callable[[], object]],
                      budget: float = 1.5) -> list[list[float]]:
     """Each function's times, the functions taking turns sample by sample so that other work
@@ -273,13 +288,7 @@ def measure_recurrent(threads: int, budget: float) -> list[str]:
                                                providers=["CPUExecutionProvider"])
         for batch, target in RECURRENT_TARGETS.items():
             x = np.random.default_rng(batch).standard_normal((steps, batch, features), np.float32)
-            with torch.no_grad():
-                expected = module(torch.from_numpy(x)).numpy()  # type: ignore[operator]
-            ours = program.run([x])[0]
-            theirs = session.run(None, {"x": x})[0]
-            scale = float(np.abs(expected).max())
-            difference = max(float(np.abs(ours - expected).max()),
-                             float(np.abs(theirs - expected).max())) / scale
+            difference = worst_difference(module, program, session, x)
             with torch.no_grad():
                 times = samples_in_turns([
                     lambda: program.run([x]),  # noqa: B023
@@ -318,13 +327,7 @@ def measure(threads: int) -> list[str]:
                                                providers=["CPUExecutionProvider"])
         for batch in (1, 64):
             x = np.random.default_rng(batch).standard_normal((batch, *shape), np.float32)
-            with torch.no_grad():
-                expected = module(torch.from_numpy(x)).numpy()  # type: ignore[operator]
-            ours = program.run([x])[0]
-            theirs = session.run(None, {"x": x})[0]
-            scale = float(np.abs(expected).max())
-            difference = max(float(np.abs(ours - expected).max()),
-                             float(np.abs(theirs - expected).max())) / scale
+            difference = worst_difference(module, program, session, x)
             with torch.no_grad():
                 edgert_time, onnx_time, torch_time = median_seconds([
                     lambda: program.run([x]),  # noqa: B023
@@ -452,13 +455,7 @@ def measure_zoo(threads: int, names: list[str], budget: float) -> list[str]:
                                                providers=["CPUExecutionProvider"])
         feed = session.get_inputs()[0].name
         x = np.random.default_rng(1).standard_normal((1, 3, 224, 224), np.float32)
-        with torch.no_grad():
-            expected = module(torch.from_numpy(x)).numpy()
-        ours = program.run([x])[0]
-        theirs = session.run(None, {feed: x})[0]
-        scale = float(np.abs(expected).max())
-        difference = max(float(np.abs(ours - expected).max()),
-                         float(np.abs(theirs - expected).max())) / scale
+        difference = worst_difference(module, program, session, x, feed)
         gc.collect()
         gc.freeze()  # the export's objects: no collection walks them during the samples
         with torch.no_grad():

@@ -109,24 +109,31 @@ def _batch_and_sequence() -> object:
     return ({0: batch, 1: sequence}, {0: batch, 1: sequence})
 
 
-class LastHiddenState(nn.Module):
-    """A transformers model called with ids and a mask, returning its last hidden state."""
+class TransformersOutput(nn.Module):
+    """A transformers model called with ids and a mask, returning one field of its output
+    (the last hidden state, a classifier's logits)."""
 
-    def __init__(self, model: nn.Module) -> None:
+    def __init__(self, model: nn.Module, field: str) -> None:
         super().__init__()
         self.model = model
+        self.field = field
 
     def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        return self.model(input_ids=ids, attention_mask=mask).last_hidden_state  # type: ignore[no-any-return]
+        return getattr(self.model(input_ids=ids, attention_mask=mask), self.field)  # type: ignore[no-any-return]
 
 
-def _transformer(name: str, **config: object) -> Callable[[], nn.Module]:
+def _transformer(
+    name: str, head: str = "Model", field: str = "last_hidden_state", **config: object
+) -> Callable[[], nn.Module]:
+    """``<name><head>`` (``BertModel``, ``BertForSequenceClassification``) from
+    ``<name>Config(**config)``, random weights, returning its output's ``field``."""
+
     def make() -> nn.Module:
         transformers = libraries()[2]
         torch.manual_seed(0)
-        model_class = getattr(transformers, f"{name}Model")
+        model_class = getattr(transformers, f"{name}{head}")
         config_class = getattr(transformers, f"{name}Config")
-        return LastHiddenState(model_class(config_class(**config))).eval()
+        return TransformersOutput(model_class(config_class(**config)), field).eval()
 
     return make
 
@@ -655,26 +662,9 @@ MORE_TRANSFORMERS = [
 ]
 
 
-class SequenceLogits(nn.Module):
-    """A transformers sequence classifier called with ids and a mask, returning its logits."""
-
-    def __init__(self, model: nn.Module) -> None:
-        super().__init__()
-        self.model = model
-
-    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        return self.model(input_ids=ids, attention_mask=mask).logits  # type: ignore[no-any-return]
-
-
 def _sequence_classifier(name: str, **config: object) -> Callable[[], nn.Module]:
-    def make() -> nn.Module:
-        transformers = libraries()[2]
-        torch.manual_seed(0)
-        model_class = getattr(transformers, f"{name}ForSequenceClassification")
-        config_class = getattr(transformers, f"{name}Config")
-        return SequenceLogits(model_class(config_class(num_labels=10, **config))).eval()
-
-    return make
+    """A transformers sequence classifier of 10 labels, returning its logits."""
+    return _transformer(name, "ForSequenceClassification", "logits", num_labels=10, **config)
 
 
 TEXT_CLASSIFIERS = [

@@ -6,7 +6,7 @@ the wheels' own variant.json files (``--write-variants-json`` writes it first)."
 from __future__ import annotations
 
 from release.building.matrix import MatrixEntry
-from release.distribution.wheel import normalize_distribution
+from release.distribution.wheel import normalize_distribution, write_atomically
 from release.distribution.wheel_variant import (
     DIST_INFO_FILE,
     index_name,
@@ -75,9 +75,7 @@ def _index(release: ReleaseSet, variants: list[WheelFacts]) -> list[Finding]:
                       fix="rebuild every variant wheel from one commit")]
     fix = "run python -m release check-set --write-variants-json on the folder"
     if release.write_index:
-        partial = path.with_name(path.name + ".partial")
-        partial.write_text(wanted, encoding="utf-8")
-        partial.replace(path)
+        write_atomically(path, wanted)
     if not path.is_file():
         return [error(NAME, name, "is missing: variant-aware installers read the labels' "
                       "properties from it", fix=fix)]

@@ -195,8 +195,9 @@ class Lowering:
         if had is None or len(dynamic) != 1:
             raise self.refuse(MERGED_REASON, MERGED_FIX)
         factor = 1
-        for size in lead:
-            factor *= static_int(size) or 1
+        for axis, size in enumerate(lead):
+            if axis != dynamic[0]:
+                factor *= static_int(size)  # type: ignore[operator]  # static: checked above
         rest = had[merged.count :]
         shape: list[int] = [1]
         scaled = [0, dynamic[0], factor]

@@ -1752,23 +1752,36 @@ def _instance_norm(ctx: Lowering, node: torch.fx.Node, args: Args) -> Value:
         shape=source.shape,
         input_dtypes=[FLOAT, None, None],
     )
-    along = [-1] + [1] * (source.rank - 2)
+    return _channel_affine(ctx, args, result, -1, source.shape[1], source.shape)
+
+
+def _channel_affine(
+    ctx: Lowering,
+    args: Args,
+    result: Value,
+    along: int,
+    channels: int | None,
+    shape: tuple[int | None, ...],
+) -> Value:
+    """``result`` (of ``shape``, channels at axis 1) times ``args``' per-channel weight plus
+    its bias, each present one seen as [``along``, 1, ...] (``along`` -1: inferred)."""
+    seen = [along] + [1] * (len(shape) - 2)
     for operand, op in ((args.get("weight"), "edgert::mul"), (args.get("bias"), "edgert::add")):
         if operand is None:
             continue
         shaped = (
-            operand.reshape(along)
+            operand.reshape(seen)
             if isinstance(operand, torch.Tensor)
             else ctx.emit(
                 "edgert::reshape",
                 [value(ctx, operand)],
-                {"shape": along},
+                {"shape": seen},
                 dtype=FLOAT,
-                shape=(source.shape[1], *along[1:]),
+                shape=(channels, *seen[1:]),
             )
         )
         result = ctx.emit(
-            op, [result, shaped], dtype=FLOAT, shape=source.shape, input_dtypes=[FLOAT, FLOAT]
+            op, [result, shaped], dtype=FLOAT, shape=shape, input_dtypes=[FLOAT, FLOAT]
         )
     return result
 
@@ -1860,24 +1873,7 @@ def _group_norm(ctx: Lowering, node: torch.fx.Node, args: Args) -> tuple[object,
         dtype=FLOAT,
         shape=source.shape,
     )
-    along = [channels] + [1] * len(rest)
-    for operand, op in ((args.get("weight"), "edgert::mul"), (args.get("bias"), "edgert::add")):
-        if operand is None:
-            continue
-        shaped = (
-            operand.reshape(along)
-            if isinstance(operand, torch.Tensor)
-            else ctx.emit(
-                "edgert::reshape",
-                [value(ctx, operand)],
-                {"shape": along},
-                dtype=FLOAT,
-                shape=tuple(along),
-            )
-        )
-        result = ctx.emit(
-            op, [result, shaped], dtype=FLOAT, shape=source.shape, input_dtypes=[FLOAT, FLOAT]
-        )
+    result = _channel_affine(ctx, args, result, channels, channels, source.shape)
     return result, Missing("group norm's mean"), Missing("group norm's deviation")
 
 
