@@ -9,6 +9,12 @@ times move together with the machine's load.
 
 Also times ``edgert._C.run`` directly (the extension without the Python method around it),
 so a regression can be placed on one side of that line.
+
+Then the per-node floor: a program of 1,000 tiny nodes in a chain (``edgert::relu``, then
+``edgert::add`` of a value with itself, on [1, 16]: what an unrolled recurrent step looks
+like to the interpreter), its run time divided by 1,000, against the same numpy op called
+once (a single ufunc call on a tiny array: about what "a function call" costs from Python).
+Target: under 1 µs per node, judged as at most 1x numpy's one call.
 """
 
 from __future__ import annotations
@@ -25,6 +31,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_PREFIX = ROOT / "build" / "linux-x86_64-cpu" / "install"
 TARGET_RATIO = 3.0   # 3 µs where numpy's equivalent op takes 1 µs
+CHAIN = 1000         # nodes in the per-node floor's program
+NODE_TARGET_RATIO = 1.0  # a node at most one numpy call (under 1 µs)
 SAMPLES = 7
 
 
@@ -77,7 +85,44 @@ def main() -> int:
     met = edgert_time <= TARGET_RATIO * numpy_time
     print(f"target <= {TARGET_RATIO:.0f} x numpy's time (3 µs at numpy's 1 µs): "
           f"{'met' if met else 'NOT met'}")
-    return 0 if met else 1
+    return 0 if met and per_node_floor(edgert, ProgramBuilder, x, arguments.calls) else 1
+
+
+def per_node_floor(edgert: object, builder_type: type, x: np.ndarray, calls: int) -> bool:
+    """Times chains of CHAIN tiny nodes against one numpy call of the same op, interleaved
+    sample by sample; prints µs per node and the ratio; returns whether both met the
+    target."""
+    runs = max(1, calls // CHAIN)
+    sides = {
+        "relu": (lambda builder, value: builder.op("edgert::relu", [value]),
+                 lambda: np.maximum(x, 0)),
+        "add": (lambda builder, value: builder.op("edgert::add", [value, value]),
+                lambda: np.add(x, x)),
+    }
+    print(f"\nper-node floor: a chain of {CHAIN} nodes on [1, 16], {runs} runs per sample")
+    met = True
+    for name, (node, numpy_op) in sides.items():
+        builder = builder_type()
+        value = builder.input("float32", (1, 16))
+        for _ in range(CHAIN):
+            value = node(builder, value)
+        builder.output(value)
+        program = edgert.load(builder.to_bytes())  # type: ignore[attr-defined]
+        inputs = [x]
+        program.run(inputs)
+        chain_times, numpy_times = [], []
+        for _ in range(SAMPLES):  # interleaved: both sides see the same load
+            chain_times.append(per_call_microseconds(lambda: program.run(inputs), runs)
+                               / CHAIN)
+            numpy_times.append(per_call_microseconds(numpy_op, runs * 10))
+        per_node, numpy_call = statistics.median(chain_times), statistics.median(numpy_times)
+        ratio = per_node / numpy_call
+        ok = ratio <= NODE_TARGET_RATIO
+        met = met and ok
+        print(f"  {name:5} {per_node:6.3f} µs per node   numpy one call {numpy_call:6.3f} µs"
+              f"   ratio {ratio:.2f}x   target <= {NODE_TARGET_RATIO:.0f}x: "
+              f"{'met' if ok else 'NOT met'}")
+    return met
 
 
 if __name__ == "__main__":

@@ -159,6 +159,21 @@ void binary_map(const Broadcast& original, const T* a, const T* b, T* out, Op<T>
 
 template <class T, template <class> class Op>
 Status run_binary(KernelContext& context, const Tensor& a, const Tensor& b) {
+  if (a.shape() == b.shape() && a.is_contiguous() && b.is_contiguous()) {
+    // The common case, without a broadcast plan: one flat range (as binary_map would
+    // coalesce it to), and no allocation beyond the output's.
+    Tensor out = Tensor::uninitialized(a.dtype(), a.shape());  // every element is written
+    Op<T> op;
+    const T *x = a.data_as<T>(), *y = b.data_as<T>();
+    T* z = out.data_as<T>();
+    const int64_t grain = std::is_same_v<T, float> ? kVectorGrain : kParallelGrain;
+    parallel_for(0, a.numel(), grain, [&](int64_t begin, int64_t end) {
+      map_row<T, Op>(x + begin, 1, y + begin, 1, z + begin, end - begin, op);
+    });
+    if (const char* message = op.error()) return invalid(context, message);
+    (*context.outputs)[0] = std::move(out);
+    return Status::success();
+  }
   Broadcast plan;
   EDGERT_RETURN_IF_ERROR(broadcast(context, {&a, &b}, plan));
   Tensor out = Tensor::uninitialized(a.dtype(), plan.shape);  // every element is written
