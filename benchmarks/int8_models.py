@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kernels import DEFAULT_PREFIX, rerun_without_openblas_overrides  # noqa: E402
+from kernels import DEFAULT_PREFIX, require_peers, rerun_without_openblas_overrides  # noqa: E402
 from peers import onnx_export, samples_in_turns, torchvision_models  # noqa: E402
 
 MODELS = ("mobilenet_v2", "resnet18")
@@ -124,6 +124,7 @@ def measure(name: str, threads: int, budget: float) -> str:
 
 def main() -> int:
     rerun_without_openblas_overrides()
+    require_peers()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--prefix", type=Path, default=DEFAULT_PREFIX)
     parser.add_argument("--threads", type=int, nargs="+", default=[1])

@@ -205,6 +205,16 @@ def print_table(rows: list[Row]) -> bool:
     return met
 
 
+def require_peers() -> None:
+    """Exits with one line naming the install command when a peer runtime is missing."""
+    import importlib.util
+    missing = [name for name in ("onnxruntime", "onnx", "onnxscript")
+               if importlib.util.find_spec(name) is None]
+    if missing:
+        raise SystemExit(f"error: {', '.join(missing)} not installed: the comparison needs "
+                         "them (fix: pip install -r benchmarks/requirements.txt)")
+
+
 def rerun_without_openblas_overrides() -> None:
     """OpenBLAS reads its overrides when numpy loads it: run this script again without them."""
     if any(name in os.environ for name in OPENBLAS_OVERRIDES):

@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kernels import DEFAULT_PREFIX, rerun_without_openblas_overrides  # noqa: E402
+from kernels import DEFAULT_PREFIX, require_peers, rerun_without_openblas_overrides  # noqa: E402
 
 TARGET = 1.5
 ZOO_TARGET = 1.0
@@ -478,6 +478,7 @@ def measure_zoo(threads: int, names: list[str], budget: float) -> list[str]:
 
 def main() -> int:
     rerun_without_openblas_overrides()
+    require_peers()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--prefix", type=Path, default=DEFAULT_PREFIX)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
