@@ -76,7 +76,7 @@ Status softmax_kernel(KernelContext& context) {
   const int64_t outer = product(shape, 0, static_cast<size_t>(axis));
   const int64_t length = shape[static_cast<size_t>(axis)];
   const int64_t inner = product(shape, static_cast<size_t>(axis) + 1, shape.size());
-  Tensor out(DType::Float32, shape);
+  Tensor out = Tensor::uninitialized(DType::Float32, shape);  // every element is written
   if (outer * length * inner > 0) {
     const Tensor x = input.contiguous();
     if (inner == 1) {
@@ -188,6 +188,21 @@ Status check_affine(const KernelContext& context, const Tensor* tensor, const ch
   return Status::success();
 }
 
+// Σ term(x[j]) in double as four partial sums: partial k adds the terms of j = k, k + 4,
+// k + 8, ... in index order from +0, and the sum is (s0 + s1) + (s2 + s3). Four independent
+// chains of additions instead of one (a double add waits for the one before it); the same
+// operations in the same order on every instruction set and pool size.
+template <class Term>
+double sum_in_quarters(const float* x, int64_t length, Term term) {
+  double partial[4] = {0.0, 0.0, 0.0, 0.0};
+  int64_t j = 0;
+  for (; j + 4 <= length; j += 4) {
+    for (int k = 0; k < 4; ++k) partial[k] += term(static_cast<double>(x[j + k]));
+  }
+  for (int k = 0; j < length; ++j, ++k) partial[k] += term(static_cast<double>(x[j]));
+  return (partial[0] + partial[1]) + (partial[2] + partial[3]);
+}
+
 // Normalizes over the dimensions [axis, rank) (default axis -1): mean and variance in double,
 // y = (x - mean) / sqrt(var + eps) · weight + bias (weight and bias optional).
 Status layer_norm_kernel(KernelContext& context) {
@@ -208,7 +223,7 @@ Status layer_norm_kernel(KernelContext& context) {
   EDGERT_RETURN_IF_ERROR(check_affine(context, bias, "bias", normalized));
   const int64_t outer = product(shape, 0, static_cast<size_t>(axis));
   const int64_t length = product(normalized, 0, normalized.size());
-  Tensor out(DType::Float32, shape);
+  Tensor out = Tensor::uninitialized(DType::Float32, shape);  // every element is written
   if (outer * length > 0) {
     const Tensor x = input.contiguous();
     const Tensor w = weight ? weight->contiguous() : Tensor();
@@ -221,11 +236,8 @@ Status layer_norm_kernel(KernelContext& context) {
       for (int64_t row = begin; row < end; ++row) {
         const float* xr = xd + row * length;
         float* orow = od + row * length;
-        double sum = 0.0;
-        for (int64_t j = 0; j < length; ++j) sum += xr[j];
-        const double mean = sum / static_cast<double>(length);
-        double squares = 0.0;
-        for (int64_t j = 0; j < length; ++j) squares += (xr[j] - mean) * (xr[j] - mean);
+        const double mean = sum_in_quarters(xr, length, [](double v) { return v; }) / static_cast<double>(length);
+        const double squares = sum_in_quarters(xr, length, [mean](double v) { return (v - mean) * (v - mean); });
         const double scale = 1.0 / std::sqrt(squares / static_cast<double>(length) + eps);
         for (int64_t j = 0; j < length; ++j) {
           float v = static_cast<float>((xr[j] - mean) * scale);
@@ -247,11 +259,10 @@ Status read_eps(const KernelContext& context, double fallback, double& eps) {
   return Status::success();
 }
 
-// One line of rms_norm: scale = 1 / sqrt(Σ x² / n + eps) in double (the squares summed in
-// index order), y = float(x · scale) · weight.
+// One line of rms_norm: scale = 1 / sqrt(Σ x² / n + eps) in double (the squares summed as
+// sum_in_quarters says), y = float(x · scale) · weight.
 void rms_norm_line(const float* x, const float* weight, int64_t length, double eps, float* out) {
-  double squares = 0.0;
-  for (int64_t j = 0; j < length; ++j) squares += static_cast<double>(x[j]) * x[j];
+  const double squares = sum_in_quarters(x, length, [](double v) { return v * v; });
   const double scale = 1.0 / std::sqrt(squares / static_cast<double>(length) + eps);
   for (int64_t j = 0; j < length; ++j) {
     const float v = static_cast<float>(x[j] * scale);

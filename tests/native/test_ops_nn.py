@@ -624,7 +624,11 @@ def test_batch_norm_rejects_bad_inputs(edgert: ModuleType) -> None:
 
 def rms_norm_reference(x: np.ndarray, weight, axis: int, eps: float) -> np.ndarray:
     lines = x.reshape(*x.shape[:axis], -1).astype(np.float64)
-    squares = np.cumsum(lines * lines, axis=-1)[..., -1:]  # in index order
+    # four partial sums, partial k over elements k, k + 4, ... in index order (cumsum keeps
+    # the order), then (s0 + s1) + (s2 + s3)
+    partial = [np.cumsum(lines[..., k::4] ** 2, axis=-1)[..., -1:] if lines.shape[-1] > k
+               else np.zeros((*lines.shape[:-1], 1)) for k in range(4)]
+    squares = (partial[0] + partial[1]) + (partial[2] + partial[3])
     scale = 1.0 / np.sqrt(squares / lines.shape[-1] + eps)
     out = (lines * scale).astype(F32).reshape(x.shape)
     return out * weight if weight is not None else out
