@@ -85,6 +85,23 @@ def counts(report: Path) -> tuple[int, int, int]:
     return tests - skipped - failed, failed, skipped
 
 
+def slowest_files(report: Path, count: int = 15) -> list[tuple[str, float, int]]:
+    """The test files that took longest in ``report`` (junit XML): (file, seconds, tests),
+    where a suite's time goes (fixtures included: a session fixture's build is charged to
+    the first test that asked for it)."""
+    totals: dict[str, list[float]] = {}
+    for case in ElementTree.parse(report).getroot().iter("testcase"):
+        parts = case.get("classname", "").split(".")  # tests.tier.test_file[.Class]
+        module = next((i for i, part in enumerate(parts) if i and part.startswith("test_")),
+                      len(parts) - 1)
+        name = "/".join(parts[:module + 1]) + ".py"
+        entry = totals.setdefault(name, [0.0, 0])
+        entry[0] += float(case.get("time", 0.0))
+        entry[1] += 1
+    ranked = sorted(totals.items(), key=lambda item: -item[1][0])[:count]
+    return [(name, round(seconds, 1), int(tests)) for name, (seconds, tests) in ranked]
+
+
 def measure(arguments: list[str], *, selection: str, cold: bool) -> Figures:
     with tempfile.TemporaryDirectory(prefix="suite-figures-") as scratch:
         work = Path(scratch)
@@ -107,6 +124,9 @@ def measure(arguments: list[str], *, selection: str, cold: bool) -> Figures:
         wall = time.monotonic() - start
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         sys.stdout.write(completed.stdout[-4000:])
+        print("slowest test files (seconds, tests):")
+        for name, seconds, tests in slowest_files(report):
+            print(f"  {seconds:8.1f} s {tests:5}  {name}")
         passed, failed, skipped = counts(report)
         not_run = sum(int(match) for match in
                       re.findall(r"^NOT RUN (\d+) tests? of tier", completed.stdout, re.M))
