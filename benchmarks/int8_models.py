@@ -34,9 +34,11 @@ SHAPE = (1, 3, 224, 224)
 CALIBRATION = 4  # random batches
 
 
-def ort_int8(onnx_model: bytes, samples: list[np.ndarray]) -> bytes | None:
+def ort_int8(onnx_model: bytes, samples: list[np.ndarray] | list[dict[str, np.ndarray]]
+             ) -> bytes | None:
     """The float ONNX model quantized to QDQ int8 by ONNX Runtime's quantize_static, or None
-    when its tools cannot (a missing package, an operator it refuses)."""
+    when its tools cannot (a missing package, an operator it refuses). A sample is the
+    first input's array, or a feed of every input by name."""
     try:
         import onnx
         from onnxruntime.quantization import (
@@ -56,7 +58,9 @@ def ort_int8(onnx_model: bytes, samples: list[np.ndarray]) -> bytes | None:
 
         def get_next(self) -> dict[str, np.ndarray] | None:
             sample = next(self.pending, None)
-            return None if sample is None else {feed: sample}
+            if sample is None or isinstance(sample, dict):
+                return sample
+            return {feed: sample}
 
     with tempfile.TemporaryDirectory() as folder:
         source, target = Path(folder) / "float.onnx", Path(folder) / "int8.onnx"
