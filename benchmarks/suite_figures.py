@@ -108,16 +108,25 @@ def measure(arguments: list[str], *, selection: str, cold: bool) -> Figures:
         environment = dict(os.environ)
         cache = Path(environment.get("RELEASE_CACHE_DIR") or
                      Path.home() / ".cache" / "edgert-release")
+        # pytest's own cache (which some tests keep incremental builds in) as the README's
+        # command has it, but in the scratch folder when cold: nothing of an earlier run
+        cache_option = []
         if cold:
             (work / "home").mkdir()
             cache = work / "home" / ".cache" / "edgert-release"
             environment.update(HOME=str(work / "home"), RELEASE_CACHE_DIR=str(cache),
                                PIP_NO_CACHE_DIR="1")
+            # the interpreters pyenv installed are the machine's, not a cache: its shims
+            # find them through PYENV_ROOT, which defaults to the (now empty) HOME's
+            pyenv = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
+            if pyenv.is_dir():
+                environment["PYENV_ROOT"] = str(pyenv)
+            cache_option = ["-o", f"cache_dir={work / 'pytest-cache'}"]
         report, temp = work / "report.xml", work / "pytest-temp"
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.monotonic()
         completed = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+            [sys.executable, "-m", "pytest", "-q", *cache_option,
              f"--junitxml={report}", f"--basetemp={temp}", *arguments],
             cwd=ROOT, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             text=True, check=False)

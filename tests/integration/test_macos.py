@@ -73,7 +73,10 @@ def mac_wheels(request: pytest.FixtureRequest,
                tmp_path_factory: pytest.TempPathFactory) -> MacWheels:
     for name in ("llvm-install-name-tool-14", "llvm-lipo-14", "llvm-otool-14"):
         _tool(name)
-    builds = Path(request.config.cache.mkdir("macos-builds"))
+    # kept between sessions in pytest's cache (incremental rebuilds) where it is enabled
+    cache = getattr(request.config, "cache", None)
+    builds = (Path(cache.mkdir("macos-builds")) if cache is not None
+              else tmp_path_factory.mktemp("macos-builds"))
     out = tmp_path_factory.mktemp("dist-macos")
     loaded = manifest.load(ROOT)
     paths, results = {}, {}

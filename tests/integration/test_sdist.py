@@ -182,9 +182,9 @@ def test_an_untracked_license_is_one_error(clone: Path, tmp_path: Path) -> None:
 
 def _older_python() -> str | None:
     """A working Python 3.9 or 3.10 (pyenv's shims exist even where they do not run)."""
+    root = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
     for version in ("3.9", "3.10"):
-        candidates = sorted(glob.glob(os.path.expanduser(
-            f"~/.pyenv/versions/{version}.*/bin/python{version}")))
+        candidates = sorted(glob.glob(f"{root}/versions/{version}.*/bin/python{version}"))
         candidates.append(shutil.which(f"python{version}") or "")
         for candidate in filter(None, candidates):
             probe = subprocess.run([candidate, "-c", "import sys; print(sys.version_info[:2])"],
