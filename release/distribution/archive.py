@@ -985,21 +985,33 @@ def _startup_hooks(members: list[Member], declared: tuple[str, ...]) -> list[Fin
     return findings
 
 
+# Members smaller than this go to the workers in groups of _GROUP: one task per member
+# costs more than a small member's own work.
+_SMALL = 64 << 10
+_GROUP = 64
+
+
 def _stream_all(archive: Path, members: list[Member], request: StreamRequest, limits: Limits,
                 workers: int, observe: Callable[[Member, StreamedMember], _Observed]
                 ) -> tuple[tuple[StreamedMember, ...], tuple[_Observed, ...]]:
     ordered = sorted(members, key=lambda member: -member.compressed_size)
+    large = [m for m in ordered if m.compressed_size >= _SMALL]
+    small = ordered[len(large):]
+    tasks = [[m] for m in large] + [small[i:i + _GROUP] for i in range(0, len(small), _GROUP)]
     descriptor = os.open(archive, os.O_RDONLY)
 
-    def work(member: Member) -> tuple[StreamedMember, _Observed]:
-        placed = replace(member, name=installed_path(member.name))
-        result = stream_member(archive, descriptor, placed, limits, request)
-        kept = replace(result, name=member.name, data=None)
-        return kept, observe(member, result)
+    def work(group: list[Member]) -> list[tuple[StreamedMember, _Observed]]:
+        done = []
+        for member in group:
+            placed = replace(member, name=installed_path(member.name))
+            result = stream_member(archive, descriptor, placed, limits, request)
+            kept = replace(result, name=member.name, data=None)
+            done.append((kept, observe(member, result)))
+        return done
 
     try:
         with ThreadPoolExecutor(max(1, workers)) as pool:
-            results = list(pool.map(work, ordered))
+            results = [pair for done in pool.map(work, tasks) for pair in done]
     finally:
         os.close(descriptor)
     return tuple(kept for kept, _ in results), tuple(seen for _, seen in results)
