@@ -361,13 +361,15 @@ def torchvision_models() -> object:
 
 
 def onnx_export(module: object, x: object) -> bytes:
-    """The module as ONNX, through torch.onnx.export's dynamo exporter."""
+    """The module as ONNX, through torch.onnx.export's dynamo exporter; ``x`` is the input,
+    or a tuple of the inputs."""
     import tempfile
 
     import torch
+    example = x if isinstance(x, tuple) else (x,)
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "model.onnx"
-        torch.onnx.export(module, (x,), str(path), dynamo=True, external_data=False,  # type: ignore[arg-type]
+        torch.onnx.export(module, example, str(path), dynamo=True, external_data=False,  # type: ignore[arg-type]
                           verbose=False)
         return path.read_bytes()
 

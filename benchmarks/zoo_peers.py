@@ -36,24 +36,12 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 from int8_models import ort_int8  # noqa: E402
 from kernels import DEFAULT_PREFIX, require_peers, rerun_without_openblas_overrides  # noqa: E402
-from peers import samples_in_turns  # noqa: E402
+from peers import onnx_export, samples_in_turns  # noqa: E402
 
 CALIBRATION = 4  # batches of the model's own inputs
 SAME_SHAPES = 7  # a seed giving the example's shapes (see measure)
 TARGETS = {"recurrent": 1.5, "other": 1.0}
 INT8_TARGET, INT8_PEER_TARGET = 0.6, 1.0
-
-
-def onnx_model(module: object, example: tuple[object, ...]) -> bytes:
-    """The module as ONNX through the dynamo exporter, inputs as the module takes them."""
-    import tempfile
-
-    import torch
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "model.onnx"
-        torch.onnx.export(module, example, str(path), dynamo=True,  # type: ignore[arg-type]
-                          external_data=False, verbose=False)
-        return path.read_bytes()
 
 
 def _reason(error: BaseException) -> str:
@@ -94,7 +82,7 @@ def measure(entry: object, batch: int, threads: int, budget: float) -> tuple[str
     feeds: dict[str, np.ndarray] = {}
     try:
         with torch.no_grad():
-            onnx_bytes = onnx_model(module, example)
+            onnx_bytes = onnx_export(module, tuple(example))
         session = onnxruntime.InferenceSession(onnx_bytes, options,
                                                providers=["CPUExecutionProvider"])
         names = [i.name for i in session.get_inputs()]
