@@ -131,6 +131,15 @@ Broadcast coalesced(const Broadcast& plan) {
   return merged;
 }
 
+// Two operands and the output laid out alike: one flat range, split anywhere.
+template <class T, template <class> class Op>
+void map_flat(const T* a, const T* b, T* out, int64_t count, Op<T>& op) {
+  const int64_t grain = std::is_same_v<T, float> ? kVectorGrain : kParallelGrain;
+  parallel_for(0, count, grain, [&](int64_t begin, int64_t end) {
+    map_row<T, Op>(a + begin, 1, b + begin, 1, out + begin, end - begin, op);
+  });
+}
+
 template <class T, template <class> class Op>
 void binary_map(const Broadcast& original, const T* a, const T* b, T* out, Op<T>& op) {
   const Broadcast plan = coalesced(original);
@@ -139,11 +148,7 @@ void binary_map(const Broadcast& original, const T* a, const T* b, T* out, Op<T>
   const int64_t rows = product(plan.shape, 0, rank ? rank - 1 : 0);
   if (inner == 0 || rows == 0) return;
   if (is_contiguous(plan.shape, plan.strides[0]) && is_contiguous(plan.shape, plan.strides[1])) {
-    // Same shape, both contiguous: one flat range, split anywhere.
-    const int64_t grain = std::is_same_v<T, float> ? kVectorGrain : kParallelGrain;
-    parallel_for(0, rows * inner, grain, [&](int64_t begin, int64_t end) {
-      map_row<T, Op>(a + begin, 1, b + begin, 1, out + begin, end - begin, op);
-    });
+    map_flat<T, Op>(a, b, out, rows * inner, op);  // same shape, both contiguous
     return;
   }
   const int64_t stride_a = rank ? plan.strides[0][rank - 1] : 0;
@@ -159,26 +164,18 @@ void binary_map(const Broadcast& original, const T* a, const T* b, T* out, Op<T>
 
 template <class T, template <class> class Op>
 Status run_binary(KernelContext& context, const Tensor& a, const Tensor& b) {
-  if (a.shape() == b.shape() && a.is_contiguous() && b.is_contiguous()) {
-    // The common case, without a broadcast plan: one flat range (as binary_map would
-    // coalesce it to), and no allocation beyond the output's.
-    Tensor out = Tensor::uninitialized(a.dtype(), a.shape());  // every element is written
-    Op<T> op;
-    const T *x = a.data_as<T>(), *y = b.data_as<T>();
-    T* z = out.data_as<T>();
-    const int64_t grain = std::is_same_v<T, float> ? kVectorGrain : kParallelGrain;
-    parallel_for(0, a.numel(), grain, [&](int64_t begin, int64_t end) {
-      map_row<T, Op>(x + begin, 1, y + begin, 1, z + begin, end - begin, op);
-    });
-    if (const char* message = op.error()) return invalid(context, message);
-    (*context.outputs)[0] = std::move(out);
-    return Status::success();
-  }
+  // The common case, two contiguous operands of one shape, needs no broadcast plan: one flat
+  // range (what binary_map would coalesce the plan to), no allocation beyond the output's.
+  const bool flat = a.shape() == b.shape() && a.is_contiguous() && b.is_contiguous();
   Broadcast plan;
-  EDGERT_RETURN_IF_ERROR(broadcast(context, {&a, &b}, plan));
-  Tensor out = Tensor::uninitialized(a.dtype(), plan.shape);  // every element is written
+  if (!flat) EDGERT_RETURN_IF_ERROR(broadcast(context, {&a, &b}, plan));
+  Tensor out = Tensor::uninitialized(a.dtype(), flat ? a.shape() : plan.shape);  // every element is written
   Op<T> op;
-  binary_map<T, Op>(plan, a.data_as<T>(), b.data_as<T>(), out.data_as<T>(), op);
+  if (flat) {
+    map_flat<T, Op>(a.data_as<T>(), b.data_as<T>(), out.data_as<T>(), a.numel(), op);
+  } else {
+    binary_map<T, Op>(plan, a.data_as<T>(), b.data_as<T>(), out.data_as<T>(), op);
+  }
   if (const char* message = op.error()) return invalid(context, message);
   (*context.outputs)[0] = std::move(out);
   return Status::success();
