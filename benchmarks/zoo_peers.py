@@ -57,6 +57,7 @@ def measure(entry: object, batch: int, threads: int, budget: float) -> tuple[str
     import edgert
     import onnxruntime
     import torch
+    from edgert._torch import _leaves  # the tensors of a model's output, as the check reads them
     from edgert.export import from_torch
     from edgert.quantization import quantize_program
 
@@ -72,7 +73,7 @@ def measure(entry: object, batch: int, threads: int, budget: float) -> tuple[str
         data = from_torch(module, example)
         expected = [t.numpy() for t in _leaves(module(*fresh))]
     program = edgert.load(data)
-    sides: list[Callable[[], object]] = [lambda: program.run(arrays)]
+    sides: dict[str, Callable[[], object]] = {"edgert": lambda: program.run(arrays)}
     difference = _worst(expected, program.run(arrays))
 
     options = onnxruntime.SessionOptions()
@@ -109,22 +110,17 @@ def measure(entry: object, batch: int, threads: int, budget: float) -> tuple[str
                 quantized_session = onnxruntime.InferenceSession(
                     quantized, options, providers=["CPUExecutionProvider"])
 
-    order = ["edgert"]
     if session is not None:
-        sides.append(lambda: session.run(None, feeds))
-        order.append("ort")
-    sides.append(lambda: module(*fresh))
-    order.append("torch")
+        sides["ort"] = lambda: session.run(None, feeds)
+    sides["torch"] = lambda: module(*fresh)
     if int8_program is not None:
-        sides.append(lambda: int8_program.run(arrays))
-        order.append("int8")
+        sides["int8"] = lambda: int8_program.run(arrays)
     if quantized_session is not None:
-        sides.append(lambda: quantized_session.run(None, feeds))
-        order.append("ort8")
+        sides["ort8"] = lambda: quantized_session.run(None, feeds)
     gc.collect()
     gc.freeze()  # the export's objects: no collection walks them during the samples
     with torch.no_grad():
-        times = dict(zip(order, samples_in_turns(sides, budget), strict=True))
+        times = dict(zip(sides, samples_in_turns(list(sides.values()), budget), strict=True))
     gc.unfreeze()
 
     def median(side: str) -> float | None:
@@ -135,7 +131,7 @@ def measure(entry: object, batch: int, threads: int, budget: float) -> tuple[str
             return None
         return statistics.median(p / q for p, q in zip(times[a], times[b], strict=True))
 
-    kind = "recurrent" if "recurrent" in entry.kind or "LSTM" in entry.kind else "other"  # type: ignore[attr-defined]
+    kind = "recurrent" if "recurrent" in entry.kind else "other"  # type: ignore[attr-defined]
     target = TARGETS[kind]
     versus = ratio("edgert", "ort")
     int8_float, int8_ort = ratio("int8", "edgert"), ratio("int8", "ort8")
@@ -148,13 +144,6 @@ def measure(entry: object, batch: int, threads: int, budget: float) -> tuple[str
             f"{_cell(median('ort8'), 8)} {_cell(int8_float, 9)} "
             f"{_cell(int8_ort, 9)}{flag8} {difference:.1e}")
     return text, notes
-
-
-def _leaves(tree: object) -> list[object]:
-    import torch
-    from torch.utils import _pytree
-
-    return [leaf for leaf in _pytree.tree_leaves(tree) if isinstance(leaf, torch.Tensor)]
 
 
 def _worst(expected: list[np.ndarray], got: list[np.ndarray]) -> float:
