@@ -18,6 +18,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +39,7 @@ from release.errors import (
     ToolError,
     VerificationFailed,
 )
-from release.host import Host
+from release.host import Host, Runner
 from release.manifest import Manifest, Target
 from release.tool import Tool
 from release.toolchain import commands, pins, tools
@@ -124,15 +125,22 @@ def run(manifest: Manifest, options: BuildOptions,
     result = BuildResult(wheel=None, target=release.target.name, variant=release.variant.name,
                          build_dir=plan.build_dir)
     buildfolder.check_writable(options.out_dir)   # before any work, not after the build
-    with buildfolder.locked(plan.build_dir), buildfolder.scratch(plan.build_dir) as scratch:
-        state = _State(scratch=scratch)
+    with buildfolder.locked(plan.build_dir), buildfolder.scratch(plan.build_dir) as scratch, \
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix="runner") as beside:
+        state = _State(scratch=scratch, beside=beside)
         # a run that stops before pack writes no wheel: --until pack leaves the unrepaired one
-        for stage, stage_steps in STEPS:
-            if stage > options.last_stage:
-                break
-            with _stage(stage, result.stages):
-                for step in stage_steps:
-                    step(plan, state)
+        try:
+            for stage, stage_steps in STEPS:
+                if stage > options.last_stage:
+                    break
+                with _stage(stage, result.stages):
+                    for step in stage_steps:
+                        step(plan, state)
+        except BaseException:
+            if state.runner is not None and not state.runner.done():
+                log.info("waiting for the runner's provisioning, started beside the build, "
+                         "to finish (it is kept in the tool cache)")
+            raise
         result.verify = state.verify_report
         if state.wheel is not None:
             # the index is merged before the wheel is published: a bad index stops both
@@ -150,6 +158,8 @@ class _State:
     verify_report: dict[str, Any] | None = None
     toolchain: tuple[Tool, ...] = ()    # what the variant's provisioning brought
     variant_json: str | None = None          # --form variant: the wheel's variant.json
+    beside: ThreadPoolExecutor | None = None   # work that overlaps the build (one thread)
+    runner: Future[Runner | None] | None = None   # full verify's runner, provisioned beside
 
     @property
     def staging(self) -> Path:
@@ -315,7 +325,24 @@ def compiler_cache_environment(plan: Plan) -> dict[str, str]:
     return settings if base == os.path.sep else {**settings, "CCACHE_BASEDIR": base}
 
 
+def _runner(plan: Plan) -> Runner | None:
+    return plan.release.platform.runner(plan.release.target, host=plan.release.host,
+                                        cache=plan.cache)
+
+
+def _provision_runner_beside(plan: Plan, state: _State) -> None:
+    """Full verify's runner for the target (an emulator's prefix, helpers and compiler
+    cache seed: minutes on a cold tool cache, most of it one compiler process) is provisioned
+    on a thread while the native build runs, once configure has passed. A failure there is
+    raised by the verify stage, where the runner is used."""
+    if (state.beside is None or plan.options.verify is not VerifyMode.FULL
+            or plan.options.last_stage < Stage.VERIFY):
+        return
+    state.runner = state.beside.submit(_runner, plan)
+
+
 def _build(plan: Plan, state: _State) -> None:
+    _provision_runner_beside(plan, state)
     jobs = plan.options.jobs or default_jobs()
     for part in _parts(plan):
         _native(commands.stream, [tools.cmake(cache=plan.cache), "--build", part.build_dir,
@@ -422,7 +449,7 @@ def _verify(plan: Plan, state: _State) -> None:
         log.info("verify skipped (--verify none)")
         return
     runner = (None if plan.options.verify is VerifyMode.STATIC else
-        plan.release.platform.runner(plan.release.target, host=plan.release.host, cache=plan.cache))
+              state.runner.result() if state.runner is not None else _runner(plan))
     static = runner is None
     if static and plan.options.verify is not VerifyMode.STATIC:
         log.info("verify reads files only: this host cannot run %s binaries",

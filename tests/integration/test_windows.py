@@ -52,21 +52,17 @@ class WindowsWheel:
 
 
 @pytest.fixture(scope="module")
-def windows_runner() -> Runner:
+def windows_wheel(tmp_path_factory: pytest.TempPathFactory) -> WindowsWheel:
+    """The repaired, fully verified (under wine) win_amd64 CPU wheel. The build provisions
+    the wine runner (prefix, helpers, zig cache seed) beside the compile; afterwards asking
+    for it again finds it in the tool cache."""
     # the wine tool tier (tests/tools.toml): not reached where wine is missing
     assert wine.find_wine() is not None, f"apt-get install {wine.WINE_PACKAGE}"
-    runner = WINDOWS.runner(TARGET, host=Host.current(), cache=tools.cache_dir())
-    assert runner is not None and runner.system == "windows" and runner.cmake_arguments
-    return runner
-
-
-@pytest.fixture(scope="module")
-def windows_wheel(windows_runner: Runner, tmp_path_factory: pytest.TempPathFactory
-                  ) -> WindowsWheel:
-    """The repaired, fully verified (under wine) win_amd64 CPU wheel."""
     result = build_verified("windows", "amd64", tmp_path_factory.mktemp("dist-windows"))
     assert result.wheel is not None
-    return WindowsWheel(result.wheel, result.to_json(), windows_runner)
+    runner = WINDOWS.runner(TARGET, host=Host.current(), cache=tools.cache_dir())
+    assert runner is not None and runner.system == "windows" and runner.cmake_arguments
+    return WindowsWheel(result.wheel, result.to_json(), runner)
 
 
 def mutated(wheel: Path, folder: Path, change: Callable[[dict[str, tuple[bytes, int]]], None]

@@ -28,6 +28,7 @@ from release.errors import (
     ConfigurationError,
     EnvironmentCommandError,
     EnvironmentFailure,
+    ToolError,
     WheelError,
 )
 from release.findings import CheckStatus, Finding, Severity
@@ -500,3 +501,66 @@ def test_a_failed_native_step_on_a_nearly_full_disk_is_a_full_disk(
     assert isinstance(raised.value, EnvironmentFailure) is environment
     assert raised.value.exit_code == (8 if environment else 4)
     assert ("is full (1 KiB free)" in raised.value.fix) is environment
+
+
+# --- full verify's runner, provisioned beside the build -----------------------------------
+
+
+class _SlowRunnerPlatform:
+    """A platform whose runner takes until ``release`` is set, and says on which thread."""
+
+    def __init__(self, fails: bool = False) -> None:
+        self.release, self.fails, self.threads = threading.Event(), fails, []
+
+    def runner(self, target: object, *, host: object, cache: Path) -> object:
+        self.threads.append(threading.current_thread().name)
+        assert self.release.wait(10)
+        if self.fails:
+            raise ToolError("no wine prefix could be made", fix="apt-get install wine64")
+        return "runner"
+
+
+def _runner_plan(platform: _SlowRunnerPlatform, verify: object) -> SimpleNamespace:
+    from release.build_options import Stage
+    return SimpleNamespace(release=SimpleNamespace(platform=platform, target="t", host="h"),
+                           cache=Path("cache"),
+                           options=SimpleNamespace(verify=verify, last_stage=Stage.VERIFY))
+
+
+def test_full_verify_s_runner_is_provisioned_while_the_build_runs() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from release.build_options import VerifyMode
+    platform = _SlowRunnerPlatform()
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="runner") as beside:
+        state = pipeline._State(scratch=Path("scratch"), beside=beside)
+        pipeline._provision_runner_beside(_runner_plan(platform, VerifyMode.FULL), state)  # type: ignore[arg-type]
+        assert state.runner is not None and not state.runner.done()   # the build goes on
+        platform.release.set()
+        assert state.runner.result(10) == "runner"
+    assert len(platform.threads) == 1 and platform.threads[0].startswith("runner")
+
+
+def test_a_runner_that_fails_beside_the_build_fails_where_it_is_used() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from release.build_options import VerifyMode
+    platform = _SlowRunnerPlatform(fails=True)
+    platform.release.set()
+    with ThreadPoolExecutor(max_workers=1) as beside:
+        state = pipeline._State(scratch=Path("scratch"), beside=beside)
+        pipeline._provision_runner_beside(_runner_plan(platform, VerifyMode.FULL), state)  # type: ignore[arg-type]
+        assert state.runner is not None
+        with pytest.raises(ToolError, match="no wine prefix"):
+            state.runner.result(10)
+
+
+def test_static_verify_provisions_no_runner() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from release.build_options import VerifyMode
+    platform = _SlowRunnerPlatform()
+    with ThreadPoolExecutor(max_workers=1) as beside:
+        state = pipeline._State(scratch=Path("scratch"), beside=beside)
+        pipeline._provision_runner_beside(_runner_plan(platform, VerifyMode.STATIC), state)  # type: ignore[arg-type]
+    assert state.runner is None and platform.threads == []
