@@ -1,4 +1,4 @@
-// Elementwise kernels: add, sub, mul, div (numpy broadcasting), relu and gelu. float32 add,
+// Elementwise kernels: add, sub, mul, div (numpy broadcasting) and relu. float32 add,
 // sub, mul, div and relu run vectorized (vector_math.hpp) over contiguous rows.
 #include <atomic>
 #include <cmath>
@@ -251,24 +251,6 @@ Status relu_kernel(KernelContext& context) {
   return Status::success();
 }
 
-// approximate = "none": 0.5·x·(1 + erf(x/√2)); "tanh": 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
-Status gelu_kernel(KernelContext& context) {
-  EDGERT_RETURN_IF_ERROR(check_arity(context, 1, 1));
-  const Tensor& x = *context.inputs[0];
-  EDGERT_RETURN_IF_ERROR(check_dtype(context, x, DType::Float32, "input"));
-  const std::string approximate = context.attributes ? context.attributes->get_string("approximate", "none") : "none";
-  if (approximate == "none") {
-    (*context.outputs)[0] =
-        unary_map<float>(x, [](float v) { return 0.5f * v * (1.0f + std::erf(v * 0.70710678118654752f)); });
-  } else if (approximate == "tanh") {
-    (*context.outputs)[0] = unary_map<float>(
-        x, [](float v) { return 0.5f * v * (1.0f + std::tanh(0.79788456080286536f * (v + 0.044715f * v * v * v))); });
-  } else {
-    return invalid(context, "attribute approximate must be \"none\" or \"tanh\", got \"" + approximate + "\"");
-  }
-  return Status::success();
-}
-
 }  // namespace
 
 EDGERT_REGISTER_OPERATOR("edgert::add", binary_kernel<Add>);
@@ -281,7 +263,5 @@ EDGERT_REGISTER_OPERATOR("edgert::div", binary_kernel<Div>);
 EDGERT_OPERATOR_ATTRIBUTES("edgert::div");
 EDGERT_REGISTER_OPERATOR("edgert::relu", relu_kernel);
 EDGERT_OPERATOR_ATTRIBUTES("edgert::relu");
-EDGERT_REGISTER_OPERATOR("edgert::gelu", gelu_kernel);
-EDGERT_OPERATOR_ATTRIBUTES("edgert::gelu", {{"approximate", AttributeKind::String}});
 
 }  // namespace edgert::kernels

@@ -349,6 +349,13 @@ void batch_norm_block(const float* x, const BatchNormChannels& channels, int64_t
   }
 }
 
+// The same for one row of an [N, C] input: y[c] = (x[c] - mean[c]) · factor[c] + bias[c].
+void batch_norm_row(const float* x, const BatchNormChannels& channels, int64_t count, float* out) {
+  binary_floats(BinaryOp::Sub, x, 1, channels.mean.data(), 1, out, count);
+  binary_floats(BinaryOp::Mul, out, 1, channels.factor.data(), 1, out, count);
+  if (!channels.bias.empty()) binary_floats(BinaryOp::Add, out, 1, channels.bias.data(), 1, out, count);
+}
+
 // Inference batch norm. Inputs: x [N, C, ...], weight [C] (optional), bias [C] (optional),
 // mean [C], var [C]; attribute eps (default 1e-5).
 Status batch_norm_kernel(KernelContext& context) {
@@ -376,12 +383,24 @@ Status batch_norm_kernel(KernelContext& context) {
     const Tensor x = input.contiguous();
     const float* xd = x.data_as<float>();
     float* od = out.data_as<float>();
-    parallel_for(0, input.shape()[0] * channels, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, inner)),
-                 [&](int64_t begin, int64_t end) {
-                   for (int64_t block = begin; block < end; ++block) {
-                     batch_norm_block(xd + block * inner, factors, block % channels, inner, od + block * inner);
-                   }
-                 });
+    if (inner == 1) {
+      // [N, C] (BatchNorm1d on features or tokens): a row holds one element of every
+      // channel, so the three passes run along the row with the channels' vectors; each
+      // element gets the same three operations as below.
+      parallel_for(0, input.shape()[0], std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, channels)),
+                   [&](int64_t begin, int64_t end) {
+                     for (int64_t row = begin; row < end; ++row) {
+                       batch_norm_row(xd + row * channels, factors, channels, od + row * channels);
+                     }
+                   });
+    } else {
+      parallel_for(0, input.shape()[0] * channels, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, inner)),
+                   [&](int64_t begin, int64_t end) {
+                     for (int64_t block = begin; block < end; ++block) {
+                       batch_norm_block(xd + block * inner, factors, block % channels, inner, od + block * inner);
+                     }
+                   });
+    }
   }
   (*context.outputs)[0] = std::move(out);
   return Status::success();

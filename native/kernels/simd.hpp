@@ -434,6 +434,48 @@ EDGERT_SIMD_INLINE V silu(const V& x) {
   return select(nan | (x == -__builtin_inff()), splat<V>(__builtin_nanf("")), result);
 }
 
+// ---------------------------------------------------------------- erf
+
+// erf as Cephes' erff: below |x| = 1, x·T(x²) (as x + x·(T(x²) - 1)); from 1 on, 1 - erfc(|x|) with erfc(a) =
+// (e^(-a²) · (1/a)) · P(1/a²) (P below 2, R from 2 on; a capped at 4, where erf rounds to 1);
+// the sign of x put back last, so erf(-0) = -0. ±inf gives ±1; NaN takes the polynomial,
+// which keeps it.
+template <class V>
+EDGERT_SIMD_INLINE V erf(const V& x) {
+  const V a = abs(x);
+  const V z = a * a;
+  V t = splat<V>(7.853861353153693e-5f);
+  t = t * z - 8.010193625184903e-4f;
+  t = t * z + 5.188327685732524e-3f;
+  t = t * z - 2.685381193529856e-2f;
+  t = t * z + 1.128358514861418e-1f;
+  t = t * z - 3.761262582423300e-1f;
+  t = t * z + 1.28379165726710e-1f;  // T's last coefficient less 1: a + a·t rounds once more
+  const V small = a + a * t;
+  const V b = select(a < 4.0f, a, splat<V>(4.0f));
+  const V q = 1.0f / b;
+  const V y = q * q;
+  V p = splat<V>(2.326819970068386e-2f);
+  p = p * y - 1.387039388740657e-1f;
+  p = p * y + 3.687424674597105e-1f;
+  p = p * y - 5.824733027278666e-1f;
+  p = p * y + 6.210004621745983e-1f;
+  p = p * y - 4.944515323274145e-1f;
+  p = p * y + 3.404879937665872e-1f;
+  p = p * y - 2.741127028184656e-1f;
+  p = p * y + 5.638259427386472e-1f;
+  V r = splat<V>(-1.047766399936249e1f);
+  r = r * y + 1.297719955372516e1f;
+  r = r * y - 7.495518717768503e0f;
+  r = r * y + 2.921019019210786e0f;
+  r = r * y - 1.015265279202700e0f;
+  r = r * y + 4.218463358204948e-1f;
+  r = r * y - 2.820767439740514e-1f;
+  r = r * y + 5.641895067754075e-1f;
+  const V erfc = (detail::exp_normal(-(b * b)) * q) * select(b < 2.0f, p, r);
+  return copysign(select(a >= 1.0f, 1.0f - erfc, small), x);
+}
+
 // ---------------------------------------------------------------- scalar versions
 
 // One float through the 4-lane code: the same bits as every vector lane.
@@ -456,6 +498,9 @@ EDGERT_SIMD_INLINE float sigmoid(float x) {
 }
 EDGERT_SIMD_INLINE float silu(float x) {
   return scalar(x, [](const auto& v) { return silu(v); });
+}
+EDGERT_SIMD_INLINE float erf(float x) {
+  return scalar(x, [](const auto& v) { return erf(v); });
 }
 
 // ---------------------------------------------------------------- dispatch

@@ -133,6 +133,24 @@ def test_gelu(edgert: ModuleType, shape: tuple, approximate: str) -> None:
     assert_matches(result, expected.astype(np.float32))
 
 
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_on_a_dense_grid_and_special_values(edgert: ModuleType, approximate: str) -> None:
+    """The vectorized erf and tanh (simd.hpp) across the range where they change branches
+    (|x/√2| = 1, 2, 4; |2·tanh's argument| = 0.625, 18.2), and the values that stay special."""
+    x = np.linspace(-9, 9, 36001, dtype=np.float32)
+    wide = x.astype(np.float64)
+    if approximate == "none":
+        expected = 0.5 * wide * (1 + np.array([math.erf(v / math.sqrt(2)) for v in wide]))
+    else:
+        expected = 0.5 * wide * (1 + np.tanh(math.sqrt(2 / math.pi) * (wide + 0.044715 * wide**3)))
+    (result,) = run_op(edgert, "edgert::gelu", [x], {"approximate": approximate})
+    assert_matches(result, expected.astype(np.float32))
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan], np.float32)
+    (result,) = run_op(edgert, "edgert::gelu", [special], {"approximate": approximate})
+    assert result[0] == 0 and not np.signbit(result[0]) and np.signbit(result[1])
+    assert result[2] == np.inf and np.isnan(result[3]) and np.isnan(result[4])
+
+
 def test_gelu_rejects_bad_inputs(edgert: ModuleType) -> None:
     with pytest.raises(edgert.EdgertError, match="approximate"):
         run_op(edgert, "edgert::gelu", [np.ones(2, np.float32)], {"approximate": "fast"})

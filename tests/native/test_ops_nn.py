@@ -584,11 +584,13 @@ def test_pooling_rejects_bad_inputs(edgert: ModuleType) -> None:
 
 
 @pytest.mark.parametrize("affine", [True, False])
-@pytest.mark.parametrize("shape", [(2, 5, 7, 3), (4, 5), (1, 5, 0), (3, 5, 700)])
+@pytest.mark.parametrize("shape", [(2, 5, 7, 3), (4, 5), (3, 37), (1, 5, 0), (3, 5, 700)])
 def test_batch_norm(edgert: ModuleType, shape: tuple, affine: bool) -> None:
+    # [N, C] runs along each row with the channels' vectors (37: vectors and a tail)
     x = values(shape, 41)
-    weight, bias = (values((5,), 42), values((5,), 43)) if affine else (None, None)
-    mean, var = values((5,), 44), np.abs(values((5,), 45))
+    channels = (shape[1],)
+    weight, bias = (values(channels, 42), values(channels, 43)) if affine else (None, None)
+    mean, var = values(channels, 44), np.abs(values(channels, 45))
     (out,) = run_op(edgert, "edgert::batch_norm", [x, weight, bias, mean, var], {"eps": 1e-3})
     factor = (weight if affine else F32(1)) / np.sqrt(var + F32(1e-3))
     channel = (None, slice(None)) + (None,) * (len(shape) - 2)

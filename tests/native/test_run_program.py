@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pytest
@@ -108,3 +110,32 @@ def test_a_file_that_is_not_a_program_is_named(native_install: NativeInstall,
     assert line.startswith("error: notes.txt: ") and "magic" in line
     absent = one_error_line(run_program(native_install, "absent.edgert", cwd=tmp_path), 1)
     assert "absent.edgert" in absent
+
+
+def test_the_profile_says_where_the_runs_after_the_first_went(
+        native_install: NativeInstall, edgert: ModuleType, tmp_path: Path) -> None:
+    from edgert.program_format import read_program
+    ops = Counter(node.op for node in read_program(MLP_MODEL.read_bytes()).nodes)
+    plain = run_program(native_install, MLP_MODEL, "--shape", "0=4,16", "--runs", "3", cwd=tmp_path)
+    assert plain.returncode == 0 and plain.stderr == "", plain.stderr
+    profiled = subprocess.run(
+        [sys.executable, "-m", "edgert.run_program", str(MLP_MODEL), "--shape", "0=4,16", "--runs",
+         "3"],
+        capture_output=True, text=True, env={**native_install.env(), "EDGERT_PROFILE": "1"},
+        cwd=tmp_path, check=False, timeout=120)
+    assert profiled.returncode == 0, profiled.stderr
+    assert profiled.stdout == plain.stdout   # timing changes nothing the program computes
+    lines = profiled.stderr.splitlines()
+    header = lines[0]
+    assert header.startswith("edgert profile: ") and " steps, " in header, header
+    assert header.endswith("ms per run (mean of the 2 runs after the first)"), header
+    steps = int(header.split()[2])
+    slowest = lines.index("  slowest steps:")
+    table = [line.rsplit(None, 3) for line in lines[2:slowest]]
+    # every node is counted once: run by its own kernel (a row per operator) or in the step
+    # of the backend that took it (here the cpu backend takes the first linear layers)
+    assert sum(int(row[1]) for row in table) == sum(ops.values())
+    assert {row[0].strip() for row in table} <= {*ops, "backend cpu"}
+    assert all(row[3].endswith("%") for row in table)
+    assert len(lines) == slowest + 1 + min(10, steps)
+    assert all(" ms  node" in line and " -> " in line for line in lines[slowest + 1:])

@@ -117,6 +117,9 @@ class EDGERT_API Program {
   std::vector<Output> take_outputs();
   size_t delegated_nodes(const std::string& backend) const;
   const MemoryPlan& memory_plan() const { return memory_; }
+  // With EDGERT_PROFILE set, a program times each step of every run after its first (which
+  // prepares the kernels) and writes where the time went to stderr when destroyed.
+  ~Program();
 
  private:
   Program() = default;
@@ -171,6 +174,14 @@ class EDGERT_API Program {
   MemoryPlan memory_;
   size_t memory_limit_ = 0;  // bytes; 0: none
   size_t running_step_ = 0;  // the step run() is in (steps_.size(): none)
+  // EDGERT_PROFILE (program_profile.cpp): per step, the seconds of the runs after the first
+  // (empty: not profiling), and those runs' count.
+  std::vector<double> step_seconds_;
+  std::vector<std::string> step_shapes_;  // "input 0's shape -> output 0's shape", last run
+  size_t profiled_runs_ = 0;
+  size_t runs_ = 0;
+  Status run_steps();
+  void write_profile() const;
 };
 
 }  // namespace edgert

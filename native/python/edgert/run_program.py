@@ -1,5 +1,5 @@
 """python -m edgert.run_program PROGRAM [INPUT.raw ...] [--backends a,b] [--shape I=D,D...]
-[--seed N]
+[--seed N] [--runs N]
 
 The Python twin of the C++ example ``native/examples/run_program.cpp``: the same inputs
 (raw little-endian files, or the same deterministic pattern) and the same printed output, so
@@ -13,7 +13,11 @@ modulo the size of the table it indexes, so every index is valid. ``--seed N`` d
 random instead, in the same ranges. A dimension the program leaves to run time (-1) takes its
 size from ``--shape I=D0,D1,...``, else from the input file's size (when it decides it, or it
 is refused naming the flag), else 1, as the C++ example runs it, with a note on stderr naming
-the flag."""
+the flag.
+
+``--runs N`` runs it N times on the same inputs; with ``EDGERT_PROFILE=1`` in the environment
+the program then writes to stderr where the time of the runs after the first went, per
+operator and per slowest node (docs/kernels.md, "Where a program's time goes")."""
 
 from __future__ import annotations
 
@@ -192,7 +196,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="the shape of input I, for dimensions left to run time")
     parser.add_argument("--seed", type=int,
                         help="random generated inputs from this seed, instead of the pattern")
+    parser.add_argument("--runs", type=int, default=1, metavar="N",
+                        help="run the program N times on the same inputs and print the last "
+                             "outputs (with EDGERT_PROFILE=1: where the time of the runs after "
+                             "the first went, on stderr)")
     arguments = parser.parse_args(argv)
+    if arguments.runs < 1:
+        parser.error("--runs must be at least 1")
     try:
         program = edgert.load(arguments.program)
     except edgert.EdgertError as error:
@@ -205,7 +215,8 @@ def main(argv: list[str] | None = None) -> int:
             bounds = index_bounds(read_program(file.read()))
         inputs = make_inputs(program, arguments.inputs, shapes=_shapes(arguments.shape),
                              bounds=bounds, seed=arguments.seed)
-        outputs = program.run(inputs)
+        for _ in range(arguments.runs):
+            outputs = program.run(inputs)
     except UsageError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -213,6 +224,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 1
     sys.stdout.write("".join(format_output(i, out) for i, out in enumerate(outputs)))
+    sys.stdout.flush()
+    del program   # its profile (EDGERT_PROFILE) is written now, after the outputs
     return 0
 
 

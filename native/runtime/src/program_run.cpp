@@ -134,12 +134,7 @@ Status Program::run_checked() {
   for (auto& entry : delegated_) entry.second = 0;
   live_.clear();
   memory_.peak_bytes = 0;
-  for (size_t index = 0; index < steps_.size(); ++index) {
-    running_step_ = index;
-    EDGERT_RETURN_IF_ERROR(run_step(index));
-    account_step(index);
-  }
-  running_step_ = steps_.size();
+  EDGERT_RETURN_IF_ERROR(run_steps());
   memory_.output_bytes = 0;
   for (int32_t index : graph_.outputs) {
     Tensor& output = values_[static_cast<size_t>(index)];
