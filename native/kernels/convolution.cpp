@@ -13,6 +13,8 @@
 //   NCHW. gemm asks for it block by block (RightPacker): it is packed straight from x and
 //   never materialized.
 #include <cmath>
+#include <memory>
+#include <mutex>
 #include <type_traits>
 #include <utility>
 
@@ -635,12 +637,63 @@ Status check_bias(const KernelContext& context, const Tensor* bias, int64_t out_
 
 // Inputs: x [N, C, H, W], weight [O, C/groups, KH, KW], bias [O] (optional). Attributes:
 // stride, padding, dilation (2 ints each), groups, activation (activation.hpp).
+// What prepare makes of a constant weight: gemm's left panels and, for a pointwise weight
+// (groups 1), linear's panels when a run first meets a small plane (small_plane_linear).
+struct PreparedWeight {
+  PackedPanels left;
+  std::shared_ptr<const PackedPanels> pointwise(const Tensor& weight) const {
+    std::call_once(once_, [&] { linear_ = prepare_linear_weight(weight); });
+    return linear_;
+  }
+
+ private:
+  mutable std::once_flag once_;
+  mutable std::shared_ptr<const PackedPanels> linear_;
+};
+
 // The weight's packed panels when prepare made them for this geometry and this process's
 // kernels.
 const PackedPanels* usable_weight(const KernelContext& context, const ConvolutionGeometry& g) {
-  const auto* packed = static_cast<const PackedPanels*>(context.prepared);
-  if (packed == nullptr || !fits_left_kernel(*packed) || packed->matrices != g.groups) return nullptr;
+  const auto* prepared = static_cast<const PreparedWeight*>(context.prepared);
+  if (prepared == nullptr) return nullptr;
+  const PackedPanels* packed = &prepared->left;
+  if (!fits_left_kernel(*packed) || packed->matrices != g.groups) return nullptr;
   return packed->extent == g.group_out_channels() && packed->depth == g.patch() ? packed : nullptr;
+}
+
+// Pointwise convolutions (groups 1) over planes of at most this many outputs: the last
+// stages of a small image, or a 1×1 feature map.
+constexpr int64_t kSmallPlane = 4;
+
+// out[n] = W · x[n] + bias as linear: out[n]ᵀ [HW, O] = x[n]ᵀ [HW, C] · Wᵀ + bias, the
+// images' rows stacked. gemm's panels run along the plane, 16 outputs wide, mostly padding
+// for a plane of 4; linear's run along the output channels, and its rows of x are read in
+// place (few rows) or packed once. Each output is the same sum over c in order from +0,
+// then + bias, then the activation: the same bytes as the other paths.
+Status small_plane_linear(const KernelContext& context, const ConvolutionGeometry& g, const Tensor& x, const Tensor& w,
+                          const Tensor* bias, const FusedActivation& activation, Tensor& out) {
+  const int64_t plane = g.out_plane(), channels = g.channels, outputs = g.out_channels;
+  Tensor rows = Tensor::uninitialized(DType::Float32, {g.batch * plane, channels});
+  const float* xd = x.data_as<float>();
+  float* rd = rows.data_as<float>();
+  for (int64_t n = 0; n < g.batch; ++n) {
+    for (int64_t c = 0; c < channels; ++c) {
+      for (int64_t i = 0; i < plane; ++i) rd[(n * plane + i) * channels + c] = xd[(n * channels + c) * plane + i];
+    }
+  }
+  const Tensor weight = w.reshaped({outputs, channels});
+  const auto* prepared = static_cast<const PreparedWeight*>(context.prepared);
+  const std::shared_ptr<const PackedPanels> panels = prepared ? prepared->pointwise(weight) : nullptr;
+  Tensor product;
+  EDGERT_RETURN_IF_ERROR(linear(rows, weight, bias, activation, product, panels.get()));
+  const float* pd = product.data_as<float>();
+  float* od = out.data_as<float>();
+  for (int64_t n = 0; n < g.batch; ++n) {
+    for (int64_t i = 0; i < plane; ++i) {
+      for (int64_t o = 0; o < outputs; ++o) od[(n * outputs + o) * plane + i] = pd[(n * plane + i) * outputs + o];
+    }
+  }
+  return Status::success();
 }
 
 Status conv2d_kernel(KernelContext& context) {
@@ -666,12 +719,15 @@ Status conv2d_kernel(KernelContext& context) {
                            out.data_as<float>(),
                            activation,
                            usable_weight(context, geometry)};
-    if (geometry.group_channels() == 1)
+    if (geometry.group_channels() == 1) {
       convolve_depthwise(conv);
-    else if (is_pointwise(geometry))
+    } else if (is_pointwise(geometry) && geometry.groups == 1 && geometry.out_plane() <= kSmallPlane) {
+      EDGERT_RETURN_IF_ERROR(small_plane_linear(context, geometry, x, w, bias ? &b : nullptr, activation, out));
+    } else if (is_pointwise(geometry)) {
       convolve_pointwise(conv);
-    else
+    } else {
       convolve_im2col(conv);
+    }
   }
   (*context.outputs)[0] = std::move(out);
   return Status::success();
@@ -687,8 +743,9 @@ Status prepare_conv2d(const PrepareContext& context, std::shared_ptr<const void>
   const std::vector<int64_t>& shape = weight->shape();
   if (groups < 1 || shape[0] % groups != 0 || shape[1] == 1) return Status::success();
   const Tensor w = weight->contiguous();
-  state = std::make_shared<const PackedPanels>(
-      pack_left_panels(w.data_as<float>(), groups, shape[0] / groups, shape[1] * shape[2] * shape[3]));
+  auto prepared = std::make_shared<PreparedWeight>();
+  prepared->left = pack_left_panels(w.data_as<float>(), groups, shape[0] / groups, shape[1] * shape[2] * shape[3]);
+  state = std::move(prepared);
   return Status::success();
 }
 
