@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any, BinaryIO, Generic, TypeVar
 
 from release.binary import ReadLimits
-from release.distribution import byte_scan
 from release.errors import WheelError
 from release.findings import Finding, Severity
 
@@ -605,22 +604,13 @@ def _key_pattern(keys: tuple[bytes, ...]) -> re.Pattern[bytes]:
     return re.compile(b"/(?:" + b"|".join(re.escape(tail) for tail in tails) + b")")
 
 
-def _vector_keys(keys: tuple[bytes, ...], window: bytes) -> bool:
-    """Whether numpy finds the keys' starts in ``window`` (byte_scan): a large window, and
-    keys that cannot overlap (no '/' after the first byte)."""
-    return byte_scan.available(window) and not any(b"/" in key[1:] for key in keys)
-
-
 def _prefix_starts(scanner: _LeakScanner, window: bytes, limit: int) -> None:
     """Records each known prefix at a path start ('/' after no path byte) in window[1:limit]."""
     by_key = scanner.by_key
     if not by_key:
         return
-    keys = tuple(by_key)
-    stop = min(limit + _KEY, len(window))
-    starts = (byte_scan.key_starts(window, 1, stop, keys) if _vector_keys(keys, window) else
-              (match.start() for match in _key_pattern(keys).finditer(window, 1, stop)))
-    for position in starts:
+    for match in _key_pattern(tuple(by_key)).finditer(window, 1, limit + _KEY):
+        position = match.start()
         if position >= limit:
             break
         if window[position - 1] in _PATH_BYTES:
@@ -642,15 +632,13 @@ def _source_files(scanner: _LeakScanner, window: bytes, limit: int) -> None:
     suffix) in window[1:limit], found from their ends: a source suffix before a NUL is rare
     where a '/' is not; at most a few samples are taken per window once enough are known."""
     floor = 1
-    stop = min(limit + _SAMPLE, len(window))
-    ends = (byte_scan.source_ends(window, 1, stop, _SUFFIXES) if byte_scan.available(window)
-            else (match.start() for match in _SOURCE_END.finditer(window, 1, stop)))
-    for end in ends:
+    for match in _SOURCE_END.finditer(window, 1, limit + _SAMPLE):
+        end = match.start()
         position = end
-        back = max(floor, end - _SAMPLE)
-        while position > back and window[position - 1] in _SOURCE_BYTES:
+        stop = max(floor, end - _SAMPLE)
+        while position > stop and window[position - 1] in _SOURCE_BYTES:
             position -= 1
-        floor = window.index(b"\0", end) + 1   # where the match ends
+        floor = match.end()
         while 0 <= position < end and (window[position] != 0x2F
                                        or window[position - 1] in _PATH_BYTES):
             position = window.find(b"/", position + 1, end)
