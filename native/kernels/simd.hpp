@@ -167,6 +167,42 @@ EDGERT_SIMD_INLINE V minimum(const V& a, const V& b) {
   return select(is_nan(a), a, result);
 }
 
+#if defined(__x86_64__) && !defined(__clang__)
+// GCC 12 compiles the generic is_nan, maximum and minimum one lane at a time (a scalar
+// comparison and setcc per lane) in the AVX-512 dispatch function when an operand is a
+// constant such as the zero vector (hardswish's max(x + 3, 0)), and silu's NaN tests. These
+// 16-lane versions are the same operations as mask instructions; like sqrt below they carry
+// their target attribute and are inlined by the flattened dispatch function.
+__attribute__((target("avx512f,avx512dq"))) inline Width<16>::Int is_nan(const Width<16>::Float& x) {
+  const __m512 v = bit_cast<__m512>(x);
+  return bit_cast<Width<16>::Int>(_mm512_movm_epi32(_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q)));
+}
+
+// as the generic maximum (minimum with `Max` false): a > b (a < b) picks a, equal values
+// take the AND (OR) of their bits, a NaN in a comes through last.
+template <bool Max>
+__attribute__((target("avx512f,avx512dq"))) inline Width<16>::Float extremum16(const Width<16>::Float& a,
+                                                                               const Width<16>::Float& b) {
+  const __m512 x = bit_cast<__m512>(a), y = bit_cast<__m512>(b);
+  __m512 result = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, y, Max ? _CMP_GT_OQ : _CMP_LT_OQ), y, x);
+  const __m512i bits = Max ? _mm512_and_si512(_mm512_castps_si512(x), _mm512_castps_si512(y))
+                           : _mm512_or_si512(_mm512_castps_si512(x), _mm512_castps_si512(y));
+  result = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, y, _CMP_EQ_OQ), result, _mm512_castsi512_ps(bits));
+  result = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), result, x);
+  return bit_cast<Width<16>::Float>(result);
+}
+
+__attribute__((target("avx512f,avx512dq"))) inline Width<16>::Float maximum(const Width<16>::Float& a,
+                                                                            const Width<16>::Float& b) {
+  return extremum16<true>(a, b);
+}
+
+__attribute__((target("avx512f,avx512dq"))) inline Width<16>::Float minimum(const Width<16>::Float& a,
+                                                                            const Width<16>::Float& b) {
+  return extremum16<false>(a, b);
+}
+#endif
+
 // The scalar forms of maximum and minimum (no arithmetic, so plain code gives the same
 // result as every vector lane).
 inline float maximum(float a, float b) {

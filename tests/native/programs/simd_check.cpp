@@ -84,7 +84,7 @@ std::decay_t<V> splat(float value) { return simd::splat<std::decay_t<V>>(value);
 Check checks[] = {{"exp", 1}, {"log", 1}, {"tanh", 1.5}, {"sigmoid", 2.5}, {"silu", 2.5},
                   {"hardswish", 0}, {"hardsigmoid", 0}, {"sqrt", 0}, {"rsqrt", 1.5},
                   {"reciprocal", 0}, {"floor", 0}, {"ceil", 0}, {"round", 0}, {"abs", 0},
-                  {"neg", 0}, {"maximum", 0}, {"minimum", 0}, {"clamp", 0}};
+                  {"neg", 0}, {"maximum", 0}, {"minimum", 0}, {"clamp", 0}, {"erf", 2.5}};
 
 void check_all(const std::vector<int>& widths, const std::vector<float>& x) {
   Check* c = checks;
@@ -114,6 +114,7 @@ void check_all(const std::vector<int>& widths, const std::vector<float>& x) {
         [](double v) { const float a = static_cast<float>(v), b = a * -0.5f; return a != a ? a : a == b ? -0.0f : std::min(a, b); });
   check(*c++, widths, x, [](const auto& v) { return simd::minimum(simd::maximum(v, splat<decltype(v)>(-1.5f)), splat<decltype(v)>(2)); },
         [](double v) { return std::isnan(v) ? v : std::min(std::max(v, -1.5), 2.0); });
+  check(*c++, widths, x, [](const auto& v) { return simd::erf(v); }, [](double v) { return std::erf(v); });
 }
 
 }  // namespace
