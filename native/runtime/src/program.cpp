@@ -12,6 +12,7 @@
 #include "program_file.hpp"
 #include "program_format.hpp"
 #include "registry_internal.hpp"
+#include "shape_text.hpp"
 
 #ifndef EDGERT_CUDA_VARIANT
 #define EDGERT_CUDA_VARIANT ""
@@ -59,8 +60,6 @@ std::string unknown_backend_message(const std::string& name) {
   return message;
 }
 
-namespace {
-
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::ostringstream text;
   text << '[';
@@ -68,6 +67,8 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   text << ']';
   return text.str();
 }
+
+namespace {
 
 Status check_against_declaration(const ValueInfo& declared, const Tensor& tensor, size_t index) {
   const std::string where = "input " + std::to_string(index);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "edgert/runtime.hpp"
+#include "shape_text.hpp"
 
 namespace edgert {
 namespace {
@@ -25,14 +26,8 @@ bool profiling() {
   return on;
 }
 
-std::string shape_text(const Tensor& tensor) {
-  if (!tensor.defined()) return "-";
-  std::string text = "[";
-  for (size_t axis = 0; axis < tensor.shape().size(); ++axis) {
-    if (axis > 0) text += ", ";
-    text += std::to_string(tensor.shape()[axis]);
-  }
-  return text + "]";
+std::string shape_of(const Tensor& tensor) {
+  return tensor.defined() ? shape_text(tensor.shape()) : "-";
 }
 
 struct Row {
@@ -61,9 +56,8 @@ Status Program::run_steps() {
       const Node& first = graph_.nodes[steps_[index].first];
       step_shapes_[index] =
           (first.inputs.empty() || first.inputs[0] < 0 ? std::string("-")
-                                                       : shape_text(values_[static_cast<size_t>(first.inputs[0])])) +
-          " -> " +
-          (node.outputs.empty() ? std::string("-") : shape_text(values_[static_cast<size_t>(node.outputs[0])]));
+                                                       : shape_of(values_[static_cast<size_t>(first.inputs[0])])) +
+          " -> " + (node.outputs.empty() ? std::string("-") : shape_of(values_[static_cast<size_t>(node.outputs[0])]));
     } else {
       EDGERT_RETURN_IF_ERROR(run_step(index));
     }
